@@ -1,0 +1,187 @@
+"""Long remote work (pgbench, zfs send, initdb) detached on the host, then polled.
+
+A step starts the work under a unit name that is its idempotency key and
+returns; later steps poll it and read its output. A worker that crashes and
+re-runs the step calls `start` again and finds the unit already there, so the
+work never runs twice.
+
+Everything lives in files under `work_dir` on the host, written by one small
+wrapper script whether or not the host has systemd:
+
+    <unit>.pid     the wrapper's PID (its process group); created exclusively,
+                   so it is also the claim that makes `start` idempotent
+    <unit>.out     the command's stdout      <unit>.err  its stderr
+    <unit>.status  its exit code, written atomically (tmp + mv) when it ends
+
+With systemd the wrapper runs as transient unit `pozol-<unit>` (systemd-run),
+so logind's KillUserProcesses cannot reap it when the SSH session ends and it
+is supervised like any service; without systemd `setsid` puts it in its own
+session, away from the SSH session's hang-up. The command runs under `sh -c`
+in `work_dir`, with stdin from /dev/null.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from apps.remote.commands import Command, abs_path, integer, script, unit_name
+from apps.remote.errors import RemoteError
+from apps.remote.shell import Runner
+
+State = Literal["running", "succeeded", "failed", "missing"]
+Stream = Literal["stdout", "stderr"]
+
+READ_LIMIT = 1024 * 1024  # bytes per read_output call, so progress reads stay small
+STOP_GRACE = 10  # seconds between TERM and KILL in `stop`
+
+
+class UnitStillRunning(RemoteError):
+    code = "unit_running"
+
+
+@dataclass(frozen=True)
+class UnitStatus:
+    state: State
+    exit_code: int | None = None  # None while running, when missing, or if it vanished
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+# $1 is the unit, $2 the command text; values reach the wrapper only as
+# arguments, so this text is the same for every unit. TERM/HUP/INT are trapped
+# (not ignored, which children would inherit) so that when `stop` signals the
+# process group the command dies but the wrapper lives to record its status.
+_WRAPPER = """\
+trap : TERM HUP INT
+echo $$ > "$1.pid.tmp" && mv -f "$1.pid.tmp" "$1.pid"
+sh -c "$2" > "$1.out" 2> "$1.err" < /dev/null
+echo $? > "$1.status.tmp" && mv -f "$1.status.tmp" "$1.status"
+"""
+
+# Claims the unit by creating its pid file exclusively (set -C), then launches.
+_START = """\
+umask 077 && mkdir -p {dir} && cd {dir} || exit 1
+if ! (set -C; : > {pid}) 2>/dev/null; then echo exists; exit 0; fi
+{launch}
+echo started
+"""
+_LAUNCH_SETSID = "setsid sh -c {wrapper} sh {unit} {text} < /dev/null > /dev/null 2>&1 &"
+# systemd-run returns once the unit runs; if it cannot, release the claim.
+_LAUNCH_SYSTEMD = (
+    "systemd-run --quiet --collect --unit={sd_unit} -p WorkingDirectory={dir} -p UMask=0077"
+    " -- sh -c {wrapper} sh {unit} {text} < /dev/null > /dev/null || {{ rm -f {pid}; exit 1; }}"
+)
+
+# Prints: <running|finished|vanished|missing> <exit code|-> <started|-> <finished|->
+# Alive means the PID exists and is still our wrapper for this unit (a PID can
+# be reused after a reboot). An empty pid file is a unit being launched.
+_POLL = """\
+cd {dir} 2>/dev/null && [ -e {pid} ] || {{ echo missing - - -; exit 0; }}
+p=$(cat {pid}); started=$(stat -c %Y {pid})
+if [ -z "$p" ] || {{ kill -0 "$p" 2>/dev/null \
+&& tr '\\000' '\\n' < "/proc/$p/cmdline" 2>/dev/null | grep -qxF -- {unit}; }}; then
+  echo running - "$started" -
+elif [ -e {status} ]; then
+  echo finished "$(cat {status})" "$started" "$(stat -c %Y {status})"
+else
+  echo vanished - "$started" -
+fi
+"""
+
+# Prints the byte count it returns on the first line, then those bytes.
+_READ = """\
+f={dir}/{file}
+[ -e "$f" ] || {{ echo 0; exit 0; }}
+n=$(( $(wc -c < "$f") - {offset} ))
+[ "$n" -gt {limit} ] && n={limit}
+[ "$n" -gt 0 ] || {{ echo 0; exit 0; }}
+echo "$n"
+tail -c +{start} "$f" | head -c "$n"
+"""
+
+_STOP = """\
+cd {dir} 2>/dev/null && [ ! -e {status} ] || exit 0
+p=$(cat {pid} 2>/dev/null); [ -n "$p" ] || exit 0
+kill -TERM "-$p" 2>/dev/null || exit 0
+i=0
+while [ "$i" -lt {grace} ] && [ ! -e {status} ]; do sleep 1; i=$((i + 1)); done
+[ -e {status} ] && exit 0
+kill -KILL "-$p" 2>/dev/null
+echo 137 > {status}.tmp && mv -f {status}.tmp {status}
+"""
+
+
+def start(run: Runner, unit: str, command: Command, work_dir: str, use_systemd: bool) -> bool:
+    """Start `command` detached as `unit`; False if the unit already exists (running or not).
+
+    Nothing is started twice: a unit that exists, finished or not, is left as it
+    is until `forget`.
+    """
+    unit, work_dir = unit_name(unit), abs_path(work_dir)
+    values = {"wrapper": _WRAPPER, "unit": unit, "text": command.text, "pid": f"{unit}.pid"}
+    launch = (script(_LAUNCH_SYSTEMD, sd_unit=f"pozol-{unit}", dir=work_dir, **values)
+              if use_systemd else script(_LAUNCH_SETSID, **values))
+    started = run(script(_START, dir=work_dir, pid=f"{unit}.pid", launch=launch,
+                         secrets=command.secrets))
+    return started.stdout.strip() == "started"
+
+
+def poll(run: Runner, unit: str, work_dir: str) -> UnitStatus:
+    unit, work_dir = unit_name(unit), abs_path(work_dir)
+    result = run(script(_POLL, dir=work_dir, pid=f"{unit}.pid", status=f"{unit}.status",
+                        unit=unit))
+    return _parse_status(result.stdout)
+
+
+def read_output(
+    run: Runner, unit: str, work_dir: str, offset: int = 0, stream: Stream = "stdout",
+) -> tuple[str, int]:
+    """Output from byte `offset` on, and the offset to ask for next time.
+
+    At most READ_LIMIT bytes per call. Offsets count bytes; a multi-byte
+    character cut at a read boundary shows as a replacement character.
+    """
+    unit, work_dir = unit_name(unit), abs_path(work_dir)
+    offset = integer(offset)
+    suffix = {"stdout": "out", "stderr": "err"}[stream]
+    result = run(script(_READ, dir=work_dir, file=f"{unit}.{suffix}", offset=offset,
+                        limit=READ_LIMIT, start=offset + 1))
+    count, _, text = result.stdout.partition("\n")
+    return text, offset + int(count)
+
+
+def stop(run: Runner, unit: str, work_dir: str) -> None:
+    """TERM the unit's process group, KILL it after STOP_GRACE s; no-op if it ended."""
+    unit, work_dir = unit_name(unit), abs_path(work_dir)
+    run(script(_STOP, dir=work_dir, pid=f"{unit}.pid", status=f"{unit}.status",
+               grace=STOP_GRACE), timeout=STOP_GRACE + 30)
+
+
+def forget(run: Runner, unit: str, work_dir: str) -> None:
+    """Remove a finished unit's files, so its name can be used again."""
+    unit, work_dir = unit_name(unit), abs_path(work_dir)
+    if poll(run, unit, work_dir).state == "running":
+        raise UnitStillRunning(f"unit {unit} is still running; stop it before forgetting it")
+    files = [f"{unit}{suffix}" for suffix in
+             (".pid", ".out", ".err", ".status", ".pid.tmp", ".status.tmp")]
+    run(script("cd {dir} 2>/dev/null || exit 0; rm -f -- {files}", dir=work_dir, files=files))
+
+
+def _parse_status(line: str) -> UnitStatus:
+    state, code, started, finished = line.split()
+    started_at, finished_at = _time(started), _time(finished)
+    if state == "missing":
+        return UnitStatus("missing")
+    if state == "running":
+        return UnitStatus("running", None, started_at)
+    if state == "vanished":  # killed with the wrapper (KILL, reboot): no exit code
+        return UnitStatus("failed", None, started_at)
+    exit_code = int(code)
+    return UnitStatus("succeeded" if exit_code == 0 else "failed", exit_code, started_at,
+                      finished_at)
+
+
+def _time(epoch: str) -> datetime | None:
+    return None if epoch == "-" else datetime.fromtimestamp(int(epoch), tz=UTC)

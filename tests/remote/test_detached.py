@@ -1,0 +1,211 @@
+"""apps.remote.detached through real SSH to a throwaway sshd (the setsid path).
+
+The test hosts have no systemd, so the systemd-run launch is only checked for
+the command it builds.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from apps.remote import detached, ssh
+from apps.remote.commands import InvalidValue, cmd, script
+from apps.remote.detached import UnitStatus
+from apps.remote.shell import Result
+from tests.remote.fakeshell import FakeShell
+from tests.remote.sshd import Sshd, running_sshd
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    with running_sshd(tmp_path_factory.mktemp("sshd")) as sshd:
+        yield sshd
+
+
+@pytest.fixture
+def run(server: Sshd):
+    yield ssh.session(server.target())
+    ssh.close_all()
+
+
+@pytest.fixture
+def work_dir(tmp_path: Path) -> str:
+    return str(tmp_path / "units")
+
+
+def wait_for_end(run: ssh.Session, unit: str, work_dir: str, seconds: float = 15) -> UnitStatus:
+    deadline = time.monotonic() + seconds
+    while (status := detached.poll(run, unit, work_dir)).state == "running":
+        assert time.monotonic() < deadline, f"{unit} still running after {seconds} s"
+        time.sleep(0.2)
+    return status
+
+
+@pytest.mark.ssh
+def test_unit_runs_detached_and_reports_its_exit_code(run: ssh.Session, work_dir: str):
+    command = cmd("sh", "-c", "echo a; sleep 2; echo b; exit 3")
+
+    assert detached.start(run, "bench-1", command, work_dir, use_systemd=False) is True
+    running = detached.poll(run, "bench-1", work_dir)
+    finished = wait_for_end(run, "bench-1", work_dir)
+
+    assert running.state == "running" and running.exit_code is None
+    assert running.started_at is not None
+    assert (finished.state, finished.exit_code) == ("failed", 3)
+    assert finished.started_at <= finished.finished_at
+
+
+@pytest.mark.ssh
+def test_output_is_readable_while_it_runs_by_offset(run: ssh.Session, work_dir: str):
+    detached.start(run, "progress", script("echo a; sleep 2; echo b; echo oops >&2"), work_dir,
+                   use_systemd=False)
+    time.sleep(0.5)
+
+    first, offset = detached.read_output(run, "progress", work_dir)
+    wait_for_end(run, "progress", work_dir)
+    rest, end = detached.read_output(run, "progress", work_dir, offset)
+    nothing_new = detached.read_output(run, "progress", work_dir, end)
+    errors = detached.read_output(run, "progress", work_dir, stream="stderr")
+
+    assert (first, offset) == ("a\n", 2)
+    assert (rest, end) == ("b\n", 4)
+    assert nothing_new == ("", 4)
+    assert errors == ("oops\n", 5)
+
+
+@pytest.mark.ssh
+def test_output_offsets_count_bytes(run: ssh.Session, work_dir: str):
+    detached.start(run, "utf8", cmd("printf", "%s", "ü🐘x"), work_dir, use_systemd=False)
+    wait_for_end(run, "utf8", work_dir)
+
+    assert detached.read_output(run, "utf8", work_dir) == ("ü🐘x", 7)
+    assert detached.read_output(run, "utf8", work_dir, 6) == ("x", 7)
+
+
+@pytest.mark.ssh
+def test_starting_the_same_unit_twice_runs_it_once(
+    run: ssh.Session, work_dir: str, tmp_path: Path
+):
+    counter = tmp_path / "runs"
+    command = script("echo run >> {counter}; sleep 1", counter=str(counter))
+
+    first = detached.start(run, "once", command, work_dir, use_systemd=False)
+    again_while_running = detached.start(run, "once", command, work_dir, use_systemd=False)
+    wait_for_end(run, "once", work_dir)
+    again_after_finishing = detached.start(run, "once", command, work_dir, use_systemd=False)
+    wait_for_end(run, "once", work_dir)
+
+    assert (first, again_while_running, again_after_finishing) == (True, False, False)
+    assert counter.read_text() == "run\n"
+
+
+@pytest.mark.ssh
+def test_unit_survives_the_ssh_connection_closing(run: ssh.Session, work_dir: str):
+    detached.start(run, "survivor", script("sleep 2; echo done"), work_dir, use_systemd=False)
+    ssh.close_all()
+
+    assert detached.poll(run, "survivor", work_dir).state == "running"
+    assert wait_for_end(run, "survivor", work_dir).state == "succeeded"
+    assert detached.read_output(run, "survivor", work_dir)[0] == "done\n"
+
+
+@pytest.mark.ssh
+def test_stop_ends_the_whole_process_group(run: ssh.Session, work_dir: str):
+    detached.start(run, "endless", script("sleep 31.25 & sleep 31.5; wait"), work_dir,
+                   use_systemd=False)
+    time.sleep(0.5)
+
+    detached.stop(run, "endless", work_dir)
+
+    assert detached.poll(run, "endless", work_dir).state == "failed"
+    assert detached.poll(run, "endless", work_dir).exit_code == 143
+    assert "sleep 31." not in run(cmd("ps", "-eo", "args")).stdout
+
+
+@pytest.mark.ssh
+def test_forget_removes_a_finished_unit_and_refuses_a_running_one(
+    run: ssh.Session, work_dir: str
+):
+    detached.start(run, "short", cmd("true"), work_dir, use_systemd=False)
+    detached.start(run, "long", cmd("sleep", "30"), work_dir, use_systemd=False)
+    wait_for_end(run, "short", work_dir)
+
+    detached.forget(run, "short", work_dir)
+    with pytest.raises(detached.UnitStillRunning):
+        detached.forget(run, "long", work_dir)
+    detached.stop(run, "long", work_dir)
+    detached.forget(run, "long", work_dir)
+
+    assert detached.poll(run, "short", work_dir) == UnitStatus("missing")
+    assert sorted(p.name for p in Path(work_dir).iterdir()) == []
+
+
+@pytest.mark.ssh
+def test_unknown_unit_is_missing(run: ssh.Session, work_dir: str):
+    assert detached.poll(run, "never-started", work_dir) == UnitStatus("missing")
+    assert detached.read_output(run, "never-started", work_dir) == ("", 0)
+
+
+@pytest.mark.ssh
+def test_a_unit_whose_wrapper_was_killed_is_failed_without_exit_code(
+    run: ssh.Session, work_dir: str
+):
+    detached.start(run, "doomed", cmd("sleep", "30"), work_dir, use_systemd=False)
+    time.sleep(0.5)
+    pid = (Path(work_dir) / "doomed.pid").read_text().strip()
+    run(script("kill -KILL -{pid}", pid=pid))  # as a reboot or the OOM killer would
+
+    status = detached.poll(run, "doomed", work_dir)
+
+    assert (status.state, status.exit_code) == ("failed", None)
+
+
+@pytest.mark.ssh
+def test_secrets_in_the_command_stay_redacted(run: ssh.Session, work_dir: str):
+    seen: list[Result] = []
+    token = ssh.command_observer.set(lambda host, result: seen.append(result))
+    try:
+        detached.start(run, "secret", cmd("echo", "s3cret-pw", secrets=("s3cret-pw",)),
+                       work_dir, use_systemd=False)
+    finally:
+        ssh.command_observer.reset(token)
+
+    assert "s3cret" not in seen[0].command
+    assert wait_for_end(run, "secret", work_dir).state == "succeeded"
+
+
+# --- Without a host: values and the systemd launch ---------------------------------
+
+
+@pytest.mark.parametrize("unit", ["../etc", "-rf", "a b", "x;reboot", "", "a/b", "ü"])
+def test_hostile_unit_names_never_reach_the_host(unit: str):
+    with pytest.raises(InvalidValue):
+        detached.start(FakeShell(), unit, cmd("true"), "/var/lib/pozol", use_systemd=False)
+
+
+@pytest.mark.parametrize("work_dir", ["relative", "/tmp/../etc", "/tmp/a b", "/tmp/$(x)"])
+def test_hostile_work_dirs_never_reach_the_host(work_dir: str):
+    with pytest.raises(InvalidValue):
+        detached.poll(FakeShell(), "unit", work_dir)
+
+
+def test_with_systemd_the_wrapper_runs_as_a_transient_unit():
+    shell = RecordingShell()
+
+    detached.start(shell, "pgbench-7", cmd("pgbench", "-T", "60"), "/var/lib/pozol/units",
+                   use_systemd=True)
+
+    assert ("systemd-run --quiet --collect --unit=pozol-pgbench-7 "
+            "-p WorkingDirectory=/var/lib/pozol/units -p UMask=0077 -- sh -c ") in shell.calls[0]
+    assert "setsid" not in shell.calls[0]
+
+
+class RecordingShell(FakeShell):
+    """Answers 'started' to anything: for checking the text of a launch only."""
+
+    def __call__(self, command, *, timeout=60.0, check=True, stdin=None) -> Result:
+        self.calls.append(command.text)
+        return Result(command.redacted(), 0, "started\n", "")
