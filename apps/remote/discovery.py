@@ -1,0 +1,426 @@
+"""Discover what a host is: OS, memory, ZFS pools and datasets, ARC, disks, PostgreSQL.
+
+`discover(run)` asks in at most three SSH round trips, each a bundle of
+read-only commands (apps.remote.facts.sections frames every command's output
+and exit status), and hands every output to the pure parsers in
+apps.remote.facts:
+
+1. the host: os-release, uname, memory, sysctls, tools present, disks, processes;
+2. probes: the ZFS dialect, the pool names, NVMe write caches, each postmaster's
+   data directory, binary, owner and postmaster.pid;
+3. data: pools, datasets and their properties, arcstats, module parameters,
+   pg_settings of each cluster.
+
+Nothing a host prints reaches a later command unless it passed the validators
+of apps.remote.commands; what fails is left out and recorded in `skipped`.
+A missing tool (no zfs, no nvme-cli, no PostgreSQL) or a command the host's ZFS
+dialect lacks is a fact about the host, never an error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+from functools import reduce
+
+from apps.remote import commands
+from apps.remote.commands import Command, InvalidValue, cmd, script
+from apps.remote.facts import arc, disks, postgres, system, zfs, zpool
+from apps.remote.facts.host import (
+    Cluster,
+    Dataset,
+    Disk,
+    HostFacts,
+    Pool,
+    ZfsFacts,
+    dataset_from,
+    pool_from,
+)
+from apps.remote.facts.sections import MARKER, Section, split_sections
+from apps.remote.shell import Runner
+
+BUNDLE_TIMEOUT = 180.0
+PSQL_TIMEOUT_SECONDS = 30
+DATASET_PROPERTIES = (
+    "recordsize", "compression", "compressratio", "atime", "logbias", "primarycache",
+    "xattr", "dedup",
+)
+# Asked one by one: zfs refuses a whole `get` for one unknown property, and
+# zfs-fuse knows neither of these.
+OPTIONAL_PROPERTIES = ("sync", "redundant_metadata")
+_OS_USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}\Z")
+_NVME_DISK = re.compile(r"nvme\d+n\d+\Z")
+
+
+def discover(run: Runner) -> HostFacts:
+    host = ask(run, host_probes())
+    facts = _host_facts(host)
+    postmasters = postgres.find_postmasters(postgres.parse_ps(_text(host, "ps")))
+    has_zfs = {"zfs", "zpool"} <= facts.tools.keys()
+    probes = ask(run, {
+        **(zfs_probes() if has_zfs else {}),
+        **(nvme_probes(facts) if "nvme" in facts.tools else {}),
+        **postmaster_probes(postmasters),
+    })
+    pools = _read_zfs_probes(probes, facts) if has_zfs else []
+    if not has_zfs:
+        facts.zfs_absent_reason = "no zfs/zpool command on the host (command -v)"
+    _read_nvme(probes, facts)
+    clusters = [_cluster(pid, probes) for pid in _valid_pids(postmasters)]
+    data = ask(run, {
+        **(zfs_data_probes(facts.zfs, pools) if facts.zfs else {}),
+        **psql_probes(clusters, facts),
+    })
+    if facts.zfs:
+        _read_zfs_data(data, facts, pools)
+    facts.clusters = [_with_settings(c, data, facts) for c in clusters]
+    return facts
+
+
+# -- bundling ---------------------------------------------------------------
+
+def bundle(probes: dict[str, Command]) -> Command:
+    """One shell script running every probe, each framed by named markers."""
+    framed = [
+        script("echo {begin}; {{ {probe}; }} </dev/null 2>&1; printf {end} \"$?\"",
+               begin=f"{MARKER} {name}", probe=probe, end=f"\\n{MARKER} rc=%s\\n")
+        for name, probe in probes.items()
+    ]
+    return reduce(lambda first, second: script("{a}; {b}", a=first, b=second), framed)
+
+
+def ask(run: Runner, probes: dict[str, Command]) -> dict[str, Section]:
+    if not probes:
+        return {}
+    result = run(bundle(probes), timeout=BUNDLE_TIMEOUT, check=False)
+    return split_sections(result.stdout)
+
+
+def _text(sections: dict[str, Section], name: str) -> str:
+    section = sections.get(name)
+    return section.text if section else ""
+
+
+def _ok(sections: dict[str, Section], name: str) -> bool:
+    section = sections.get(name)
+    return bool(section and section.ok)
+
+
+# -- round 1: the host --------------------------------------------------------
+
+def host_probes() -> dict[str, Command]:
+    return {
+        "os_release": cmd("cat", "/etc/os-release"),
+        "uname_r": cmd("uname", "-r"),
+        "uname_m": cmd("uname", "-m"),
+        "nproc": cmd("nproc"),
+        "meminfo": cmd("cat", "/proc/meminfo"),
+        "sysctl": cmd("sysctl", *system.VM_SYSCTLS),
+        # sd_booted(3): this directory exists only when systemd is PID 1.
+        "systemd": cmd("test", "-d", "/run/systemd/system"),
+        "tools": script("command -v zfs zpool nvme lsblk runuser"),
+        "lsblk": script("lsblk -J -b -o {cols} || lsblk -P -b -o {cols}",
+                        cols=disks.LSBLK_COLUMNS),
+        "write_cache": script("grep -H . /sys/block/*/queue/write_cache"),
+        "ps": cmd("ps", "-eo", "pid,ppid,user,args"),
+    }
+
+
+def _host_facts(host: dict[str, Section]) -> HostFacts:
+    meminfo = system.parse_meminfo(_text(host, "meminfo"))
+    facts = HostFacts(
+        os=system.parse_os_release(_text(host, "os_release")),
+        kernel=system.parse_single_line(_text(host, "uname_r")),
+        arch=system.parse_single_line(_text(host, "uname_m")),
+        cpus=system.parse_int(_text(host, "nproc")),
+        mem_total=meminfo.get("MemTotal"),
+        mem_dirty=meminfo.get("Dirty"),
+        mem_writeback=meminfo.get("Writeback"),
+        sysctls=system.parse_sysctls(_text(host, "sysctl")),
+        has_systemd=_ok(host, "systemd"),
+        tools=system.parse_tools(_text(host, "tools")),
+    )
+    facts.disks = _disks(host)
+    return facts
+
+
+def _disks(host: dict[str, Section]) -> list[Disk]:
+    text = _text(host, "lsblk")
+    devices = (disks.parse_lsblk_json if text.lstrip().startswith("{")
+               else disks.parse_lsblk_pairs)(text)
+    caches = disks.parse_write_cache(_text(host, "write_cache"))
+    return [Disk(**asdict(d), write_cache=caches.get(d.name))
+            for d in devices if d.type not in {"loop", "rom"}]
+
+
+# -- round 2: probes -------------------------------------------------------------
+
+def zfs_probes() -> dict[str, Command]:
+    return {
+        "zfs_version": cmd("zfs", "version"),
+        "zfs_kmod": cmd("cat", "/sys/module/zfs/version"),
+        # Cheap on purpose: volumes are few; only whether -p is accepted matters.
+        "zfs_list_p": cmd("zfs", "list", "-Hp", "-o", "name", "-t", "volume"),
+        "zpool_list_p": cmd("zpool", "list", "-Hp", "-o", "name"),
+        "zpool_names": cmd("zpool", "list", "-H", "-o", "name"),
+    }
+
+
+def nvme_probes(facts: HostFacts) -> dict[str, Command]:
+    probes = {}
+    for disk in facts.disks:
+        if disk.transport != "nvme" or disk.type != "disk":
+            continue
+        if _NVME_DISK.match(disk.name):
+            probes[f"nvme:{disk.name}"] = cmd("nvme", "get-feature", "-f", "6", f"/dev/{disk.name}")
+        else:
+            facts.skip("nvme disk", disk.name, "not an NVMe namespace name (nvmeXnY)")
+    return probes
+
+
+def postmaster_probes(postmasters: list[postgres.Process]) -> dict[str, Command]:
+    # A postmaster runs with its data directory as working directory, so
+    # /proc/PID/cwd finds it whatever -D, PGDATA or config_file said.
+    probes = {}
+    for pid in _valid_pids(postmasters):
+        proc = f"/proc/{pid}"
+        probes |= {
+            f"pg:{pid}:cwd": cmd("readlink", "-f", f"{proc}/cwd"),
+            f"pg:{pid}:exe": cmd("readlink", "-f", f"{proc}/exe"),
+            f"pg:{pid}:owner": cmd("stat", "-L", "-c", "%U", f"{proc}/cwd"),
+            f"pg:{pid}:pidfile": cmd("cat", f"{proc}/cwd/postmaster.pid"),
+            f"pg:{pid}:version": cmd("cat", f"{proc}/cwd/PG_VERSION"),
+            f"pg:{pid}:wal": cmd("readlink", "-f", f"{proc}/cwd/pg_wal"),
+        }
+    return probes
+
+
+def _valid_pids(postmasters: list[postgres.Process]) -> list[int]:
+    return [p.pid for p in postmasters if p.pid > 1]
+
+
+def _read_zfs_probes(probes: dict[str, Section], facts: HostFacts) -> list[str]:
+    version = zfs.parse_zfs_version(_text(probes, "zfs_version"))
+    # Only the old dialect lacks the command; any other failure is not a dialect.
+    if not _ok(probes, "zfs_version") and zfs.is_unknown_command(_text(probes, "zfs_version")):
+        dialect = zfs.ZFS_FUSE
+    elif version.userland or _ok(probes, "zfs_kmod"):
+        dialect = zfs.OPENZFS
+    else:
+        reason = _first_line(_text(probes, "zfs_version"))
+        facts.zfs_absent_reason = f"zfs version failed: {reason}"
+        return []
+    facts.zfs = _zfs_facts(dialect, version, probes)
+    return _valid_pools(_text(probes, "zpool_names"), facts)
+
+
+def _zfs_facts(dialect: str, version: zfs.ZfsVersion, probes: dict[str, Section]) -> ZfsFacts:
+    kernel = version.kernel or _line_if_ok(probes, "zfs_kmod")
+    version = zfs.ZfsVersion(version.userland, kernel)
+    refused = _text(probes, "zpool_list_p")
+    caps = zfs.with_observed(
+        zfs.baseline_capabilities(dialect, version),
+        version_command=_ok(probes, "zfs_version"),
+        list_parsable=_ok(probes, "zfs_list_p"),
+        zpool_list_parsable=_ok(probes, "zpool_list_p"),
+        **({"zpool_fragmentation": "fragmentation" in zfs.usage_properties(refused)}
+           if not _ok(probes, "zpool_list_p") else {}),
+    )
+    return ZfsFacts(
+        implementation="zfs-fuse" if dialect == zfs.ZFS_FUSE else "OpenZFS",
+        dialect=dialect,
+        version=kernel or version.userland,
+        userland_version=version.userland,
+        kernel_version=kernel,
+        capabilities=caps,
+    )
+
+
+def _valid_pools(text: str, facts: HostFacts) -> list[str]:
+    names = [line.strip() for line in text.splitlines()]
+    return [name for name in names if name and name != "no pools available"
+            and _valid(facts, "pool", name, commands.pool_name)]
+
+
+def _valid(facts: HostFacts, kind: str, value: str, validator) -> bool:
+    try:
+        validator(value)
+    except InvalidValue as error:
+        facts.skip(kind, value, error.reason)
+        return False
+    return True
+
+
+def _read_nvme(probes: dict[str, Section], facts: HostFacts) -> None:
+    for disk in facts.disks:
+        section = probes.get(f"nvme:{disk.name}")
+        if section:
+            disk.volatile_write_cache = disks.parse_nvme_vwc(section.text, section.exit_code)
+
+
+def _cluster(pid: int, probes: dict[str, Section]) -> Cluster:
+    pidfile = postgres.parse_postmaster_pid(_text(probes, f"pg:{pid}:pidfile"))
+    exe = system.parse_single_line(_text(probes, f"pg:{pid}:exe")).removesuffix(" (deleted)")
+    return Cluster(
+        pid=pid,
+        version=system.parse_single_line(_text(probes, f"pg:{pid}:version")) or None,
+        server_version_num=None,
+        port=pidfile.port,
+        data_dir=system.parse_single_line(_text(probes, f"pg:{pid}:cwd")) or pidfile.data_dir,
+        wal_dir=_line_if_ok(probes, f"pg:{pid}:wal"),
+        socket_dir=pidfile.socket_dir,
+        bin_dir=exe.rsplit("/", 1)[0] if exe.startswith("/") else None,
+        owner=_line_if_ok(probes, f"pg:{pid}:owner"),
+        data_checksums=None,
+        error=None if _ok(probes, f"pg:{pid}:pidfile") else "postmaster.pid unreadable",
+    )
+
+
+def _line_if_ok(sections: dict[str, Section], name: str) -> str | None:
+    if not _ok(sections, name):
+        return None
+    return system.parse_single_line(_text(sections, name)) or None
+
+
+# -- round 3: data ---------------------------------------------------------------
+
+def zfs_data_probes(facts: ZfsFacts, pools: list[str]) -> dict[str, Command]:
+    caps, fuse = facts.capabilities, facts.dialect == zfs.ZFS_FUSE
+    probes = {
+        "arcstats": cmd("grep", "-r", ".", arc.FUSE_ARCSTATS_DIR) if fuse
+        else cmd("cat", arc.PROC_ARCSTATS),
+        "module_params": cmd("grep", "-r", ".", arc.MODULE_PARAMS_DIR),
+    }
+    if not pools:
+        return probes
+    columns = zpool.list_columns(caps.zpool_fragmentation)
+    exact = "-Hp" if caps.zpool_list_parsable else "-H"
+    get = ["zfs", "get", "-Hp", "-r", *([] if fuse else ["-t", "filesystem,volume"]),
+           "-o", zfs.GET_FIELDS]
+    return probes | {
+        "zpool_list": cmd("zpool", "list", exact, "-o", ",".join(columns), *pools),
+        "zpool_get": cmd("zpool", "get", *([] if fuse else ["-Hp"]), "ashift,version", *pools),
+        "zpool_status": cmd("zpool", "status", *pools),
+        "zfs_list": cmd("zfs", "list", "-Hp" if caps.list_parsable else "-H", "-r",
+                        "-t", "filesystem,volume", "-o", ",".join(zfs.LIST_FIELDS), *pools),
+        "zfs_get": cmd(*get, ",".join(DATASET_PROPERTIES), *pools),
+        **{f"zfs_get_{prop}": cmd(*get, prop, *pools) for prop in OPTIONAL_PROPERTIES},
+    }
+
+
+def _read_zfs_data(data: dict[str, Section], facts: HostFacts, pools: list[str]) -> None:
+    assert facts.zfs is not None
+    _observe_zfs(data, facts.zfs)
+    params = data.get("module_params")
+    facts.module_params = arc.parse_module_params(params.text) if params and params.ok else None
+    stats = _arcstats(data, facts.zfs.dialect)
+    facts.arcstats = arc.summarize_arc(stats) if stats else None
+    facts.pools = _pools(data, facts.zfs.capabilities, pools)
+    facts.datasets = _datasets(data, facts)
+    if not all(p.exact_sizes for p in facts.pools) or not all(
+            d.exact_sizes for d in facts.datasets):
+        facts.notes.append("sizes converted from human units (1024-based, rounded): "
+                           "the host's zfs/zpool list has no -p")
+
+
+def _observe_zfs(data: dict[str, Section], zfs_facts: ZfsFacts) -> None:
+    sync, redundant = data.get("zfs_get_sync"), data.get("zfs_get_redundant_metadata")
+    observed: dict[str, object] = {"module_params": _ok(data, "module_params")}
+    if sync and not sync.ok and zfs.is_invalid_property(sync.text, "sync"):
+        observed["sync_property"] = False
+        # zfs prints its property table after refusing: it names the algorithms it has.
+        observed["compression"] = zfs.usage_values(sync.text, "compression") or None
+    if redundant and not redundant.ok and zfs.is_invalid_property(
+            redundant.text, "redundant_metadata"):
+        observed["redundant_metadata_property"] = False
+    observed = {key: value for key, value in observed.items() if value is not None}
+    zfs_facts.capabilities = zfs.with_observed(zfs_facts.capabilities, **observed)
+
+
+def _arcstats(data: dict[str, Section], dialect: str) -> dict[str, int]:
+    if not _ok(data, "arcstats"):
+        return {}
+    text = _text(data, "arcstats")
+    if dialect == zfs.ZFS_FUSE:
+        return arc.parse_arcstats_files(text)
+    return arc.parse_arcstats_proc(text)
+
+
+def _pools(data: dict[str, Section], caps: zfs.Capabilities, names: list[str]) -> list[Pool]:
+    columns = zpool.list_columns(caps.zpool_fragmentation)
+    rows = zpool.parse_zpool_list(_text(data, "zpool_list"), columns)
+    status = zpool.parse_zpool_status(_text(data, "zpool_status"))
+    ashift = zpool.parse_zpool_get(_text(data, "zpool_get"), "ashift")
+    spa = zpool.parse_zpool_get(_text(data, "zpool_get"), "version")
+    return [pool_from(row, status.get(row.name), ashift.get(row.name), spa.get(row.name))
+            for row in rows if row.name in names]
+
+
+def _datasets(data: dict[str, Section], facts: HostFacts) -> list[Dataset]:
+    props = zfs.parse_zfs_get(_text(data, "zfs_get"))
+    for prop in OPTIONAL_PROPERTIES:
+        if _ok(data, f"zfs_get_{prop}"):
+            for name, values in zfs.parse_zfs_get(_text(data, f"zfs_get_{prop}")).items():
+                props.setdefault(name, {}).update(values)
+    return [
+        dataset_from(row, props.get(row.name, {}))
+        for row in zfs.parse_zfs_list(_text(data, "zfs_list"))
+        if _valid(facts, "dataset", row.name, commands.dataset_name)
+    ]
+
+
+def psql_probes(clusters: list[Cluster], facts: HostFacts) -> dict[str, Command]:
+    probes = {}
+    for cluster in clusters:
+        try:
+            probes[f"psql:{cluster.pid}"] = _psql(cluster)
+        except InvalidValue as error:
+            facts.skip("postgres cluster", cluster.data_dir, f"{error.kind}: {error.reason}")
+            cluster.error = f"not queried: invalid {error.kind} {error.value!r}"
+    return probes
+
+
+def _psql(cluster: Cluster) -> Command:
+    # runuser as the data directory's owner: peer authentication over the
+    # socket lets the owner in without a password on a stock cluster.
+    bin_dir = commands.abs_path(cluster.bin_dir)
+    return cmd(
+        "timeout", PSQL_TIMEOUT_SECONDS, "runuser", "-u", os_user(cluster.owner), "--",
+        f"{bin_dir}/psql", "-X", "-At", "-F", "\t", "-h", _psql_host(cluster),
+        "-p", commands.integer(cluster.port, minimum=1, maximum=65535),
+        "-d", "postgres", "-c", postgres.SETTINGS_QUERY,
+    )
+
+
+def os_user(value: object) -> str:
+    """A Linux user name as useradd accepts it by default (NAME_REGEX)."""
+    if not isinstance(value, str) or not _OS_USER.match(value):
+        raise InvalidValue("user name", value, "use a-z 0-9 _ . - (start with a letter or _)")
+    return value
+
+
+def _psql_host(cluster: Cluster) -> str:
+    if not cluster.socket_dir:
+        raise InvalidValue("socket directory", cluster.socket_dir,
+                           "the cluster listens on no unix socket (TCP is not tried)")
+    return commands.abs_path(cluster.socket_dir)
+
+
+def _with_settings(cluster: Cluster, data: dict[str, Section], facts: HostFacts) -> Cluster:
+    section = data.get(f"psql:{cluster.pid}")
+    if section and section.ok:
+        cluster.settings = postgres.parse_settings(section.text)
+        version_num = postgres.setting_value(cluster.settings, "server_version_num")
+        cluster.server_version_num = int(version_num) if version_num else None
+        cluster.data_checksums = postgres.setting_value(cluster.settings, "data_checksums") == "on"
+    elif section:
+        cluster.error = "psql failed: " + _first_line(section.text)
+    mountpoints = {d.name: d.mountpoint for d in facts.datasets if d.mountpoint}
+    cluster.data_dataset = postgres.dataset_for_path(cluster.data_dir, mountpoints)
+    cluster.wal_dataset = postgres.dataset_for_path(cluster.wal_dir, mountpoints)
+    return cluster
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0][:200] if lines else "(no output)"

@@ -1,0 +1,145 @@
+"""The shape of what discovery learns about a host: plain, JSON-ready data.
+
+`HostFacts.to_dict()` is what the control plane stores; every field is built
+by apps.remote.discovery from the parsers beside this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from apps.remote.facts import arc, postgres, system, zfs, zpool
+
+
+@dataclass(frozen=True)
+class Skipped:
+    kind: str
+    value: str
+    reason: str
+
+
+@dataclass
+class ZfsFacts:
+    implementation: str  # "OpenZFS" or "zfs-fuse"
+    dialect: str  # zfs.OPENZFS or zfs.ZFS_FUSE
+    version: str | None  # the kernel module's when known: it decides kstats and tunables
+    userland_version: str | None
+    kernel_version: str | None
+    capabilities: zfs.Capabilities
+
+
+@dataclass
+class Pool:
+    name: str
+    health: str
+    size: int | None
+    allocated: int | None
+    free: int | None
+    fragmentation: int | None
+    capacity: int | None
+    ashift: int | None  # None also when the pool reports 0 (auto-detected per vdev)
+    spa_version: str | None  # "23" on zfs-fuse; None with feature flags
+    exact_sizes: bool
+    vdevs: list[zpool.Vdev] = field(default_factory=list)
+    logs: list[zpool.Vdev] = field(default_factory=list)
+    cache: list[zpool.Vdev] = field(default_factory=list)
+    spares: list[zpool.Vdev] = field(default_factory=list)
+    has_log: bool = False
+    has_cache: bool = False
+
+
+@dataclass
+class Dataset:
+    name: str
+    type: str
+    mountpoint: str | None
+    used: int | None
+    avail: int | None
+    refer: int | None
+    exact_sizes: bool
+    compressratio: float | None  # parsed: zfs-fuse prints "3.95x" even with -p
+    properties: dict[str, zfs.PropertyValue] = field(default_factory=dict)
+
+
+@dataclass
+class Disk:
+    name: str
+    type: str
+    size: int | None
+    rotational: bool | None
+    model: str | None
+    transport: str | None
+    parent: str | None
+    write_cache: str | None = None  # kernel's view: "write back" / "write through"
+    volatile_write_cache: bool | None = None  # the NVMe controller's own answer
+
+
+@dataclass
+class Cluster:
+    pid: int
+    version: str | None
+    server_version_num: int | None
+    port: int | None
+    data_dir: str
+    wal_dir: str | None
+    socket_dir: str | None
+    bin_dir: str | None
+    owner: str | None
+    data_checksums: bool | None
+    data_dataset: str | None = None
+    wal_dataset: str | None = None
+    settings: list[postgres.Setting] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class HostFacts:
+    os: system.OsRelease
+    kernel: str
+    arch: str
+    cpus: int | None
+    mem_total: int | None
+    mem_dirty: int | None
+    mem_writeback: int | None
+    sysctls: dict[str, int | str]
+    has_systemd: bool
+    tools: dict[str, str]
+    zfs: ZfsFacts | None = None
+    zfs_absent_reason: str | None = None
+    pools: list[Pool] = field(default_factory=list)
+    datasets: list[Dataset] = field(default_factory=list)
+    arcstats: arc.ArcSummary | None = None
+    module_params: dict[str, str] | None = None
+    disks: list[Disk] = field(default_factory=list)
+    clusters: list[Cluster] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def skip(self, kind: str, value: object, reason: str) -> None:
+        self.skipped.append(Skipped(kind, str(value), reason))
+
+
+def pool_from(row: zpool.PoolRow, status: zpool.PoolStatus | None, ashift: str | None,
+          spa: str | None) -> Pool:
+    """A Pool from its `zpool list` row, `zpool status` tree and `zpool get` values."""
+    status = status or zpool.PoolStatus(row.name, row.health)
+    return Pool(
+        name=row.name, health=row.health, size=row.size, allocated=row.allocated,
+        free=row.free, fragmentation=row.fragmentation, capacity=row.capacity,
+        ashift=int(ashift) if ashift and ashift.isdigit() and ashift != "0" else None,
+        spa_version=spa if spa and spa.isdigit() else None,
+        exact_sizes=row.exact, vdevs=status.vdevs, logs=status.logs, cache=status.cache,
+        spares=status.spares, has_log=status.has_log, has_cache=status.has_cache,
+    )
+
+
+def dataset_from(row: zfs.DatasetRow, props: dict[str, zfs.PropertyValue]) -> Dataset:
+    ratio = props.get("compressratio")
+    return Dataset(
+        row.name, row.type, row.mountpoint, row.used, row.avail, row.refer, row.exact,
+        compressratio=zfs.parse_ratio(ratio.value) if ratio else None,
+        properties=props,
+    )

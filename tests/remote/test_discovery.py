@@ -1,0 +1,217 @@
+"""discover() against strict fake hosts: a real zfs-fuse capture replayed, an OpenZFS
+2.2 host and a bare host written from fixtures, and a host that answers with hostile names.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from apps.remote import discovery
+from apps.remote.commands import cmd
+from apps.remote.facts import postgres, zfs
+from apps.remote.facts.host import ZfsFacts
+from tests.remote.fakeshell import FakeShell
+from tests.remote.fixtures.hosts import FixtureHost, replay_transcript
+
+PSQL_16 = cmd(
+    "timeout", 30, "runuser", "-u", "postgres", "--", "/usr/lib/postgresql/16/bin/psql",
+    "-X", "-At", "-F", "\t", "-h", "/var/run/postgresql", "-p", 5432, "-d", "postgres",
+    "-c", postgres.SETTINGS_QUERY,
+)
+NVME = {f"nvme:{d}": cmd("nvme", "get-feature", "-f", "6", f"/dev/{d}")
+        for d in ("nvme0n1", "nvme1n1", "nvme2n1")}
+
+
+def openzfs_22_facts() -> ZfsFacts:
+    version = zfs.ZfsVersion("2.2.4-1", "2.2.4-1")
+    caps = zfs.baseline_capabilities(zfs.OPENZFS, version)
+    return ZfsFacts("OpenZFS", zfs.OPENZFS, "2.2.4-1", "2.2.4-1", "2.2.4-1", caps)
+
+
+def openzfs_22_host(host: FixtureHost | None = None, pools: tuple[str, ...] = ("tank",),
+                    psql: bool = True) -> FakeShell:
+    host = host or FixtureHost("openzfs-2.2")
+    postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
+    shell = FakeShell()
+    host.script(shell, discovery.host_probes())
+    host.script(shell, {**discovery.zfs_probes(), **NVME,
+                        **discovery.postmaster_probes(postmaster)})
+    data = discovery.zfs_data_probes(openzfs_22_facts(), list(pools))
+    return host.script(shell, {**data, **({"psql:1500": PSQL_16} if psql else {})})
+
+
+# -- (a) a real zfs-fuse host with PostgreSQL ---------------------------------------
+
+@pytest.fixture(scope="module")
+def fuse_facts():
+    shell = replay_transcript()
+    facts = discovery.discover(shell)
+    return facts, shell
+
+
+def test_zfs_fuse_host_in_three_round_trips(fuse_facts):
+    facts, shell = fuse_facts
+    assert len(shell.calls) == 3
+    assert facts.zfs.implementation == "zfs-fuse" and facts.zfs.version is None
+
+
+def test_zfs_fuse_missing_commands_become_capabilities(fuse_facts):
+    caps = fuse_facts[0].zfs.capabilities
+    assert not caps.version_command and not caps.list_parsable
+    assert not caps.sync_property and not caps.redundant_metadata_property
+    assert not caps.zpool_fragmentation and not caps.module_params
+    assert caps.compression == ("on", "off", "lzjb", "gzip", "gzip-[1-9]", "zle")
+    assert fuse_facts[0].module_params is None
+
+
+def test_zfs_fuse_pools_and_datasets(fuse_facts):
+    facts = fuse_facts[0]
+    pools = {p.name: p for p in facts.pools}
+    assert pools["fast"].has_log and pools["fast"].vdevs[0].kind == "mirror"
+    assert pools["tank"].spa_version == "23" and pools["tank"].ashift is None
+    data = {d.name: d for d in facts.datasets}["tank/pg/data"]
+    assert data.properties["recordsize"].value == "8192" and data.compressratio > 1.5
+    assert "sync" not in data.properties and not data.exact_sizes
+    assert any("human units" in note for note in facts.notes)
+
+
+def test_zfs_fuse_cluster_mapped_to_its_datasets(fuse_facts):
+    [cluster] = fuse_facts[0].clusters
+    assert (cluster.version, cluster.port, cluster.owner) == ("15", 5499, "postgres")
+    assert cluster.server_version_num // 10000 == 15 and cluster.data_checksums is True
+    assert (cluster.data_dataset, cluster.wal_dataset) == ("tank/pg/data", "tank/pg/wal")
+    assert cluster.bin_dir == "/usr/lib/postgresql/15/bin" and cluster.error is None
+    assert {"shared_buffers", "full_page_writes"} <= {s.name for s in cluster.settings}
+
+
+def test_zfs_fuse_arcstats_and_host(fuse_facts):
+    facts = fuse_facts[0]
+    assert facts.arcstats.ratio_formula == "hits/(hits+misses)" and facts.arcstats.c_max
+    assert facts.os.id == "debian" and facts.mem_total and facts.has_systemd is False
+    assert facts.sysctls["vm.dirty_ratio"] >= 0
+
+
+def test_facts_are_json(fuse_facts):
+    assert json.loads(json.dumps(fuse_facts[0].to_dict()))["zfs"]["dialect"] == "zfs-fuse"
+
+
+# -- (b) an OpenZFS 2.2 host with NVMe write caches -------------------------------------
+
+def test_openzfs_22_host():
+    shell = openzfs_22_host()
+    facts = discovery.discover(shell)
+    assert len(shell.calls) == 3
+    assert facts.zfs.version == "2.2.4-1" and facts.zfs.capabilities.sync_property
+    assert facts.zfs.capabilities.module_params and not facts.zfs.capabilities.json_output
+    assert facts.has_systemd and facts.cpus == 16 and facts.mem_dirty == 4312 * 1024
+    assert facts.module_params["zfs_bclone_enabled"] == "0"
+    assert facts.arcstats.ratio_formula == "hits/(hits+iohits+misses)"
+    assert facts.notes == [] and facts.skipped == []
+
+
+def test_openzfs_22_disks_and_write_caches():
+    disks = {d.name: d for d in discovery.discover(openzfs_22_host()).disks}
+    assert disks["nvme0n1"].volatile_write_cache is True
+    assert disks["nvme1n1"].volatile_write_cache is False
+    assert disks["nvme2n1"].volatile_write_cache is None  # no VWC on that controller
+    assert disks["sda"].write_cache == "write back" and disks["sda"].volatile_write_cache is None
+    assert "loop0" not in disks and disks["nvme0n1p1"].parent == "nvme0n1"
+
+
+def test_openzfs_22_pool_and_datasets():
+    facts = discovery.discover(openzfs_22_host())
+    [tank] = facts.pools
+    assert (tank.ashift, tank.fragmentation, tank.spa_version) == (12, 12, None)
+    assert tank.has_log and tank.has_cache and tank.spares[0].name == "sdb"
+    wal = {d.name: d for d in facts.datasets}["tank/pg/wal"]
+    assert wal.properties["sync"] == zfs.PropertyValue("standard", "default")
+    assert wal.properties["redundant_metadata"].inherited_from == "tank"
+    assert wal.exact_sizes and wal.compressratio == 1.18
+
+
+def test_openzfs_22_cluster():
+    [cluster] = discovery.discover(openzfs_22_host()).clusters
+    assert (cluster.pid, cluster.version, cluster.server_version_num) == (1500, "16", 160004)
+    assert cluster.data_checksums is False and cluster.socket_dir == "/var/run/postgresql"
+    # The data directory is itself a mountpoint; pg_wal is a symlink to another dataset.
+    assert (cluster.data_dataset, cluster.wal_dataset) == ("tank/pg/data", "tank/pg/wal")
+    restart = [s.name for s in cluster.settings if s.pending_restart]
+    assert restart == ["shared_buffers"]
+
+
+def test_exact_command_lines_on_openzfs():
+    probes = discovery.zfs_data_probes(openzfs_22_facts(), ["tank"])
+    assert probes["zfs_get"].text == (
+        "zfs get -Hp -r -t filesystem,volume -o name,property,value,source "
+        "recordsize,compression,compressratio,atime,logbias,primarycache,xattr,dedup tank")
+    assert probes["zpool_list"].text == (
+        "zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,health tank")
+    assert PSQL_16.text.startswith(
+        "timeout 30 runuser -u postgres -- /usr/lib/postgresql/16/bin/psql -X -At -F '\t' "
+        "-h /var/run/postgresql -p 5432 -d postgres -c 'select name, setting, unit,")
+
+
+# -- (c) a host with neither ZFS nor PostgreSQL -----------------------------------------
+
+def test_host_without_zfs_or_postgres_is_valid():
+    shell = FixtureHost("plain").script(FakeShell(), discovery.host_probes())
+    facts = discovery.discover(shell)
+    assert len(shell.calls) == 1
+    assert facts.zfs is None and "zfs" in facts.zfs_absent_reason
+    assert facts.pools == [] and facts.clusters == [] and facts.arcstats is None
+    assert facts.arch == "aarch64" and facts.has_systemd is False
+    assert [d.name for d in facts.disks] == ["mmcblk0", "mmcblk0p1", "sda"]
+    assert "vm.nr_hugepages" not in facts.sysctls
+    assert json.dumps(facts.to_dict())
+
+
+def test_zfs_that_will_not_start_is_a_reason_not_a_crash():
+    host = FixtureHost("openzfs-2.2")
+    host.overrides |= {"zfs_version": "The ZFS modules are not loaded.\n", "zfs_kmod": ""}
+    host.exit_codes |= {"zfs_version": 1, "zfs_kmod": 1}
+    shell = FakeShell()
+    host.script(shell, discovery.host_probes())
+    postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
+    host.script(shell, {**discovery.zfs_probes(), **NVME,
+                        **discovery.postmaster_probes(postmaster)})
+    host.script(shell, {"psql:1500": PSQL_16})
+    facts = discovery.discover(shell)
+    assert facts.zfs is None and "modules are not loaded" in facts.zfs_absent_reason
+    assert facts.clusters[0].data_dataset is None and facts.clusters[0].settings
+
+
+# -- hostile names coming back from a host ----------------------------------------------
+
+def test_hostile_pool_and_dataset_names_are_never_used():
+    host = FixtureHost("openzfs-2.2")
+    host.overrides["zpool_names"] = "tank\nevil;reboot\n"
+    host.overrides["zfs_list"] = (host.directory / "zfs_list.txt").read_text() + (
+        "tank/$(reboot)\tfilesystem\t1\t1\t1\t/tank/x\n")
+    shell = openzfs_22_host(host)
+    facts = discovery.discover(shell)
+    assert not any("reboot" in call for call in shell.calls)
+    skipped = {(s.kind, s.value) for s in facts.skipped}
+    assert skipped == {("pool", "evil;reboot"), ("dataset", "tank/$(reboot)")}
+    assert all(s.reason for s in facts.skipped)
+    assert "tank/$(reboot)" not in {d.name for d in facts.datasets}
+
+
+def test_hostile_socket_dir_skips_psql_with_a_reason():
+    host = FixtureHost("openzfs-2.2")
+    pidfile = "1500\n/var/lib/postgresql/16/main\n1\n5432\n/tmp/$(reboot)\n*\n"
+    host.overrides["pg_1500_pidfile"] = pidfile
+    shell = openzfs_22_host(host, psql=False)
+    facts = discovery.discover(shell)
+    [cluster] = facts.clusters
+    assert cluster.settings == [] and "path" in cluster.error
+    assert facts.skipped[0].kind == "postgres cluster"
+    assert not any("reboot" in call for call in shell.calls)
+
+
+def test_hostile_owner_is_refused():
+    host = FixtureHost("openzfs-2.2")
+    host.overrides["pg_1500_owner"] = "root --help\n"
+    facts = discovery.discover(openzfs_22_host(host, psql=False))
+    assert facts.clusters[0].error.startswith("not queried: invalid user name")

@@ -1,0 +1,78 @@
+"""Pools: `zpool list`, `zpool get`, `zpool status` trees, and 2.3 JSON."""
+
+from apps.remote.facts import zfs_json, zpool
+from tests.remote.fixtures.hosts import fuse_extra, fuse_section, read
+
+DEFAULT_21 = ("name", "size", "allocated", "free", "checkpoint", "expandsize",
+              "fragmentation", "capacity", "dedupratio", "health", "altroot")
+
+
+def test_openzfs_zpool_list_exact():
+    [tank] = zpool.parse_zpool_list(read("openzfs-2.2/zpool_list.txt"),
+                                    zpool.OPENZFS_LIST_COLUMNS)
+    assert (tank.size, tank.fragmentation, tank.capacity, tank.health) == (
+        996432412672, 12, 21, "ONLINE")
+    assert tank.exact
+
+
+def test_unknown_fragmentation_and_a_faulted_pool():
+    tank, scratch = zpool.parse_zpool_list(
+        read("openzfs-2.1/zpool_list_default_columns.txt"), DEFAULT_21)
+    assert tank.fragmentation is None and tank.capacity == 43
+    assert scratch.health == "FAULTED" and scratch.size is None
+
+
+def test_zfs_fuse_zpool_list_without_fragmentation():
+    rows = {r.name: r for r in zpool.parse_zpool_list(fuse_section("zpool_list"),
+                                                      zpool.ZFS_FUSE_LIST_COLUMNS)}
+    assert set(rows) == {"fast", "tank"}
+    assert rows["tank"].fragmentation is None and not rows["tank"].exact
+    assert rows["tank"].size == 1016 * 2**20
+    assert "invalid property 'frag'" in fuse_extra("zpool_list_frag")
+
+
+def test_zpool_get_both_layouts():
+    assert zpool.parse_zpool_get(read("openzfs-2.1/zpool_get_ashift.txt"), "ashift") == {
+        "tank": "0", "scratch": "9"}
+    captured = fuse_section("zpool_get")
+    assert zpool.parse_zpool_get(captured, "version") == {"fast": "23", "tank": "23"}
+    assert zpool.parse_zpool_get(captured, "ashift") == {"fast": "0", "tank": "0"}
+    assert "invalid property '-Hp'" in fuse_extra("zpool_get_Hp")
+
+
+def test_status_tree_with_logs_cache_and_spares():
+    tank = zpool.parse_zpool_status(read("openzfs-2.2/zpool_status.txt"))["tank"]
+    [mirror] = tank.vdevs
+    assert (mirror.kind, len(mirror.children)) == ("mirror", 2)
+    assert tank.has_log and tank.has_cache
+    assert tank.cache[0].name == "sda" and tank.spares[0].state == "AVAIL"
+    assert tank.errors == "No known data errors"
+
+
+def test_status_degraded_raidz_special_dedup_and_two_pools():
+    pools = zpool.parse_zpool_status(read("openzfs-2.3/zpool_status.txt"))
+    tank = pools["tank"]
+    [raidz] = tank.vdevs
+    assert (raidz.kind, raidz.state) == ("raidz2", "DEGRADED")
+    sdb, sdc = raidz.children[1], raidz.children[2]
+    assert sdb.cksum == 2 and sdc.state == "UNAVAIL" and sdc.note == "was /dev/sdc1"
+    assert tank.special[0].kind == "mirror" and tank.dedup[0].children[0].name == "nvme0n1p3"
+    assert tank.logs[0].kind == "mirror" and tank.has_cache
+    assert pools["boot"].vdevs[0].name == "sdf1" and not pools["boot"].has_log
+
+
+def test_zfs_fuse_status_captured():
+    pools = zpool.parse_zpool_status(fuse_section("zpool_status"))
+    fast = pools["fast"]
+    assert fast.vdevs[0].kind == "mirror"
+    assert [c.kind for c in fast.vdevs[0].children] == ["file", "file"]
+    assert fast.has_log and not fast.has_cache
+    assert pools["tank"].vdevs[0].name.endswith("disk.img")
+
+
+def test_zpool_list_json_strings_and_ints_agree():
+    [human] = zfs_json.parse_zpool_list_json(read("openzfs-2.3/zpool_list.json"))
+    [exact] = zfs_json.parse_zpool_list_json(read("openzfs-2.3/zpool_list_json_int.json"))
+    assert (human.fragmentation, human.capacity) == (exact.fragmentation, exact.capacity) == (7, 43)
+    assert exact.exact and exact.size == 3985729650688
+    assert not human.exact and abs(human.size - exact.size) < 0.01 * exact.size
