@@ -1,0 +1,49 @@
+# PoZoL: `make run` starts everything for a newcomer, `make test` runs the whole suite.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# Debian packages the demo fleet and the suite need: real ZFS (zfs-fuse), sshd,
+# PostgreSQL 15 with pgbench, Redis, and Chromium for the browser tests.
+DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium
+
+.PHONY: run test deps debs venv lint fleet-up fleet-down clean
+
+run: deps
+	$(PY) -m apps.demo
+
+test: deps
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+deps: debs venv
+
+debs:
+	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "PoZoL: missing Debian packages: $$missing"; \
+	  echo "PoZoL: not root, so not installing them; run: sudo apt-get install -y $$missing"; \
+	  echo "PoZoL: the control plane still runs; the demo fleet and host tests need them."; \
+	  exit 0; \
+	fi; \
+	echo "PoZoL: installing $$missing"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	touch $@
+
+fleet-up: venv
+	$(PY) -m tests.fleet up --hosts 2 --json
+
+fleet-down: venv
+	$(PY) -m tests.fleet down
+
+clean:
+	rm -rf $(VENV) .staticfiles

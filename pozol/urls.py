@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from apps.fleet.api import HostViewSet
+from apps.ops.api import OperationViewSet
+
+api = DefaultRouter()
+api.register("hosts", HostViewSet, basename="host")
+api.register("operations", OperationViewSet, basename="operation")
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/", include(api.urls)),
+    path("operations/", include("apps.ops.urls")),
+    path("", include("apps.fleet.urls")),
+]

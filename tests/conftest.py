@@ -1,0 +1,72 @@
+"""Fixtures shared by the whole suite: personas, an API client, the real fleet,
+and a way to drive an Operation to its end in-process."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from apps.accounts.models import ApiToken
+from apps.ops import engine
+from apps.ops.models import Operation
+
+TEST_FLEET_SUBNET = "127.0.88"
+
+
+@pytest.fixture
+def operator(django_user_model):
+    return django_user_model.objects.create_user("olga", password="pw-olga-123", is_staff=True)
+
+
+@pytest.fixture
+def api(operator) -> APIClient:
+    """An API client that authenticates as the operator with a real token."""
+    _, raw = ApiToken.objects.issue(operator, "tests")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
+    return client
+
+
+@pytest.fixture
+def delivered(monkeypatch) -> list[int]:
+    """Record step deliveries instead of sending them to Celery."""
+    sent: list[int] = []
+    monkeypatch.setattr(engine, "deliver", lambda op_id, countdown=0: sent.append(op_id))
+    return sent
+
+
+def drive(operation: Operation, *, limit: int = 50) -> Operation:
+    """Run an operation's steps in this process until it ends (waits are skipped)."""
+    for _ in range(limit):
+        operation.refresh_from_db()
+        if not operation.is_active:
+            return operation
+        Operation.objects.filter(pk=operation.pk, wake_at__isnull=False).update(
+            wake_at=timezone.now())
+        engine.run_step(operation.pk, owner="test-driver")
+    raise AssertionError(f"operation {operation} did not end in {limit} steps")
+
+
+@pytest.fixture
+def drive_operation(delivered):
+    return drive
+
+
+@pytest.fixture(scope="session")
+def fleet_hosts():
+    """Two real test hosts (zfs-fuse, sshd, PostgreSQL 15), for the whole session."""
+    from tests.fleet import down, up
+
+    state_dir = Path(tempfile.mkdtemp(prefix="pozol-test-fleet-"))
+    started = time.monotonic()
+    try:
+        hosts = up(2, state_dir=state_dir, subnet=TEST_FLEET_SUBNET)
+        print(f"\ntest fleet up in {time.monotonic() - started:.1f}s at {state_dir}")
+        yield hosts
+    finally:
+        down(state_dir)
