@@ -1,0 +1,328 @@
+"""The operations engine: steps delivered by Celery, guarded by leases.
+
+A step is a short, idempotent function of a StepContext that returns what
+happens next: Next (move on), Wait (come back later), Done or Fail. Delivery
+is at-least-once: the engine claims the row with SELECT ... FOR UPDATE SKIP
+LOCKED and a lease, so a duplicate message is a no-op, and the sweeper
+re-delivers a step whose lease expired because its worker died.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.ops.models import LogLine, Operation
+from apps.remote.errors import HostKeyMismatch, RemoteError
+
+log = logging.getLogger("pozol.ops")
+
+
+@dataclass(frozen=True)
+class Next:
+    step: str
+    message: str = ""
+    progress: int | None = None
+
+
+@dataclass(frozen=True)
+class Wait:
+    seconds: float
+    step: str | None = None  # None: run the same step again
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Done:
+    result: dict[str, Any] = field(default_factory=dict)
+    message: str = "done"
+
+
+@dataclass(frozen=True)
+class Fail:
+    error: str
+    code: str = "failed"
+
+
+Outcome = Next | Wait | Done | Fail
+Step = Callable[["StepContext"], Outcome]
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    steps: dict[str, Step]
+    first_step: str
+    mutating: bool
+    deadline: timedelta = timedelta(hours=1)
+    # Kinds that repair a host (re-pinning its key) must run when others refuse.
+    runs_on_untrusted_host: bool = False
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def register(kind: Kind) -> Kind:
+    KINDS[kind.name] = kind
+    return kind
+
+
+class StepContext:
+    """What a step sees: its operation, its saved state, a log and the host."""
+
+    def __init__(self, operation: Operation) -> None:
+        self.operation = operation
+        self.state: dict[str, Any] = operation.state
+        self.host = operation.host
+
+    def log(self, text: str, level: str = LogLine.Level.INFO) -> None:
+        LogLine.objects.create(operation=self.operation, level=level, text=text)
+
+    def progress(self, percent: int, message: str = "") -> None:
+        self.operation.progress = max(0, min(100, percent))
+        self.operation.message = message[:300]
+        Operation.objects.filter(pk=self.operation.pk).update(
+            progress=self.operation.progress, message=self.operation.message,
+            updated_at=timezone.now(),
+        )
+
+    def runner(self):
+        """The host's SSH session; every command it runs lands in this log."""
+        from apps.remote import ssh
+
+        return ssh.session(self.host.ssh_target())
+
+
+# ---- starting and delivering -------------------------------------------------
+
+def start(kind_name: str, *, host=None, subject: str = "", state: dict | None = None,
+          trigger: str = Operation.Trigger.SYSTEM, user=None) -> Operation:
+    kind = KINDS[kind_name]
+    operation = Operation.objects.create(
+        kind=kind.name, host=host, subject=subject or (host.name if host else ""),
+        mutating=kind.mutating, step=kind.first_step, state=state or {},
+        trigger=trigger, triggered_by=user if user and user.is_authenticated else None,
+        deadline=timezone.now() + kind.deadline,
+    )
+    transaction.on_commit(lambda: deliver(operation.pk))
+    return operation
+
+
+def deliver(operation_id: int, countdown: float = 0) -> None:
+    from apps.ops.tasks import run_step
+
+    run_step.apply_async((operation_id,), countdown=max(0, countdown))
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# ---- running one step ----------------------------------------------------------
+
+def run_step(operation_id: int, owner: str | None = None) -> str:
+    """Claim, run and record one step. Returns what happened, for logs and tests."""
+    owner = owner or worker_id()
+    claim = _claim(operation_id, owner)
+    if not isinstance(claim, Operation):
+        return claim
+    operation = claim
+    kind = KINDS[operation.kind]
+    context = StepContext(operation)
+    try:
+        outcome = _run_observed(kind.steps[operation.step], context)
+    except Exception as exc:  # a step may raise; the engine decides what that means
+        outcome = _outcome_of_exception(operation, context, exc)
+    return _record(operation, owner, outcome)
+
+
+def _run_observed(step: Step, context: StepContext) -> Outcome:
+    from apps.remote.ssh import command_observer
+
+    def observe(target_name: str, result) -> None:
+        level = LogLine.Level.COMMAND if result.ok else LogLine.Level.WARNING
+        text = f"$ {result.command}  -> exit {result.exit_code} in {result.duration:.2f}s"
+        if not result.ok and result.stderr.strip():
+            text += "\n" + result.stderr.strip()[-1000:]
+        context.log(text, level)
+
+    token = command_observer.set(observe)
+    try:
+        return step(context)
+    finally:
+        command_observer.reset(token)
+
+
+def _claim(operation_id: int, owner: str) -> Operation | str:
+    lease = settings.POZOL["OPERATION_LEASE"]
+    now = timezone.now()
+    with transaction.atomic():
+        operation = (
+            Operation.objects.select_for_update(skip_locked=True)
+            .filter(pk=operation_id, status__in=Operation.ACTIVE)
+            .first()
+        )
+        if operation is None:
+            return "not claimable (finished, missing, or locked by another worker)"
+        if operation.lease_expires_at and operation.lease_expires_at > now:
+            return f"leased by {operation.lease_owner}"
+        if operation.wake_at and operation.wake_at > now:
+            return "not due yet"
+        refusal = _refusal(operation, now)
+        if refusal:
+            _finish(operation, Operation.Status.FAILED, error=refusal[1], code=refusal[0])
+            return f"failed: {refusal[1]}"
+        blocker = _mutating_blocker(operation)
+        if blocker:
+            return _wait_for(operation, blocker)
+        operation.status = Operation.Status.RUNNING
+        operation.lease_owner = owner
+        operation.lease_expires_at = now + timedelta(seconds=lease)
+        operation.wake_at = None
+        operation.attempts += 1
+        operation.started_at = operation.started_at or now
+        operation.save()
+    return operation
+
+
+def _refusal(operation: Operation, now) -> tuple[str, str] | None:
+    kind = KINDS[operation.kind]
+    if operation.deadline and operation.deadline < now:
+        return "deadline", f"deadline passed at step {operation.step!r}"
+    if operation.attempts >= settings.POZOL["OPERATION_MAX_ATTEMPTS"]:
+        return "attempts", (f"step {operation.step!r} did not complete after "
+                            f"{operation.attempts} attempts")
+    host = operation.host
+    if host is not None and host.host_key_changed and not kind.runs_on_untrusted_host:
+        return "host_key_changed", (f"host {host.name} presented a changed SSH host key; "
+                                    "all work on it is stopped until an operator re-pins it")
+    return None
+
+
+def _mutating_blocker(operation: Operation) -> Operation | None:
+    """Mutating work on one host is serialised; the oldest active one goes first."""
+    if not operation.mutating or operation.host_id is None:
+        return None
+    return (
+        Operation.objects.filter(host_id=operation.host_id, mutating=True,
+                                 status__in=Operation.ACTIVE, id__lt=operation.pk)
+        .order_by("id")
+        .first()
+    )
+
+
+def _wait_for(operation: Operation, blocker: Operation) -> str:
+    operation.status = Operation.Status.WAITING
+    operation.wake_at = timezone.now() + timedelta(seconds=5)
+    operation.message = f"waiting for operation #{blocker.pk} ({blocker.kind}) on this host"
+    operation.save()
+    transaction.on_commit(lambda: deliver(operation.pk, countdown=5))
+    return operation.message
+
+
+def _outcome_of_exception(operation: Operation, context: StepContext, exc: Exception) -> Outcome:
+    if isinstance(exc, RemoteError):
+        if isinstance(exc, HostKeyMismatch) and operation.host is not None:
+            operation.host.record_host_key_change(exc)
+        context.log(str(exc), LogLine.Level.ERROR)
+        return Fail(str(exc), exc.code)
+    context.log("".join(traceback.format_exception(exc))[-4000:], LogLine.Level.ERROR)
+    log.exception("operation %s step %s raised", operation.pk, operation.step)
+    backoff = min(60, 2 ** operation.attempts)
+    return Wait(backoff, message=f"step {operation.step!r} raised {exc!r}; retrying")
+
+
+def _record(operation: Operation, owner: str, outcome: Outcome) -> str:
+    with transaction.atomic():
+        current = Operation.objects.select_for_update().get(pk=operation.pk)
+        if current.lease_owner != owner or current.status != Operation.Status.RUNNING:
+            # Our lease expired and someone else took over: their run counts.
+            return "lease lost; result discarded"
+        current.state = operation.state
+        current.progress = operation.progress
+        current.lease_owner = ""
+        current.lease_expires_at = None
+        _apply(current, outcome)
+    return f"{type(outcome).__name__.lower()}: {current.step} {current.status}"
+
+
+def _apply(operation: Operation, outcome: Outcome) -> None:
+    if isinstance(outcome, Next):
+        operation.step = outcome.step
+        operation.attempts = 0
+        operation.message = outcome.message or operation.message
+        if outcome.progress is not None:
+            operation.progress = outcome.progress
+        operation.save()
+        transaction.on_commit(lambda: deliver(operation.pk))
+    elif isinstance(outcome, Wait):
+        operation.status = Operation.Status.WAITING
+        operation.step = outcome.step or operation.step
+        if outcome.step:
+            operation.attempts = 0
+        operation.message = outcome.message or operation.message
+        operation.wake_at = timezone.now() + timedelta(seconds=outcome.seconds)
+        operation.save()
+        transaction.on_commit(lambda: deliver(operation.pk, countdown=outcome.seconds))
+    elif isinstance(outcome, Done):
+        _finish(operation, Operation.Status.SUCCEEDED, result=outcome.result,
+                message=outcome.message)
+    else:
+        _finish(operation, Operation.Status.FAILED, error=outcome.error, code=outcome.code)
+
+
+def _finish(operation: Operation, status: str, *, result: dict | None = None,
+            error: str = "", code: str = "", message: str = "") -> None:
+    operation.status = status
+    operation.finished_at = timezone.now()
+    operation.lease_owner = ""
+    operation.lease_expires_at = None
+    operation.wake_at = None
+    operation.result = result
+    operation.error = error
+    operation.error_code = code
+    operation.message = (message or error or status)[:300]
+    if status == Operation.Status.SUCCEEDED:
+        operation.progress = 100
+    operation.save()
+    if error:
+        LogLine.objects.create(operation=operation, level=LogLine.Level.ERROR, text=error)
+
+
+# ---- the sweeper -----------------------------------------------------------------
+
+def sweep() -> list[int]:
+    """Re-deliver steps whose worker vanished and wake ones that are due."""
+    now = timezone.now()
+    lost = Operation.objects.filter(status=Operation.Status.RUNNING, lease_expires_at__lt=now)
+    for operation in lost:
+        LogLine.objects.create(operation=operation, level=LogLine.Level.WARNING,
+                               text=f"lease of {operation.lease_owner} expired; "
+                                    f"re-running step {operation.step!r}")
+    lost_ids = list(lost.values_list("id", flat=True))
+    lost.update(lease_owner="", lease_expires_at=None)
+    due = Operation.objects.filter(
+        status__in=[Operation.Status.PENDING, Operation.Status.WAITING],
+        lease_expires_at__isnull=True,
+    ).exclude(wake_at__gt=now).exclude(created_at__gt=now - timedelta(seconds=10))
+    ids = sorted(set(lost_ids) | set(due.values_list("id", flat=True)))
+    for operation_id in ids:
+        deliver(operation_id)
+    return ids
+
+
+def cancel(operation: Operation, reason: str = "cancelled by an operator") -> None:
+    with transaction.atomic():
+        current = Operation.objects.select_for_update().get(pk=operation.pk)
+        if current.is_active:
+            _finish(current, Operation.Status.CANCELLED, error=reason, code="cancelled")

@@ -1,0 +1,26 @@
+"""Periodic work, kept in django-celery-beat's tables so operators can see and
+change it in the admin; created (or re-timed to the configured interval) after
+every migrate."""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+
+PERIODIC = {
+    # name: (task, setting holding the interval in seconds)
+    "pozol: re-deliver lost and due operation steps": ("ops.sweep", "SWEEP_INTERVAL"),
+    "pozol: discover every host": ("fleet.discover_all", "DISCOVERY_INTERVAL"),
+}
+
+
+def ensure_periodic_tasks(**_kwargs) -> None:
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    for name, (task, setting) in PERIODIC.items():
+        every = settings.POZOL[setting]
+        interval, _ = IntervalSchedule.objects.get_or_create(
+            every=every, period=IntervalSchedule.SECONDS)
+        PeriodicTask.objects.update_or_create(
+            name=name, defaults={"task": task, "interval": interval, "args": json.dumps([])})

@@ -1,0 +1,46 @@
+"""Operation kinds that exist only for tests of the engine itself."""
+
+from apps.ops.engine import Done, Fail, Kind, Next, Wait, register
+
+
+def _count(ctx, name: str) -> int:
+    ctx.state[name] = ctx.state.get(name, 0) + 1
+    return ctx.state[name]
+
+
+def _first(ctx):
+    _count(ctx, "first_runs")
+    ctx.log("first step ran")
+    return Next("second", "moving on", progress=40)
+
+
+def _second(ctx):
+    if _count(ctx, "second_runs") == 1:
+        return Wait(30, message="waiting once")
+    return Done({"first_runs": ctx.state["first_runs"], "second_runs": ctx.state["second_runs"]})
+
+
+STORY = register(Kind("test.story", {"first": _first, "second": _second}, "first",
+                      mutating=True))
+
+
+def _explode(ctx):
+    raise RuntimeError("boom")
+
+
+EXPLODES = register(Kind("test.explodes", {"only": _explode}, "only", mutating=False))
+REFUSES = register(Kind("test.refuses", {"only": lambda ctx: Fail("no way", "nope")}, "only",
+                        mutating=False))
+
+
+def _remote_sleep(ctx):
+    """A step that takes a few seconds on a real host: the window to kill a worker in."""
+    from apps.remote.commands import cmd
+
+    runs = _count(ctx, "sleep_runs")
+    ctx.runner()(cmd("sleep", "4"), timeout=30)
+    return Done({"sleep_runs": runs})
+
+
+REMOTE_SLEEP = register(Kind("test.remote_sleep", {"sleep": _remote_sleep}, "sleep",
+                             mutating=True))
