@@ -1,0 +1,100 @@
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from apps.fleet import services
+from apps.fleet.models import Host
+from apps.fleet.serializers import (
+    DatasetSerializer,
+    DiskSerializer,
+    FingerprintSerializer,
+    HostCreatedSerializer,
+    HostCreateSerializer,
+    HostSerializer,
+    HostUpdateSerializer,
+    PgClusterSerializer,
+    PoolSerializer,
+)
+from apps.ops.models import Operation
+from apps.ops.serializers import OperationSerializer
+
+
+class HostViewSet(viewsets.ModelViewSet):
+    """Hosts: add (with a key and a host-key decision), inspect, discover, remove."""
+
+    queryset = Host.objects.prefetch_related("alerts")
+
+    def get_serializer_class(self):
+        return {"create": HostCreateSerializer, "update": HostUpdateSerializer,
+                "partial_update": HostUpdateSerializer}.get(self.action, HostSerializer)
+
+    @extend_schema(responses={201: HostCreatedSerializer})
+    def create(self, request, *args, **kwargs):
+        serializer = HostCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        host, operation = services.add_host(**serializer.validated_data,
+                                            trigger=Operation.Trigger.API, by=request.user)
+        host.operation = operation
+        return Response(HostCreatedSerializer(host).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=HostSerializer)
+    def update(self, request, *args, **kwargs):
+        super().update(request, *args, **kwargs)
+        return Response(HostSerializer(self.get_object()).data)
+
+    @extend_schema(request=None, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"])
+    def discover(self, request, pk=None):
+        operation = services.discover(self.get_object(), trigger=Operation.Trigger.API,
+                                      by=request.user)
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=FingerprintSerializer, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"], url_path="confirm-host-key")
+    def confirm_host_key(self, request, pk=None):
+        body = FingerprintSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            with transaction.atomic():
+                operation = services.confirm_host_key(
+                    self.get_object(), body.validated_data["fingerprint"], by=request.user,
+                    trigger=Operation.Trigger.API)
+        except ValueError as exc:
+            raise ValidationError({"fingerprint": [str(exc)]}) from None
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"], url_path="forget-host-key")
+    def forget_host_key(self, request, pk=None):
+        """After a host was re-installed: fetch its new key for confirmation."""
+        operation = services.accept_changed_host_key(self.get_object(), by=request.user,
+                                                     trigger=Operation.Trigger.API)
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+    def _related(self, related_name: str, serializer_class):
+        rows = getattr(self.get_object(), related_name).all()
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(serializer_class(page, many=True).data)
+
+    @extend_schema(responses=DatasetSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def datasets(self, request, pk=None):
+        return self._related("datasets", DatasetSerializer)
+
+    @extend_schema(responses=PoolSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def pools(self, request, pk=None):
+        return self._related("pools", PoolSerializer)
+
+    @extend_schema(responses=PgClusterSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def clusters(self, request, pk=None):
+        return self._related("clusters", PgClusterSerializer)
+
+    @extend_schema(responses=DiskSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def disks(self, request, pk=None):
+        return self._related("disks", DiskSerializer)

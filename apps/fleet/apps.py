@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class FleetConfig(AppConfig):
+    name = "apps.fleet"
+    label = "fleet"
+
+    def ready(self) -> None:
+        from apps.fleet import discovery  # noqa: F401  registers the operation kinds

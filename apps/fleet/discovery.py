@@ -1,0 +1,163 @@
+"""Discovery as an Operation: pin the host key, gather facts, record them.
+
+Gathering only reads (so discovery is not mutating and runs beside other
+work); recording replaces the host's pools, datasets, clusters and disks in
+one transaction, so a failure part-way leaves the previous picture whole.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool
+from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
+from apps.remote import discovery as remote_discovery
+from apps.remote.errors import RemoteError
+
+
+def check_host_key(ctx: StepContext) -> Next | Done | Fail:
+    host: Host = ctx.host
+    if host.is_pinned:
+        return Next("gather", "host key pinned", progress=10)
+    from apps.remote.ssh import fetch_host_key
+
+    try:
+        line, fingerprint = fetch_host_key(host.address, host.port)
+    except RemoteError as exc:
+        host.record_unreachable(exc)
+        raise
+    ctx.log(f"host presented key {fingerprint}")
+    if host.expected_fingerprint:
+        return _compare_with_expected(ctx, host, line, fingerprint)
+    if host.trust_on_first_use:
+        host.pin_host_key(line, fingerprint)
+        ctx.log(f"pinned {fingerprint} on first use, as asked")
+        return Next("gather", "host key pinned on first use", progress=10)
+    _present(host, line, fingerprint, Host.KeyState.AWAITING)
+    return Done({"needs_confirmation": fingerprint},
+                message=f"confirm the host key {fingerprint} to continue")
+
+
+def _compare_with_expected(ctx: StepContext, host: Host, line: str,
+                           fingerprint: str) -> Next | Fail:
+    if fingerprint == host.expected_fingerprint:
+        host.pin_host_key(line, fingerprint)
+        ctx.log("fingerprint matches the expected one; pinned")
+        return Next("gather", "host key pinned", progress=10)
+    _present(host, line, fingerprint, Host.KeyState.REJECTED)
+    return Fail(f"host key mismatch: {host.address}:{host.port} presented {fingerprint}, "
+                f"expected {host.expected_fingerprint}; nothing was pinned",
+                code="host_key_mismatch")
+
+
+def _present(host: Host, line: str, fingerprint: str, state: str) -> None:
+    host.presented_host_key, host.presented_fingerprint = line, fingerprint
+    host.host_key_state = state
+    host.save(update_fields=["presented_host_key", "presented_fingerprint", "host_key_state"])
+
+
+def gather(ctx: StepContext) -> Next:
+    ctx.progress(20, "gathering facts over SSH")
+    try:
+        facts = remote_discovery.discover(ctx.runner())
+    except RemoteError as exc:
+        ctx.host.record_unreachable(exc)
+        raise
+    ctx.state["facts"] = facts.to_dict()
+    return Next("record", "facts gathered", progress=80)
+
+
+def record(ctx: StepContext) -> Done:
+    facts = ctx.state.pop("facts")
+    summary = record_facts(ctx.host, facts)
+    ctx.log("recorded " + ", ".join(f"{n} {k}" for k, n in summary.items()))
+    return Done(summary, message="discovery complete")
+
+
+@transaction.atomic
+def record_facts(host: Host, facts: dict) -> dict[str, int]:
+    now = timezone.now()
+    host.pools.all().delete()
+    host.datasets.all().delete()
+    host.clusters.all().delete()
+    host.disks.all().delete()
+    pools = {p["name"]: _pool(host, p) for p in facts.get("pools") or []}
+    datasets = {d["name"]: _dataset(host, pools, d) for d in facts.get("datasets") or []}
+    clusters = [_cluster(host, datasets, c) for c in facts.get("clusters") or []]
+    disks = [_disk(host, d) for d in facts.get("disks") or []]
+    host.facts = {k: v for k, v in facts.items()
+                  if k not in {"pools", "datasets", "clusters", "disks"}}
+    host.reachable, host.last_seen_at, host.last_discovery_at = True, now, now
+    host.last_error = host.last_error_code = ""
+    host.save()
+    return {"pools": len(pools), "datasets": len(datasets), "clusters": len(clusters),
+            "disks": len(disks)}
+
+
+def _pool(host: Host, fact: dict) -> Pool:
+    return Pool.objects.create(
+        host=host, name=fact["name"], health=fact.get("health") or "",
+        size=fact.get("size"), allocated=fact.get("allocated"), free=fact.get("free"),
+        fragmentation=fact.get("fragmentation"), capacity=fact.get("capacity"),
+        ashift=fact.get("ashift"), has_log=bool(fact.get("has_log")),
+        has_cache=bool(fact.get("has_cache")), vdevs=fact.get("vdevs") or [],
+    )
+
+
+def _value(props: dict, name: str) -> str:
+    entry = props.get(name) or {}
+    value = entry.get("value") if isinstance(entry, dict) else entry
+    return "" if value in (None, "-") else str(value)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.rstrip("x"))
+    except ValueError:
+        return None
+
+
+def _dataset(host: Host, pools: dict, fact: dict) -> Dataset:
+    props = fact.get("properties") or {}
+    recordsize = _number(_value(props, "recordsize"))
+    return Dataset.objects.create(
+        host=host, pool=pools.get(fact["name"].split("/")[0]), name=fact["name"],
+        type=fact.get("type") or "filesystem", mountpoint=fact.get("mountpoint") or "",
+        used=fact.get("used"), available=fact.get("avail"), referenced=fact.get("refer"),
+        recordsize=int(recordsize) if recordsize else None,
+        compression=_value(props, "compression"), compressratio=fact.get("compressratio"),
+        atime=_value(props, "atime"), logbias=_value(props, "logbias"),
+        primarycache=_value(props, "primarycache"), sync=_value(props, "sync"),
+        properties=props,
+    )
+
+
+def _cluster(host: Host, datasets: dict, fact: dict) -> PgCluster:
+    return PgCluster.objects.create(
+        host=host, data_dir=fact["data_dir"], port=fact.get("port"),
+        version=fact.get("version") or "", server_version_num=fact.get("server_version_num"),
+        wal_dir=fact.get("wal_dir") or "", socket_dir=fact.get("socket_dir") or "",
+        bin_dir=fact.get("bin_dir") or "", owner=fact.get("owner") or "",
+        running=fact.get("running", True), data_checksums=fact.get("data_checksums"),
+        data_dataset=datasets.get(fact.get("data_dataset")),
+        wal_dataset=datasets.get(fact.get("wal_dataset")),
+        settings=fact.get("settings") or [],
+    )
+
+
+def _disk(host: Host, fact: dict) -> Disk:
+    return Disk.objects.create(
+        host=host, name=fact["name"], type=fact.get("type") or "", size=fact.get("size"),
+        rotational=fact.get("rotational"), model=fact.get("model") or "",
+        transport=fact.get("transport") or "", write_cache=fact.get("write_cache") or "",
+        volatile_write_cache=fact.get("volatile_write_cache"),
+    )
+
+
+DISCOVER = register(Kind(
+    name="fleet.discover",
+    steps={"check_host_key": check_host_key, "gather": gather, "record": record},
+    first_step="check_host_key",
+    mutating=False,
+))

@@ -1,0 +1,45 @@
+from django import forms
+
+from apps.fleet.models import Host
+from apps.fleet.serializers import FINGERPRINT
+from apps.remote.keys import load_private_key
+
+
+class AddHostForm(forms.ModelForm):
+    KEY_CHOICES = [("generate", "Make a key pair here; I will install its public key"),
+                   ("paste", "Paste a private key")]
+    key_source = forms.ChoiceField(choices=KEY_CHOICES, widget=forms.RadioSelect,
+                                   initial="generate")
+    private_key = forms.CharField(required=False, strip=False,
+                                  widget=forms.Textarea(attrs={"rows": 6}),
+                                  help_text="Stored encrypted; never shown again.")
+    expected_fingerprint = forms.CharField(
+        required=False, help_text="Optional: SHA256:… of the host key. Without it you "
+                                  "confirm the fingerprint PoZoL sees on first contact.")
+
+    class Meta:
+        model = Host
+        fields = ["name", "address", "port", "user", "work_dir"]
+
+    def clean_expected_fingerprint(self) -> str:
+        value = self.cleaned_data["expected_fingerprint"].strip()
+        if value and not FINGERPRINT.match(value):
+            raise forms.ValidationError("expected SHA256: followed by 43 base64 characters")
+        return value
+
+    def clean(self):
+        data = super().clean()
+        if data.get("key_source") == "paste":
+            try:
+                load_private_key(data.get("private_key") or "")
+            except ValueError as exc:
+                self.add_error("private_key", str(exc))
+        return data
+
+    def service_arguments(self) -> dict:
+        data = self.cleaned_data
+        return {"name": data["name"], "address": data["address"], "port": data["port"],
+                "user": data["user"], "work_dir": data["work_dir"],
+                "private_key": data["private_key"] if data["key_source"] == "paste" else "",
+                "generate_key": data["key_source"] == "generate",
+                "expected_fingerprint": data["expected_fingerprint"]}

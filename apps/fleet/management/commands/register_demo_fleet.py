@@ -1,0 +1,42 @@
+"""Register the hosts of a local demo fleet (tests.fleet) with their known keys.
+
+The fleet itself tells us each host's key fingerprint, so the demo pins keys
+it knows rather than trusting on first use. A fleet that was re-created has
+new keys; since it is our own demo fleet, its hosts are re-pinned here.
+"""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand
+
+from apps.fleet import services
+from apps.fleet.models import Host
+from apps.ops.models import Operation
+from tests.fleet import status
+
+
+class Command(BaseCommand):
+    help = "Register (or refresh) the demo fleet's hosts and discover them."
+
+    def add_arguments(self, parser):
+        parser.add_argument("state_dir")
+
+    def handle(self, state_dir, **options):
+        for fleet_host in status(state_dir):
+            private_key = Path(fleet_host.private_key_path).read_text()
+            host = Host.objects.filter(name=fleet_host.name).first()
+            if host is None:
+                host, _ = services.add_host(
+                    name=fleet_host.name, address=fleet_host.address, port=fleet_host.port,
+                    user=fleet_host.user, work_dir=fleet_host.work_dir, private_key=private_key,
+                    expected_fingerprint=fleet_host.host_key_fingerprint,
+                    trigger=Operation.Trigger.SYSTEM)
+                self.stdout.write(f"registered {host.name} at {host.address}")
+                continue
+            host.set_private_key(private_key)
+            host.save()
+            if host.host_key_fingerprint != fleet_host.host_key_fingerprint:
+                host.pin_host_key(fleet_host.host_public_key, fleet_host.host_key_fingerprint)
+                self.stdout.write(f"{host.name}: the demo fleet was re-created; re-pinned its key")
+            services.discover(host, trigger=Operation.Trigger.SYSTEM)
+            self.stdout.write(f"refreshed {host.name}")

@@ -1,0 +1,258 @@
+"""Hosts and what discovery learned about them.
+
+Pools, datasets, clusters and disks are replaced as a whole by each discovery
+(in one transaction), so they always show one consistent moment of the host.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models, transaction
+from django.utils import timezone
+
+from apps.fleet import credentials
+
+host_name_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9-]{0,62}$", "Use lower-case letters, digits and '-' (at most 63).")
+address_validator = RegexValidator(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9.:-]*[A-Za-z0-9])?$",
+    "A host name or an IP address.")
+user_validator = RegexValidator(r"^[a-z_][a-z0-9_-]{0,31}$", "A Linux user name.")
+work_dir_validator = RegexValidator(
+    r"^/[A-Za-z0-9/_.+@:-]*$", "An absolute path of letters, digits and / _ . + @ : -")
+
+
+def default_work_dir() -> str:
+    return settings.POZOL["DEFAULT_WORK_DIR"]
+
+
+class Host(models.Model):
+    class KeyState(models.TextChoices):
+        UNVERIFIED = "unverified", "not yet contacted"
+        AWAITING = "awaiting_confirmation", "fingerprint awaits confirmation"
+        REJECTED = "rejected", "fingerprint did not match"
+        PINNED = "pinned", "pinned"
+        CHANGED = "changed", "CHANGED: work stopped"
+
+    class CredentialKind(models.TextChoices):
+        PASTED = "pasted", "pasted private key"
+        GENERATED = "generated", "control-plane key pair"
+
+    name = models.CharField(max_length=63, unique=True, validators=[host_name_validator])
+    address = models.CharField(max_length=253, validators=[address_validator])
+    port = models.PositiveIntegerField(default=22, validators=[MinValueValidator(1),
+                                                               MaxValueValidator(65535)])
+    user = models.CharField(max_length=32, default="root", validators=[user_validator])
+    work_dir = models.CharField(max_length=255, default=default_work_dir,
+                                validators=[work_dir_validator],
+                                help_text="Where PoZoL keeps its own files on the host.")
+    credential_kind = models.CharField(max_length=16, choices=CredentialKind)
+    private_key_encrypted = models.TextField(editable=False)
+    public_key = models.TextField(blank=True, help_text="Install in authorized_keys.")
+    expected_fingerprint = models.CharField(max_length=100, blank=True)
+    trust_on_first_use = models.BooleanField(default=False)
+    host_key = models.TextField(blank=True, help_text="The pinned host key line.")
+    host_key_fingerprint = models.CharField(max_length=100, blank=True)
+    host_key_state = models.CharField(max_length=24, choices=KeyState,
+                                      default=KeyState.UNVERIFIED)
+    presented_host_key = models.TextField(blank=True)
+    presented_fingerprint = models.CharField(max_length=100, blank=True)
+    reachable = models.BooleanField(null=True, blank=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    last_discovery_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_code = models.CharField(max_length=64, blank=True)
+    facts = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    # ---- credentials and keys ----
+    def set_private_key(self, text: str) -> None:
+        self.private_key_encrypted = credentials.encrypt(text)
+
+    def ssh_target(self, *, trust_on_first_use: bool = False):
+        from apps.remote.ssh import Target
+
+        return Target(
+            name=self.name, address=self.address, port=self.port, user=self.user,
+            private_key=credentials.decrypt(self.private_key_encrypted),
+            host_key=self.host_key or None, trust_on_first_use=trust_on_first_use,
+        )
+
+    @property
+    def host_key_changed(self) -> bool:
+        return self.host_key_state == self.KeyState.CHANGED
+
+    @property
+    def is_pinned(self) -> bool:
+        return self.host_key_state == self.KeyState.PINNED
+
+    def pin_host_key(self, line: str, fingerprint: str) -> None:
+        self.host_key, self.host_key_fingerprint = line, fingerprint
+        self.presented_host_key = self.presented_fingerprint = ""
+        self.host_key_state = self.KeyState.PINNED
+        self.save()
+        self.alerts.filter(kind=Alert.Kind.HOST_KEY_CHANGED, resolved_at=None).update(
+            resolved_at=timezone.now())
+
+    def record_host_key_change(self, exc) -> None:
+        with transaction.atomic():
+            Host.objects.filter(pk=self.pk).update(
+                host_key_state=self.KeyState.CHANGED, presented_fingerprint=exc.presented,
+                last_error=str(exc), last_error_code=exc.code)
+            Alert.raise_once(self, Alert.Kind.HOST_KEY_CHANGED,
+                             f"SSH host key changed: expected {exc.expected}, the host "
+                             f"presented {exc.presented}. All work on this host is stopped.")
+        self.refresh_from_db()
+
+    def record_unreachable(self, exc) -> None:
+        Host.objects.filter(pk=self.pk).update(
+            reachable=False, last_error=str(exc), last_error_code=getattr(exc, "code", "error"))
+
+    # ---- what the overview shows ----
+    @property
+    def zfs_version(self) -> str:
+        zfs = self.facts.get("zfs") or {}
+        return zfs.get("version") or zfs.get("implementation") or ""
+
+    @property
+    def open_alerts(self):
+        return self.alerts.filter(resolved_at=None)
+
+
+class Alert(models.Model):
+    class Kind(models.TextChoices):
+        HOST_KEY_CHANGED = "host_key_changed"
+        UNREACHABLE = "unreachable"
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="alerts")
+    kind = models.CharField(max_length=32, choices=Kind)
+    message = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.host}: {self.kind}"
+
+    @classmethod
+    def raise_once(cls, host: Host, kind: str, message: str) -> Alert:
+        alert = cls.objects.filter(host=host, kind=kind, resolved_at=None).first()
+        return alert or cls.objects.create(host=host, kind=kind, message=message)
+
+
+class Pool(models.Model):
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="pools")
+    name = models.CharField(max_length=255)
+    health = models.CharField(max_length=32, blank=True)
+    size = models.BigIntegerField(null=True)
+    allocated = models.BigIntegerField(null=True)
+    free = models.BigIntegerField(null=True)
+    fragmentation = models.IntegerField(null=True)
+    capacity = models.IntegerField(null=True)
+    ashift = models.IntegerField(null=True)
+    has_log = models.BooleanField(default=False)
+    has_cache = models.BooleanField(default=False)
+    vdevs = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["host", "name"], name="pool_per_host")]
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.name}"
+
+
+class Dataset(models.Model):
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="datasets")
+    pool = models.ForeignKey(Pool, null=True, on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=255)
+    type = models.CharField(max_length=16, default="filesystem")
+    mountpoint = models.CharField(max_length=1024, blank=True)
+    used = models.BigIntegerField(null=True)
+    available = models.BigIntegerField(null=True)
+    referenced = models.BigIntegerField(null=True)
+    recordsize = models.BigIntegerField(null=True)
+    compression = models.CharField(max_length=32, blank=True)
+    compressratio = models.FloatField(null=True)
+    atime = models.CharField(max_length=8, blank=True)
+    logbias = models.CharField(max_length=16, blank=True)
+    primarycache = models.CharField(max_length=16, blank=True)
+    sync = models.CharField(max_length=16, blank=True, help_text="Empty where unsupported.")
+    properties = models.JSONField(default=dict, blank=True,
+                                  help_text="Every property read: {name: {value, source}}.")
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["host", "name"], name="dataset_per_host")]
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.name}"
+
+
+class PgCluster(models.Model):
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="clusters")
+    data_dir = models.CharField(max_length=1024)
+    port = models.PositiveIntegerField(null=True)
+    version = models.CharField(max_length=32, blank=True)
+    server_version_num = models.IntegerField(null=True)
+    wal_dir = models.CharField(max_length=1024, blank=True)
+    socket_dir = models.CharField(max_length=1024, blank=True)
+    bin_dir = models.CharField(max_length=1024, blank=True)
+    owner = models.CharField(max_length=32, blank=True)
+    running = models.BooleanField(default=True)
+    data_checksums = models.BooleanField(null=True)
+    data_dataset = models.ForeignKey(Dataset, null=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    wal_dataset = models.ForeignKey(Dataset, null=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+    settings = models.JSONField(default=list, blank=True,
+                                help_text="pg_settings rows: name, setting, unit, context, source.")
+
+    class Meta:
+        ordering = ["port"]
+        constraints = [models.UniqueConstraint(fields=["host", "data_dir"],
+                                               name="cluster_per_host")]
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    KEY_SETTINGS = ("shared_buffers", "effective_cache_size", "work_mem", "max_connections",
+                    "full_page_writes", "wal_level", "synchronous_commit", "wal_sync_method",
+                    "max_wal_size", "checkpoint_timeout", "wal_compression", "huge_pages")
+
+    def setting(self, name: str) -> dict | None:
+        return next((row for row in self.settings if row.get("name") == name), None)
+
+    @property
+    def key_settings(self) -> list[dict]:
+        return [row for name in self.KEY_SETTINGS if (row := self.setting(name))]
+
+
+class Disk(models.Model):
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="disks")
+    name = models.CharField(max_length=64)
+    type = models.CharField(max_length=16, blank=True)
+    size = models.BigIntegerField(null=True)
+    rotational = models.BooleanField(null=True)
+    model = models.CharField(max_length=128, blank=True)
+    transport = models.CharField(max_length=16, blank=True)
+    write_cache = models.CharField(max_length=16, blank=True,
+                                   help_text="/sys/block/*/queue/write_cache")
+    volatile_write_cache = models.BooleanField(null=True, help_text="nvme get-feature -f 6")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.name}"

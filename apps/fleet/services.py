@@ -1,0 +1,74 @@
+"""What the UI, the API and the scheduler ask of the fleet: one function each.
+
+None of these open SSH: they record intent and start Operations that workers
+carry out.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from apps.fleet.models import Host
+from apps.ops import engine
+from apps.ops.models import Operation
+from apps.remote.keys import generate_keypair
+
+DISCOVER = "fleet.discover"
+
+
+@transaction.atomic
+def add_host(*, name: str, address: str, port: int = 22, user: str = "root",
+             work_dir: str | None = None, private_key: str = "", generate_key: bool = False,
+             expected_fingerprint: str = "", trust_on_first_use: bool = False,
+             trigger: str = Operation.Trigger.API, by=None) -> tuple[Host, Operation]:
+    """Record a host and start its first discovery (which first pins its host key)."""
+    host = Host(name=name, address=address, port=port, user=user,
+                expected_fingerprint=expected_fingerprint.strip(),
+                trust_on_first_use=trust_on_first_use,
+                created_by=by if by and by.is_authenticated else None)
+    if work_dir:
+        host.work_dir = work_dir
+    if generate_key:
+        private, public = generate_keypair(f"pozol@{name}")
+        host.credential_kind = Host.CredentialKind.GENERATED
+        host.public_key = public
+    else:
+        private = private_key
+        host.credential_kind = Host.CredentialKind.PASTED
+    host.set_private_key(private)
+    host.full_clean()
+    host.save()
+    return host, discover(host, trigger=trigger, by=by)
+
+
+def discover(host: Host, *, trigger: str = Operation.Trigger.API, by=None) -> Operation:
+    active = host.operations.filter(kind=DISCOVER, status__in=Operation.ACTIVE).first()
+    if active:
+        return active
+    return engine.start(DISCOVER, host=host, trigger=trigger, user=by)
+
+
+def discover_all(trigger: str = Operation.Trigger.SCHEDULE) -> list[Operation]:
+    hosts = Host.objects.filter(host_key_state=Host.KeyState.PINNED)
+    return [discover(host, trigger=trigger) for host in hosts]
+
+
+def confirm_host_key(host: Host, fingerprint: str, *, by=None,
+                     trigger: str = Operation.Trigger.UI) -> Operation:
+    """The operator confirms the fingerprint a worker saw; then discovery runs."""
+    if not host.presented_host_key or fingerprint.strip() != host.presented_fingerprint:
+        raise ValueError("that is not the fingerprint the host presented; nothing was pinned")
+    host.pin_host_key(host.presented_host_key, host.presented_fingerprint)
+    return discover(host, trigger=trigger, by=by)
+
+
+def accept_changed_host_key(host: Host, *, by=None,
+                            trigger: str = Operation.Trigger.UI) -> Operation:
+    """After a re-install: forget the pinned key and fetch the new one for confirmation."""
+    host.host_key = host.host_key_fingerprint = ""
+    host.presented_host_key = host.presented_fingerprint = ""
+    host.host_key_state = Host.KeyState.UNVERIFIED
+    host.expected_fingerprint = ""
+    host.trust_on_first_use = False
+    host.save()
+    return discover(host, trigger=trigger, by=by)

@@ -1,0 +1,39 @@
+from django import template
+from django.utils.html import format_html
+
+register = template.Library()
+
+_UNITS = ["", "K", "M", "G", "T", "P"]
+
+
+@register.filter
+def zfs_size(value) -> str:
+    """Bytes the way zfs prints them (128K, 1.5G): what operators read daily."""
+    if value in (None, ""):
+        return "—"
+    size = float(value)
+    for unit in _UNITS:
+        if size < 1024 or unit == _UNITS[-1]:
+            return f"{size:.0f}{unit}" if size == int(size) else f"{size:.1f}{unit}"
+        size /= 1024
+    return str(value)
+
+
+@register.simple_tag
+def reachability(host) -> str:
+    if host.host_key_changed:
+        return format_html('<span class="badge bad">host key changed</span>')
+    if host.reachable is None:
+        return format_html('<span class="badge">{}</span>', host.get_host_key_state_display())
+    if host.reachable:
+        return format_html('<span class="badge good">reachable</span>')
+    return format_html('<span class="badge bad" title="{}">unreachable</span>', host.last_error)
+
+
+@register.simple_tag
+def capacity_bar(pool) -> str:
+    percent = pool.capacity or 0
+    level = "bad" if percent >= 80 else "warn" if percent >= 60 else "good"
+    return format_html(
+        '<div class="bar" title="{}% used of {}"><div class="fill {}" style="width:{}%"></div>'
+        "</div>", percent, zfs_size(pool.size), level, percent)

@@ -1,0 +1,126 @@
+"""The hosts API without a host: validation, the error format, and that hostile
+input is refused with 400 before anything is recorded or any command runs."""
+
+import logging
+
+import pytest
+
+from apps.fleet.models import Host
+from apps.ops.models import Operation
+from apps.remote.keys import generate_keypair
+
+pytestmark = pytest.mark.django_db
+
+PRIVATE_KEY, _ = generate_keypair("tests")
+FINGERPRINT = "SHA256:" + "A" * 43
+
+HOSTILE = ["a;b", "$(reboot)", "`id`", "x' OR '1'='1", 'a"b', "line\nbreak", "two words",
+           "../..", "-oProxyCommand=sh", "ünïcødé", "a&&b", "", " "]
+
+
+def valid_body(**changes) -> dict:
+    body = {"name": "db1", "address": "127.0.0.9", "port": 22, "user": "root",
+            "private_key": PRIVATE_KEY, "expected_fingerprint": FINGERPRINT}
+    body.update(changes)
+    return body
+
+
+@pytest.mark.parametrize("field", ["name", "address", "user", "work_dir"])
+@pytest.mark.parametrize("value", HOSTILE)
+def test_hostile_values_are_refused_and_nothing_runs(api, delivered, caplog, field, value):
+    caplog.set_level(logging.DEBUG, logger="pozol.remote")
+    response = api.post("/api/hosts/", valid_body(**{field: value}), format="json")
+    assert response.status_code == 400, response.json()
+    assert field in response.json()["error"]["fields"]
+    assert not Host.objects.exists() and not Operation.objects.exists()
+    assert delivered == []
+    assert [r for r in caplog.records if r.name == "pozol.remote"] == []
+
+
+def test_a_port_out_of_range_is_refused(api):
+    response = api.post("/api/hosts/", valid_body(port=70000), format="json")
+    assert response.status_code == 400 and "port" in response.json()["error"]["fields"]
+
+
+def test_garbage_instead_of_a_key_is_refused(api):
+    response = api.post("/api/hosts/", valid_body(private_key="not a key"), format="json")
+    assert response.status_code == 400
+    assert "private_key" in response.json()["error"]["fields"]
+
+
+def test_a_host_key_decision_is_required(api):
+    body = valid_body()
+    del body["expected_fingerprint"]
+    response = api.post("/api/hosts/", body, format="json")
+    assert response.status_code == 400
+    assert "trust_on_first_use" in response.json()["error"]["fields"]["expected_fingerprint"][0]
+
+
+def test_a_malformed_fingerprint_is_refused(api):
+    response = api.post("/api/hosts/", valid_body(expected_fingerprint="MD5:aa"), format="json")
+    assert response.status_code == 400
+
+
+def test_adding_a_host_stores_the_key_encrypted_and_starts_discovery(
+        api, delivered, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post("/api/hosts/", valid_body(), format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    host = Host.objects.get(pk=body["id"])
+    assert PRIVATE_KEY not in str(body) and "private_key" not in body
+    assert PRIVATE_KEY.split("\n")[1] not in host.private_key_encrypted
+    assert host.ssh_target().private_key == PRIVATE_KEY
+    assert body["operation"]["kind"] == "fleet.discover"
+    assert delivered == [body["operation"]["id"]]
+
+
+def test_a_generated_key_pair_shows_its_public_key(api, delivered):
+    body = valid_body(generate_key=True)
+    del body["private_key"]
+    response = api.post("/api/hosts/", body, format="json")
+    assert response.status_code == 201
+    assert response.json()["public_key"].startswith("ssh-ed25519 ")
+
+
+def test_both_a_key_and_generate_is_refused(api):
+    response = api.post("/api/hosts/", valid_body(generate_key=True), format="json")
+    assert response.status_code == 400
+
+
+def test_a_duplicate_name_is_refused(api, delivered):
+    assert api.post("/api/hosts/", valid_body(), format="json").status_code == 201
+    response = api.post("/api/hosts/", valid_body(address="127.0.0.10"), format="json")
+    assert response.status_code == 400 and "name" in response.json()["error"]["fields"]
+
+
+def test_confirming_a_fingerprint_the_host_did_not_present_pins_nothing(api, delivered):
+    host_id = api.post("/api/hosts/", valid_body(), format="json").json()["id"]
+    Host.objects.filter(pk=host_id).update(
+        presented_host_key="ssh-ed25519 AAAA", presented_fingerprint=FINGERPRINT,
+        host_key_state=Host.KeyState.AWAITING)
+    response = api.post(f"/api/hosts/{host_id}/confirm-host-key/",
+                        {"fingerprint": "SHA256:" + "B" * 43}, format="json")
+    assert response.status_code == 400
+    assert Host.objects.get(pk=host_id).host_key_state == Host.KeyState.AWAITING
+
+
+def test_the_schema_and_docs_are_served(api, client, operator):
+    schema = api.get("/api/schema/")
+    assert schema.status_code == 200
+    text = schema.content.decode()
+    for path in ("/api/hosts/", "/api/hosts/{id}/discover/", "/api/hosts/{id}/datasets/",
+                 "/api/operations/{id}/"):
+        assert path in text
+    client.force_login(operator)
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 200 and b"swagger-ui" in docs.content
+    assert b"cdn" not in docs.content.lower()
+
+
+def test_operations_list_and_detail(api, delivered):
+    api.post("/api/hosts/", valid_body(), format="json")
+    listing = api.get("/api/operations/").json()
+    assert listing["count"] == 1
+    detail = api.get(f"/api/operations/{listing['results'][0]['id']}/").json()
+    assert detail["status"] == "pending" and detail["log"] == []
