@@ -1,0 +1,81 @@
+"""The operator's pages, rendered from facts discovery recorded (no SSH here:
+the web process never opens it)."""
+
+import pytest
+
+from apps.fleet.discovery import record_facts
+from apps.fleet.models import Host
+from apps.ops import engine
+from apps.remote.discovery import discover
+from tests.remote.fixtures.hosts import replay_transcript
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def host() -> Host:
+    host = Host(name="db1", address="127.0.0.9", credential_kind="pasted",
+                host_key_state=Host.KeyState.PINNED)
+    host.set_private_key("unused")
+    host.save()
+    record_facts(host, discover(replay_transcript()).to_dict())
+    return host
+
+
+@pytest.fixture
+def signed_in(client, operator):
+    client.force_login(operator)
+    return client
+
+
+def test_pages_need_a_sign_in(client, host):
+    for url in ("/", f"/hosts/{host.pk}/", "/operations/"):
+        response = client.get(url)
+        assert response.status_code == 302 and response.url.startswith("/login/")
+
+
+def test_the_overview_lists_hosts_with_pools_and_clusters(signed_in, host):
+    page = signed_in.get("/").content.decode()
+    assert "db1" in page and "reachable" in page
+    for pool in host.pools.all():
+        assert pool.name in page
+    assert "15" in page  # the PostgreSQL version of the captured cluster
+
+
+def test_the_host_page_shows_datasets_with_ratios(signed_in, host):
+    page = signed_in.get(f"/hosts/{host.pk}/").content.decode()
+    data = host.clusters.get().data_dataset
+    assert data.name in page and f"{data.compressratio:.2f}x" in page
+    assert "shared_buffers" in page and "postmaster" in page
+
+
+def test_the_operation_partial_polls_until_the_operation_ends(signed_in, host, delivered):
+    operation = engine.start("fleet.discover", host=host)
+    htmx = {"HTTP_HX_REQUEST": "true"}
+    assert signed_in.get(f"/operations/{operation.pk}/", **htmx).status_code == 200
+    page = signed_in.get(f"/operations/{operation.pk}/").content.decode()
+    assert 'hx-trigger="every 1s"' in page
+
+    engine.cancel(operation)
+    assert signed_in.get(f"/operations/{operation.pk}/", **htmx).status_code == 286
+    page = signed_in.get(f"/operations/{operation.pk}/").content.decode()
+    assert "hx-trigger" not in page
+
+
+def test_adding_a_host_in_the_form_refuses_hostile_names(signed_in, delivered):
+    response = signed_in.post("/hosts/add/", {
+        "name": "db1; reboot", "address": "$(reboot)", "port": 22, "user": "root",
+        "work_dir": "/var/lib/pozol", "key_source": "generate"})
+    assert response.status_code == 200
+    assert not Host.objects.exists() and delivered == []
+
+
+def test_adding_a_host_in_the_form_starts_discovery(signed_in, delivered):
+    response = signed_in.post("/hosts/add/", {
+        "name": "db2", "address": "10.0.0.5", "port": 22, "user": "root",
+        "work_dir": "/var/lib/pozol", "key_source": "generate"})
+    host = Host.objects.get(name="db2")
+    assert response.status_code == 302 and response.url == f"/hosts/{host.pk}/"
+    assert host.public_key.startswith("ssh-ed25519 ")
+    page = signed_in.get(response.url).content.decode()
+    assert host.public_key in page
