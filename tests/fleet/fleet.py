@@ -1,0 +1,158 @@
+"""up, status and down for a whole fleet in one state directory."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+from . import keys
+from .host import host_dirs, host_status, start_host, stop_host
+from .model import Host, HostStatus, Layout
+from .preflight import check_free, check_machine, make_mount_points
+from .settings import (
+    PG_PORT,
+    FleetConfig,
+    FleetError,
+    check_host_count,
+    resolve_config,
+)
+
+log = logging.getLogger("tests.fleet")
+
+PathLike = str | os.PathLike[str] | None
+
+
+def up(
+    hosts: int = 2, state_dir: PathLike = None, subnet: str | None = None, port: int | None = None
+) -> list[Host]:
+    """Bring hosts 1..hosts up; hosts already up are left alone. Returns hosts 1..hosts."""
+    cfg = resolve_config(state_dir, subnet, port)
+    check_host_count(hosts)
+    check_machine()
+    created = not cfg.state_dir.exists()
+    cfg.state_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+    try:
+        with _locked(cfg):
+            _claim(cfg)
+            result = _bring_up(cfg, hosts)
+            _write_known_hosts(cfg)
+            return result
+    except BaseException:
+        if created and not host_dirs(cfg):
+            shutil.rmtree(cfg.state_dir, ignore_errors=True)
+        raise
+
+
+def status(state_dir: PathLike = None) -> list[HostStatus]:
+    """Every host recorded in the state dir, with which of its processes still run."""
+    cfg = resolve_config(state_dir)
+    found = (host_status(layout) for layout in host_dirs(cfg))
+    return [s for s in found if s is not None]
+
+
+def down(state_dir: PathLike = None) -> list[str]:
+    """Stop every host of the fleet and remove the state dir. Returns the host names."""
+    cfg = resolve_config(state_dir)
+    if not cfg.state_dir.exists():
+        return []
+    if not cfg.marker.exists() and any(cfg.state_dir.iterdir()):
+        raise FleetError(f"{cfg.state_dir} is not a fleet state dir (no fleet.json); not removing")
+    with _locked(cfg):
+        layouts = host_dirs(cfg)
+        _in_parallel(stop_host, layouts)
+        shutil.rmtree(cfg.state_dir)
+    return [layout.root.name for layout in layouts]
+
+
+def _claim(cfg: FleetConfig) -> None:
+    """Mark the directory as this fleet's, refusing one that belongs to something else."""
+    wanted = {"subnet": cfg.subnet, "ssh_port": cfg.ssh_port}
+    if cfg.marker.exists():
+        recorded = json.loads(cfg.marker.read_text())
+        if recorded != wanted and host_dirs(cfg):
+            raise FleetError(
+                f"{cfg.state_dir} holds a fleet on subnet {recorded['subnet']} port "
+                f"{recorded['ssh_port']}; run down first or use another --state-dir"
+            )
+    elif any(p.name != ".lock" for p in cfg.state_dir.iterdir()):
+        raise FleetError(f"{cfg.state_dir} is not empty and not a fleet state dir")
+    cfg.marker.write_text(json.dumps(wanted) + "\n")
+    # PostgreSQL runs as its own user and must reach its data and socket below here.
+    cfg.state_dir.chmod(0o755)
+
+
+def _bring_up(cfg: FleetConfig, count: int) -> list[Host]:
+    wanted = [(i, Layout(cfg.host_dir(cfg.host_name(i)))) for i in range(1, count + 1)]
+    todo = [(i, layout) for i, layout in wanted if not _is_up(layout)]
+    for _, layout in todo:
+        if layout.root.exists():
+            log.info("%s: cleaning up what a previous run left", layout.root.name)
+            stop_host(layout)
+    for i, _ in todo:
+        check_free(cfg.address(i), cfg.ssh_port, "ssh")
+        check_free(cfg.address(i), PG_PORT, "postgresql")
+    if todo:
+        _prepare_fleet(cfg)
+    _start_all(cfg, [i for i, _ in todo])
+    return [_host(layout) for _, layout in wanted]
+
+
+def _start_all(cfg: FleetConfig, indexes: list[int]) -> None:
+    """Start hosts in parallel; if any fails, take down every host this call started."""
+    with ThreadPoolExecutor(max_workers=max(1, len(indexes))) as pool:
+        futures = [pool.submit(start_host, cfg, i) for i in indexes]
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if not errors:
+        return
+    _in_parallel(stop_host, [Layout(cfg.host_dir(cfg.host_name(i))) for i in indexes])
+    raise FleetError("; ".join(str(e) for e in errors))
+
+
+def _prepare_fleet(cfg: FleetConfig) -> None:
+    make_mount_points()
+    keys.ensure_key(cfg.client_key, "pozol-fleet-client")
+    cfg.authorized_keys.write_text(keys.public_key(cfg.client_key) + "\n")
+
+
+def _write_known_hosts(cfg: FleetConfig) -> None:
+    lines = [
+        keys.known_hosts_line(s.address, s.port, s.host_public_key) for s in status(cfg.state_dir)
+    ]
+    cfg.known_hosts.write_text("".join(f"{line}\n" for line in lines))
+
+
+def _is_up(layout: Layout) -> bool:
+    found = host_status(layout)
+    return found is not None and found.up
+
+
+def _host(layout: Layout) -> Host:
+    found = host_status(layout)
+    if found is None or not found.up:
+        raise FleetError(f"{layout.root.name} is not up")
+    return Host(**{k: v for k, v in found.to_dict().items() if k not in ("alive", "up")})
+
+
+def _in_parallel(action: Callable[[Layout], None], layouts: list[Layout]) -> None:
+    if not layouts:
+        return
+    with ThreadPoolExecutor(max_workers=len(layouts)) as pool:
+        futures = [pool.submit(action, layout) for layout in layouts]
+    errors = [str(f.exception()) for f in futures if f.exception() is not None]
+    if errors:
+        raise FleetError("; ".join(errors))
+
+
+@contextmanager
+def _locked(cfg: FleetConfig) -> Iterator[None]:
+    # One up/down at a time per state dir; the lock lives inside it so that
+    # nothing is written outside the state dir.
+    with open(cfg.state_dir / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -1,0 +1,283 @@
+"""The life of one test host: start it, tell whether it runs, take it down.
+
+A host is a private mount namespace and a private PID namespace (with its own
+/proc), held open by the holder: PID 1 of that PID namespace, a process that
+only reaps orphans, like init. Inside run the host's zfs-fuse daemon (private
+tmpfs over the directories zfs-fuse hard-codes, so its zpool.cache and control
+socket are its own), its sshd, and its PostgreSQL. Commands that arrive over
+the host's ssh see only its pool and its processes (`ps -e` lists nothing of
+other hosts or of the machine). Killing the holder makes the kernel kill every
+process of the host, which is how down ends it once PostgreSQL and the pool
+are cleanly stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from . import keys, postgres, procs
+from .model import Host, HostStatus, Layout, Record
+from .preflight import SSHD, ZFS_MOUNT_POINTS
+from .procs import Proc, in_namespace, run
+from .settings import (
+    PG_BIN_DIR,
+    PG_DATA_DATASET,
+    PG_DATABASE,
+    PG_OS_USER,
+    PG_PORT,
+    PG_WAL_DATASET,
+    POOL,
+    POOL_SIZE,
+    SSH_USER,
+    FleetConfig,
+    FleetError,
+)
+
+log = logging.getLogger("tests.fleet")
+
+# The namespace holder, PID 1 of the host: it only reaps the orphans adopted
+# by it (daemons started with setsid -f, a postmaster after pg_ctl exits), so
+# no zombie lingers in the host's `ps`. The kernel drops signals that the
+# PID 1 of a namespace has no handler for, SIGTERM included, so down ends it
+# with SIGKILL. Its last argument is the host's marker.
+HOLD = """import os, time
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(0.2)
+"""
+UNSHARE = ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private"]
+
+
+def start_host(cfg: FleetConfig, index: int) -> Host:
+    """Create and start host number index; its record is saved at every step."""
+    layout = Layout(cfg.host_dir(cfg.host_name(index)))
+    layout.root.mkdir(mode=0o755)
+    record = Record(host=describe(cfg, index, layout))
+    record.save(layout)
+    started = time.monotonic()
+    holder = _start_namespace(layout, record)
+    _start_zfs(holder, layout, record)
+    _start_sshd(cfg, holder, layout, record)
+    _started(record, layout, "postgres", postgres.create_cluster(holder, record.host))
+    log.info(
+        "%s up at %s in %.1fs", record.host.name, record.host.address, time.monotonic() - started
+    )
+    return record.host
+
+
+def describe(cfg: FleetConfig, index: int, layout: Layout) -> Host:
+    """The host's connection facts; makes its host key, the only thing they need."""
+    keys.ensure_key(layout.host_key, f"pozol-fleet-{cfg.host_name(index)}")
+    public = keys.public_key(layout.host_key)
+    data_mount = layout.mnt / "pg" / "data"
+    wal_mount = layout.mnt / "pg" / "wal"
+    return Host(
+        name=cfg.host_name(index),
+        address=cfg.address(index),
+        port=cfg.ssh_port,
+        user=SSH_USER,
+        private_key_path=str(cfg.client_key),
+        known_hosts_path=str(cfg.known_hosts),
+        host_key_fingerprint=keys.fingerprint(public),
+        host_public_key=public,
+        pools=[POOL],
+        pg_port=PG_PORT,
+        pg_bin_dir=str(PG_BIN_DIR),
+        pg_os_user=PG_OS_USER,
+        pg_socket_dir=str(layout.socket_dir),
+        # initdb wants a directory of its own, not the dataset's mount point.
+        pg_data_dir=str(data_mount / "pgdata"),
+        pg_wal_dir=str(wal_mount / "pg_wal"),
+        pg_data_dataset=PG_DATA_DATASET,
+        pg_wal_dataset=PG_WAL_DATASET,
+        pg_database=PG_DATABASE,
+        pg_log_file=str(layout.pg_log),
+        work_dir=str(layout.work_dir),
+    )
+
+
+def host_status(layout: Layout) -> HostStatus | None:
+    record = Record.load(layout)
+    if record is None:
+        return None
+    alive = {name: procs.is_ours(proc, layout.marker) for name, proc in record.procs.items()}
+    return HostStatus(**record.host.to_dict(), alive=alive)
+
+
+def stop_host(layout: Layout) -> None:
+    """Stop what up recorded for this host, in reverse order, then delete its directory.
+
+    Works on leftovers too: dead processes are skipped, and a PID that now
+    belongs to another process is left alone (see procs.is_ours).
+    """
+    record = Record.load(layout)
+    if record is not None:
+        _stop_processes(layout, record)
+    shutil.rmtree(layout.root, ignore_errors=True)
+    if layout.root.exists():
+        raise FleetError(f"could not remove {layout.root}")
+
+
+def _start_namespace(layout: Layout, record: Record) -> Proc:
+    holder_argv = [sys.executable, "-S", "-c", HOLD, layout.marker]
+    # unshare stays as the holder's parent, outside the namespace, and exits
+    # with it; --kill-child takes the holder down if unshare is killed.
+    argv = [*UNSHARE, "--kill-child", "--", *holder_argv]
+    # Recorded until the holder is found, so that an up killed now leaves a PID to stop.
+    launcher = _started(record, layout, "namespace", procs.spawn(argv, layout.log("namespace")))
+    found: list[Proc] = []
+    _wait_until(lambda: _holder_ready(launcher, found), 10, record, "namespace", layout)
+    holder = _started(record, layout, "namespace", found[0])
+    for path in ZFS_MOUNT_POINTS:
+        tmpfs = ["mount", "-t", "tmpfs", "-o", "mode=0755,size=16m", "pozol-fleet", str(path)]
+        run(in_namespace(holder, tmpfs))
+    layout.work_dir.mkdir(mode=0o755)
+    return holder
+
+
+def _holder_ready(launcher: Proc, found: list[Proc]) -> bool:
+    # Only once unshare's child has exec'd the holder are the new namespaces,
+    # the private propagation and the host's own /proc in place; a mount made
+    # earlier could leak out.
+    for pid in procs.children(launcher.pid):
+        proc = procs.identify(pid)
+        exec_done = procs.cmdline(pid).startswith(sys.executable)
+        if proc is not None and exec_done and procs.has_own_namespace(proc):
+            found.append(proc)
+            return True
+    return False
+
+
+def _start_zfs(holder: Proc, layout: Layout, record: Record) -> None:
+    # --pidfile is not written with --no-daemon, but it puts the marker in
+    # the daemon's command line.
+    argv = ["zfs-fuse", "--no-daemon", "--pidfile", str(layout.zfs_pid_file)]
+    _started(record, layout, "zfs_fuse", _spawn_in(holder, argv, layout, "zfs-fuse"))
+    _wait_until(lambda: _zpool_answers(holder), 30, record, "zfs_fuse", layout)
+    with layout.disk.open("wb") as disk:
+        disk.truncate(POOL_SIZE)  # sparse: takes no space until written
+    # -m keeps every mount point under the state dir; nothing appears at /tank.
+    run(in_namespace(holder, ["zpool", "create", "-m", str(layout.mnt), POOL, str(layout.disk)]))
+
+
+def _start_sshd(cfg: FleetConfig, holder: Proc, layout: Layout, record: Record) -> None:
+    host = record.host
+    options = {
+        "ListenAddress": f"{host.address}:{host.port}",
+        "HostKey": str(layout.host_key),
+        "PidFile": str(layout.sshd_pid_file),
+        "AuthorizedKeysFile": str(cfg.authorized_keys),
+        "PermitRootLogin": "prohibit-password",
+        "PasswordAuthentication": "no",
+        "KbdInteractiveAuthentication": "no",
+        "UsePAM": "no",
+        # StrictModes would refuse authorized_keys under a world-writable /tmp.
+        "StrictModes": "no",
+        "Subsystem": "sftp internal-sftp",
+    }
+    argv = [str(SSHD), "-D", "-e", "-f", "/dev/null"]
+    for key, value in options.items():
+        argv += ["-o", f"{key}={value}"]
+    _started(record, layout, "sshd", _spawn_in(holder, argv, layout, "sshd"))
+    _wait_until(lambda: _ssh_banner(host.address, host.port), 15, record, "sshd", layout)
+
+
+def _stop_processes(layout: Layout, record: Record) -> None:
+    found = {
+        name: proc for name, proc in record.procs.items() if procs.is_ours(proc, layout.marker)
+    }
+    namespace = found.get("namespace")
+    # The recorded namespace process may still be unshare itself, if up was
+    # killed before the holder was found; it is not a way into the host.
+    holder = namespace if namespace and procs.has_own_namespace(namespace) else None
+    postgres.stop(holder, found.get("postgres"), record.host, layout.marker)
+    if holder is not None and "zfs_fuse" in found:
+        _export_pool(holder, record.host.name)
+    # PID 1 of the namespace: the kernel kills every other process of the host
+    # (zfs-fuse, sshd, ssh sessions, what they started) before it is gone.
+    # SIGKILL, because a namespace's PID 1 ignores signals it has no handler for.
+    procs.stop(namespace, layout.marker, sig=signal.SIGKILL)
+    # Normally already gone with their namespace; stopped one by one only if
+    # a record somehow outlived it.
+    procs.stop(found.get("zfs_fuse"), layout.marker)
+    procs.stop(found.get("sshd"), layout.marker)
+
+
+def _spawn_in(holder: Proc, argv: list[str], layout: Layout, name: str) -> Proc:
+    try:
+        return procs.spawn_in(holder, argv, layout.log(name), layout.marker)
+    except FleetError as exc:
+        raise FleetError(f"{exc}: {_tail(layout.log(name))}") from None
+
+
+def _export_pool(holder: Proc, name: str) -> None:
+    try:
+        run(in_namespace(holder, ["zpool", "export", POOL]), timeout=60)
+    except FleetError as exc:
+        log.warning("%s: zpool export failed, stopping zfs-fuse anyway: %s", name, exc)
+
+
+def _started(record: Record, layout: Layout, name: str, proc: Proc) -> Proc:
+    record.procs[name] = proc
+    record.save(layout)
+    return proc
+
+
+def _zpool_answers(holder: Proc) -> bool:
+    try:
+        run(in_namespace(holder, ["zpool", "list"]), timeout=10)
+    except FleetError:
+        return False
+    return True
+
+
+def _ssh_banner(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=2) as conn:
+            return conn.recv(16).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def _wait_until(
+    ready: Callable[[], bool], timeout: float, record: Record, process: str, layout: Layout
+) -> None:
+    """Poll until ready, failing early (with the log to read) if the process died."""
+    what = f"{process} of {record.host.name}"
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if not procs.is_ours(record.procs[process], layout.marker):
+            raise FleetError(f"{what} exited: {_tail(layout.log(process.replace('_', '-')))}")
+        if time.monotonic() > deadline:
+            raise FleetError(f"{what} not ready after {timeout}s")
+        time.sleep(0.1)
+
+
+def _tail(log_file: Path) -> str:
+    # Quoted in the error because a failed up removes the host directory.
+    try:
+        return " | ".join(log_file.read_text(errors="replace").strip().splitlines()[-5:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
+def is_host_dir(name: str) -> bool:
+    return name.startswith("host") and name[4:].isdigit()
+
+
+def host_dirs(cfg: FleetConfig) -> list[Layout]:
+    if not cfg.state_dir.is_dir():
+        return []
+    names = sorted(
+        (p.name for p in cfg.state_dir.iterdir() if is_host_dir(p.name)), key=lambda n: int(n[4:])
+    )
+    return [Layout(cfg.state_dir / n) for n in names]

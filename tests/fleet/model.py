@@ -1,0 +1,117 @@
+"""What a host is (the connection facts the control plane needs) and where it lives on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from .procs import Proc
+
+# The order in which a host's processes start; down stops them in reverse.
+PROCESSES = ("namespace", "zfs_fuse", "sshd", "postgres")
+
+
+@dataclass
+class Host:
+    """Everything needed to reach one test host, as `up --json` prints it.
+
+    The pg_* paths are inside the host's ZFS datasets, which are mounted only in
+    the host's own mount namespace: reach them over ssh, not from the machine.
+    """
+
+    name: str
+    address: str
+    port: int
+    user: str
+    private_key_path: str
+    known_hosts_path: str
+    host_key_fingerprint: str
+    host_public_key: str
+    pools: list[str]
+    pg_port: int
+    pg_bin_dir: str
+    pg_os_user: str
+    pg_socket_dir: str
+    pg_data_dir: str
+    pg_wal_dir: str
+    pg_data_dataset: str
+    pg_wal_dataset: str
+    pg_database: str
+    pg_log_file: str
+    work_dir: str
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass
+class HostStatus(Host):
+    """A host plus whether each process `up` started for it is still running."""
+
+    alive: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def up(self) -> bool:
+        return bool(self.alive) and all(self.alive.get(name) for name in PROCESSES)
+
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "up": self.up}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths of one host inside the state dir."""
+
+    root: Path
+
+    @property
+    def marker(self) -> str:
+        """A string in the command line of every long-lived process of this host."""
+        return f"{self.root}/"
+
+    record = property(lambda self: self.root / "host.json")
+    disk = property(lambda self: self.root / "disk.img")
+    mnt = property(lambda self: self.root / "mnt")
+    host_key = property(lambda self: self.root / "ssh_host_ed25519_key")
+    sshd_pid_file = property(lambda self: self.root / "sshd.pid")
+    zfs_pid_file = property(lambda self: self.root / "zfs-fuse.pid")
+    socket_dir = property(lambda self: self.root / "pgsocket")
+    work_dir = property(lambda self: self.root / "pozol")
+    pg_log = property(lambda self: self.root / "postgresql.log")
+
+    def log(self, process: str) -> Path:
+        return self.root / f"{process}.log"
+
+
+@dataclass
+class Record:
+    """host.json: the host's facts and the processes started for it.
+
+    Saved after every process starts, so a run killed halfway still leaves
+    the PIDs that down needs.
+    """
+
+    host: Host
+    procs: dict[str, Proc] = field(default_factory=dict)
+
+    def save(self, layout: Layout) -> None:
+        data = {
+            "host": self.host.to_dict(),
+            "procs": {name: proc.to_dict() for name, proc in self.procs.items()},
+        }
+        tmp = layout.record.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        os.replace(tmp, layout.record)
+
+    @classmethod
+    def load(cls, layout: Layout) -> Record | None:
+        try:
+            data = json.loads(layout.record.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+        known = {f.name for f in fields(Host)}
+        host = Host(**{k: v for k, v in data["host"].items() if k in known})
+        procs = {name: Proc.from_dict(p) for name, p in data.get("procs", {}).items()}
+        return cls(host=host, procs=procs)

@@ -1,0 +1,155 @@
+"""One PostgreSQL 15 cluster per host, with its data and WAL on ZFS datasets.
+
+Every command runs inside the host's mount and PID namespaces (nsenter), because
+only there are the host's ZFS datasets mounted, and because pg_ctl signals the
+PID written in postmaster.pid, which means something only inside the host.
+Settings stay stock on purpose: the product under test is the one that should
+tune recordsize, compression and PostgreSQL. The only lines written to
+postgresql.conf say where the cluster listens, so that a restart by the product
+(with plain `pg_ctl restart`) keeps away from the machine's own PostgreSQL on
+127.0.0.1 and /var/run/postgresql.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+from pathlib import Path
+
+from . import procs
+from .model import Host
+from .procs import Proc, in_namespace, run
+from .settings import (
+    PG_BIN_DIR,
+    PG_DATA_DATASET,
+    PG_DATABASE,
+    PG_OS_USER,
+    PG_PORT,
+    PG_WAL_DATASET,
+    POOL,
+    FleetError,
+)
+
+
+def create_cluster(holder: Proc, host: Host) -> Proc:
+    """Datasets, initdb, start, pgbench data; the running postmaster."""
+    _create_datasets(holder)
+    _prepare_directories(holder, host)
+    _initdb(holder, host)
+    _configure(holder, host)
+    postmaster = start(holder, host)
+    _load_pgbench(holder, host)
+    return postmaster
+
+
+def start(holder: Proc, host: Host) -> Proc:
+    # pg_ctl puts the postmaster in its own session, so it outlives nsenter.
+    _as_postgres(
+        holder,
+        "pg_ctl",
+        "-w",
+        "-t",
+        "60",
+        "-D",
+        host.pg_data_dir,
+        "-l",
+        host.pg_log_file,
+        "start",
+    )
+    return postmaster(holder, host)
+
+
+def postmaster(holder: Proc, host: Host) -> Proc:
+    pid_file = _seen_from_root(holder, Path(host.pg_data_dir) / "postmaster.pid")
+    # The PID in postmaster.pid is the one inside the host's PID namespace.
+    pid = procs.outer_pid(holder, int(pid_file.read_text().split()[0]))
+    proc = procs.identify(pid) if pid is not None else None
+    if proc is None:
+        raise FleetError(f"{host.name}: PostgreSQL started but its postmaster is gone")
+    return proc
+
+
+def stop(holder: Proc | None, postmaster_proc: Proc | None, host: Host, marker: str) -> None:
+    """pg_ctl stop -m fast inside the host when its holder is given, else the same signal by hand.
+
+    marker is the host directory, taken from where host.json was found rather
+    than from its contents: an edited or stale record must never lead to a
+    cluster outside this host (such as the machine's own PostgreSQL).
+    """
+    if not procs.is_ours(postmaster_proc, marker) or not host.pg_data_dir.startswith(marker):
+        return
+    if holder is not None:
+        try:
+            _as_postgres(
+                holder, "pg_ctl", "-w", "-t", "60", "-D", host.pg_data_dir, "-m", "fast", "stop"
+            )
+        except FleetError:
+            pass  # the namespace may be half gone; SIGINT below is what -m fast sends
+    procs.stop(postmaster_proc, marker, sig=signal.SIGINT, grace=30)
+
+
+def _create_datasets(holder: Proc) -> None:
+    # One parent for data and WAL so that `zfs snapshot -r tank/pg@x` is one
+    # consistent snapshot of both, on every ZFS dialect.
+    for dataset in (f"{POOL}/pg", PG_DATA_DATASET, PG_WAL_DATASET):
+        run(in_namespace(holder, ["zfs", "create", dataset]))
+
+
+def _prepare_directories(holder: Proc, host: Host) -> None:
+    user = pwd.getpwnam(PG_OS_USER)
+    data_mount = Path(host.pg_data_dir).parent
+    wal_mount = Path(host.pg_wal_dir).parent
+    for mount in (data_mount, wal_mount):
+        os.chown(_seen_from_root(holder, mount), user.pw_uid, user.pw_gid)
+    socket_dir = Path(host.pg_socket_dir)
+    socket_dir.mkdir(mode=0o755, exist_ok=True)
+    os.chown(socket_dir, user.pw_uid, user.pw_gid)
+    log_file = Path(host.pg_log_file)
+    log_file.touch(mode=0o640)
+    os.chown(log_file, user.pw_uid, user.pw_gid)
+
+
+def _initdb(holder: Proc, host: Host) -> None:
+    _as_postgres(
+        holder,
+        "initdb",
+        "-D",
+        host.pg_data_dir,
+        "--waldir",
+        host.pg_wal_dir,
+        "--auth-local=peer",
+        "--auth-host=scram-sha-256",
+        # Fixed rather than inherited from whoever runs `up`, so every host is alike.
+        "--encoding=UTF8",
+        "--locale=C.UTF-8",
+    )
+
+
+def _configure(holder: Proc, host: Host) -> None:
+    conf = _seen_from_root(holder, Path(host.pg_data_dir) / "postgresql.conf")
+    with conf.open("a") as out:
+        out.write(
+            "\n# tests/fleet: where this host's cluster listens (nothing else is changed)\n"
+            f"listen_addresses = '{host.address}'\n"
+            f"port = {PG_PORT}\n"
+            f"unix_socket_directories = '{host.pg_socket_dir}'\n"
+        )
+
+
+def _load_pgbench(holder: Proc, host: Host) -> None:
+    socket = ["-h", host.pg_socket_dir, "-p", str(PG_PORT)]
+    _as_postgres(holder, "createdb", *socket, PG_DATABASE)
+    # Scale 1 (100,000 accounts) keeps `up` fast; tests load more when they need it.
+    _as_postgres(holder, "pgbench", *socket, "-i", "-q", "-s", "1", PG_DATABASE)
+
+
+def _as_postgres(holder: Proc, program: str, *args: str) -> str:
+    argv = ["runuser", "-u", PG_OS_USER, "--", str(PG_BIN_DIR / program), *args]
+    return run(in_namespace(holder, argv), timeout=180)
+
+
+def _seen_from_root(holder: Proc, path: Path) -> Path:
+    # /proc/PID/root resolves paths through that process's mount namespace,
+    # which is where the ZFS datasets are mounted.
+    return Path(f"/proc/{holder.pid}/root") / path.relative_to("/")

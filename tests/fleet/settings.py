@@ -1,0 +1,96 @@
+"""Where a fleet lives and how its hosts are named and addressed.
+
+Everything a fleet creates sits under one state directory, so two fleets (the
+demo's and a test run's) coexist as long as they use different state
+directories and different loopback subnets.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_STATE_DIR = "/tmp/pozol-fleet"
+DEFAULT_SUBNET = "127.0.77"
+DEFAULT_SSH_PORT = 22
+
+POOL = "tank"
+POOL_SIZE = 1 << 30
+PG_BIN_DIR = Path("/usr/lib/postgresql/15/bin")
+PG_PORT = 5432
+PG_DATABASE = "pgbench"
+PG_OS_USER = "postgres"
+PG_DATA_DATASET = f"{POOL}/pg/data"
+PG_WAL_DATASET = f"{POOL}/pg/wal"
+SSH_USER = "root"
+
+# The subnet must stay inside 127/8: every address there reaches lo without
+# configuring anything, and nothing leaves the machine.
+_SUBNET_RE = re.compile(r"^127\.(\d{1,3})\.(\d{1,3})$")
+
+
+class FleetError(Exception):
+    """A fleet operation failed; the message says what to do about it."""
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    state_dir: Path
+    subnet: str
+    ssh_port: int
+
+    def host_name(self, index: int) -> str:
+        return f"host{index}"
+
+    def address(self, index: int) -> str:
+        return f"{self.subnet}.{index}"
+
+    def host_dir(self, name: str) -> Path:
+        return self.state_dir / name
+
+    @property
+    def client_key(self) -> Path:
+        return self.state_dir / "id_ed25519"
+
+    @property
+    def authorized_keys(self) -> Path:
+        return self.state_dir / "authorized_keys"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.state_dir / "known_hosts"
+
+    @property
+    def marker(self) -> Path:
+        """The file that proves a directory is a fleet's state dir (so down may delete it)."""
+        return self.state_dir / "fleet.json"
+
+
+def resolve_config(
+    state_dir: str | os.PathLike[str] | None = None,
+    subnet: str | None = None,
+    ssh_port: int | None = None,
+) -> FleetConfig:
+    """Apply defaults and environment overrides, then validate."""
+    state = state_dir or os.environ.get("POZOL_FLEET_STATE_DIR") or DEFAULT_STATE_DIR
+    net = subnet or os.environ.get("POZOL_FLEET_SUBNET") or DEFAULT_SUBNET
+    port = ssh_port if ssh_port is not None else DEFAULT_SSH_PORT
+    _check_subnet(net)
+    if not 0 < port < 65536:
+        raise FleetError(f"ssh port {port} is not a TCP port")
+    # Absolute, so that paths recorded in host.json and in process command
+    # lines mean the same thing from any working directory.
+    return FleetConfig(state_dir=Path(state).absolute(), subnet=net, ssh_port=port)
+
+
+def _check_subnet(subnet: str) -> None:
+    match = _SUBNET_RE.match(subnet)
+    if not match or any(int(octet) > 255 for octet in match.groups()):
+        raise FleetError(f"subnet {subnet!r} must look like 127.X.Y (a loopback /24)")
+
+
+def check_host_count(count: int) -> None:
+    if not 1 <= count <= 254:
+        raise FleetError(f"--hosts must be between 1 and 254, not {count}")
