@@ -79,3 +79,17 @@ def test_adding_a_host_in_the_form_starts_discovery(signed_in, delivered):
     assert host.public_key.startswith("ssh-ed25519 ")
     page = signed_in.get(response.url).content.decode()
     assert host.public_key in page
+
+
+@pytest.mark.parametrize(("row", "shown"), [
+    ({"setting": "16384", "unit": "8kB"}, "128MB"),
+    ({"setting": "4096", "unit": "kB"}, "4MB"),
+    ({"setting": "1024", "unit": "MB"}, "1GB"),
+    ({"setting": "-1", "unit": "8kB"}, "-1 8kB"),
+    ({"setting": "300", "unit": "s"}, "300s"),
+    ({"setting": "on", "unit": None}, "on"),
+])
+def test_settings_are_shown_as_an_operator_writes_them(row, shown):
+    from apps.fleet.templatetags.fleet import pg_value
+
+    assert pg_value(row) == shown

@@ -34,12 +34,16 @@ REFUSES = register(Kind("test.refuses", {"only": lambda ctx: Fail("no way", "nop
 
 
 def _remote_sleep(ctx):
-    """A step that takes a few seconds on a real host: the window to kill a worker in."""
-    from apps.remote.commands import cmd
+    """A step that takes a few seconds on a real host: the window to kill a worker in.
 
-    runs = _count(ctx, "sleep_runs")
-    ctx.runner()(cmd("sleep", "4"), timeout=30)
-    return Done({"sleep_runs": runs})
+    Each run leaves a line on the host, so a test can count the runs there: state
+    saved by a killed run is lost with it, by design.
+    """
+    from apps.remote.commands import script
+
+    marks = f"{ctx.host.work_dir}/remote-sleep-{ctx.operation.pk}"
+    ctx.runner()(script("echo ran >> {marks}; sleep 4", marks=marks), timeout=30)
+    return Done({"marks": marks})
 
 
 REMOTE_SLEEP = register(Kind("test.remote_sleep", {"sleep": _remote_sleep}, "sleep",

@@ -38,3 +38,17 @@ def capacity_bar(pool) -> str:
     return format_html(
         '<div class="bar" title="{}% used of {}"><div class="fill {}" style="width:{}%"></div>'
         "</div>", percent, zfs_size(pool.size), level, percent)
+
+
+_PG_BYTE_UNITS = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 1024**2, "16MB": 16 * 1024**2,
+                  "GB": 1024**3}
+
+
+@register.filter
+def pg_value(row: dict) -> str:
+    """A pg_settings row as an operator writes it: 16384 × 8kB is 128MB."""
+    setting, unit = row.get("setting", ""), row.get("unit") or ""
+    if unit in _PG_BYTE_UNITS and setting.lstrip("-").isdigit() and int(setting) >= 0:
+        size = zfs_size(int(setting) * _PG_BYTE_UNITS[unit])
+        return size + "B" if size[-1].isalpha() else size + " bytes"
+    return f"{setting}{unit}" if unit in {"s", "ms", "min"} else f"{setting} {unit}".strip()

@@ -1,0 +1,78 @@
+"""End to end: a real Celery worker, Redis and the PostgreSQL control-plane
+database; a host added through the API is discovered, and its page in headless
+Chromium shows its datasets with their compression ratios."""
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from apps.accounts.models import ApiToken
+from apps.fleet.models import Host
+from tests.workers import Worker
+
+pytestmark = [pytest.mark.e2e, pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def call(url: str, token: str, body: dict | None = None) -> dict:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+        method="POST" if body is not None else "GET")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+@pytest.fixture
+def worker():
+    worker = Worker("pozol", "e2e")
+    yield worker
+    worker.stop()
+
+
+def test_add_a_host_by_api_and_see_it_in_the_browser(live_server, worker, operator,
+                                                       fleet_hosts):
+    fleet_host = fleet_hosts[1]
+    _, token = ApiToken.objects.issue(operator, "e2e")
+    created = call(f"{live_server.url}/api/hosts/", token, {
+        "name": "e2e-db", "address": fleet_host.address, "port": fleet_host.port,
+        "user": fleet_host.user, "work_dir": fleet_host.work_dir,
+        "private_key": Path(fleet_host.private_key_path).read_text(),
+        "expected_fingerprint": fleet_host.host_key_fingerprint})
+
+    operation_url = f"{live_server.url}/api/operations/{created['operation']['id']}/"
+    deadline = time.monotonic() + 90
+    while (operation := call(operation_url, token))["status"] not in {"succeeded", "failed"}:
+        assert time.monotonic() < deadline, f"discovery did not finish: {operation}"
+        time.sleep(0.5)
+    assert operation["status"] == "succeeded", (operation, worker.output()[-3000:])
+
+    host = Host.objects.get(name="e2e-db")
+    data = host.datasets.get(name=fleet_host.pg_data_dataset)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
+                                             args=CHROMIUM_FLAGS)
+        page = browser.new_page()
+        page.goto(f"{live_server.url}/login/")
+        page.fill("input[name=username]", operator.username)
+        page.fill("input[name=password]", "pw-olga-123")
+        page.click("button:has-text('Sign in')")
+        page.goto(f"{live_server.url}/hosts/{host.pk}/")
+        row = page.locator("#datasets tr", has_text=fleet_host.pg_data_dataset).first
+        row.wait_for()
+        assert f"{data.compressratio:.2f}x" in row.inner_text()
+        assert data.compression in row.inner_text()
+        page.screenshot(path=str(ARTIFACTS / "host-page.png"), full_page=True)
+
+        page.goto(f"{live_server.url}/")
+        assert "e2e-db" in page.locator("#hosts").inner_text()
+        assert page.locator("#hosts .badge.good", has_text="reachable").count() == 1
+        browser.close()

@@ -1,0 +1,43 @@
+"""Integration tests: the product against real test hosts over real SSH."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from apps.fleet import services
+from apps.fleet.models import Host
+from apps.remote import ssh
+
+
+def run_on(fleet_host, command: str) -> str:
+    """Run a command on a test host with OpenSSH, independently of the product's code."""
+    result = subprocess.run(
+        ["ssh", "-i", fleet_host.private_key_path, "-p", str(fleet_host.port),
+         "-o", f"UserKnownHostsFile={fleet_host.known_hosts_path}",
+         "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+         f"{fleet_host.user}@{fleet_host.address}", command],
+        capture_output=True, text=True, timeout=60, check=True)
+    return result.stdout
+
+
+def register(fleet_host, **changes) -> Host:
+    arguments = {
+        "name": fleet_host.name, "address": fleet_host.address, "port": fleet_host.port,
+        "user": fleet_host.user, "work_dir": fleet_host.work_dir,
+        "private_key": Path(fleet_host.private_key_path).read_text(),
+        "expected_fingerprint": fleet_host.host_key_fingerprint,
+    }
+    arguments.update(changes)
+    host, _ = services.add_host(**arguments)
+    return host
+
+
+@pytest.fixture(autouse=True)
+def fresh_ssh_pool():
+    """Each test starts without pooled connections, as a fresh worker would."""
+    ssh.close_all()
+    yield
+    ssh.close_all()

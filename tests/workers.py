@@ -1,0 +1,52 @@
+"""Real Celery workers for tests, pointed at the test database, stopped by PID."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_database_url() -> str:
+    db = connection.settings_dict
+    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+    return (f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:"
+            f"{db['PORT'] or 5432}/{db['NAME']}")
+
+
+class Worker:
+    def __init__(self, app: str, name: str, **env: str) -> None:
+        self.log = Path(tempfile.mkstemp(prefix=f"pozol-{name}-", suffix=".log")[1])
+        environment = {**os.environ, "POZOL_DATABASE_URL": test_database_url(),
+                       "POZOL_REDIS_URL": settings.CELERY_BROKER_URL,
+                       "DJANGO_SETTINGS_MODULE": "tests.django_settings", **env}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", app, "worker", "--pool", "prefork",
+             "--concurrency", "2", "-l", "info", "-n", f"{name}-{os.getpid()}@%h"],
+            cwd=ROOT, env=environment, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+
+    def kill(self) -> None:
+        """SIGKILL the worker and its pool children: a machine that died mid-step."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
