@@ -1,0 +1,191 @@
+"""`make run`: the control plane, a worker, beat and a demo fleet, for a newcomer.
+
+Everything it starts is a child it knows by PID; Ctrl-C (or SIGTERM) stops
+them and the demo fleet. Running it again is safe: secrets and the operator
+password are kept in .pozol/, migrations are idempotent, the fleet's `up` is
+idempotent and hosts already registered are left as they are.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STATE = ROOT / ".pozol"
+PY = sys.executable
+HOST, PORT = "127.0.0.1", int(os.environ.get("POZOL_DEMO_PORT", "8000"))
+FLEET_STATE = Path(os.environ.get("POZOL_FLEET_STATE_DIR", "/tmp/pozol-fleet"))
+
+
+def say(text: str) -> None:
+    print(f"PoZoL: {text}", flush=True)
+
+
+def kept_secret(name: str, make) -> str:
+    path = STATE / name
+    if not path.exists():
+        path.write_text(make())
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def choose_database() -> str:
+    if os.environ.get("POZOL_DATABASE_URL"):
+        say(f"database: POZOL_DATABASE_URL ({os.environ['POZOL_DATABASE_URL'].split('@')[-1]})")
+        return os.environ["POZOL_DATABASE_URL"]
+    from tests.services import ServiceUnavailable, postgres_url
+
+    try:
+        url = postgres_url()
+    except ServiceUnavailable as exc:
+        url = f"sqlite:///{STATE / 'pozol.sqlite3'}"
+        say(f"database: embedded SQLite at {STATE / 'pozol.sqlite3'} ({exc}); "
+            "production uses PostgreSQL")
+        return url
+    ensure_pg_database(url)
+    say(f"database: PostgreSQL at {url.split('@')[-1]}")
+    return url
+
+
+def ensure_pg_database(url: str) -> None:
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+        if not conn.execute("select 1 from pg_database where datname = %s", (name,)).fetchone():
+            conn.execute(f'create database "{name}"')
+
+
+def environment() -> dict[str, str]:
+    from cryptography.fernet import Fernet
+
+    from tests.services import ServiceUnavailable, redis_url
+
+    STATE.mkdir(exist_ok=True)
+    env = dict(os.environ)
+    env.setdefault("POZOL_SECRET_KEY", kept_secret("secret_key", lambda: secrets.token_urlsafe(48)))
+    env.setdefault("POZOL_CREDENTIAL_KEY",
+                   kept_secret("credential_key", lambda: Fernet.generate_key().decode()))
+    env["POZOL_DATABASE_URL"] = choose_database()
+    env.setdefault("POZOL_STATIC_ROOT", str(ROOT / ".staticfiles"))
+    env.setdefault("POZOL_DISCOVERY_INTERVAL", "300")
+    env["DJANGO_SETTINGS_MODULE"] = "pozol.settings"
+    try:
+        env.setdefault("POZOL_REDIS_URL", redis_url())
+    except ServiceUnavailable as exc:
+        sys.exit(f"PoZoL: cannot run without Redis: {exc}")
+    return env
+
+
+def manage(env: dict[str, str], *args: str, capture: bool = False) -> str:
+    result = subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, check=True,
+                            text=True, capture_output=capture)
+    return result.stdout if capture else ""
+
+
+def already_serving() -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex((HOST, PORT)) == 0
+
+
+def fleet_problem() -> str | None:
+    if os.geteuid() != 0:
+        return "not root: the demo fleet needs root for mount namespaces, zfs-fuse and sshd"
+    if not Path("/dev/fuse").exists():
+        return "no /dev/fuse: zfs-fuse cannot run here (in Docker: --device /dev/fuse)"
+    for binary in ("/usr/sbin/zfs-fuse", "/usr/sbin/sshd", "/usr/lib/postgresql/15/bin/initdb"):
+        if not Path(binary).exists():
+            return f"{binary} is missing (run `make deps` as root)"
+    return None
+
+
+def start_fleet(env: dict[str, str]) -> bool:
+    problem = fleet_problem()
+    if problem:
+        say(f"no demo fleet: {problem}. The control plane runs anyway.")
+        return False
+    say("starting a demo fleet of 2 hosts (zfs-fuse + sshd + PostgreSQL 15 each)")
+    subprocess.run([PY, "-m", "tests.fleet", "up", "--hosts", "2", "--state-dir",
+                    str(FLEET_STATE)], cwd=ROOT, env=env, check=True)
+    manage(env, "register_demo_fleet", str(FLEET_STATE))
+    return True
+
+
+def start_services(env: dict[str, str]) -> list[subprocess.Popen]:
+    log_dir = STATE / "logs"
+    log_dir.mkdir(exist_ok=True)
+    commands = {
+        "web": [PY, "-m", "gunicorn", "pozol.wsgi", "--bind", f"{HOST}:{PORT}",
+                "--workers", "2", "--access-logfile", "-"],
+        "worker": [PY, "-m", "celery", "-A", "pozol", "worker", "-l", "info",
+                   "--concurrency", "4", "-n", f"demo-{os.getpid()}@%h"],
+        "beat": [PY, "-m", "celery", "-A", "pozol", "beat", "-l", "info",
+                 "-s", str(STATE / "celerybeat-schedule")],
+    }
+    processes = []
+    for name, argv in commands.items():
+        log = (log_dir / f"{name}.log").open("a")
+        processes.append(subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log,
+                                          stderr=subprocess.STDOUT, start_new_session=True))
+        say(f"started {name} (pid {processes[-1].pid}, log {log_dir / (name + '.log')})")
+    return processes
+
+
+def stop(processes: list[subprocess.Popen], fleet: bool, env: dict[str, str]) -> None:
+    say("stopping what this run started")
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    if fleet:
+        subprocess.run([PY, "-m", "tests.fleet", "down", "--state-dir", str(FLEET_STATE)],
+                       cwd=ROOT, env=env, check=False)
+
+
+def stop_requested(signum: int, _frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def main() -> None:
+    os.chdir(ROOT)
+    if already_serving():
+        sys.exit(f"PoZoL: something already answers on http://{HOST}:{PORT}/ (is `make run` "
+                 "running in another terminal?); set POZOL_DEMO_PORT to use another port")
+    env = environment()
+    manage(env, "migrate", "--no-input", "-v", "0")
+    manage(env, "collectstatic", "--no-input", "-v", "0")
+    password = kept_secret("operator_password", lambda: secrets.token_urlsafe(12))
+    manage(env, "ensure_operator", "operator", "--password-file", str(STATE / "operator_password"))
+    processes: list[subprocess.Popen] = []
+    fleet = False
+    # Installed explicitly: a shell that starts us in the background leaves
+    # SIGINT ignored, and Python keeps an inherited "ignore".
+    signal.signal(signal.SIGINT, stop_requested)
+    signal.signal(signal.SIGTERM, stop_requested)
+    try:
+        processes = start_services(env)
+        fleet = start_fleet(env)
+        say(f"ready: http://{HOST}:{PORT}/  login: operator / {password}")
+        say("Ctrl-C stops everything this run started")
+        while all(p.poll() is None for p in processes):
+            time.sleep(1)
+        say("a service exited; see .pozol/logs/")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop(processes, fleet, env)
+
+
+if __name__ == "__main__":
+    main()
