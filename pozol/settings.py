@@ -90,6 +90,8 @@ def database_from_url(url: str) -> dict:
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY", "insecure-debug-only-key" if DEBUG else _UNSET)
+if not SECRET_KEY.strip():
+    raise ImproperlyConfigured("POZOL_SECRET_KEY is empty")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # Fernet key that encrypts SSH private keys at rest; losing it loses the keys.

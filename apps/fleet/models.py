@@ -123,6 +123,14 @@ class Host(models.Model):
         zfs = self.facts.get("zfs") or {}
         return zfs.get("version") or zfs.get("implementation") or ""
 
+    KEY_MODULE_PARAMS = ("zfs_txg_timeout", "zfs_arc_max", "zfs_prefetch_disable",
+                         "zfs_dmu_offset_next_sync", "zfs_bclone_enabled")
+
+    @property
+    def key_module_params(self) -> list[tuple[str, object]]:
+        params = self.facts.get("module_params") or {}
+        return [(name, params[name]) for name in self.KEY_MODULE_PARAMS if name in params]
+
     @property
     def open_alerts(self):
         return self.alerts.filter(resolved_at=None)

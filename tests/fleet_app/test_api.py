@@ -124,3 +124,28 @@ def test_operations_list_and_detail(api, delivered):
     assert listing["count"] == 1
     detail = api.get(f"/api/operations/{listing['results'][0]['id']}/").json()
     assert detail["status"] == "pending" and detail["log"] == []
+
+
+def test_an_operator_can_rotate_the_key_and_change_the_user(api, delivered):
+    host_id = api.post("/api/hosts/", valid_body(), format="json").json()["id"]
+    new_key, _ = generate_keypair("rotated")
+    response = api.patch(f"/api/hosts/{host_id}/", {"user": "pozol", "private_key": new_key},
+                         format="json")
+    assert response.status_code == 200 and response.json()["user"] == "pozol"
+    assert Host.objects.get(pk=host_id).ssh_target().private_key == new_key
+    assert "private_key" not in response.json()
+
+
+def test_address_and_host_key_cannot_be_changed_in_place(api, delivered):
+    host_id = api.post("/api/hosts/", valid_body(), format="json").json()["id"]
+    api.patch(f"/api/hosts/{host_id}/", {"address": "10.9.9.9", "host_key_state": "pinned"},
+              format="json")
+    host = Host.objects.get(pk=host_id)
+    assert host.address == "127.0.0.9" and host.host_key_state == Host.KeyState.UNVERIFIED
+
+
+def test_deleting_a_host_keeps_its_operations_as_history(api, delivered):
+    created = api.post("/api/hosts/", valid_body(), format="json").json()
+    assert api.delete(f"/api/hosts/{created['id']}/").status_code == 204
+    operation = Operation.objects.get(pk=created["operation"]["id"])
+    assert operation.host is None and operation.subject == "db1"

@@ -47,6 +47,7 @@ def test_the_host_page_shows_datasets_with_ratios(signed_in, host):
     data = host.clusters.get().data_dataset
     assert data.name in page and f"{data.compressratio:.2f}x" in page
     assert "shared_buffers" in page and "postmaster" in page
+    assert "hit ratio 97%" in page and "vm.dirty_ratio=20" in page
 
 
 def test_the_operation_partial_polls_until_the_operation_ends(signed_in, host, delivered):

@@ -74,3 +74,18 @@ def test_discovery_again_replaces_the_picture_and_is_logged(fleet_hosts, deliver
     assert not first_ids & set(host.datasets.values_list("id", flat=True))
     commands = operation.log_lines.filter(level="command")
     assert commands.exists() and all(line.text.startswith("$ ") for line in commands)
+
+
+def test_a_zfs_host_whose_postgresql_is_stopped_is_still_a_zfs_host(fleet_hosts, delivered):
+    fleet_host = fleet_hosts[1]
+    pg_ctl = (f"runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/pg_ctl "
+              f"-D {fleet_host.pg_data_dir} -w")
+    host = register(fleet_host)
+    run_on(fleet_host, f"{pg_ctl} -m fast stop")
+    try:
+        operation = drive(host.operations.get())
+    finally:
+        run_on(fleet_host, f"{pg_ctl} -l {fleet_host.pg_log_file} start")
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    assert not host.clusters.exists()
+    assert host.datasets.filter(name=fleet_host.pg_data_dataset).exists()

@@ -1,0 +1,40 @@
+import pytest
+from django_celery_beat.models import PeriodicTask
+
+from apps.fleet import services
+from apps.fleet.models import Host
+from apps.ops.schedule import ensure_periodic_tasks
+
+pytestmark = pytest.mark.django_db
+
+
+def test_migrate_leaves_the_sweeper_and_discovery_scheduled(settings):
+    tasks = {task.task: task for task in PeriodicTask.objects.all()}
+    assert tasks["fleet.discover_all"].interval.every == settings.POZOL["DISCOVERY_INTERVAL"]
+    assert tasks["ops.sweep"].interval.every == settings.POZOL["SWEEP_INTERVAL"]
+
+
+def test_a_changed_interval_is_applied_on_the_next_migrate(settings):
+    settings.POZOL = {**settings.POZOL, "DISCOVERY_INTERVAL": 600}
+    ensure_periodic_tasks()
+    ensure_periodic_tasks()
+    tasks = PeriodicTask.objects.filter(task="fleet.discover_all")
+    assert tasks.count() == 1 and tasks.get().interval.every == 600
+
+
+def make_host(name: str, state: str) -> Host:
+    host = Host(name=name, address="127.0.0.9", credential_kind="pasted", host_key_state=state)
+    host.set_private_key("unused")
+    host.save()
+    return host
+
+
+def test_scheduled_discovery_skips_unpinned_hosts_and_never_doubles_up(delivered):
+    pinned = make_host("pinned", Host.KeyState.PINNED)
+    make_host("changed", Host.KeyState.CHANGED)
+    make_host("awaiting", Host.KeyState.AWAITING)
+    first = services.discover_all()
+    again = services.discover_all()
+    assert [op.host for op in first] == [pinned]
+    assert [op.pk for op in again] == [op.pk for op in first]
+    assert all(op.trigger == "schedule" for op in first)
