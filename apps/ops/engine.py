@@ -40,6 +40,9 @@ class Wait:
     seconds: float
     step: str | None = None  # None: run the same step again
     message: str = ""
+    # A retry after an exception counts against the step's attempts; waiting
+    # on a host (polling a long job) is healthy and does not.
+    retry: bool = False
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,8 @@ def _outcome_of_exception(operation: Operation, context: StepContext, exc: Excep
     context.log("".join(traceback.format_exception(exc))[-4000:], LogLine.Level.ERROR)
     log.exception("operation %s step %s raised", operation.pk, operation.step)
     backoff = min(60, 2 ** operation.attempts)
-    return Wait(backoff, message=f"step {operation.step!r} raised {exc!r}; retrying")
+    return Wait(backoff, message=f"step {operation.step!r} raised {exc!r}; retrying",
+                retry=True)
 
 
 def _record(operation: Operation, owner: str, outcome: Outcome) -> str:
@@ -268,7 +272,7 @@ def _apply(operation: Operation, outcome: Outcome) -> None:
     elif isinstance(outcome, Wait):
         operation.status = Operation.Status.WAITING
         operation.step = outcome.step or operation.step
-        if outcome.step:
+        if not outcome.retry:
             operation.attempts = 0
         operation.message = outcome.message or operation.message
         operation.wake_at = timezone.now() + timedelta(seconds=outcome.seconds)

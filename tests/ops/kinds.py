@@ -48,3 +48,23 @@ def _remote_sleep(ctx):
 
 REMOTE_SLEEP = register(Kind("test.remote_sleep", {"sleep": _remote_sleep}, "sleep",
                              mutating=True))
+
+
+def _detached_sleep(ctx):
+    """Long remote work the engine's way: start detached once, then poll."""
+    from apps.ops import remote_jobs
+    from apps.remote.commands import script
+
+    marks = f"{ctx.host.work_dir}/detached-sleep-{ctx.operation.pk}"
+    command = script("echo ran >> {marks}; sleep 2; echo slept", marks=marks)
+    status = remote_jobs.advance(ctx, "sleep", command)
+    if status.state == "running":
+        return Wait(0.5, message="sleeping on the host")
+    if status.state != "succeeded":
+        return Fail(f"the remote sleep ended {status.state} ({status.exit_code})")
+    text, _ = remote_jobs.output(ctx, "sleep")
+    return Done({"marks": marks, "output": text.strip()})
+
+
+DETACHED_SLEEP = register(Kind("test.detached_sleep", {"run": _detached_sleep}, "run",
+                               mutating=True))

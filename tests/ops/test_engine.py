@@ -134,3 +134,15 @@ def test_cancel_ends_an_active_operation(delivered, operator):
     operation.refresh_from_db()
     assert (operation.status, operation.error) == ("cancelled", "changed my mind")
     assert engine.run_step(operation.pk).startswith("not claimable")
+
+
+def test_waiting_is_not_failing_but_retrying_is(delivered, settings):
+    settings.POZOL = {**settings.POZOL, "OPERATION_MAX_ATTEMPTS": 2}
+    operation = engine.start("test.story")
+    engine.run_step(operation.pk)
+    for _ in range(3):  # more waits than attempts allowed
+        Operation.objects.filter(pk=operation.pk).update(wake_at=None)
+        claimed = engine._claim(operation.pk, "poller")
+        engine._record(claimed, "poller", engine.Wait(1))
+    operation.refresh_from_db()
+    assert (operation.status, operation.attempts) == ("waiting", 0)

@@ -1,0 +1,36 @@
+"""Long remote work inside an Operation: start it detached, then poll it.
+
+A step that runs pgbench or zfs send must stay short, so it starts the
+command detached on the host under a unit name derived from the operation
+(its idempotency key) and returns Wait; every later run of the step polls.
+A worker that dies between the two finds the unit already there: the host
+never runs the command twice.
+"""
+
+from __future__ import annotations
+
+from apps.ops.engine import StepContext
+from apps.remote import detached
+from apps.remote.commands import Command
+from apps.remote.detached import UnitStatus
+
+
+def unit_for(ctx: StepContext, name: str) -> str:
+    return f"pozol-op{ctx.operation.pk}-{name}"
+
+
+def advance(ctx: StepContext, name: str, command: Command) -> UnitStatus:
+    """Start the unit if the host does not have it yet, and say where it stands."""
+    run, unit, work_dir = ctx.runner(), unit_for(ctx, name), ctx.host.work_dir
+    if detached.start(run, unit, command, work_dir, use_systemd=_has_systemd(ctx)):
+        ctx.log(f"started {unit} detached on {ctx.host.name}")
+    return detached.poll(run, unit, work_dir)
+
+
+def output(ctx: StepContext, name: str, offset: int = 0, stream: str = "stdout") -> tuple[str, int]:
+    return detached.read_output(ctx.runner(), unit_for(ctx, name), ctx.host.work_dir,
+                                offset, stream)
+
+
+def _has_systemd(ctx: StepContext) -> bool:
+    return bool(ctx.host.facts.get("has_systemd"))
