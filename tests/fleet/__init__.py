@@ -3,6 +3,7 @@
     python -m tests.fleet up --hosts 2 --json
     python -m tests.fleet status --json
     python -m tests.fleet down
+    python -m tests.fleet serve --listen 0.0.0.0 --state-dir /var/lib/pozol-demo
 
 or, from Python (pytest fixtures): ``from tests.fleet import up, status, down``.
 
@@ -28,6 +29,14 @@ POZOL_FLEET_SUBNET), so a demo fleet and a test fleet coexist. ``down`` stops
 only processes recorded in the state dir, after checking each PID still is
 the process that was started (start time and command line); killing a host's
 PID 1 (its namespace holder) ends every process of that host.
+
+``serve`` (the demo-host container of docker-compose.yml) runs one host in the
+foreground with its sshd on ``--listen`` (such as 0.0.0.0) instead of its
+loopback address, so that other machines reach it; its PostgreSQL stays on the
+loopback address. It prints the host as ``up --json`` does, with "address"
+set to what a client should dial, and runs ``down`` on SIGTERM or SIGINT. A
+state dir left by a killed run is cleaned up and the host rebuilt from
+scratch (see ``_serve`` in __main__.py).
 """
 
 from .fleet import down, status, up

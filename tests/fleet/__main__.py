@@ -1,15 +1,21 @@
-"""Command line: python -m tests.fleet up|status|down (see tests/fleet/__init__.py)."""
+"""Command line: python -m tests.fleet up|status|down|serve (see tests/fleet/__init__.py)."""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import logging
+import signal
+import socket
 import sys
+import threading
 import time
 
+from . import keys
 from .fleet import down, status, up
-from .settings import FleetError
+from .model import Host
+from .settings import FleetError, resolve_config
 
 log = logging.getLogger("tests.fleet")
 
@@ -26,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tests.fleet", description=__doc__)
-    commands = parser.add_subparsers(required=True, metavar="{up,status,down}")
+    commands = parser.add_subparsers(required=True, metavar="{up,status,down,serve}")
     cmd_up = commands.add_parser("up", help="start hosts 1..N (idempotent)")
     cmd_up.add_argument("--hosts", type=int, default=2, help="number of hosts (default 2)")
     cmd_up.add_argument("--subnet", help="loopback /24 such as 127.0.77 (env POZOL_FLEET_SUBNET)")
@@ -41,6 +47,21 @@ def _parser() -> argparse.ArgumentParser:
             "--state-dir", help="default /tmp/pozol-fleet (env POZOL_FLEET_STATE_DIR)"
         )
         command.add_argument("--json", action="store_true", help="print JSON")
+    cmd_serve = commands.add_parser(
+        "serve", help="run one host in the foreground until SIGTERM/SIGINT, then down"
+    )
+    cmd_serve.add_argument(
+        "--listen", required=True, help="IPv4 address sshd binds, such as 0.0.0.0"
+    )
+    cmd_serve.add_argument(
+        "--advertise", help="address clients dial (default: --listen, or the hostname for 0.0.0.0)"
+    )
+    cmd_serve.add_argument("--subnet", help="loopback /24 for the host's PostgreSQL (as up)")
+    cmd_serve.add_argument("--port", type=int, help="sshd port (default 22)")
+    cmd_serve.add_argument(
+        "--state-dir", help="default /tmp/pozol-fleet (env POZOL_FLEET_STATE_DIR)"
+    )
+    cmd_serve.set_defaults(run=_serve)
     return parser
 
 
@@ -73,6 +94,84 @@ def _down(args: argparse.Namespace) -> int:
     names = down(args.state_dir)
     log.info("stopped %s in %.1fs", ", ".join(names) or "nothing", time.monotonic() - started)
     return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """One host whose sshd listens on --listen, in the foreground; down on SIGTERM/SIGINT.
+
+    Prints what `up --json` prints for that host, except that "address" is
+    where a client should dial (--advertise, else --listen, else for 0.0.0.0
+    the hostname); then the host key's fingerprint and the client key's path.
+    The host's PostgreSQL keeps listening on its loopback address only.
+
+    Meant as a container's main process (docker-compose.yml, demo-host), whose
+    state dir is a volume that outlives the container. A killed container
+    leaves host.json with dead PIDs and the pool image behind: `up` treats that
+    host as not up, stops only processes it can still prove are its own, removes
+    the host dir and builds the host again from scratch (new pool, initdb,
+    pgbench data, new host key). Reimporting the old pool would keep data
+    across restarts but needs code the fleet does not have; a demo host that
+    starts clean every time is also more predictable. The client key at the top
+    of the state dir is kept, so it stays the same across restarts.
+
+    A signal that arrives while the host is starting is honoured once it is
+    up; one that arrives during down is ignored, so down always finishes.
+    """
+    stop = threading.Event()
+
+    def handle(signum: int, frame: object) -> None:
+        log.info("%s received, taking the host down", signal.Signals(signum).name)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handle)
+    started = time.monotonic()
+    # up removes whatever it started if it fails, and cleans up what a killed
+    # previous run left in the state dir.
+    (host,) = up(1, args.state_dir, args.subnet, args.port, listen=args.listen)
+    try:
+        served = _served(host, args.advertise or _dial_address(args.listen))
+        log.info(
+            "serving %s at %s:%d (up after %.1fs); SIGTERM or SIGINT takes it down",
+            served.name,
+            served.address,
+            served.port,
+            time.monotonic() - started,
+        )
+        _pin_host_key(args.state_dir, served)
+        print(json.dumps([served.to_dict()], indent=2))
+        print(f"host key fingerprint: {served.host_key_fingerprint}")
+        print(f"client private key: {served.private_key_path}")
+        print(
+            f"ssh -i {served.private_key_path} -o UserKnownHostsFile={served.known_hosts_path}"
+            f" -p {served.port} {served.user}@{served.address}",
+            flush=True,
+        )
+        while not stop.wait(1):
+            pass
+    finally:
+        names = down(args.state_dir)
+        log.info("stopped %s", ", ".join(names) or "nothing")
+    return 0
+
+
+def _dial_address(listen: str) -> str:
+    if ipaddress.IPv4Address(listen).is_unspecified:
+        return socket.gethostname()
+    return listen
+
+
+def _served(host: Host, address: str) -> Host:
+    return Host(**{**host.to_dict(), "address": address})
+
+
+def _pin_host_key(state_dir: str | None, host: Host) -> None:
+    """Add the advertised address to the fleet's known_hosts file."""
+    known_hosts = resolve_config(state_dir).known_hosts
+    line = keys.known_hosts_line(host.address, host.port, host.host_public_key)
+    lines = known_hosts.read_text().splitlines() if known_hosts.exists() else []
+    if line not in lines:
+        known_hosts.write_text("".join(f"{entry}\n" for entry in [*lines, line]))
 
 
 if __name__ == "__main__":

@@ -29,11 +29,20 @@ PathLike = str | os.PathLike[str] | None
 
 
 def up(
-    hosts: int = 2, state_dir: PathLike = None, subnet: str | None = None, port: int | None = None
+    hosts: int = 2,
+    state_dir: PathLike = None,
+    subnet: str | None = None,
+    port: int | None = None,
+    listen: str | None = None,
 ) -> list[Host]:
-    """Bring hosts 1..hosts up; hosts already up are left alone. Returns hosts 1..hosts."""
-    cfg = resolve_config(state_dir, subnet, port)
-    check_host_count(hosts)
+    """Bring hosts 1..hosts up; hosts already up are left alone. Returns hosts 1..hosts.
+
+    With listen (one host only), its sshd binds that address instead of the
+    host's loopback address; the returned address stays the loopback one,
+    where PostgreSQL listens.
+    """
+    cfg = resolve_config(state_dir, subnet, port, listen)
+    check_host_count(hosts, listen)
     check_machine()
     created = not cfg.state_dir.exists()
     cfg.state_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
@@ -72,13 +81,16 @@ def down(state_dir: PathLike = None) -> list[str]:
 
 def _claim(cfg: FleetConfig) -> None:
     """Mark the directory as this fleet's, refusing one that belongs to something else."""
-    wanted = {"subnet": cfg.subnet, "ssh_port": cfg.ssh_port}
+    wanted: dict[str, object] = {"subnet": cfg.subnet, "ssh_port": cfg.ssh_port}
+    if cfg.listen is not None:
+        wanted["listen"] = cfg.listen
     if cfg.marker.exists():
         recorded = json.loads(cfg.marker.read_text())
         if recorded != wanted and host_dirs(cfg):
+            listen = f" listen {recorded['listen']}" if "listen" in recorded else ""
             raise FleetError(
                 f"{cfg.state_dir} holds a fleet on subnet {recorded['subnet']} port "
-                f"{recorded['ssh_port']}; run down first or use another --state-dir"
+                f"{recorded['ssh_port']}{listen}; run down first or use another --state-dir"
             )
     elif any(p.name != ".lock" for p in cfg.state_dir.iterdir()):
         raise FleetError(f"{cfg.state_dir} is not empty and not a fleet state dir")
@@ -95,7 +107,7 @@ def _bring_up(cfg: FleetConfig, count: int) -> list[Host]:
             log.info("%s: cleaning up what a previous run left", layout.root.name)
             stop_host(layout)
     for i, _ in todo:
-        check_free(cfg.address(i), cfg.ssh_port, "ssh")
+        check_free(cfg.ssh_listen(i), cfg.ssh_port, "ssh")
         check_free(cfg.address(i), PG_PORT, "postgresql")
     if todo:
         _prepare_fleet(cfg)

@@ -66,7 +66,7 @@ def start_host(cfg: FleetConfig, index: int) -> Host:
     started = time.monotonic()
     holder = _start_namespace(layout, record)
     _start_zfs(holder, layout, record)
-    _start_sshd(cfg, holder, layout, record)
+    _start_sshd(cfg, index, holder, layout, record)
     _started(record, layout, "postgres", postgres.create_cluster(holder, record.host))
     log.info(
         "%s up at %s in %.1fs", record.host.name, record.host.address, time.monotonic() - started
@@ -169,10 +169,11 @@ def _start_zfs(holder: Proc, layout: Layout, record: Record) -> None:
     run(in_namespace(holder, ["zpool", "create", "-m", str(layout.mnt), POOL, str(layout.disk)]))
 
 
-def _start_sshd(cfg: FleetConfig, holder: Proc, layout: Layout, record: Record) -> None:
+def _start_sshd(cfg: FleetConfig, index: int, holder: Proc, layout: Layout, record: Record) -> None:
     host = record.host
     options = {
-        "ListenAddress": f"{host.address}:{host.port}",
+        # The host's own loopback address, unless serve asked for another.
+        "ListenAddress": f"{cfg.ssh_listen(index)}:{host.port}",
         "HostKey": str(layout.host_key),
         "PidFile": str(layout.sshd_pid_file),
         "AuthorizedKeysFile": str(cfg.authorized_keys),
@@ -188,7 +189,8 @@ def _start_sshd(cfg: FleetConfig, holder: Proc, layout: Layout, record: Record) 
     for key, value in options.items():
         argv += ["-o", f"{key}={value}"]
     _started(record, layout, "sshd", _spawn_in(holder, argv, layout, "sshd"))
-    _wait_until(lambda: _ssh_banner(host.address, host.port), 15, record, "sshd", layout)
+    dial = cfg.ssh_dial(index)
+    _wait_until(lambda: _ssh_banner(dial, host.port), 15, record, "sshd", layout)
 
 
 def _stop_processes(layout: Layout, record: Record) -> None:

@@ -7,6 +7,7 @@ directories and different loopback subnets.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -40,12 +41,25 @@ class FleetConfig:
     state_dir: Path
     subnet: str
     ssh_port: int
+    # Where sshd listens instead of the host's own loopback address (serve:
+    # one host reachable from other machines); None for the usual fleet.
+    listen: str | None = None
 
     def host_name(self, index: int) -> str:
         return f"host{index}"
 
     def address(self, index: int) -> str:
         return f"{self.subnet}.{index}"
+
+    def ssh_listen(self, index: int) -> str:
+        """The address sshd of host index binds (PostgreSQL stays on address(index))."""
+        return self.listen or self.address(index)
+
+    def ssh_dial(self, index: int) -> str:
+        """An address on this machine that reaches sshd of host index."""
+        if self.listen is None or ipaddress.IPv4Address(self.listen).is_unspecified:
+            return self.address(index)
+        return self.listen
 
     def host_dir(self, name: str) -> Path:
         return self.state_dir / name
@@ -72,6 +86,7 @@ def resolve_config(
     state_dir: str | os.PathLike[str] | None = None,
     subnet: str | None = None,
     ssh_port: int | None = None,
+    listen: str | None = None,
 ) -> FleetConfig:
     """Apply defaults and environment overrides, then validate."""
     state = state_dir or os.environ.get("POZOL_FLEET_STATE_DIR") or DEFAULT_STATE_DIR
@@ -80,9 +95,11 @@ def resolve_config(
     _check_subnet(net)
     if not 0 < port < 65536:
         raise FleetError(f"ssh port {port} is not a TCP port")
+    if listen is not None:
+        _check_listen(listen)
     # Absolute, so that paths recorded in host.json and in process command
     # lines mean the same thing from any working directory.
-    return FleetConfig(state_dir=Path(state).absolute(), subnet=net, ssh_port=port)
+    return FleetConfig(state_dir=Path(state).absolute(), subnet=net, ssh_port=port, listen=listen)
 
 
 def _check_subnet(subnet: str) -> None:
@@ -91,6 +108,16 @@ def _check_subnet(subnet: str) -> None:
         raise FleetError(f"subnet {subnet!r} must look like 127.X.Y (a loopback /24)")
 
 
-def check_host_count(count: int) -> None:
+def _check_listen(listen: str) -> None:
+    try:
+        ipaddress.IPv4Address(listen)
+    except ValueError:
+        raise FleetError(f"--listen {listen!r} must be an IPv4 address such as 0.0.0.0") from None
+
+
+def check_host_count(count: int, listen: str | None = None) -> None:
     if not 1 <= count <= 254:
         raise FleetError(f"--hosts must be between 1 and 254, not {count}")
+    if listen is not None and count != 1:
+        # Every host's sshd would want the same address and port.
+        raise FleetError(f"a listen address serves one host, not {count}")

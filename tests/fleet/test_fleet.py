@@ -11,7 +11,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import fields
@@ -20,10 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.fleet import Host, down, status, up
+from tests.fleet.conftest import fresh_state_dir
 from tests.fleet.model import PROCESSES, Layout, Record
-from tests.fleet.preflight import check_machine
 from tests.fleet.procs import Proc, cmdline, identify, pid_namespace
-from tests.fleet.settings import FleetError
 
 pytestmark = pytest.mark.fleet
 
@@ -33,15 +31,7 @@ SUBNET = "127.0.79"
 
 @pytest.fixture(scope="module")
 def state_dir() -> Iterator[Path]:
-    try:
-        check_machine()
-    except FleetError as exc:
-        pytest.skip(f"no test hosts on this machine: {exc}")
-    # Short and under /tmp: PostgreSQL's socket path must stay under 108 bytes.
-    path = Path(tempfile.mkdtemp(prefix="pozol-fleet-test-"))
-    yield path
-    if path.exists():
-        down(path)
+    yield from fresh_state_dir("pozol-fleet-test-")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,188 @@
+"""`python -m tests.fleet serve`: one host whose sshd listens where asked, until SIGTERM.
+
+What the demo-host container of docker-compose.yml runs, proved here without
+Docker: the host is reached over real ssh at the --listen address (not the
+host's own loopback address), and SIGTERM takes it down and removes the state
+dir. A second run over the state dir of a killed one (as a restarted container
+finds its volume) comes up again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fleet import Host
+from tests.fleet.conftest import fresh_state_dir
+from tests.fleet.model import Layout, Record
+from tests.fleet.procs import cmdline, identify
+
+pytestmark = pytest.mark.fleet
+
+# Neither the demo's 127.0.77 nor test_fleet.py's 127.0.79.
+SUBNET = "127.0.94"
+LISTEN = f"{SUBNET}.200"
+REPO = Path(__file__).resolve().parents[2]
+UP_TIMEOUT = 300
+
+
+@pytest.fixture
+def state_dir() -> Iterator[Path]:
+    yield from fresh_state_dir("pozol-serve-")
+
+
+class Serve:
+    """`python -m tests.fleet serve` as a subprocess, in a session of its own."""
+
+    def __init__(self, state_dir: Path, tmp_path: Path) -> None:
+        self.stderr_path = tmp_path / f"serve-{time.monotonic_ns()}.err"
+        argv = [
+            sys.executable, "-m", "tests.fleet", "serve", "--listen", LISTEN,
+            "--subnet", SUBNET, "--state-dir", str(state_dir),
+        ]  # fmt: skip
+        with self.stderr_path.open("wb") as stderr:
+            self.proc = subprocess.Popen(
+                argv, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, start_new_session=True
+            )
+
+    def host(self) -> tuple[Host, list[str]]:
+        """The host JSON serve prints, and the lines it prints after it."""
+        try:
+            lines = _read_lines(self.proc, UP_TIMEOUT, last="client private key: ")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nserve's stderr:\n{self.stderr()}") from None
+        end = lines.index("]") + 1
+        (data,) = json.loads("\n".join(lines[:end]))
+        return Host(**data), lines[end:]
+
+    def terminate(self, timeout: float = 30) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def _read_lines(proc: subprocess.Popen[bytes], timeout: float, last: str) -> list[str]:
+    """Lines of proc's stdout up to the first that starts with last."""
+    assert proc.stdout is not None
+    lines: list[str] = []
+    buffer = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        while not any(line.startswith(last) for line in lines):
+            left = deadline - time.monotonic()
+            assert left > 0, f"serve printed no host in {timeout}s: {lines}"
+            if not selector.select(timeout=min(left, 1)):
+                assert proc.poll() is None, f"serve exited with {proc.returncode}"
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            assert chunk, f"serve closed its stdout (exit {proc.poll()})"
+            buffer += chunk
+            *complete, buffer = buffer.split(b"\n")
+            lines += [line.decode() for line in complete]
+    return lines
+
+
+@pytest.fixture
+def serve(state_dir: Path, tmp_path: Path) -> Iterator[list[Serve]]:
+    started: list[Serve] = []
+    yield started
+    for run in started:
+        run.close()
+
+
+def ssh(host: Host, command: str, tmp_path: Path) -> str:
+    """Run command on host through the ssh client, trusting only its pinned key."""
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text(f"{host.address} {host.host_public_key}\n")
+    argv = [
+        "ssh", "-F", "/dev/null", "-i", host.private_key_path, "-p", str(host.port),
+        "-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
+        "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+        "-o", "ConnectTimeout=10", f"{host.user}@{host.address}", command,
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, f"{command!r} on {host.address}: {done.stderr}"
+    return done.stdout
+
+
+def _check_host(host: Host, after: list[str], tmp_path: Path) -> None:
+    assert host.address == LISTEN
+    assert host.port == 22
+    assert f"host key fingerprint: {host.host_key_fingerprint}" in after
+    assert f"client private key: {host.private_key_path}" in after
+    datasets = ssh(host, "zfs list -H -o name", tmp_path).split()
+    assert datasets == ["tank", "tank/pg", "tank/pg/data", "tank/pg/wal"]
+    # The host's own PID namespace: a handful of processes, not the machine's.
+    processes = ssh(host, "ps -e", tmp_path).splitlines()[1:]
+    assert 3 < len(processes) < 40, processes
+
+
+def _check_gone(run: Serve, state_dir: Path) -> None:
+    code = run.terminate(timeout=30)
+    assert code == 0, run.stderr()
+    assert not state_dir.exists()
+    assert _pids_with(str(state_dir)) == []
+
+
+def test_serve_listens_where_asked_and_stops_on_sigterm(
+    state_dir: Path, serve: list[Serve], tmp_path: Path
+) -> None:
+    run = Serve(state_dir, tmp_path)
+    serve.append(run)
+    host, after = run.host()
+    _check_host(host, after, tmp_path)
+    # sshd listens on --listen only; PostgreSQL stays on the host's loopback address.
+    record = Record.load(Layout(state_dir / "host1"))
+    assert record is not None and record.host.address == f"{SUBNET}.1"
+    assert f"{LISTEN} {host.host_public_key}" in Path(host.known_hosts_path).read_text()
+    _check_gone(run, state_dir)
+
+
+def test_serve_rebuilds_over_what_a_killed_run_left(
+    state_dir: Path, serve: list[Serve], tmp_path: Path
+) -> None:
+    first = Serve(state_dir, tmp_path)
+    serve.append(first)
+    first.host()
+    # A killed container: serve gets no chance to run down, and every process
+    # of the host dies with it (killing PID 1 of its namespace does that).
+    record = Record.load(Layout(state_dir / "host1"))
+    assert record is not None
+    first.proc.kill()
+    first.proc.wait()
+    os.kill(record.procs["namespace"].pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(identify(p.pid) == p for p in record.procs.values()):
+        assert time.monotonic() < deadline, "the host outlived its namespace"
+        time.sleep(0.05)
+    assert (state_dir / "host1" / "disk.img").exists()
+
+    second = Serve(state_dir, tmp_path)
+    serve.append(second)
+    host, after = second.host()
+    _check_host(host, after, tmp_path)
+    _check_gone(second, state_dir)
+
+
+def _pids_with(text: str) -> list[int]:
+    pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+    return [pid for pid in pids if text in cmdline(pid)]
