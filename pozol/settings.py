@@ -205,7 +205,6 @@ POZOL = {
     "OPERATION_LEASE": env_int("OPERATION_LEASE", 120, minimum=2),
     "OPERATION_MAX_ATTEMPTS": env_int("OPERATION_MAX_ATTEMPTS", 5, minimum=1),
     "SSH_CONNECT_TIMEOUT": env_int("SSH_CONNECT_TIMEOUT", 10, minimum=1),
-    "SSH_COMMAND_TIMEOUT": env_int("SSH_COMMAND_TIMEOUT", 120, minimum=1),
     "DEFAULT_WORK_DIR": env_str("DEFAULT_WORK_DIR", "/var/lib/pozol"),
 }
 

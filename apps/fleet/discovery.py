@@ -7,6 +7,7 @@ one transaction, so a failure part-way leaves the previous picture whole.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -23,7 +24,8 @@ def check_host_key(ctx: StepContext) -> Next | Done | Fail:
     from apps.remote.ssh import fetch_host_key
 
     try:
-        line, fingerprint = fetch_host_key(host.address, host.port)
+        line, fingerprint = fetch_host_key(host.address, host.port,
+                                           timeout=settings.POZOL["SSH_CONNECT_TIMEOUT"])
     except RemoteError as exc:
         host.record_unreachable(exc)
         raise

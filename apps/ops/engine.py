@@ -103,7 +103,8 @@ class StepContext:
         """The host's SSH session; every command it runs lands in this log."""
         from apps.remote import ssh
 
-        return ssh.session(self.host.ssh_target())
+        return ssh.session(self.host.ssh_target(),
+                           connect_timeout=settings.POZOL["SSH_CONNECT_TIMEOUT"])
 
 
 # ---- starting and delivering -------------------------------------------------
