@@ -16,12 +16,30 @@ its own PostgreSQL 15 cluster (data on ``tank/pg/data``, WAL on
 inside the state dir. Datasets and PostgreSQL keep stock
 settings: tuning them is the product's job.
 
-What the hosts do NOT isolate, because they share one kernel: sysctls
-(``vm.dirty_bytes`` and friends), ``/proc/meminfo`` (Dirty, Writeback), CPU and
-memory. A test that changes a sysctl changes it for every host, and for the
-machine, and must restore it. Users, the network and the root filesystem are
-shared too; only mounts and processes are private. From the machine, every
-process of every host is visible (with another PID than inside the host).
+What is private to each host: its mounts and its processes. Mounts: the
+pool's datasets; tmpfs over /var/run/zfs, /var/lock/zfs, /var/lib/zfs and
+/zfs-kstat (zfs-fuse's hard-coded paths); and /etc/sysctl.d and
+/etc/modprobe.d, bind mounts of ``<state dir>/hostN/etc/sysctl.d`` and
+``.../modprobe.d``, which start as copies of the machine's files, so that the
+sysctl and ZFS module settings the product persists there stay the host's.
+Those two directories are the host's ``etc_sysctl_dir`` and
+``etc_modprobe_dir`` (in ``up --json``): tests read what the product wrote
+from the machine, without ssh. A directory the machine lacks (a container may
+have no /etc/modprobe.d) is not created on the machine, nor mounted: the
+host's field is null and the host has no such directory, and whatever creates
+it over the host's ssh creates it in the machine's real /etc. Processes: a
+PID namespace with its own /proc. Every mount is made inside the host's
+namespace only (checked before each one); the machine mounts nothing.
+
+What is shared, because the hosts run on one kernel: sysctls themselves
+(``vm.dirty_bytes`` and friends; ``sysctl -w`` on any host changes the
+machine and every host, and a test that does it must restore it; only the
+files under /etc/sysctl.d are private), /sys (where the parameters of a
+kernel ZFS module would be; zfs-fuse has none), ``/proc/meminfo`` (Dirty,
+Writeback), CPU and memory. Users, the network and the rest of the root
+filesystem (the rest of /etc included) are shared too. From the machine,
+every process of every host is visible (with another PID than inside the
+host).
 
 Everything lives under the state dir (default /tmp/pozol-fleet, env
 POZOL_FLEET_STATE_DIR) on a loopback /24 (default 127.0.77, env

@@ -4,11 +4,13 @@ A host is a private mount namespace and a private PID namespace (with its own
 /proc), held open by the holder: PID 1 of that PID namespace, a process that
 only reaps orphans, like init. Inside run the host's zfs-fuse daemon (private
 tmpfs over the directories zfs-fuse hard-codes, so its zpool.cache and control
-socket are its own), its sshd, and its PostgreSQL. Commands that arrive over
-the host's ssh see only its pool and its processes (`ps -e` lists nothing of
-other hosts or of the machine). Killing the holder makes the kernel kill every
-process of the host, which is how down ends it once PostgreSQL and the pool
-are cleanly stopped.
+socket are its own), its sshd, and its PostgreSQL. Its /etc/sysctl.d and
+/etc/modprobe.d are bind mounts of copies in its host directory, so what the
+product persists there stays the host's and never reaches the machine's /etc.
+Commands that arrive over the host's ssh see only its pool and its processes
+(`ps -e` lists nothing of other hosts or of the machine). Killing the holder
+makes the kernel kill every process of the host, which is how down ends it
+once PostgreSQL and the pool are cleanly stopped.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from . import keys, postgres, procs
 from .model import Host, HostStatus, Layout, Record
-from .preflight import SSHD, ZFS_MOUNT_POINTS
+from .preflight import PRIVATE_ETC_DIRS, SSHD, ZFS_MOUNT_POINTS
 from .procs import Proc, in_namespace, run
 from .settings import (
     PG_BIN_DIR,
@@ -102,7 +104,14 @@ def describe(cfg: FleetConfig, index: int, layout: Layout) -> Host:
         pg_database=PG_DATABASE,
         pg_log_file=str(layout.pg_log),
         work_dir=str(layout.work_dir),
+        etc_sysctl_dir=_etc_backing(layout, PRIVATE_ETC_DIRS[0]),
+        etc_modprobe_dir=_etc_backing(layout, PRIVATE_ETC_DIRS[1]),
     )
+
+
+def _etc_backing(layout: Layout, machine_dir: Path) -> str | None:
+    """The host's copy of machine_dir, or None if the machine has no such directory."""
+    return str(layout.etc_dir / machine_dir.name) if machine_dir.is_dir() else None
 
 
 def host_status(layout: Layout) -> HostStatus | None:
@@ -140,8 +149,32 @@ def _start_namespace(layout: Layout, record: Record) -> Proc:
     for path in ZFS_MOUNT_POINTS:
         tmpfs = ["mount", "-t", "tmpfs", "-o", "mode=0755,size=16m", "pozol-fleet", str(path)]
         run(in_namespace(holder, tmpfs))
+    _private_etc(holder, layout, record.host)
     layout.work_dir.mkdir(mode=0o755)
     return holder
+
+
+def _private_etc(holder: Proc, layout: Layout, host: Host) -> None:
+    """Bind-mount the host's copies over /etc/sysctl.d and /etc/modprobe.d, in its namespace.
+
+    The copies start as the machine's files, so the host looks like the
+    machine. A directory the machine lacks is skipped: creating a mount point
+    for it would change the machine's /etc, which the fleet never touches.
+    """
+    backing = {PRIVATE_ETC_DIRS[0]: host.etc_sysctl_dir, PRIVATE_ETC_DIRS[1]: host.etc_modprobe_dir}
+    layout.etc_dir.mkdir(mode=0o755)
+    for machine_dir, copy in backing.items():
+        if copy is None:
+            log.info("%s: the machine has no %s, so the host has none", host.name, machine_dir)
+            continue
+        try:
+            # symlinks=True: a link such as 99-sysctl.conf -> ../sysctl.conf
+            # stays a link, resolved inside the host as on the machine.
+            shutil.copytree(machine_dir, copy, symlinks=True)
+        except OSError as exc:
+            raise FleetError(f"cannot copy {machine_dir} for {host.name}: {exc}") from None
+        # in_namespace refuses a holder still in the machine's namespaces.
+        run(in_namespace(holder, ["mount", "--bind", copy, str(machine_dir)]))
 
 
 def _holder_ready(launcher: Proc, found: list[Proc]) -> bool:

@@ -19,6 +19,12 @@ class Host:
 
     The pg_* paths are inside the host's ZFS datasets, which are mounted only in
     the host's own mount namespace: reach them over ssh, not from the machine.
+
+    The etc_* paths are the opposite: directories of the state dir, readable
+    from the machine, that the host sees as its /etc/sysctl.d and
+    /etc/modprobe.d (so a test reads what the product wrote there without
+    ssh). None when the machine has no such directory: the host then has none
+    either, and nothing is mounted there.
     """
 
     name: str
@@ -41,6 +47,9 @@ class Host:
     pg_database: str
     pg_log_file: str
     work_dir: str
+    # Defaults only so that a host.json written before they existed still loads (for down).
+    etc_sysctl_dir: str | None = None
+    etc_modprobe_dir: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -80,6 +89,8 @@ class Layout:
     socket_dir = property(lambda self: self.root / "pgsocket")
     work_dir = property(lambda self: self.root / "pozol")
     pg_log = property(lambda self: self.root / "postgresql.log")
+    # Copies of the machine's /etc/sysctl.d and /etc/modprobe.d, bind-mounted over them in the host.
+    etc_dir = property(lambda self: self.root / "etc")
 
     def log(self, process: str) -> Path:
         return self.root / f"{process}.log"

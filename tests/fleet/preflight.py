@@ -22,6 +22,10 @@ ZFS_MOUNT_POINTS = [
     Path(p) for p in ("/var/run/zfs", "/var/lock/zfs", "/var/lib/zfs", "/zfs-kstat")
 ]
 SSHD_PRIVSEP_DIR = Path("/run/sshd")
+# Where the product persists tuning (sysctls, ZFS module parameters). Each host
+# gets a private copy bind-mounted over them. Never created on the machine: a
+# host of a machine without one of them simply has none (see host.py).
+PRIVATE_ETC_DIRS = [Path("/etc/sysctl.d"), Path("/etc/modprobe.d")]
 
 
 def check_machine() -> None:
