@@ -1,0 +1,80 @@
+"""The advisor: every rule over a host's facts, now and as a profile would leave them.
+
+Rules live in rules_storage and rules_postgres, each a small function with a
+stable id. Given desired settings, the advisor also judges the facts projected
+by those settings, and marks each finding "current", "introduced" (by the
+profile) or "resolved" (by the profile), so a plan shows both sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from apps.tuning.core import rules_postgres, rules_storage
+from apps.tuning.core.changes import compute_changes, project
+from apps.tuning.core.findings import SEVERITIES, Context, Finding, Rule
+from apps.tuning.core.profiles import ProfileSettings
+from apps.tuning.core.sizes import KiB, parse_zfs_size
+
+__all__ = ["RULES", "RELATED", "Finding", "advise", "rule_ids"]
+
+RULES: tuple[tuple[str, Rule], ...] = (*rules_storage.RULES, *rules_postgres.RULES)
+
+# Which findings a change to (layer, key) can cause or cure: the planner links them.
+RELATED: dict[tuple[str, str], tuple[str, ...]] = {
+    ("zfs", "sync"): ("bounded_loss_unacknowledged",),
+    ("postgres", "synchronous_commit"): ("bounded_loss_unacknowledged",),
+    ("module", "zfs_txg_timeout"): ("txg_timeout_low",),
+    ("zfs", "logbias"): ("logbias_throughput_no_slog",),
+    ("zfs", "compression"): ("compression_off",),
+    ("zfs", "atime"): ("atime_on",),
+    ("zfs", "recordsize"): ("recordsize_below_8k", "recordsize_large_for_oltp",
+                            "full_page_writes_off_not_zfs"),
+    ("postgres", "full_page_writes"): ("full_page_writes_off_not_zfs",),
+    ("postgres", "wal_sync_method"): ("volatile_write_cache_sync_method",),
+    ("module", "zfs_arc_max"): ("arc_plus_shared_buffers",),
+    ("postgres", "shared_buffers"): ("arc_plus_shared_buffers", "shared_buffers_over_40pct",
+                                     "wal_level_minimal_copy"),
+    ("postgres", "wal_level"): ("wal_level_minimal_copy",),
+    ("sysctl", "vm.dirty_bytes"): ("dirty_limit_large", "dirty_background_missing"),
+    ("sysctl", "vm.dirty_ratio"): ("dirty_limit_large", "dirty_background_missing"),
+    ("sysctl", "vm.dirty_background_bytes"): ("dirty_background_missing",),
+    ("sysctl", "vm.dirty_background_ratio"): ("dirty_background_missing",),
+    ("module", "zfs_dmu_offset_next_sync"): ("zfs_corruption_bug",),
+    ("module", "zfs_bclone_enabled"): ("bclone_enabled_affected",),
+}
+
+
+def rule_ids() -> tuple[str, ...]:
+    return tuple(rule_id for rule_id, _ in RULES)
+
+
+def advise(facts: dict, desired: ProfileSettings | None = None,
+           acknowledged: frozenset[str] = frozenset()) -> list[Finding]:
+    """Findings for the host now or, with desired settings, around applying them."""
+    context = Context(facts, frozenset(acknowledged), _large_records(desired))
+    now = _run(context)
+    if desired is None:
+        return now
+    after = _run(replace(context, facts=project(facts, compute_changes(facts, desired))))
+    return _staged(now, after)
+
+
+def _run(context: Context) -> list[Finding]:
+    found = [finding for _, rule in RULES for finding in rule(context)]
+    return sorted(found, key=lambda f: (SEVERITIES.index(f.severity), f.id, f.subject))
+
+
+def _staged(now: list[Finding], after: list[Finding]) -> list[Finding]:
+    before = {(f.id, f.subject) for f in now}
+    remaining = {(f.id, f.subject) for f in after}
+    staged = [replace(f, stage="current" if (f.id, f.subject) in before else "introduced")
+              for f in after]
+    staged += [replace(f, stage="resolved") for f in now if (f.id, f.subject) not in remaining]
+    return sorted(staged, key=lambda f: (SEVERITIES.index(f.severity), f.id, f.subject))
+
+
+def _large_records(desired: ProfileSettings | None) -> bool:
+    """A profile asking for >= 64K data records means large records are intended."""
+    wanted = (desired.zfs.get("data") or {}).get("recordsize") if desired else None
+    return (parse_zfs_size(wanted or "") or 0) >= 64 * KiB

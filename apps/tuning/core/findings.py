@@ -1,0 +1,61 @@
+"""What the advisor reports, and what its rules see.
+
+A rule is a small function `(Context) -> list[Finding]`; an empty list means
+the host is fine on that point. Findings carry their evidence from facts, the
+reasoning, the action, and the source that taught it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from apps.tuning.core import facts as r
+
+SEVERITIES = ("critical", "warning", "info")
+STAGES = ("current", "introduced", "resolved")
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str  # the rule's id, stable: plans and the UI refer to it
+    severity: str  # "critical" | "warning" | "info"
+    title: str
+    evidence: str  # the facts that made the rule fire, with their values
+    why: str
+    action: str
+    source: str  # "Title — Author", from apps.tuning.core.sources
+    subject: str = "host"  # dataset, pool, disk, cluster data_dir, or "host"
+    # With desired settings: "current" (true now and after applying), "introduced"
+    # (only after applying) or "resolved" (true now, fixed by applying).
+    stage: str = "current"
+
+
+@dataclass(frozen=True)
+class Context:
+    facts: dict
+    acknowledged: frozenset[str]
+    large_records_intended: bool = False  # the desired profile asks for >= 64K data records
+
+    @property
+    def ram(self) -> int | None:
+        return self.facts.get("mem_total")
+
+    def pg_datasets(self) -> list[tuple[dict, str, dict]]:
+        """(cluster, role, dataset) for datasets holding a cluster's files and present in facts."""
+        found = r.datasets(self.facts)
+        return [(cluster, role, found[name]) for cluster, role, name in r.pg_datasets(self.facts)
+                if name in found]
+
+    def clusters(self) -> list[dict]:
+        return [c for c in r.clusters(self.facts) if c.get("settings")]
+
+
+Rule = Callable[[Context], list[Finding]]
+
+
+def gib(size: int | None) -> str:
+    """"12.5 GiB" for evidence lines; sizes people compare at a glance."""
+    if size is None:
+        return "unknown"
+    return f"{size / 1024**3:.1f} GiB"

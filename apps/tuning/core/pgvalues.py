@@ -1,0 +1,99 @@
+"""PostgreSQL values compared the way the server sees them.
+
+pg_settings shows each setting in its own unit (shared_buffers "16384" with unit
+"8kB" is 128MB), booleans as on/off and enums in lower case. A desired value
+is translated into that form before comparing, so "128MB" matches "16384".
+"""
+
+from __future__ import annotations
+
+import re
+
+from apps.tuning.core.sizes import MiB, format_pg_size, pg_size_in_unit, unit_bytes
+
+_TRUE = ("on", "true", "yes", "1")
+_FALSE = ("off", "false", "no", "0")
+_TIME_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_TIME = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*(us|ms|s|min|h|d)?\s*\Z")
+RELOAD_CONTEXTS = ("sighup", "superuser", "user", "superuser-backend", "backend")
+ROUND_TO_MIB_FROM = 16 * MiB  # above this, whole MB read better and lose < 0.1%
+
+
+def desired_text(value: int | str, row: dict) -> str:
+    """The text written to postgresql.auto.conf for a resolved profile value.
+
+    An integer for a memory setting is bytes: it is rounded down to the
+    setting's unit (and to whole MB when large) so that the value written is
+    exactly what the server will report back.
+    """
+    if isinstance(value, str):
+        return value
+    size = unit_bytes(row.get("unit"))
+    if size is None:
+        return str(value)
+    step = MiB if value >= ROUND_TO_MIB_FROM and MiB % size == 0 else size
+    return format_pg_size(max(size, value - value % step))
+
+
+def in_setting_form(text: str, row: dict) -> str | None:
+    """text as pg_settings.setting would show it for this row; None if it cannot be read."""
+    vartype, unit = row.get("vartype"), row.get("unit")
+    text = text.strip()
+    if vartype == "bool":
+        return _bool(text)
+    if vartype in ("integer", "real"):
+        return _number(text, unit)
+    if vartype == "enum":
+        return text.lower()
+    return text
+
+
+def same(row: dict, desired: str) -> bool:
+    wanted = in_setting_form(desired, row)
+    return wanted is not None and wanted == in_setting_form(row["setting"], row)
+
+
+def _bool(text: str) -> str | None:
+    lowered = text.lower()
+    if lowered in _TRUE:
+        return "on"
+    if lowered in _FALSE:
+        return "off"
+    return None
+
+
+def _number(text: str, unit: str | None) -> str | None:
+    size = unit_bytes(unit)
+    try:
+        if size is not None:
+            return str(pg_size_in_unit(text, unit) // size)
+        if unit in _TIME_UNITS:
+            return _time(text, unit)
+        return _plain(float(text))
+    except ValueError:
+        return None
+
+
+def _time(text: str, unit: str) -> str | None:
+    match = _TIME.match(text)
+    if not match:
+        return None
+    if not match[2]:
+        return _plain(float(match[1]))
+    milliseconds = float(match[1]) * _TIME_UNITS[match[2]]
+    return _plain(milliseconds / _TIME_UNITS[unit])
+
+
+def _plain(number: float) -> str:
+    """One spelling per number: "4" for 4 and 4.0, "1.1" for 1.1 (exact for big integers)."""
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+def method_of(row: dict) -> str | None:
+    """How a change takes effect, from pg_settings.context; None when it cannot be set."""
+    context = row.get("context")
+    if context == "postmaster":
+        return "pg_restart"
+    if context in RELOAD_CONTEXTS:
+        return "pg_reload"
+    return None

@@ -1,0 +1,20 @@
+"""The write-ups PoZoL's tuning knowledge comes from (shared/references), by title and author.
+
+Profiles and advisor findings cite these so an operator can read the evidence
+behind a recommendation; the numbers quoted next to them are the sources'.
+"""
+
+NIMBUS = "Everything I've seen on optimizing Postgres on ZFS — NimbusWS blog (2021)"
+PG_PHRIDAY_ZFS = "PG Phriday: Postgres on ZFS — Shaun Thomas (2ndQuadrant/EDB)"
+CAMPOLI = "PostgreSQL and ZFS (talk slides) — Federico Campoli"
+STAMPEDE = "PG Phriday: Steady Storage Stampede — Shaun Thomas (EDB, 2022)"
+WAL_MINIMAL_PAPER = (
+    "White paper: wal_level=minimal with CREATE TABLE + COPY in one transaction is 10x-300x"
+    " slower — SCHARP / Fred Hutchinson Cancer Research Center (author not named)"
+)
+OPENZFS_WORKLOAD = "Workload Tuning → PostgreSQL — OpenZFS documentation"
+OPENZFS_15526 = (
+    "openzfs/zfs#15526 'some copied files are corrupted' and #15933 — OpenZFS issue tracker"
+)
+OPENZFS_MODULE = "zfs(4) module parameters — OpenZFS man page"
+PGTUNE = "PGTune (le0pard/pgtune) configurationSlice.js — Alexey Vasiliev"

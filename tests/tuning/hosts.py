@@ -1,0 +1,110 @@
+"""Facts for tuning tests, built from the remote fixtures and edited per test.
+
+zfs-fuse: the real captured facts.json. OpenZFS 2.2: discover() run against the
+openzfs-2.2 fixture host (a strict fake shell), with the pg_settings rows a real
+PostgreSQL 16 has but the fixture's short psql output lacks. 2.1 and 2.3 hosts
+are the 2.2 host with its module version (and what changes with it) edited.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+
+from apps.remote import discovery
+from apps.remote.commands import cmd
+from apps.remote.facts import postgres, zfs
+from apps.remote.facts.host import ZfsFacts
+from tests.remote.fakeshell import FakeShell
+from tests.remote.fixtures.hosts import ZFS_FUSE, FixtureHost
+
+GiB = 1024**3
+
+# name, setting, unit, context, vartype: as PostgreSQL 16 reports them by default.
+PG16_ROWS = (
+    ("effective_cache_size", "524288", "8kB", "user", "integer"),
+    ("maintenance_work_mem", "65536", "kB", "user", "integer"),
+    ("wal_buffers", "2048", "8kB", "postmaster", "integer"),
+    ("synchronous_commit", "on", None, "user", "enum"),
+    ("fsync", "on", None, "sighup", "bool"),
+    ("wal_level", "replica", None, "postmaster", "enum"),
+    ("random_page_cost", "4", None, "user", "real"),
+    ("default_statistics_target", "100", None, "user", "integer"),
+    ("max_worker_processes", "8", None, "postmaster", "integer"),
+    ("max_parallel_workers", "8", None, "user", "integer"),
+    ("max_parallel_workers_per_gather", "2", None, "user", "integer"),
+    ("min_wal_size", "80", "MB", "sighup", "integer"),
+    ("max_wal_size", "1024", "MB", "sighup", "integer"),
+    ("checkpoint_timeout", "300", "s", "sighup", "integer"),
+)
+
+
+def fuse() -> dict:
+    """The real zfs-fuse capture: PG 15, data tank/pg/data, WAL tank/pg/wal, no module params."""
+    return json.loads((ZFS_FUSE / "facts.json").read_text())
+
+
+def openzfs(version: str = "2.2.4") -> dict:
+    """The OpenZFS 2.2 fixture host (PG 16, NVMe, SLOG), its kernel module set to version."""
+    facts = copy.deepcopy(_discovered_22())
+    facts["zfs"]["version"] = facts["zfs"]["kernel_version"] = f"{version}-1"
+    params = facts["module_params"]
+    if version < "2.2.1":
+        params.pop("zfs_bclone_enabled")  # the tunable arrived in 2.2.1
+    if version >= "2.3":
+        params["zfs_bclone_enabled"] = "1"  # 2.3 enables block cloning by default
+    return facts
+
+
+@cache
+def _discovered_22() -> dict:
+    facts = discovery.discover(_openzfs_22_shell()).to_dict()
+    for cluster in facts["clusters"]:
+        known = {row["name"] for row in cluster["settings"]}
+        cluster["settings"] += [_row(*row) for row in PG16_ROWS if row[0] not in known]
+    return facts
+
+
+def _row(name: str, setting: str, unit: str | None, context: str, vartype: str) -> dict:
+    return {"name": name, "setting": setting, "unit": unit, "context": context,
+            "vartype": vartype, "source": "default", "boot_val": setting,
+            "pending_restart": False}
+
+
+def _openzfs_22_shell() -> FakeShell:
+    """The same scripted host tests/remote/test_discovery.py drives."""
+    host = FixtureHost("openzfs-2.2")
+    postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
+    nvme = {f"nvme:{d}": cmd("nvme", "get-feature", "-f", "6", f"/dev/{d}")
+            for d in ("nvme0n1", "nvme1n1", "nvme2n1")}
+    psql = cmd("timeout", 30, "runuser", "-u", "postgres", "--",
+               "/usr/lib/postgresql/16/bin/psql", "-X", "-At", "-F", "\t", "-h",
+               "/var/run/postgresql", "-p", 5432, "-d", "postgres", "-c", postgres.SETTINGS_QUERY)
+    version = zfs.ZfsVersion("2.2.4-1", "2.2.4-1")
+    zfs_facts = ZfsFacts("OpenZFS", zfs.OPENZFS, "2.2.4-1", "2.2.4-1", "2.2.4-1",
+                         zfs.baseline_capabilities(zfs.OPENZFS, version))
+    shell = FakeShell()
+    host.script(shell, discovery.host_probes())
+    host.script(shell, {**discovery.zfs_probes(), **nvme,
+                        **discovery.postmaster_probes(postmaster)})
+    data = discovery.zfs_data_probes(zfs_facts, ["tank"])
+    return host.script(shell, {**data, "psql:1500": psql})
+
+
+# -- edits ---------------------------------------------------------------------------------
+
+def cluster(facts: dict) -> dict:
+    return facts["clusters"][0]
+
+
+def set_prop(facts: dict, dataset: str, prop: str, value: str) -> dict:
+    target = next(d for d in facts["datasets"] if d["name"] == dataset)
+    target["properties"][prop] = {"value": value, "source": "local", "inherited_from": None}
+    return facts
+
+
+def set_setting(facts: dict, name: str, value: str) -> dict:
+    row = next(r for r in cluster(facts)["settings"] if r["name"] == name)
+    row["setting"] = value
+    return facts

@@ -1,0 +1,234 @@
+"""Each advisor rule fires on facts that show the problem and stays quiet otherwise.
+
+Facts come from the fixture hosts (the real zfs-fuse capture, the OpenZFS 2.2
+host and its 2.1/2.3 variants), edited per test to show one thing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.tuning.core import advisor, sources
+from apps.tuning.core.advisor import advise
+from apps.tuning.core.profiles import builtin
+from tests.tuning import hosts
+from tests.tuning.hosts import GiB, cluster, set_prop, set_setting
+
+DATA, WAL = "tank/pg/data", "tank/pg/wal"
+
+
+def ids(facts: dict, acknowledged: frozenset[str] = frozenset()) -> set[str]:
+    return {f.id for f in advise(facts, acknowledged=acknowledged)}
+
+
+def only(facts: dict, rule: str, acknowledged: frozenset[str] = frozenset()) -> list:
+    return [f for f in advise(facts, acknowledged=acknowledged) if f.id == rule]
+
+
+def test_every_rule_is_registered_once_and_every_finding_cites_a_source():
+    assert len(set(advisor.rule_ids())) == len(advisor.rule_ids()) == 21
+    facts = hosts.openzfs("2.2.0")
+    set_prop(facts, DATA, "sync", "disabled")
+    known = {v for k, v in vars(sources).items() if k.isupper()}
+    for finding in advise(facts):
+        assert finding.severity in ("critical", "warning", "info")
+        assert all(part.strip() in known for part in finding.source.split(";"))
+        assert finding.evidence and finding.why and finding.action
+
+
+def test_full_page_writes_off_where_the_data_is_not_on_zfs():
+    facts = hosts.openzfs()  # full_page_writes=off on ZFS: fine
+    assert "full_page_writes_off_not_zfs" not in ids(facts)
+    cluster(facts)["data_dataset"] = None
+    [finding] = only(facts, "full_page_writes_off_not_zfs")
+    assert finding.severity == "critical" and "not on a ZFS dataset" in finding.evidence
+    facts = set_prop(hosts.openzfs(), DATA, "recordsize", "4096")
+    assert only(facts, "full_page_writes_off_not_zfs")  # splits pages: not safe either
+
+
+def test_volatile_write_cache_with_fdatasync():
+    facts = hosts.openzfs()
+    [finding] = only(facts, "volatile_write_cache_sync_method")
+    assert "nvme0n1" in finding.evidence and "sda" in finding.evidence
+    assert "nvme1n1" not in finding.evidence  # its controller says the cache is off
+    assert "nvme set-feature -f 6 -v 0 /dev/nvme0n1" in finding.action
+    assert "wal_sync_method=fsync" in finding.action
+    assert "volatile_write_cache_sync_method" not in ids(set_setting(facts, "wal_sync_method",
+                                                                      "fsync"))
+    facts = hosts.fuse()  # one rotating virtio disk: nothing volatile to worry about
+    assert "volatile_write_cache_sync_method" not in ids(facts)
+
+
+def test_bounded_loss_needs_acknowledgement():
+    facts = hosts.openzfs()
+    assert "bounded_loss_unacknowledged" not in ids(facts)
+    set_prop(facts, WAL, "sync", "disabled")
+    set_setting(facts, "synchronous_commit", "off")
+    found = only(facts, "bounded_loss_unacknowledged")
+    assert {f.subject for f in found} == {WAL, cluster(facts)["data_dir"]}
+    assert all(f.severity == "critical" for f in found)
+    assert not only(facts, "bounded_loss_unacknowledged", frozenset({"bounded_loss"}))
+
+
+def test_txg_timeout_below_five():
+    facts = hosts.openzfs()
+    assert "txg_timeout_low" not in ids(facts)
+    facts["module_params"]["zfs_txg_timeout"] = "1"
+    assert only(facts, "txg_timeout_low")[0].severity == "warning"
+    assert only(facts, "txg_timeout_low", frozenset({"bounded_loss"}))[0].severity == "info"
+    assert "txg_timeout_low" not in ids(hosts.fuse())  # no module parameters at all
+
+
+def test_logbias_throughput_without_a_log_device():
+    facts = hosts.fuse()  # tank/pg/wal has logbias=throughput; pool tank has no log
+    [finding] = only(facts, "logbias_throughput_no_slog")
+    assert finding.subject == WAL
+    facts = hosts.openzfs()  # throughput on data, but pool tank has a SLOG
+    assert "logbias_throughput_no_slog" not in ids(facts)
+    facts["pools"][0]["has_log"] = False
+    assert only(facts, "logbias_throughput_no_slog")[0].subject == DATA
+
+
+def test_dedup():
+    facts = hosts.openzfs()
+    assert "dedup_on" not in ids(facts)
+    set_prop(facts, "tank", "dedup", "on")
+    assert [f.subject for f in only(facts, "dedup_on")] == ["tank"]
+
+
+def test_compression_and_atime_on_pg_datasets():
+    facts = hosts.fuse()
+    assert not {"compression_off", "atime_on"} & ids(facts)  # "fast" and "tank" hold no PG
+    set_prop(facts, DATA, "compression", "off")
+    set_prop(facts, WAL, "atime", "on")
+    assert [f.subject for f in only(facts, "compression_off")] == [DATA]
+    assert [f.subject for f in only(facts, "atime_on")] == [WAL]
+
+
+def test_recordsize_small_and_large():
+    facts = hosts.fuse()  # 8K: neither
+    assert not {"recordsize_below_8k", "recordsize_large_for_oltp"} & ids(facts)
+    set_prop(facts, WAL, "recordsize", "4096")
+    assert only(facts, "recordsize_below_8k")[0].subject == WAL
+    set_prop(facts, DATA, "recordsize", "131072")
+    [large] = only(facts, "recordsize_large_for_oltp")
+    assert large.severity == "info" and "+20%" in large.why and "7.6x" in large.why
+    set_prop(facts, DATA, "recordsize", "32768")
+    assert "recordsize_large_for_oltp" not in ids(facts)
+
+
+def test_large_records_are_not_flagged_when_the_profile_asks_for_them():
+    facts = hosts.fuse()
+    assert "recordsize_large_for_oltp" not in {
+        f.id for f in advise(facts, builtin("analytics").settings)}
+    introduced = {f.id: f.stage for f in advise(set_prop(facts, DATA, "recordsize", "131072"),
+                                                builtin("oltp-safe").settings)}
+    assert introduced["recordsize_large_for_oltp"] == "resolved"
+
+
+def test_data_and_wal_placement():
+    facts = hosts.openzfs()  # separate datasets, one pool, atomic multi-snapshots
+    assert not {"data_wal_same_dataset", "data_wal_different_pools"} & ids(facts)
+    cluster(facts)["wal_dataset"] = DATA
+    assert only(facts, "data_wal_same_dataset")
+    cluster(facts)["wal_dataset"] = "fast/wal"
+    assert "one pool" in only(facts, "data_wal_different_pools")[0].why
+    fuse = hosts.fuse()  # one pool, but zfs-fuse cannot snapshot both atomically
+    assert "at different instants" in only(fuse, "data_wal_different_pools")[0].why
+
+
+def test_arc_plus_shared_buffers():
+    facts = hosts.openzfs()  # ARC 32GB + shared_buffers 16GB of 62.8GB: 14.8GB left
+    assert "arc_plus_shared_buffers" not in ids(facts)
+    facts["module_params"]["zfs_arc_max"] = str(44 * GiB)
+    assert only(facts, "arc_plus_shared_buffers")[0].severity == "warning"
+    facts["module_params"]["zfs_arc_max"] = str(50 * GiB)
+    assert only(facts, "arc_plus_shared_buffers")[0].severity == "critical"
+    facts["module_params"]["zfs_arc_max"] = "0"  # auto: arcstats c_max counts (32GB)
+    assert "arc_plus_shared_buffers" not in ids(facts)
+
+
+def test_shared_buffers_above_40_percent():
+    facts = hosts.openzfs()
+    assert "shared_buffers_over_40pct" not in ids(facts)
+    set_setting(facts, "shared_buffers", str(30 * GiB // 8192))
+    assert only(facts, "shared_buffers_over_40pct")
+
+
+def test_dirty_limit_and_background():
+    facts = hosts.openzfs()  # dirty_ratio 20 of 62.8GB = 12.6GB on NVMe: > 10 s
+    [finding] = only(facts, "dirty_limit_large")
+    assert "nvme" in finding.evidence
+    assert "dirty_background_missing" not in ids(facts)
+    facts["sysctls"].update({"vm.dirty_bytes": GiB, "vm.dirty_ratio": 0,
+                             "vm.dirty_background_bytes": 0, "vm.dirty_background_ratio": 0})
+    assert "dirty_limit_large" not in ids(facts)
+    assert only(facts, "dirty_background_missing")
+    facts["sysctls"]["vm.dirty_background_bytes"] = GiB // 4
+    assert "dirty_background_missing" not in ids(facts)
+
+
+@pytest.mark.parametrize(("version_num", "severity", "says"), [
+    (120010, "warning", "runs after every such COPY"),
+    (160004, "info", "does not cover 13+"),
+])
+def test_wal_level_minimal_with_large_shared_buffers(version_num, severity, says):
+    facts = hosts.openzfs()
+    assert "wal_level_minimal_copy" not in ids(facts)  # replica
+    set_setting(facts, "wal_level", "minimal")
+    cluster(facts)["server_version_num"] = version_num
+    [finding] = only(facts, "wal_level_minimal_copy")
+    assert finding.severity == severity and says in finding.why
+    set_setting(facts, "shared_buffers", str(GiB // 8192))
+    assert "wal_level_minimal_copy" not in ids(facts)
+
+
+@pytest.mark.parametrize(("version", "fires"), [
+    ("2.1.3", False), ("2.1.4", True), ("2.1.13", True), ("2.1.14", False),
+    ("2.2.0", True), ("2.2.1", True), ("2.2.2", False), ("2.3.0", False),
+])
+def test_openzfs_corruption_window(version, fires):
+    facts = hosts.openzfs(version)
+    assert ("zfs_corruption_bug" in ids(facts)) is fires
+
+
+def test_corruption_workaround_lowers_the_severity():
+    facts = hosts.openzfs("2.1.5")
+    assert only(facts, "zfs_corruption_bug")[0].severity == "critical"
+    facts["module_params"]["zfs_dmu_offset_next_sync"] = "0"
+    [finding] = only(facts, "zfs_corruption_bug")
+    assert finding.severity == "warning" and "zfs_dmu_offset_next_sync" not in finding.action
+    assert "zfs_corruption_bug" not in ids(hosts.fuse())  # no version to judge
+
+
+def test_block_cloning_on_affected_versions():
+    facts = hosts.openzfs("2.2.3")
+    assert "bclone_enabled_affected" not in ids(facts)  # 2.2.x default 0
+    facts["module_params"]["zfs_bclone_enabled"] = "1"
+    assert only(facts, "bclone_enabled_affected")[0].severity == "critical"
+    assert "bclone_enabled_affected" not in ids(hosts.openzfs("2.3.0"))  # default 1, fixed
+
+
+def test_slog_needs_power_loss_protection():
+    assert [f.subject for f in only(hosts.openzfs(), "slog_power_loss")] == ["tank"]
+    facts = hosts.openzfs()
+    facts["pools"][0]["has_log"] = False
+    assert "slog_power_loss" not in ids(facts)
+
+
+def test_data_checksums_off_is_information():
+    [finding] = only(hosts.openzfs(), "data_checksums_off")
+    assert finding.severity == "info" and "pg_checksums" in finding.action
+    assert "data_checksums_off" not in ids(hosts.fuse())  # captured with initdb -k
+
+
+def test_desired_settings_stage_findings():
+    facts = hosts.openzfs()
+    staged = {f.id: f.stage for f in advise(facts, builtin("oltp-bounded-loss").settings)}
+    assert staged["bounded_loss_unacknowledged"] == "introduced"
+    assert staged["txg_timeout_low"] == "introduced"
+    assert staged["dirty_limit_large"] == "resolved"
+    assert staged["slog_power_loss"] == "current"
+    acknowledged = advise(facts, builtin("oltp-bounded-loss").settings,
+                          frozenset({"bounded_loss"}))
+    assert "bounded_loss_unacknowledged" not in {f.id for f in acknowledged}

@@ -1,0 +1,95 @@
+"""Profile content: the built-ins as the product spec says, and validation of custom ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.tuning.core import profiles
+from apps.tuning.core.profiles import BUILTINS, ProfileSettings, builtin
+
+
+def test_builtins_and_their_slugs():
+    assert [p.slug for p in BUILTINS] == ["oltp-safe", "oltp-bounded-loss", "analytics",
+                                          "clone-dev"]
+    assert builtin("oltp-safe").name == "OLTP on ZFS (safe)"
+    with pytest.raises(KeyError):
+        builtin("turbo")
+
+
+def test_oltp_safe():
+    s = builtin("oltp-safe").settings
+    assert s.zfs["data"] == {"recordsize": "16K", "compression": "lz4", "atime": "off",
+                             "logbias": "latency", "primarycache": "all"}
+    assert s.zfs["wal"]["recordsize"] == "128K" and s.zfs["wal"]["logbias"] == "latency"
+    assert {s.postgres[k] for k in ("full_page_writes", "wal_init_zero", "wal_recycle")} == {"off"}
+    assert {"shared_buffers", "effective_cache_size", "work_mem", "maintenance_work_mem",
+            "wal_buffers"} <= set(s.postgres)
+    assert set(s.module) == {"zfs_arc_max"} and "shared_buffers" in s.module["zfs_arc_max"]
+    assert s.sysctl["vm.dirty_background_bytes"].endswith("/ 4")
+    assert s.requires_acknowledgement == ()
+    assert "sync" not in s.zfs["data"] and "synchronous_commit" not in s.postgres
+
+
+def test_bounded_loss_is_oltp_plus_loss_and_needs_acknowledgement():
+    safe, loss = builtin("oltp-safe").settings, builtin("oltp-bounded-loss").settings
+    assert loss.module == {**safe.module, "zfs_txg_timeout": "1"}
+    assert loss.zfs["data"] == {**safe.zfs["data"], "sync": "disabled"}
+    assert loss.zfs["wal"]["sync"] == "disabled"
+    assert loss.postgres == {**safe.postgres, "synchronous_commit": "off"}
+    assert loss.requires_acknowledgement == ("bounded_loss",)
+
+
+def test_analytics_and_clone_dev():
+    analytics, clone = builtin("analytics").settings, builtin("clone-dev").settings
+    assert analytics.zfs["data"]["recordsize"] == "128K"
+    assert analytics.zfs["data"]["compression"] == "zstd"
+    assert {"random_page_cost", "effective_io_concurrency"} <= set(analytics.postgres)
+    assert clone.module == {} and clone.sysctl == {}  # nothing host-wide for a clone
+    assert clone.requires_acknowledgement == ("bounded_loss",)
+    assert "fsync" not in clone.postgres and "recordsize" not in clone.zfs["data"]
+
+
+@pytest.mark.parametrize("profile", BUILTINS, ids=lambda p: p.slug)
+def test_builtins_round_trip_and_cite_their_sources(profile):
+    assert ProfileSettings.from_dict(profile.settings.to_dict()) == profile.settings
+    assert profile.citations and all(" — " in c and ": " in c for c in profile.citations)
+
+
+def test_from_dict_accepts_a_custom_profile():
+    settings = ProfileSettings.from_dict({
+        "zfs": {"data": {"recordsize": "32K", "compression": "zstd-3"}},
+        "module": {"zfs_txg_timeout": 3},
+        "sysctl": {"vm.swappiness": "1"},
+        "postgres": {"shared_buffers": "ram / 8", "search_path": "'$user', public"},
+    })
+    assert settings.module == {"zfs_txg_timeout": "3"} and settings.requires_acknowledgement == ()
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"kernel": {}}, "unknown layer 'kernel'"),
+    ({"zfs": {"logs": {}}}, "unknown dataset role 'logs'"),
+    ({"zfs": {"data": {"dedup": "on"}}}, "not a property a profile may set"),
+    ({"zfs": {"data": {"sync": "maybe"}}}, "not one of standard"),
+    ({"zfs": {"data": {"compression": "lz5"}}}, "not a ZFS compression"),
+    ({"zfs": {"data": {"recordsize": "12K"}}}, "power of two"),
+    ({"module": {"arc_max": "1"}}, "is not zfs_<name>"),
+    ({"sysctl": {"kernel.panic": "1"}}, "is not vm.<name>"),
+    ({"sysctl": {"vm.dirty_bytes": "1GB", "vm.dirty_ratio": "10"}}, "not both"),
+    ({"postgres": {"Shared Buffers": "1GB"}}, "PostgreSQL setting name"),
+    ({"postgres": {"shared_buffers": "ram ** 2"}}, "not allowed"),
+    ({"postgres": {"work_mem": "4MB\n"}}, ""),
+    ({"postgres": {"work_mem": "4MB\nfsync = off"}}, "control characters"),
+    ({"postgres": {"work_mem": ["4MB"]}}, "text or a number"),
+    ({"requires_acknowledgement": ["yolo"]}, "unknown risk 'yolo'"),
+    ({"zfs": ["data"]}, "expected a mapping"),
+])
+def test_from_dict_refuses_with_a_clear_message(data, message):
+    if message == "":  # surrounding whitespace is stripped, not refused
+        assert ProfileSettings.from_dict(data).postgres["work_mem"] == "4MB"
+        return
+    with pytest.raises(ValueError, match=message):
+        ProfileSettings.from_dict(data)
+
+
+def test_every_risk_is_explained():
+    assert all(profiles.RISKS[r] for r in ("bounded_loss", "unsafe_fsync"))
