@@ -4,12 +4,15 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
 
 api = DefaultRouter()
 api.register("hosts", HostViewSet, basename="host")
 api.register("operations", OperationViewSet, basename="operation")
+api.register("benchmarks", BenchmarkViewSet, basename="benchmark")
+api.register("validations", ValidationViewSet, basename="validation")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -19,5 +22,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include(api.urls)),
     path("operations/", include("apps.ops.urls")),
+    path("benchmarks/", include("apps.benchmarks.urls")),
     path("", include("apps.fleet.urls")),
 ]

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class BenchmarksConfig(AppConfig):
+    name = "apps.benchmarks"
+    label = "benchmarks"
+
+    def ready(self) -> None:
+        from apps.benchmarks import steps  # noqa: F401  registers the operation kind

@@ -1,0 +1,117 @@
+"""What the UI and the API ask of benchmarks: run one, compare two.
+
+Neither opens SSH: running records the Benchmark and starts its Operation.
+Input is refused here (a ValidationError naming the field) before anything is
+recorded, so hostile or impossible parameters never reach a host.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from apps.benchmarks import commands
+from apps.benchmarks.models import Benchmark, Validation
+from apps.benchmarks.steps import KIND
+from apps.fleet.models import Host, PgCluster
+from apps.ops import engine
+from apps.ops.models import Operation
+from apps.remote.commands import InvalidValue, pg_identifier
+
+LIMITS = {"scale": (1, 10000), "clients": (1, 1000), "duration": (1, 3600)}
+DEFAULTS = {"database": "pgbench", "scale": 1, "init": False, "clients": 1, "threads": 1,
+            "duration": 60, "mode": "tpcb", "protocol": "simple"}
+
+
+def clean_parameters(params: dict) -> dict:
+    """The parameters with defaults filled in; ValidationError({field: message}) if wrong."""
+    unknown = set(params) - set(DEFAULTS)
+    if unknown:
+        raise ValidationError({name: "unknown parameter" for name in sorted(unknown)})
+    values = {**DEFAULTS, **params}
+    errors: dict[str, str] = {}
+    for name, (low, high) in LIMITS.items():
+        if not _whole(values[name]) or not low <= values[name] <= high:
+            errors[name] = f"a whole number from {low} to {high}"
+    clients = values["clients"] if "clients" not in errors else LIMITS["clients"][1]
+    if not _whole(values["threads"]) or not 1 <= values["threads"] <= clients:
+        errors["threads"] = "a whole number from 1 to the number of clients"
+    if not isinstance(values["init"], bool):
+        errors["init"] = "true (initialise the pgbench tables) or false (reuse them)"
+    if values["mode"] not in commands.MODES:
+        errors["mode"] = f"one of {', '.join(commands.MODES)}"
+    if values["protocol"] not in commands.PROTOCOLS:
+        errors["protocol"] = f"one of {', '.join(commands.PROTOCOLS)}"
+    try:
+        pg_identifier(values["database"])
+    except InvalidValue as exc:
+        errors["database"] = exc.reason
+    if errors:
+        raise ValidationError(errors)
+    return values
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def cluster_for(host: Host, cluster: PgCluster | None) -> PgCluster:
+    """The cluster asked for, or the host's only one."""
+    if cluster is not None:
+        if cluster.host_id != host.pk:
+            raise ValidationError({"cluster": "that cluster is not on this host"})
+        return cluster
+    clusters = list(host.clusters.all()[:2])
+    if not clusters:
+        raise ValidationError({"cluster": "the host has no PostgreSQL cluster (run discovery)"})
+    if len(clusters) > 1:
+        raise ValidationError({"cluster": "the host has several PostgreSQL clusters: name one"})
+    return clusters[0]
+
+
+def _target(cluster: PgCluster, database: str) -> dict:
+    values = {"owner": cluster.owner, "bin_dir": cluster.bin_dir,
+              "socket_dir": cluster.socket_dir, "port": cluster.port}
+    try:
+        commands.Target.of(**values, database=database)
+    except InvalidValue as exc:
+        raise ValidationError({"cluster": f"cannot run pgbench there: {exc}"}) from None
+    if not cluster.running:
+        raise ValidationError({"cluster": "the cluster is not running"})
+    return values
+
+
+@transaction.atomic
+def run_benchmark(host: Host, cluster: PgCluster | None, params: dict, by=None,
+                  trigger: str = Operation.Trigger.API,
+                  profile_version_label: str = "") -> Benchmark:
+    """Record a benchmark and start the operation that runs it on the host."""
+    values = clean_parameters(params)
+    cluster = cluster_for(host, cluster)
+    target = _target(cluster, values["database"])
+    database = values.pop("database")
+    bench = Benchmark.objects.create(
+        host=host, cluster=cluster, data_dir=cluster.data_dir, port=cluster.port,
+        server_version_num=cluster.server_version_num, database=database, parameters=values,
+        profile_version_label=profile_version_label)
+    bench.operation = engine.start(
+        KIND, host=host, subject=f"{host.name}:{cluster.port} pgbench",
+        state={"benchmark": bench.pk, "target": target}, trigger=trigger, user=by)
+    bench.save(update_fields=["operation"])
+    return bench
+
+
+def validate(before: Benchmark, after: Benchmark, label: str = "") -> Validation:
+    """Compare two finished runs on one host (the same workload before and after a change)."""
+    errors = {}
+    for name, bench in (("before", before), ("after", after)):
+        if bench.status != Operation.Status.SUCCEEDED or not bench.tps:
+            errors[name] = f"benchmark #{bench.pk} has not succeeded ({bench.status})"
+    if before.pk == after.pk:
+        errors["after"] = "compare two different benchmarks"
+    elif before.host_id != after.host_id:
+        errors["after"] = "both benchmarks must have run on the same host"
+    if errors:
+        raise ValidationError(errors)
+    return Validation.objects.create(host=before.host, before=before, after=after,
+                                     label=label[:200])

@@ -1,0 +1,107 @@
+"""The benchmark and validation pages render, with server-side SVG charts, and the
+live partial stops htmx polling (286) once the run has ended."""
+
+import pytest
+
+from apps.benchmarks import commands
+from apps.benchmarks.models import Validation
+from apps.benchmarks.steps import build_series
+from apps.benchmarks.templatetags.charts import line_chart, ratio
+from apps.ops.models import Operation
+from apps.remote.commands import InvalidValue
+from tests.benchmarks import factories
+
+pytestmark = [pytest.mark.django_db]
+
+
+@pytest.fixture
+def signed_in(client, operator):
+    client.force_login(operator)
+    return client
+
+
+def test_benchmark_page_shows_summary_and_charts(signed_in):
+    host = factories.host()
+    bench = factories.finished(host, 1234.5, 1.25, 512.0)
+    page = signed_in.get(f"/benchmarks/{bench.pk}/").content.decode()
+    assert "1234.5 tps" in page and 'id="chart-tps"' in page and 'id="chart-dirty_bytes"' in page
+    assert "BEGIN;" in page and "512 bytes per transaction" in page
+    assert "hx-get" not in page  # finished: nothing to poll
+
+
+def test_live_partial_polls_while_running_and_stops_with_286(signed_in):
+    host = factories.host()
+    bench = factories.finished(host, 100.0, 1.0, None, status=Operation.Status.RUNNING)
+    assert 'hx-trigger="every 1s"' in signed_in.get(f"/benchmarks/{bench.pk}/").content.decode()
+    assert signed_in.get(f"/benchmarks/{bench.pk}/", HTTP_HX_REQUEST="true").status_code == 200
+    Operation.objects.filter(pk=bench.operation_id).update(status=Operation.Status.SUCCEEDED)
+    assert signed_in.get(f"/benchmarks/{bench.pk}/", HTTP_HX_REQUEST="true").status_code == 286
+
+
+def test_validation_page_and_list(signed_in):
+    host = factories.host()
+    before = factories.finished(host, 1000.0, 2.0, 400.0)
+    after = factories.finished(host, 1100.0, 1.8, 400.0)
+    response = signed_in.post(f"/benchmarks/{after.pk}/compare/",
+                              {"before": before.pk, "label": "<b>x</b>"})
+    validation = Validation.objects.get()
+    assert response.url == f"/benchmarks/validations/{validation.pk}/"
+    page = signed_in.get(response.url).content.decode()
+    assert "1.10x (+10.0%)" in page and "&lt;b&gt;x&lt;/b&gt;" in page
+    listing = signed_in.get("/benchmarks/").content.decode()
+    assert f"#{before.pk} → #{after.pk}" in listing
+
+
+def test_the_run_form_starts_a_benchmark_or_says_why_not(signed_in, delivered):
+    host = factories.host()
+    factories.cluster(host)
+    response = signed_in.post(f"/benchmarks/hosts/{host.pk}/run/",
+                              {"clients": "2", "threads": "9", "duration": "5"})
+    assert response.url == f"/hosts/{host.pk}/" and not Operation.objects.exists()
+    response = signed_in.post(f"/benchmarks/hosts/{host.pk}/run/",
+                              {"clients": "2", "threads": "1", "duration": "5"})
+    assert response.url.startswith("/benchmarks/") and Operation.objects.count() == 1
+
+
+def test_chart_has_axes_labels_max_and_breaks_at_gaps():
+    svg = line_chart({"t": [1, 2, 3, 4], "tps": [10, None, 30.5, 20]}, "tps", "TPS")
+    assert svg.count("<polyline") == 2 and ">30.5<" in svg and ">4 s<" in svg
+    assert "seconds since start" in svg and ">TPS<" in svg
+    assert "No Dirty" in line_chart({"t": [], "dirty_bytes": []}, "dirty_bytes", "Dirty")
+    assert ">8M<" in line_chart({"t": [1], "d": [8 * 1024**2]}, "d", "Dirty", "bytes")
+    assert "&lt;script&gt;" in line_chart({"t": [1], "x": [1]}, "x", "<script>")
+    assert ratio(0.8) == "0.80x (-20.0%)" and ratio(None) == "—"
+
+
+def test_series_places_samples_on_pgbench_clock():
+    points = [[1.0, 100.0, 1.0], [2.0, 110.0, None], [3.0, 120.0, 1.2]]
+    samples = [[1000.9, 4096, 0], [1002.0, 8192, 1024], [1010.0, 1, 1]]
+    series = build_series(points, samples, start_epoch=1000.0)
+    assert series["dirty_bytes"] == [4096, 8192, 8192]
+    assert series["writeback_bytes"] == [0, 1024, 1024]
+    assert build_series(points, [], None)["dirty_bytes"] == [None, None, None]
+
+
+def test_commands_quote_and_validate():
+    target = commands.Target.of(owner="postgres", bin_dir="/usr/lib/postgresql/15/bin",
+                                socket_dir="/run/pg", port=5432, database="pgbench")
+    run = commands.run(target, clients=2, threads=1, duration=5, mode="select-only",
+                       protocol="prepared")
+    assert run.text == (
+        'echo "pozol-start $(date +%s.%N)" >&2; exec runuser -u postgres -- '
+        "/usr/lib/postgresql/15/bin/pgbench -h /run/pg -p 5432 -c 2 -j 1 -T 5 --progress=1 "
+        "-M prepared -S -r pgbench")
+    assert commands.initialise(target, 3).text.endswith("-p 5432 -i -s 3 pgbench")
+    assert "'select wal_bytes from pg_stat_wal'" in commands.wal_bytes(target, 150000).text
+    assert "pg_current_wal_lsn()" in commands.wal_bytes(target, 130000).text
+    sampler = commands.meminfo_sampler("/var/lib/pozol/pozol-op1-pgbench.status", 5).text
+    assert "+ 15 ))" in sampler and "{d = $2}" in sampler
+    for bad in ({"owner": "root;id"}, {"socket_dir": "/tmp/$(x)"}, {"port": 0},
+                {"database": "Bad"}, {"bin_dir": "usr/bin"}):
+        with pytest.raises(InvalidValue):
+            commands.Target.of(**{"owner": "postgres", "bin_dir": "/b", "socket_dir": "/s",
+                                  "port": 5432, "database": "d", **bad})
+    with pytest.raises(InvalidValue):
+        commands.run(target, clients=2, threads=3, duration=5, mode="tpcb", protocol="simple")
+    with pytest.raises(InvalidValue):
+        commands.run(target, clients=2, threads=1, duration=5, mode="tpcb", protocol="x;y")
