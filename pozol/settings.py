@@ -112,6 +112,7 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.ops",
     "apps.fleet",
+    "apps.tuning",
     "apps.benchmarks",
 ]
 

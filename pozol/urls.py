@@ -7,10 +7,13 @@ from rest_framework.routers import DefaultRouter
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
+from apps.tuning import api as tuning_api
 
 api = DefaultRouter()
 api.register("hosts", HostViewSet, basename="host")
 api.register("operations", OperationViewSet, basename="operation")
+api.register("profiles", tuning_api.ProfileViewSet, basename="profile")
+api.register("plans", tuning_api.PlanViewSet, basename="plan")
 api.register("benchmarks", BenchmarkViewSet, basename="benchmark")
 api.register("validations", ValidationViewSet, basename="validation")
 
@@ -20,8 +23,12 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/hosts/<int:pk>/profile/", tuning_api.HostProfileView.as_view()),
+    path("api/hosts/<int:pk>/findings/", tuning_api.HostFindingsView.as_view()),
+    path("api/hosts/<int:pk>/plan/", tuning_api.HostPlanView.as_view()),
     path("api/", include(api.urls)),
     path("operations/", include("apps.ops.urls")),
+    path("tuning/", include("apps.tuning.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("", include("apps.fleet.urls")),
 ]

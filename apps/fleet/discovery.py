@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool
+from apps.fleet.signals import facts_recorded
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.remote import discovery as remote_discovery
 from apps.remote.errors import RemoteError
@@ -88,11 +89,13 @@ def record_facts(host: Host, facts: dict) -> dict[str, int]:
     datasets = {d["name"]: _dataset(host, pools, d) for d in facts.get("datasets") or []}
     clusters = [_cluster(host, datasets, c) for c in facts.get("clusters") or []]
     disks = [_disk(host, d) for d in facts.get("disks") or []]
-    host.facts = {k: v for k, v in facts.items()
-                  if k not in {"pools", "datasets", "clusters", "disks"}}
+    # The whole picture stays on the host too: plans and the advisor read it as
+    # discovery produced it; the rows above serve the UI, API and queries.
+    host.facts = facts
     host.reachable, host.last_seen_at, host.last_discovery_at = True, now, now
     host.last_error = host.last_error_code = ""
     host.save()
+    transaction.on_commit(lambda: facts_recorded.send(sender=Host, host=host))
     return {"pools": len(pools), "datasets": len(datasets), "clusters": len(clusters),
             "disks": len(disks)}
 

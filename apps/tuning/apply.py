@@ -1,0 +1,205 @@
+"""Applying a stored plan as an Operation: one change at a time, verified.
+
+Per change: `read` records what the host has (the before-value rollback
+will restore), then `write` changes it, reads it back and checks it. Reading
+first, in a step of its own, means a worker lost after writing never loses
+the before-value. A failure stops the plan and says what was applied.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from apps.fleet.models import PgCluster
+from apps.ops import remote_jobs
+from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
+from apps.remote.commands import InvalidValue
+from apps.remote.errors import RemoteError
+from apps.tuning import appliers
+from apps.tuning.matching import reads_as
+from apps.tuning.models import Plan, PlanChange
+
+Status = PlanChange.Status
+
+
+def _plan(ctx: StepContext) -> Plan:
+    return Plan.objects.select_related("host").get(pk=ctx.state["plan"])
+
+
+def _next_change(ctx: StepContext) -> PlanChange | None:
+    queue = ctx.state.get("queue") or []
+    return PlanChange.objects.get(pk=queue[0]) if queue else None
+
+
+def begin(ctx: StepContext) -> Next | Fail:
+    plan = _plan(ctx)
+    missing = set(plan.requires_acknowledgement) - set(plan.acknowledged)
+    if missing:
+        return Fail(f"this plan needs the acknowledgement(s) {sorted(missing)}", "unacknowledged")
+    pending = plan.changes.filter(supported=True, status=Status.PENDING).order_by("position")
+    ctx.state["queue"] = list(pending.values_list("id", flat=True))
+    ctx.log(f"{len(ctx.state['queue'])} change(s) to apply")
+    return Next("read", progress=5)
+
+
+def read(ctx: StepContext) -> Next:
+    change = _next_change(ctx)
+    if change is None:
+        return Next("restart")
+    if change.before is None:
+        change.before = _read(ctx.runner(), change)
+        change.save(update_fields=["before"])
+    return Next("write")
+
+
+def write(ctx: StepContext) -> Next | Fail:
+    change = _next_change(ctx)
+    run = ctx.runner()
+    try:
+        _write(run, change)
+        after = _read(run, change)
+    except (RemoteError, InvalidValue) as exc:
+        return _stop(ctx, change, str(exc))
+    change.after = after["value"]
+    if change.method == "pg_restart" and after.get("pending_restart"):
+        change.status = Status.AWAITING_RESTART
+    elif reads_as(change, after):
+        change.status = Status.APPLIED
+    else:
+        return _stop(ctx, change, f"wrote {change.desired!r} but the host reads {after['value']!r}")
+    change.save(update_fields=["after", "status"])
+    ctx.log(f"{change.layer} {change.target} {change.key}: {change.before['value']!r} -> "
+            f"{change.after!r} ({change.get_status_display()})")
+    ctx.state["queue"].pop(0)
+    done = len(_plan(ctx).changes.exclude(status=Status.PENDING))
+    return Next("read", progress=min(90, 5 + 85 * done // max(1, _plan(ctx).changes.count())))
+
+
+def restart(ctx: StepContext) -> Next | Wait | Fail:
+    plan = _plan(ctx)
+    waiting = plan.changes.filter(status=Status.AWAITING_RESTART)
+    if not waiting.exists():
+        return Next("finish")
+    if not plan.allow_restart:
+        ctx.log("not restarting PostgreSQL (not allowed for this apply); waiting for the next "
+                "restart: " + ", ".join(waiting.values_list("key", flat=True)))
+        return Next("finish")
+    for data_dir in sorted(set(waiting.values_list("target", flat=True))):
+        cluster = _cluster(plan, data_dir)
+        status = remote_jobs.advance(ctx, f"restart-{_slug(data_dir)}", cluster.pg_ctl("restart"))
+        if status.state == "running":
+            return Wait(1, message="restarting PostgreSQL")
+        if status.state != "succeeded":
+            return _stop(ctx, waiting.filter(target=data_dir).first(),
+                         f"pg_ctl restart ended {status.state} (exit {status.exit_code})")
+    return Next("verify_restart", "PostgreSQL restarted")
+
+
+def verify_restart(ctx: StepContext) -> Next | Fail:
+    plan = _plan(ctx)
+    run = ctx.runner()
+    for change in plan.changes.filter(status=Status.AWAITING_RESTART):
+        after = _read(run, change)
+        if not reads_as(change, after):
+            return _stop(ctx, change, f"after the restart the host reads {after['value']!r}")
+        change.after, change.status = after["value"], Status.APPLIED
+        change.save(update_fields=["after", "status"])
+    return Next("finish")
+
+
+def finish(ctx: StepContext) -> Done:
+    from apps.fleet import services as fleet
+
+    plan = _plan(ctx)
+    with transaction.atomic():
+        plan.status = Plan.Status.APPLIED
+        plan.save(update_fields=["status"])
+        if plan.kind == Plan.Kind.ROLLBACK and plan.rollback_of:
+            plan.rollback_of.changes.filter(status__in=[Status.APPLIED, Status.AWAITING_RESTART]
+                                            ).update(status=Status.ROLLED_BACK)
+            Plan.objects.filter(pk=plan.rollback_of_id).update(status=Plan.Status.ROLLED_BACK)
+        _record_applied_version(plan)
+    fleet.discover(plan.host)
+    counts = {status: plan.changes.filter(status=status).count() for status in Status.values}
+    return Done({"plan": plan.pk, **{k: v for k, v in counts.items() if v}},
+                message="plan applied" if not counts[Status.AWAITING_RESTART]
+                else "plan applied; some settings wait for a PostgreSQL restart")
+
+
+def _record_applied_version(plan: Plan) -> None:
+    assignment = getattr(plan.host, "assignment", None)
+    if assignment is None:
+        return
+    version = plan.profile_version if plan.kind == Plan.Kind.APPLY else None
+    if plan.kind == Plan.Kind.APPLY and assignment.profile_id != version.profile_id:
+        return
+    assignment.applied_version = version
+    assignment.save(update_fields=["applied_version"])
+
+
+def _stop(ctx: StepContext, change: PlanChange, error: str) -> Fail:
+    change.status, change.error = Status.FAILED, error
+    change.save(update_fields=["status", "error"])
+    plan = _plan(ctx)
+    Plan.objects.filter(pk=plan.pk).update(status=Plan.Status.FAILED)
+    applied = [f"{c.layer} {c.target} {c.key}" for c in
+               plan.changes.filter(status__in=[Status.APPLIED, Status.AWAITING_RESTART])]
+    return Fail(f"stopped at {change.layer} {change.target} {change.key}: {error}. "
+                f"Applied before it: {', '.join(applied) or 'nothing'}. "
+                "Roll the plan back to restore them.", "change_failed")
+
+
+# ---- one change, by layer ---------------------------------------------------------
+
+def _cluster(plan: Plan, data_dir: str) -> appliers.Cluster:
+    row = PgCluster.objects.get(host=plan.host, data_dir=data_dir)
+    return appliers.Cluster(data_dir=row.data_dir, port=row.port, socket_dir=row.socket_dir,
+                            bin_dir=row.bin_dir, owner=row.owner)
+
+
+def _read(run, change: PlanChange) -> dict:
+    if change.layer == "zfs":
+        return appliers.read_zfs(run, change.target, change.key)
+    if change.layer == "sysctl":
+        return appliers.read_sysctl(run, change.key)
+    if change.layer == "module":
+        return appliers.read_module(run, change.key)
+    return appliers.read_pg(run, _cluster(change.plan, change.target), change.key)
+
+
+def _write(run, change: PlanChange) -> None:
+    reset = change.action == "reset"
+    if change.layer == "zfs":
+        if reset:
+            appliers.reset_zfs(run, change.target, change.key)
+        else:
+            appliers.write_zfs(run, change.target, change.key, change.desired)
+    elif change.layer == "sysctl":
+        appliers.write_sysctl(run, change.key, change.desired)
+        if not reset:
+            appliers.persist_sysctl(run, change.key, change.desired)
+        else:  # a restore may write the pair's other member: drop both of our lines
+            for name in filter(None, {change.key, appliers.SYSCTL_PARTNERS.get(change.key)}):
+                appliers.persist_sysctl(run, name, None)
+    elif change.layer == "module":
+        appliers.write_module(run, change.key, change.desired)
+        appliers.persist_module(run, change.key, None if reset else change.desired)
+    else:
+        cluster = _cluster(change.plan, change.target)
+        if reset:
+            appliers.reset_pg(run, cluster, change.key)
+        else:
+            appliers.write_pg(run, cluster, change.key, change.desired)
+
+
+def _slug(path: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in path).strip("-")[-60:]
+
+
+APPLY = register(Kind(
+    name="tuning.apply",
+    steps={"begin": begin, "read": read, "write": write, "restart": restart,
+           "verify_restart": verify_restart, "finish": finish},
+    first_step="begin",
+    mutating=True,
+))

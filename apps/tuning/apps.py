@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class TuningConfig(AppConfig):
+    name = "apps.tuning"
+    label = "tuning"
+
+    def ready(self) -> None:
+        from apps.tuning import apply, drift  # noqa: F401  operation kinds and signal receivers

@@ -1,0 +1,164 @@
+"""Profiles (versioned desired state), their assignment to hosts, and plans.
+
+A profile is edited by adding a version, never by changing one: a host
+records the version it got, and a plan the version it was made from, so
+"what was applied here" has one answer forever.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings as conf
+from django.db import models
+
+from apps.tuning.core.profiles import ProfileSettings
+
+
+class Profile(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    builtin = models.BooleanField(default=False, help_text="Shipped with PoZoL; copy to edit.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def current(self) -> ProfileVersion:
+        return self.versions.order_by("-number").first()
+
+
+class ProfileVersion(models.Model):
+    profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    settings = models.JSONField(help_text="ProfileSettings: zfs by role, module, sysctl, postgres.")
+    citations = models.JSONField(default=list, blank=True)
+    note = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(conf.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["profile", "-number"]
+        constraints = [models.UniqueConstraint(fields=["profile", "number"],
+                                               name="one_number_per_profile_version")]
+
+    def __str__(self) -> str:
+        return f"{self.profile.name} v{self.number}"
+
+    @property
+    def profile_settings(self) -> ProfileSettings:
+        return ProfileSettings.from_dict(self.settings)
+
+
+class Assignment(models.Model):
+    """Which profile a host (its clusters and their datasets) should follow."""
+
+    host = models.OneToOneField("fleet.Host", on_delete=models.CASCADE, related_name="assignment")
+    profile = models.ForeignKey(Profile, on_delete=models.PROTECT, related_name="assignments")
+    applied_version = models.ForeignKey(ProfileVersion, null=True, blank=True,
+                                        on_delete=models.SET_NULL, related_name="+")
+    assigned_at = models.DateTimeField(auto_now=True)
+    assigned_by = models.ForeignKey(conf.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    drift = models.JSONField(default=list, blank=True,
+                             help_text="Changes a plan would make now, from the last discovery.")
+    drift_checked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.host} -> {self.profile}"
+
+    @property
+    def drifted(self) -> bool:
+        return bool(self.drift)
+
+
+class Plan(models.Model):
+    class Kind(models.TextChoices):
+        APPLY = "apply"
+        ROLLBACK = "rollback"
+
+    class Status(models.TextChoices):
+        DRAFT = "draft"
+        APPLYING = "applying"
+        APPLIED = "applied"
+        FAILED = "failed"
+        ROLLED_BACK = "rolled_back"
+
+    host = models.ForeignKey("fleet.Host", on_delete=models.CASCADE, related_name="plans")
+    profile_version = models.ForeignKey(ProfileVersion, null=True, blank=True,
+                                        on_delete=models.PROTECT, related_name="plans")
+    kind = models.CharField(max_length=16, choices=Kind, default=Kind.APPLY)
+    rollback_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="rollbacks")
+    status = models.CharField(max_length=16, choices=Status, default=Status.DRAFT)
+    findings = models.JSONField(default=list, blank=True)
+    requires_acknowledgement = models.JSONField(default=list, blank=True)
+    acknowledged = models.JSONField(default=list, blank=True)
+    allow_restart = models.BooleanField(default=False)
+    operation = models.ForeignKey("ops.Operation", null=True, blank=True,
+                                  on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(conf.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"plan #{self.pk} ({self.kind}) for {self.host}"
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.changes.filter(supported=True).exists()
+
+    @property
+    def needs_restart(self) -> list[str]:
+        return list(self.changes.filter(method="pg_restart", supported=True)
+                    .values_list("key", flat=True))
+
+
+class PlanChange(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        APPLIED = "applied"
+        AWAITING_RESTART = "awaiting_restart", "written; waits for a restart"
+        FAILED = "failed"
+        UNSUPPORTED = "unsupported"
+        ROLLED_BACK = "rolled_back"
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="changes")
+    position = models.PositiveIntegerField()
+    layer = models.CharField(max_length=16)
+    target = models.CharField(max_length=1024)
+    key = models.CharField(max_length=128)
+    # None here means "not known / not applicable", which differs from an empty
+    # value (a PostgreSQL setting can be '').
+    current = models.TextField(null=True, blank=True)  # noqa: DJ001
+    desired = models.TextField()
+    formula = models.TextField(null=True, blank=True)  # noqa: DJ001
+    method = models.CharField(max_length=32)
+    # "reset" restores what was inherited or came from postgresql.conf, rather
+    # than pinning the old value locally (rollback plans use it).
+    action = models.CharField(max_length=8, default="set", choices=[("set", "set"),
+                                                                   ("reset", "reset")])
+    supported = models.BooleanField(default=True)
+    reason = models.TextField(blank=True)
+    fallback_for = models.TextField(null=True, blank=True)  # noqa: DJ001
+    risk = models.CharField(max_length=16, default="low")
+    findings = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=20, choices=Status, default=Status.PENDING)
+    before = models.JSONField(null=True, blank=True,
+                              help_text="What the host had, read just before writing.")
+    after = models.TextField(null=True, blank=True,  # noqa: DJ001
+                             help_text="Read back after writing.")
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["plan", "position"]
+
+    def __str__(self) -> str:
+        return f"{self.layer} {self.target} {self.key}: {self.current} -> {self.desired}"

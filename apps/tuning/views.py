@@ -1,0 +1,129 @@
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from apps.fleet.models import Host
+from apps.ops.models import Operation
+from apps.tuning import services
+from apps.tuning.forms import ApplyForm, ProfileForm
+from apps.tuning.models import Plan, Profile
+
+
+@login_required
+def profiles(request):
+    rows = Profile.objects.prefetch_related("versions", "assignments__host")
+    return render(request, "tuning/profiles.html", {"profiles": rows})
+
+
+@login_required
+def profile_detail(request, pk: int):
+    profile = get_object_or_404(Profile, pk=pk)
+    return render(request, "tuning/profile.html", {
+        "profile": profile, "current": profile.current, "versions": profile.versions.all(),
+        "settings_json": json.dumps(profile.current.settings, indent=2)})
+
+
+@login_required
+def profile_edit(request, pk: int | None = None):
+    profile = get_object_or_404(Profile, pk=pk) if pk else None
+    initial = {"settings": json.dumps(profile.current.settings if profile else
+                                      {"zfs": {"data": {}, "wal": {}}, "module": {},
+                                       "sysctl": {}, "postgres": {}}, indent=2)}
+    if profile:
+        initial.update(name=profile.name, description=profile.description)
+    form = ProfileForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            if profile:
+                services.edit_profile(profile, settings=data["settings"], note=data["note"],
+                                      description=data["description"], by=request.user)
+            else:
+                profile = services.create_profile(name=data["name"], settings=data["settings"],
+                                                  description=data["description"],
+                                                  by=request.user)
+        except services.TuningError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("tuning:profile", profile.pk)
+    return render(request, "tuning/profile_edit.html", {"form": form, "profile": profile})
+
+
+@login_required
+@require_POST
+def profile_copy(request, pk: int):
+    profile = get_object_or_404(Profile, pk=pk)
+    copy = services.copy_profile(profile, name=f"{profile.name} (copy)", by=request.user)
+    return redirect("tuning:profile_edit", copy.pk)
+
+
+@login_required
+@require_POST
+def profile_delete(request, pk: int):
+    try:
+        services.delete_profile(get_object_or_404(Profile, pk=pk))
+    except services.TuningError as exc:
+        messages.error(request, str(exc))
+        return redirect("tuning:profile", pk)
+    return redirect("tuning:profiles")
+
+
+@login_required
+@require_POST
+def assign(request, host_pk: int):
+    host = get_object_or_404(Host, pk=host_pk)
+    profile = get_object_or_404(Profile, pk=request.POST.get("profile"))
+    services.assign(host, profile, by=request.user)
+    messages.info(request, f"{host.name} now follows {profile.name}.")
+    return redirect("fleet:host", host.pk)
+
+
+@login_required
+@require_POST
+def make_plan(request, host_pk: int):
+    try:
+        plan = services.make_plan(get_object_or_404(Host, pk=host_pk), by=request.user)
+    except services.TuningError as exc:
+        messages.error(request, str(exc))
+        return redirect("fleet:host", host_pk)
+    return redirect("tuning:plan", plan.pk)
+
+
+@login_required
+def plan_detail(request, pk: int):
+    plan = get_object_or_404(Plan.objects.select_related("host", "operation"), pk=pk)
+    return render(request, "tuning/plan.html", {
+        "plan": plan, "changes": plan.changes.all(),
+        "form": ApplyForm(required=plan.requires_acknowledgement)})
+
+
+@login_required
+@require_POST
+def plan_apply(request, pk: int):
+    plan = get_object_or_404(Plan, pk=pk)
+    form = ApplyForm(request.POST, required=plan.requires_acknowledgement)
+    form.is_valid()
+    try:
+        operation = services.apply_plan(plan, allow_restart=form.cleaned_data["allow_restart"],
+                                        acknowledge=form.cleaned_data["acknowledge"],
+                                        trigger=Operation.Trigger.UI, by=request.user)
+    except services.TuningError as exc:
+        messages.error(request, str(exc))
+        return redirect("tuning:plan", pk)
+    return redirect("ops:operation", operation.pk)
+
+
+@login_required
+@require_POST
+def plan_rollback(request, pk: int):
+    try:
+        _, operation = services.rollback(
+            get_object_or_404(Plan, pk=pk), allow_restart=bool(request.POST.get("allow_restart")),
+            trigger=Operation.Trigger.UI, by=request.user)
+    except services.TuningError as exc:
+        messages.error(request, str(exc))
+        return redirect("tuning:plan", pk)
+    return redirect("ops:operation", operation.pk)

@@ -1,0 +1,120 @@
+"""Profiles, assignment, plans and their refusals through the API, on facts
+recorded from a real zfs-fuse host (no SSH: applying is proven on real hosts
+in tests/integration/test_tuning.py)."""
+
+import pytest
+
+from apps.fleet.discovery import record_facts
+from apps.fleet.models import Host
+from apps.ops.models import Operation
+from apps.remote.discovery import discover
+from apps.tuning.models import Plan, Profile
+from tests.remote.fixtures.hosts import replay_transcript
+
+pytestmark = pytest.mark.django_db
+
+SETTINGS = {"zfs": {"data": {"atime": "off"}, "wal": {}}, "module": {}, "sysctl": {},
+            "postgres": {"work_mem": "ram / 256"}}
+
+
+@pytest.fixture
+def host() -> Host:
+    host = Host(name="db1", address="127.0.0.9", credential_kind="pasted",
+                host_key_state=Host.KeyState.PINNED)
+    host.set_private_key("unused")
+    host.save()
+    record_facts(host, discover(replay_transcript()).to_dict())
+    return host
+
+
+def builtin(slug: str) -> Profile:
+    return Profile.objects.get(slug=slug)
+
+
+def test_the_builtin_profiles_exist_with_their_reasons(api):
+    profiles = {p["slug"]: p for p in api.get("/api/profiles/").json()["results"]}
+    assert {"oltp-safe", "oltp-bounded-loss", "analytics", "clone-dev"} <= set(profiles)
+    safe = profiles["oltp-safe"]["current"]
+    assert safe["settings"]["postgres"]["full_page_writes"] == "off"
+    assert safe["citations"]
+    assert profiles["oltp-bounded-loss"]["current"]["settings"]["requires_acknowledgement"]
+
+
+def test_editing_makes_a_new_version_and_builtins_are_copied_not_edited(api):
+    created = api.post("/api/profiles/", {"name": "Mine", "settings": SETTINGS},
+                       format="json").json()
+    edited = api.put(f"/api/profiles/{created['id']}/",
+                     {"settings": {**SETTINGS, "sysctl": {"vm.swappiness": "1"}},
+                      "note": "no swapping"}, format="json")
+    assert edited.status_code == 200 and edited.json()["current"]["number"] == 2
+    versions = api.get(f"/api/profiles/{created['id']}/versions/").json()
+    assert [v["number"] for v in versions] == [2, 1]
+
+    safe = builtin("oltp-safe")
+    refused = api.put(f"/api/profiles/{safe.pk}/", {"settings": SETTINGS}, format="json")
+    assert refused.status_code == 400 and "copy it" in refused.json()["error"]["message"]
+    copy = api.post(f"/api/profiles/{safe.pk}/copy/", {"name": "Safe, mine"}, format="json")
+    assert copy.status_code == 201 and not copy.json()["builtin"]
+
+
+def test_invalid_settings_are_refused(api):
+    for settings in ({"zfs": {"data": {"recordsize; rm": "1"}}}, {"nonsense": {}},
+                     {"postgres": {"work_mem": "__import__('os')"}}):
+        response = api.post("/api/profiles/", {"name": "Bad", "settings": settings},
+                            format="json")
+        assert response.status_code == 400, settings
+    assert not Profile.objects.filter(name="Bad").exists()
+
+
+def test_an_assigned_profile_cannot_be_deleted(api, host):
+    created = api.post("/api/profiles/", {"name": "Mine", "settings": SETTINGS},
+                       format="json").json()
+    assert api.put(f"/api/hosts/{host.pk}/profile/", {"profile": created["id"]},
+                   format="json").status_code == 200
+    response = api.delete(f"/api/profiles/{created['id']}/")
+    assert response.status_code == 400 and "db1" in response.json()["error"]["message"]
+
+
+def test_a_plan_lists_changes_with_resolved_formulas(api, host):
+    api.put(f"/api/hosts/{host.pk}/profile/", {"profile": builtin("oltp-safe").pk},
+            format="json")
+    plan = api.post(f"/api/hosts/{host.pk}/plan/", {}, format="json")
+    assert plan.status_code == 201
+    changes = plan.json()["changes"]
+    keys = {(c["layer"], c["key"]) for c in changes}
+    assert ("postgres", "full_page_writes") in keys and ("zfs", "recordsize") in keys
+    shared_buffers = next(c for c in changes if c["key"] == "shared_buffers")
+    assert shared_buffers["formula"] and shared_buffers["method"] == "pg_restart"
+    arc_max = next(c for c in changes if c["key"] == "zfs_arc_max")
+    assert not arc_max["supported"] and "zfs-fuse" in arc_max["reason"]
+
+
+def test_the_bounded_loss_profile_is_refused_without_acknowledgement(api, host, delivered):
+    plan = api.post(f"/api/hosts/{host.pk}/plan/",
+                    {"profile": builtin("oltp-bounded-loss").pk}, format="json").json()
+    assert plan["requires_acknowledgement"] == ["bounded_loss"]
+    refused = api.post(f"/api/plans/{plan['id']}/apply/", {}, format="json")
+    assert refused.status_code == 400 and "bounded_loss" in refused.json()["error"]["message"]
+    assert not Operation.objects.filter(kind="tuning.apply").exists()
+    accepted = api.post(f"/api/plans/{plan['id']}/apply/", {"acknowledge": ["bounded_loss"]},
+                        format="json")
+    assert accepted.status_code == 202
+    assert Plan.objects.get(pk=plan["id"]).acknowledged == ["bounded_loss"]
+
+
+def test_a_plan_is_applied_once(api, host, delivered):
+    plan = api.post(f"/api/hosts/{host.pk}/plan/", {"profile": builtin("oltp-safe").pk},
+                    format="json").json()
+    assert api.post(f"/api/plans/{plan['id']}/apply/", {}, format="json").status_code == 202
+    again = api.post(f"/api/plans/{plan['id']}/apply/", {}, format="json")
+    assert again.status_code == 400 and "make a new plan" in again.json()["error"]["message"]
+
+
+def test_findings_and_the_schema(api, host):
+    findings = api.get(f"/api/hosts/{host.pk}/findings/").json()
+    ids = {f["id"] for f in findings}
+    assert ids and all(f["source"] for f in findings)
+    schema = api.get("/api/schema/").content.decode()
+    for path in ("/api/profiles/", "/api/hosts/{id}/profile/", "/api/hosts/{id}/findings/",
+                 "/api/hosts/{id}/plan/", "/api/plans/{id}/apply/", "/api/plans/{id}/rollback/"):
+        assert path in schema, path
