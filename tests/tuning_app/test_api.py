@@ -118,3 +118,21 @@ def test_findings_and_the_schema(api, host):
     for path in ("/api/profiles/", "/api/hosts/{id}/profile/", "/api/hosts/{id}/findings/",
                  "/api/hosts/{id}/plan/", "/api/plans/{id}/apply/", "/api/plans/{id}/rollback/"):
         assert path in schema, path
+
+
+def test_the_host_page_shows_tuning_and_the_plan_page_shows_changes(api, client, operator,
+                                                                   host):
+    api.put(f"/api/hosts/{host.pk}/profile/", {"profile": builtin("oltp-safe").pk},
+            format="json")
+    client.force_login(operator)
+    page = client.get(f"/hosts/{host.pk}/").content.decode()
+    assert 'id="tuning"' in page and "OLTP on ZFS (safe)" in page
+    assert 'name="csrfmiddlewaretoken"' in page.split('id="tuning"')[1]
+    assert "Source:" in page  # advisor findings with their sources
+
+    response = client.post(f"/tuning/hosts/{host.pk}/plan/")
+    assert response.status_code == 302
+    plan_page = client.get(response.url).content.decode()
+    assert "full_page_writes" in plan_page and "pg_restart" in plan_page
+    assert 'id="apply"' in plan_page
+    assert client.get("/tuning/profiles/").status_code == 200
