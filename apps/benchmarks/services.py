@@ -81,6 +81,13 @@ def _target(cluster: PgCluster, database: str) -> dict:
     return values
 
 
+def profile_in_force(host: Host) -> str:
+    """The tuning profile version last applied to the host, as the run's label."""
+    assignment = getattr(host, "assignment", None)  # the tuning app's, when assigned
+    version = assignment.applied_version if assignment else None
+    return str(version) if version else "none applied"
+
+
 @transaction.atomic
 def run_benchmark(host: Host, cluster: PgCluster | None, params: dict, by=None,
                   trigger: str = Operation.Trigger.API,
@@ -93,7 +100,7 @@ def run_benchmark(host: Host, cluster: PgCluster | None, params: dict, by=None,
     bench = Benchmark.objects.create(
         host=host, cluster=cluster, data_dir=cluster.data_dir, port=cluster.port,
         server_version_num=cluster.server_version_num, database=database, parameters=values,
-        profile_version_label=profile_version_label)
+        profile_version_label=profile_version_label or profile_in_force(host))
     bench.operation = engine.start(
         KIND, host=host, subject=f"{host.name}:{cluster.port} pgbench",
         state={"benchmark": bench.pk, "target": target}, trigger=trigger, user=by)

@@ -164,3 +164,13 @@ def test_everything_is_in_the_openapi_schema(api):
         components["Series"]["properties"])
     assert "clients" in components["Parameters"]["properties"]
     assert components["Parameters"]["properties"]["clients"]["maximum"] == 1000
+
+
+def test_a_run_records_the_profile_version_in_force(api, delivered, db_host):
+    from apps.tuning.models import Assignment, Profile
+
+    assert post(api, db_host, clients=1).json()["profile_version_label"] == "none applied"
+    safe = Profile.objects.get(slug="oltp-safe")
+    Assignment.objects.create(host=db_host, profile=safe, applied_version=safe.current)
+    labelled = post(api, db_host, clients=1).json()["profile_version_label"]
+    assert labelled == f"OLTP on ZFS (safe) v{safe.current.number}"

@@ -1,0 +1,80 @@
+"""The advisor on a real host that the test misconfigures on purpose, then
+puts back. Rules a zfs-fuse test host cannot exhibit (NVMe write cache, a
+SLOG, OpenZFS version bugs, module parameters) are unit-tested from facts in
+tests/tuning/test_advisor.py."""
+
+import pytest
+
+from apps.fleet import services as fleet
+from apps.tuning import services
+from tests.conftest import drive
+from tests.integration.conftest import register, run_on
+
+pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
+
+
+def psql(fleet_host, sql: str) -> None:
+    run_on(fleet_host, (
+        f"runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/psql -X -At "
+        f"-h {fleet_host.pg_socket_dir} -p {fleet_host.pg_port} -d postgres -c \"{sql}\""))
+
+
+def test_the_advisor_reports_what_the_host_really_has(fleet_hosts, delivered):
+    fleet_host = fleet_hosts[0]
+    data, wal = fleet_host.pg_data_dataset, fleet_host.pg_wal_dataset
+    host = register(fleet_host)
+    assert drive(host.operations.get()).status == "succeeded"
+    host.refresh_from_db()
+    baseline = {f["id"] for f in services.findings(host)}
+    # Stock host: compression off, atime on, PostgreSQL without checksums.
+    assert {"compression_off", "atime_on", "data_checksums_off"} <= baseline
+
+    run_on(fleet_host, f"zfs set recordsize=4K {data} && zfs set logbias=throughput {wal} "
+                       f"&& zfs set dedup=on {data}")
+    psql(fleet_host, "alter system set synchronous_commit = off")
+    psql(fleet_host, "select pg_reload_conf()")
+    try:
+        assert drive(fleet.discover(host)).status == "succeeded"
+        host.refresh_from_db()
+        findings = {f["id"]: f for f in services.findings(host)}
+    finally:
+        run_on(fleet_host, f"zfs inherit recordsize {data} && zfs inherit logbias {wal} "
+                           f"&& zfs inherit dedup {data}")
+        psql(fleet_host, "alter system reset synchronous_commit")
+        psql(fleet_host, "select pg_reload_conf()")
+
+    for rule in ("recordsize_below_8k", "logbias_throughput_no_slog", "dedup_on",
+                 "bounded_loss_unacknowledged"):
+        assert rule in findings, rule
+        assert findings[rule]["evidence"] and findings[rule]["source"]
+
+    assert drive(fleet.discover(host)).status == "succeeded"
+    host.refresh_from_db()
+    after = {f["id"] for f in services.findings(host)}
+    assert not {"recordsize_below_8k", "logbias_throughput_no_slog", "dedup_on",
+                "bounded_loss_unacknowledged"} & after
+
+
+def test_full_page_writes_off_off_zfs_is_critical(tmp_path, delivered):
+    """This machine's own PostgreSQL is not on ZFS: as the advisor sees it with
+    full_page_writes=off in its facts (set in the recorded facts, not on the
+    machine's server, which this suite must not change)."""
+    from apps.fleet.models import Host
+    from apps.remote.keys import fingerprint
+    from tests.remote.sshd import running_sshd
+
+    with running_sshd(tmp_path) as sshd:
+        host, operation = fleet.add_host(
+            name="plain", address=sshd.address, port=sshd.port, user=sshd.user,
+            work_dir=str(tmp_path), private_key=sshd.client_key,
+            expected_fingerprint=fingerprint(sshd.host_key))
+        assert drive(operation).status == "succeeded"
+    host = Host.objects.get(pk=host.pk)
+    if not host.facts["clusters"]:
+        pytest.fail("this machine runs no PostgreSQL to look at")
+    for row in host.facts["clusters"][0]["settings"]:
+        if row["name"] == "full_page_writes":
+            row["setting"] = "off"
+    host.save()
+    findings = {f["id"]: f for f in services.findings(host)}
+    assert findings["full_page_writes_off_not_zfs"]["severity"] == "critical"
