@@ -15,6 +15,8 @@ from __future__ import annotations
 import bisect
 from datetime import timedelta
 
+from django.utils import timezone
+
 from apps.benchmarks import commands
 from apps.benchmarks.models import Benchmark
 from apps.ops import remote_jobs
@@ -25,6 +27,7 @@ from apps.remote.facts import pgbench as facts
 KIND = "benchmarks.run"
 PGBENCH, SAMPLER, INIT = "pgbench", "meminfo", "init"
 FAILURE_TAIL = 1500  # characters of stderr kept in a failure
+OVERRUN_GRACE = 60  # seconds past -T before a run counts as stuck
 
 
 def prepare(ctx: StepContext) -> Next | Wait | Fail:
@@ -68,11 +71,31 @@ def poll(ctx: StepContext) -> Next | Wait:
     _store_series(ctx, bench)
     points = ctx.state.get("points") or []
     if status.state == "running":
+        if late := _overrun(status, bench.parameters["duration"]):
+            return _give_up(ctx, late, bench.parameters["duration"])
         elapsed = points[-1][0] if points else 0
         tps = f"{points[-1][1]:.0f} tps" if points else "starting"
         ctx.progress(min(99, int(100 * elapsed / bench.parameters["duration"])), tps)
         return Wait(1, message=tps)
     return Next("collect", f"pgbench ended ({status.state})", progress=99)
+
+
+def _overrun(status, duration: int) -> float | None:
+    """Seconds past -T once that is clearly too long. pgbench ends a run between
+    transactions, so clients stuck inside one (storage that stopped answering)
+    keep it running for ever; polling must not."""
+    if status.started_at is None:
+        return None
+    late = (timezone.now() - status.started_at).total_seconds() - duration
+    return late if late > max(OVERRUN_GRACE, duration / 2) else None
+
+
+def _give_up(ctx: StepContext, late: float, duration: int) -> Fail:
+    for unit in (PGBENCH, SAMPLER):
+        detached.stop(ctx.runner(), remote_jobs.unit_for(ctx, unit), ctx.host.work_dir)
+    return Fail(f"pgbench was still running {late:.0f} s after its {duration} s: its clients "
+                "are stuck inside transactions (storage not answering fsync?). It was "
+                f"stopped. Its last output:\n{_stderr_tail(ctx, PGBENCH)}", code="pgbench_stuck")
 
 
 def collect(ctx: StepContext) -> Done | Fail:

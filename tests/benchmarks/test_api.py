@@ -174,3 +174,20 @@ def test_a_run_records_the_profile_version_in_force(api, delivered, db_host):
     Assignment.objects.create(host=db_host, profile=safe, applied_version=safe.current)
     labelled = post(api, db_host, clients=1).json()["profile_version_label"]
     assert labelled == f"OLTP on ZFS (safe) v{safe.current.number}"
+
+
+def test_a_run_long_past_its_duration_counts_as_stuck():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.benchmarks.steps import _overrun
+    from apps.remote.detached import UnitStatus
+
+    def started(seconds_ago: int) -> UnitStatus:
+        return UnitStatus("running", started_at=timezone.now() - timedelta(seconds=seconds_ago))
+
+    assert _overrun(started(80), duration=30) is None  # 50 s late: within the grace
+    assert _overrun(started(100), duration=30) == pytest.approx(70, abs=2)
+    assert _overrun(started(800), duration=600) is None  # half the duration as grace
+    assert _overrun(UnitStatus("running"), duration=30) is None
