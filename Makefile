@@ -7,13 +7,17 @@ PY := $(VENV)/bin/python
 # PostgreSQL 15 with pgbench, Redis, and Chromium for the browser tests.
 DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium
 
-.PHONY: run test deps debs venv lint fleet-up fleet-down clean
+.PHONY: run test bench deps debs venv lint fleet-up fleet-down clean
 
 run: deps
 	$(PY) -m apps.demo
 
 test: deps
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Figures, not a test: "OLTP on ZFS (safe)" before/after on a fresh test host.
+bench: deps
+	$(PY) -m tests.bench.oltp_safe --override postgres.shared_buffers=128MB $(BENCH_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
