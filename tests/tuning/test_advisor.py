@@ -26,7 +26,7 @@ def only(facts: dict, rule: str, acknowledged: frozenset[str] = frozenset()) -> 
 
 
 def test_every_rule_is_registered_once_and_every_finding_cites_a_source():
-    assert len(set(advisor.rule_ids())) == len(advisor.rule_ids()) == 21
+    assert len(set(advisor.rule_ids())) == len(advisor.rule_ids()) == 22
     facts = hosts.openzfs("2.2.0")
     set_prop(facts, DATA, "sync", "disabled")
     known = {v for k, v in vars(sources).items() if k.isupper()}
@@ -232,3 +232,18 @@ def test_desired_settings_stage_findings():
     acknowledged = advise(facts, builtin("oltp-bounded-loss").settings,
                           frozenset({"bounded_loss"}))
     assert "bounded_loss_unacknowledged" not in {f.id for f in acknowledged}
+
+
+def test_zfs_fuse_with_large_shared_buffers():
+    facts = hosts.fuse()
+    set_setting(facts, "shared_buffers", str(128 * 1024 * 1024 // 8192))
+    assert "zfs_fuse_large_shared_buffers" not in ids(facts)
+    set_setting(facts, "shared_buffers", str(256 * 1024 * 1024 // 8192))
+    assert only(facts, "zfs_fuse_large_shared_buffers")[0].severity == "warning"
+    facts = hosts.openzfs()  # 16GB of shared_buffers on OpenZFS is no such case
+    assert "zfs_fuse_large_shared_buffers" not in ids(facts)
+
+
+def test_the_safe_profile_on_zfs_fuse_is_warned_about():
+    found = {f.id: f for f in advise(hosts.fuse(), builtin("oltp-safe").settings)}
+    assert found["zfs_fuse_large_shared_buffers"].stage == "introduced"

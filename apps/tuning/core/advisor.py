@@ -34,7 +34,7 @@ RELATED: dict[tuple[str, str], tuple[str, ...]] = {
     ("postgres", "wal_sync_method"): ("volatile_write_cache_sync_method",),
     ("module", "zfs_arc_max"): ("arc_plus_shared_buffers",),
     ("postgres", "shared_buffers"): ("arc_plus_shared_buffers", "shared_buffers_over_40pct",
-                                     "wal_level_minimal_copy"),
+                                     "wal_level_minimal_copy", "zfs_fuse_large_shared_buffers"),
     ("postgres", "wal_level"): ("wal_level_minimal_copy",),
     ("sysctl", "vm.dirty_bytes"): ("dirty_limit_large", "dirty_background_missing"),
     ("sysctl", "vm.dirty_ratio"): ("dirty_limit_large", "dirty_background_missing"),

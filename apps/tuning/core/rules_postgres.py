@@ -156,7 +156,30 @@ def data_checksums_off(ctx: Context) -> list[Finding]:
     ) for c in r.clusters(ctx.facts) if c.get("data_checksums") is False]
 
 
+# PoZoL's own test fleet: pgbench against shared_buffers of 256MB or more stalled
+# the zfs-fuse daemon every time (a backend's fdatasync stuck in FUSE, every
+# zfs-fuse thread in a futex wait); 128MB never did.
+ZFS_FUSE_SAFE_BUFFERS = 128 * MiB
+
+
+def zfs_fuse_large_shared_buffers(ctx: Context) -> list[Finding]:
+    zfs = ctx.facts.get("zfs") or {}
+    if zfs.get("dialect") != "zfs-fuse":
+        return []
+    return [Finding(
+        "zfs_fuse_large_shared_buffers", "warning", "zfs-fuse stalls with large shared_buffers",
+        f"shared_buffers {gib(size)} on zfs-fuse ({c['data_dir']})",
+        "Under a write load with shared_buffers of 256MB or more, the zfs-fuse daemon stopped"
+        " answering fsync: transactions hung until the daemon was killed.",
+        "Keep shared_buffers at 128MB on zfs-fuse, or move the data to OpenZFS.",
+        src.POZOL_FLEET,
+        subject=c["data_dir"],
+    ) for c in ctx.clusters()
+        if (size := r.setting_bytes(c, "shared_buffers") or 0) > ZFS_FUSE_SAFE_BUFFERS]
+
+
 RULES: tuple[tuple[str, Rule], ...] = (
+    ("zfs_fuse_large_shared_buffers", zfs_fuse_large_shared_buffers),
     ("full_page_writes_off_not_zfs", full_page_writes_off_not_zfs),
     ("arc_plus_shared_buffers", arc_plus_shared_buffers),
     ("shared_buffers_over_40pct", shared_buffers_over_40pct),

@@ -17,4 +17,6 @@ OPENZFS_15526 = (
     "openzfs/zfs#15526 'some copied files are corrupted' and #15933 — OpenZFS issue tracker"
 )
 OPENZFS_MODULE = "zfs(4) module parameters — OpenZFS man page"
+POZOL_FLEET = ("PoZoL test fleet: zfs-fuse 0.7.0 (Debian 12) with PostgreSQL 15 under pgbench,"
+               " 2026 (our own measurement)")
 PGTUNE = "PGTune (le0pard/pgtune) configurationSlice.js — Alexey Vasiliev"
