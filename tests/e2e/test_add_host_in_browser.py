@@ -76,3 +76,66 @@ def test_add_a_host_by_api_and_see_it_in_the_browser(live_server, worker, operat
         assert "e2e-db" in page.locator("#hosts").inner_text()
         assert page.locator("#hosts .badge.good", has_text="reachable").count() == 1
         browser.close()
+
+
+def wait_for(url: str, token: str, worker: Worker) -> dict:
+    deadline = time.monotonic() + 120
+    while (operation := call(url, token))["status"] not in {"succeeded", "failed"}:
+        assert time.monotonic() < deadline, f"operation did not finish: {operation}"
+        time.sleep(0.5)
+    assert operation["status"] == "succeeded", (operation, worker.output()[-3000:])
+    return operation
+
+
+def test_tune_a_host_through_the_api_and_read_the_plan_in_the_browser(
+        live_server, worker, operator, fleet_hosts):
+    from tests.integration.conftest import run_on
+
+    fleet_host = fleet_hosts[0]
+    data = fleet_host.pg_data_dataset
+    atime = run_on(fleet_host, f"zfs get -Hp -o value atime {data}").strip()
+    _, token = ApiToken.objects.issue(operator, "e2e")
+    api = f"{live_server.url}/api"
+    host = call(f"{api}/hosts/", token, {
+        "name": "tuned", "address": fleet_host.address, "port": fleet_host.port,
+        "user": fleet_host.user, "work_dir": fleet_host.work_dir,
+        "private_key": Path(fleet_host.private_key_path).read_text(),
+        "expected_fingerprint": fleet_host.host_key_fingerprint})
+    wait_for(f"{api}/operations/{host['operation']['id']}/", token, worker)
+
+    profile = call(f"{api}/profiles/", token, {"name": "E2E", "settings": {
+        "zfs": {"data": {"atime": "off" if atime == "on" else "on"}},
+        "postgres": {"full_page_writes": "off", "wal_buffers": "8MB"}}})
+    request = urllib.request.Request(
+        f"{api}/hosts/{host['id']}/profile/", method="PUT",
+        data=json.dumps({"profile": profile["id"]}).encode(),
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=30).close()
+    plan = call(f"{api}/hosts/{host['id']}/plan/", token, {})
+    assert plan["needs_restart"] == ["wal_buffers"] and len(plan["changes"]) == 3
+
+    applying = call(f"{api}/plans/{plan['id']}/apply/", token, {"allow_restart": False})
+    wait_for(f"{api}/operations/{applying['id']}/", token, worker)
+    statuses = {c["key"]: c["status"] for c in call(f"{api}/plans/{plan['id']}/", token)
+                ["changes"]}
+    assert statuses == {"atime": "applied", "full_page_writes": "applied",
+                        "wal_buffers": "awaiting_restart"}
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
+                                             args=CHROMIUM_FLAGS)
+        page = browser.new_page()
+        page.goto(f"{live_server.url}/login/")
+        page.fill("input[name=username]", operator.username)
+        page.fill("input[name=password]", "pw-olga-123")
+        page.click("button:has-text('Sign in')")
+        page.goto(f"{live_server.url}/tuning/plans/{plan['id']}/")
+        changes = page.locator("#changes").inner_text()
+        assert "waits for a restart" in changes and "full_page_writes" in changes
+        assert page.locator("#rollback").count() == 1
+        page.screenshot(path=str(ARTIFACTS / "plan-page.png"), full_page=True)
+        browser.close()
+
+    back = call(f"{api}/plans/{plan['id']}/rollback/", token, {})
+    wait_for(f"{api}/operations/{back['operation']['id']}/", token, worker)
+    assert run_on(fleet_host, f"zfs get -Hp -o value atime {data}").strip() == atime

@@ -76,7 +76,7 @@ def test_zfs_fuse_plan_details():
     assert zfs["logbias"].findings == ("logbias_throughput_no_slog",)
     # shared_buffers: RAM/4 rounded down to whole MB, compared in 8kB pages
     assert pg["shared_buffers"].desired == f"{facts['mem_total'] // 4 // 2**20}MB"
-    assert pg["shared_buffers"].current == "16384" and pg["shared_buffers"].method == "pg_restart"
+    assert pg["shared_buffers"].current == "128MB" and pg["shared_buffers"].method == "pg_restart"
     assert pg["full_page_writes"].method == "pg_reload" and pg["wal_buffers"].desired == "16MB"
     assert p.needs_restart == ("shared_buffers", "wal_buffers")
     assert p.requires_acknowledgement == ()
@@ -122,7 +122,7 @@ def test_openzfs_22_values_that_already_match_are_skipped():
     pg = by_key(p, "postgres")
     # fixture: full_page_writes, wal_init_zero and wal_recycle are already off
     assert not {"full_page_writes", "wal_init_zero", "wal_recycle"} & set(pg)
-    assert pg["shared_buffers"].current == "2097152"  # 16GB now; RAM/4 wanted
+    assert pg["shared_buffers"].current == "16GB"  # RAM/4 wanted
 
 
 def test_openzfs_22_second_plan_after_applying_is_empty():
@@ -171,10 +171,10 @@ def test_postgres_contexts_decide_the_method():
         "checkpoint_timeout": "15min", "no_such_setting": "1"}})
     changes = by_key(plan(facts, custom), "postgres")
     assert changes["max_connections"].method == "pg_restart"
-    assert changes["work_mem"].method == "pg_reload" and changes["work_mem"].current == "65536"
+    assert changes["work_mem"].method == "pg_reload" and changes["work_mem"].current == "64MB"
     assert not changes["data_checksums"].supported
     assert "pg_checksums" in changes["data_checksums"].reason
-    assert changes["checkpoint_timeout"].current == "300"
+    assert changes["checkpoint_timeout"].current == "300s"
     assert "has no setting no_such_setting" in changes["no_such_setting"].reason
     same = ProfileSettings.from_dict({"postgres": {"checkpoint_timeout": "5min",
                                                    "work_mem": "64MB"}})

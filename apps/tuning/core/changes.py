@@ -245,7 +245,7 @@ def _pg_change(cluster: dict, key: str, expression: str, variables: Variables | 
             error = str(failure)
     if not error and row is not None and pgvalues.same(row, desired):
         return None
-    current = row["setting"] if row else None
+    current = pgvalues.shown(row) if row else None
     error = error or _pg_refusal(cluster, key, desired, row)
     method = (pgvalues.method_of(row) if row else None) or "pg_reload"
     note = {"pg_restart": "takes effect at the next restart",

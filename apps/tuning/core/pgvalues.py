@@ -35,6 +35,15 @@ def desired_text(value: int | str, row: dict) -> str:
     return format_pg_size(max(size, value - value % step))
 
 
+def shown(row: dict) -> str:
+    """A pg_settings row's value as an operator reads it: 512 x 8kB is 4MB."""
+    setting, unit = row["setting"], row.get("unit")
+    size = unit_bytes(unit)
+    if size is not None and setting.lstrip("-").isdigit() and int(setting) >= 0:
+        return format_pg_size(int(setting) * size)
+    return f"{setting}{unit}" if unit in _TIME_UNITS else setting
+
+
 def in_setting_form(text: str, row: dict) -> str | None:
     """text as pg_settings.setting would show it for this row; None if it cannot be read."""
     vartype, unit = row.get("vartype"), row.get("unit")
