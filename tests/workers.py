@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from django.conf import settings
@@ -23,8 +22,9 @@ def test_database_url() -> str:
 
 
 class Worker:
-    def __init__(self, app: str, name: str, **env: str) -> None:
-        self.log = Path(tempfile.mkstemp(prefix=f"pozol-{name}-", suffix=".log")[1])
+    def __init__(self, app: str, name: str, log_dir: Path, **env: str) -> None:
+        # Under the test's tmp_path: pytest keeps the last few runs' and prunes the rest.
+        self.log = log_dir / f"worker-{name}.log"
         environment = {**os.environ, "POZOL_DATABASE_URL": test_database_url(),
                        "POZOL_REDIS_URL": settings.CELERY_BROKER_URL,
                        "DJANGO_SETTINGS_MODULE": "tests.django_settings", **env}

@@ -31,8 +31,8 @@ def call(url: str, token: str, body: dict | None = None) -> dict:
 
 
 @pytest.fixture
-def worker():
-    worker = Worker("pozol", "e2e")
+def worker(tmp_path):
+    worker = Worker("pozol", "e2e", tmp_path)
     yield worker
     worker.stop()
 

@@ -26,7 +26,7 @@ def wait_until(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_a_killed_worker_is_survived(fleet_hosts, settings):
+def test_a_killed_worker_is_survived(fleet_hosts, settings, tmp_path):
     settings.POZOL = {**settings.POZOL, "OPERATION_LEASE": int(LEASE)}
     host = register(fleet_hosts[0], expected_fingerprint="", trust_on_first_use=True)
     host.operations.all().delete()  # this test is about its own operation only
@@ -34,7 +34,7 @@ def test_a_killed_worker_is_survived(fleet_hosts, settings):
     host.host_key = fleet_hosts[0].host_public_key
     host.save()
 
-    doomed = Worker("tests.worker_app", "doomed", POZOL_OPERATION_LEASE=LEASE)
+    doomed = Worker("tests.worker_app", "doomed", tmp_path, POZOL_OPERATION_LEASE=LEASE)
     try:
         operation = engine.start("test.remote_sleep", host=host)
         wait_until(lambda: Operation.objects.get(pk=operation.pk).lease_owner, 30,
@@ -45,7 +45,7 @@ def test_a_killed_worker_is_survived(fleet_hosts, settings):
         doomed.stop()
     assert Operation.objects.get(pk=operation.pk).status == "running"
 
-    rescuer = Worker("tests.worker_app", "rescuer", POZOL_OPERATION_LEASE=LEASE)
+    rescuer = Worker("tests.worker_app", "rescuer", tmp_path, POZOL_OPERATION_LEASE=LEASE)
     try:
         time.sleep(int(LEASE) + 0.5)
         swept = wait_until(lambda: engine.sweep(), 30, "the sweeper to find the lost step")
