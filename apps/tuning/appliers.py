@@ -109,8 +109,9 @@ def persist_module(run: Runner, name: str, value: str | None) -> None:
 
 # ---- PostgreSQL settings -----------------------------------------------------------
 
-_READ_SETTING = ("select setting, coalesce(unit, ''), source, coalesce(sourcefile, ''), "
-                 "pending_restart from pg_settings where name = :'name';\n")
+_READ_SETTING = ("select setting, coalesce(unit, ''), vartype, source, "
+                 "coalesce(sourcefile, ''), pending_restart from pg_settings "
+                 "where name = :'name';\n")
 _SHOW = "show :\"name\";\n"
 _ALTER = "alter system set :\"name\" = :'value';\nselect pg_reload_conf();\n"
 _RESET = "alter system reset :\"name\";\nselect pg_reload_conf();\n"
@@ -121,9 +122,10 @@ def read_pg(run: Runner, cluster: Cluster, name: str) -> dict:
     row = run(cluster.psql(name=name), stdin=_READ_SETTING.encode()).stdout.strip()
     if not row:
         raise c.InvalidValue("PostgreSQL setting", name, "this server has no such setting")
-    setting, unit, source, sourcefile, pending = row.split("\t")
+    setting, unit, vartype, source, sourcefile, pending = row.split("\t")
     shown = run(cluster.psql(name=name), stdin=_SHOW.encode()).stdout.strip()
-    return {"value": shown, "setting": setting, "unit": unit, "source": source,
+    return {"value": shown, "setting": setting, "unit": unit, "vartype": vartype,
+            "source": source,
             "from_auto_conf": sourcefile.endswith("postgresql.auto.conf"),
             "pending_restart": pending == "t"}
 

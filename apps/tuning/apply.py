@@ -16,7 +16,8 @@ from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote.commands import InvalidValue
 from apps.remote.errors import RemoteError
 from apps.tuning import appliers
-from apps.tuning.matching import reads_as
+from apps.tuning.core import pgvalues
+from apps.tuning.core.changes import zfs_same
 from apps.tuning.models import Plan, PlanChange
 
 Status = PlanChange.Status
@@ -190,6 +191,16 @@ def _write(run, change: PlanChange) -> None:
             appliers.reset_pg(run, cluster, change.key)
         else:
             appliers.write_pg(run, cluster, change.key, change.desired)
+
+
+def reads_as(change: PlanChange, after: dict) -> bool:
+    """Whether the host now reports the change's desired value, compared as the
+    planner compares (16K is 16384; 1GB is 131072 pages of 8kB)."""
+    if change.layer == "postgres":
+        return pgvalues.same(after, change.desired)
+    if change.layer == "zfs":
+        return zfs_same(change.key, after["value"], change.desired)
+    return after["value"].strip() == change.desired.strip()
 
 
 def _slug(path: str) -> str:
