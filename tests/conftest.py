@@ -8,12 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
-from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.accounts.models import ApiToken
 from apps.ops import engine
-from apps.ops.models import Operation
+from tests.driving import drive
 
 TEST_FLEET_SUBNET = "127.0.88"
 
@@ -40,21 +39,25 @@ def delivered(monkeypatch) -> list[int]:
     return sent
 
 
-def drive(operation: Operation, *, limit: int = 50) -> Operation:
-    """Run an operation's steps in this process until it ends (waits are skipped)."""
-    for _ in range(limit):
-        operation.refresh_from_db()
-        if not operation.is_active:
-            return operation
-        Operation.objects.filter(pk=operation.pk, wake_at__isnull=False).update(
-            wake_at=timezone.now())
-        engine.run_step(operation.pk, owner="test-driver")
-    raise AssertionError(f"operation {operation} did not end in {limit} steps")
-
-
 @pytest.fixture
 def drive_operation(delivered):
     return drive
+
+
+@pytest.fixture
+def replayed_host(db):
+    """A host whose facts were recorded from a replayed real zfs-fuse discovery."""
+    from apps.fleet.discovery import record_facts
+    from apps.fleet.models import Host
+    from apps.remote.discovery import discover
+    from tests.remote.fixtures.hosts import replay_transcript
+
+    host = Host(name="db1", address="127.0.0.9", credential_kind="pasted",
+                host_key_state=Host.KeyState.PINNED)
+    host.set_private_key("unused")
+    host.save()
+    record_facts(host, discover(replay_transcript()).to_dict())
+    return host
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import time
 from pathlib import Path
 
 SUBNET = "127.0.97"
@@ -98,18 +97,9 @@ def _run(benchmarks, host, params):
 
 
 def _finish(operation) -> None:
-    """Drive an operation in this process, sleeping while it waits on the host."""
-    from django.utils import timezone
+    from tests.driving import drive
 
-    from apps.ops import engine
-
-    while True:
-        operation.refresh_from_db()
-        if not operation.is_active:
-            break
-        if operation.wake_at and operation.wake_at > timezone.now():
-            time.sleep((operation.wake_at - timezone.now()).total_seconds())
-        engine.run_step(operation.pk, owner="bench")
+    operation = drive(operation, limit=100_000, pause=0.5)
     if operation.status != "succeeded":
         raise SystemExit(f"{operation.kind} failed: {operation.error}")
 

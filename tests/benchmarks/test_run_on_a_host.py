@@ -3,15 +3,12 @@ poll progress, sample meminfo, read WAL, collect; then a second run and a
 validation between the two. Figures are printed (run with -s to see them)."""
 
 import re
-import time
 
 import pytest
-from django.utils import timezone
 
 from apps.benchmarks import services
-from apps.ops import engine
 from apps.ops.models import Operation
-from tests.conftest import drive
+from tests.driving import drive
 from tests.integration.conftest import fresh_ssh_pool, register, run_on  # noqa: F401
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
@@ -19,18 +16,10 @@ pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 PARAMS = {"clients": 2, "threads": 1, "duration": 5, "init": True, "scale": 1}
 
 
-def drive_in_real_time(operation: Operation, *, limit: int = 400) -> Operation:
-    """Like tests.conftest.drive, but polling at most twice a second, as a worker would
-    about once a second: the run takes its real time on the host."""
-    for _ in range(limit):
-        operation.refresh_from_db()
-        if not operation.is_active:
-            return operation
-        Operation.objects.filter(pk=operation.pk, wake_at__isnull=False).update(
-            wake_at=timezone.now())
-        engine.run_step(operation.pk, owner="test-driver")
-        time.sleep(0.5)
-    raise AssertionError(f"operation {operation} did not end in {limit} steps")
+def drive_in_real_time(operation: Operation) -> Operation:
+    """Polling about twice a second, as a worker would once a second: the run
+    takes its real time on the host."""
+    return drive(operation, limit=400, pause=0.5)
 
 
 def printed_tps(fleet_host, host, operation) -> float:

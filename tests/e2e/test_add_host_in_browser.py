@@ -30,6 +30,18 @@ def call(url: str, token: str, body: dict | None = None) -> dict:
         return json.load(response)
 
 
+def signed_in(playwright, url: str, operator):
+    """Debian's Chromium, headless, signed in as the operator persona."""
+    browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
+                                         args=CHROMIUM_FLAGS)
+    page = browser.new_page()
+    page.goto(f"{url}/login/")
+    page.fill("input[name=username]", operator.username)
+    page.fill("input[name=password]", "pw-olga-123")
+    page.click("button:has-text('Sign in')")
+    return browser, page
+
+
 @pytest.fixture
 def worker(tmp_path):
     worker = Worker("pozol", "e2e", tmp_path)
@@ -58,13 +70,7 @@ def test_add_a_host_by_api_and_see_it_in_the_browser(live_server, worker, operat
     data = host.datasets.get(name=fleet_host.pg_data_dataset)
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                             args=CHROMIUM_FLAGS)
-        page = browser.new_page()
-        page.goto(f"{live_server.url}/login/")
-        page.fill("input[name=username]", operator.username)
-        page.fill("input[name=password]", "pw-olga-123")
-        page.click("button:has-text('Sign in')")
+        browser, page = signed_in(playwright, live_server.url, operator)
         page.goto(f"{live_server.url}/hosts/{host.pk}/")
         row = page.locator("#datasets tr", has_text=fleet_host.pg_data_dataset).first
         row.wait_for()
@@ -122,13 +128,7 @@ def test_tune_a_host_through_the_api_and_read_the_plan_in_the_browser(
                         "wal_buffers": "awaiting_restart"}
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                             args=CHROMIUM_FLAGS)
-        page = browser.new_page()
-        page.goto(f"{live_server.url}/login/")
-        page.fill("input[name=username]", operator.username)
-        page.fill("input[name=password]", "pw-olga-123")
-        page.click("button:has-text('Sign in')")
+        browser, page = signed_in(playwright, live_server.url, operator)
         page.goto(f"{live_server.url}/tuning/plans/{plan['id']}/")
         changes = page.locator("#changes").inner_text()
         assert "waits for a restart" in changes and "full_page_writes" in changes

@@ -4,7 +4,7 @@ import pytest
 
 from apps.fleet import services
 from apps.ops.models import Operation
-from tests.conftest import drive
+from tests.driving import drive
 from tests.integration.conftest import register, run_on
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]

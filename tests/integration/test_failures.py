@@ -6,7 +6,7 @@ from apps.fleet import services
 from apps.fleet.models import Alert, Host
 from apps.ops.models import Operation
 from apps.remote.keys import generate_keypair, public_line_of
-from tests.conftest import drive
+from tests.driving import drive
 from tests.integration.conftest import register
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]

@@ -9,7 +9,7 @@ import pytest
 
 from apps.fleet import services
 from apps.remote.keys import fingerprint
-from tests.conftest import drive
+from tests.driving import drive
 from tests.remote.sshd import running_sshd
 
 pytestmark = [pytest.mark.ssh, pytest.mark.django_db(transaction=True)]

@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from apps.ops import engine
 from apps.ops.models import Operation
-from tests.conftest import drive
+from tests.driving import drive
 from tests.integration.conftest import register, run_on
 from tests.ops import kinds  # noqa: F401  registers test.detached_sleep
 

@@ -11,7 +11,7 @@ import pytest
 from apps.fleet import services as fleet
 from apps.tuning import services
 from apps.tuning.models import Plan, PlanChange, Profile
-from tests.conftest import drive
+from tests.driving import drive
 from tests.integration.conftest import register, run_on
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]

@@ -4,12 +4,8 @@ in tests/integration/test_tuning.py)."""
 
 import pytest
 
-from apps.fleet.discovery import record_facts
-from apps.fleet.models import Host
 from apps.ops.models import Operation
-from apps.remote.discovery import discover
 from apps.tuning.models import Plan, Profile
-from tests.remote.fixtures.hosts import replay_transcript
 
 pytestmark = pytest.mark.django_db
 
@@ -18,13 +14,8 @@ SETTINGS = {"zfs": {"data": {"atime": "off"}, "wal": {}}, "module": {}, "sysctl"
 
 
 @pytest.fixture
-def host() -> Host:
-    host = Host(name="db1", address="127.0.0.9", credential_kind="pasted",
-                host_key_state=Host.KeyState.PINNED)
-    host.set_private_key("unused")
-    host.save()
-    record_facts(host, discover(replay_transcript()).to_dict())
-    return host
+def host(replayed_host):
+    return replayed_host
 
 
 def builtin(slug: str) -> Profile:
