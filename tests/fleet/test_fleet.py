@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.fleet import Host, down, status, up
+from tests.fleet.client import ssh
 from tests.fleet.conftest import fresh_state_dir
 from tests.fleet.model import PROCESSES, Layout, Record
 from tests.fleet.procs import Proc, cmdline, identify, pid_namespace
@@ -39,19 +40,6 @@ def hosts(state_dir: Path) -> list[Host]:
     return up(2, state_dir=state_dir, subnet=SUBNET)
 
 
-def ssh(host: Host, command: str, tmp_path: Path) -> str:
-    """Run command on host through the ssh client, trusting only its pinned key."""
-    known_hosts = tmp_path / f"known_hosts_{host.name}"
-    known_hosts.write_text(f"{host.address} {host.host_public_key}\n")
-    argv = [
-        "ssh", "-F", "/dev/null", "-i", host.private_key_path, "-p", str(host.port),
-        "-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
-        "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
-        "-o", "ConnectTimeout=10", f"{host.user}@{host.address}", command,
-    ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, f"{command!r} on {host.name}: {done.stderr}"
-    return done.stdout
 
 
 def test_hosts_have_their_own_addresses_and_keys(hosts: list[Host]) -> None:
@@ -67,10 +55,10 @@ def test_each_host_sees_only_its_own_pool(hosts: list[Host], tmp_path: Path) -> 
     guids = set()
     for host in hosts:
         # zpool get has no -H on zfs-fuse; zpool list -H works on both dialects.
-        pools = ssh(host, "zpool list -H -o name,guid", tmp_path).splitlines()
+        pools = ssh(host, "zpool list -H -o name,guid").splitlines()
         assert [line.split("\t")[0] for line in pools] == ["tank"]
         guids.add(pools[0].split("\t")[1])
-        mountpoint = ssh(host, "zfs get -H -o value mountpoint tank", tmp_path).strip()
+        mountpoint = ssh(host, "zfs get -H -o value mountpoint tank").strip()
         assert mountpoint.startswith(str(Path(host.work_dir).parent) + "/")
     assert len(guids) == 2
 
@@ -84,7 +72,7 @@ def test_machine_mounts_nothing_of_the_fleet(state_dir: Path, hosts: list[Host])
 def test_datasets_keep_stock_zfs_defaults(hosts: list[Host], tmp_path: Path) -> None:
     for host in hosts:
         out = ssh(
-            host, f"zfs get -Hp recordsize,compression,atime {host.pg_data_dataset}", tmp_path
+            host, f"zfs get -Hp recordsize,compression,atime {host.pg_data_dataset}"
         )
         values = {line.split("\t")[1]: line.split("\t")[2] for line in out.splitlines()}
         assert values == {"recordsize": "131072", "compression": "off", "atime": "on"}
@@ -102,14 +90,14 @@ def _count_accounts(host: Host, tmp_path: Path) -> str:
         "-Atc", "select count(*) from pgbench_accounts",
     ]  # fmt: skip
     # cd /: the postgres user may not enter root's home, where ssh starts.
-    return ssh(host, "cd / && " + shlex.join(psql), tmp_path).strip()
+    return ssh(host, "cd / && " + shlex.join(psql)).strip()
 
 
 def test_each_host_sees_only_its_own_processes(hosts: list[Host], tmp_path: Path) -> None:
     # What the product's discovery does: ps over ssh, then /proc/PID/cwd of
     # each postmaster. A real server lists only its own processes.
     for host, other in ((hosts[0], hosts[1]), (hosts[1], hosts[0])):
-        lines = ssh(host, "ps -eo pid,args", tmp_path).splitlines()[1:]
+        lines = ssh(host, "ps -eo pid,args").splitlines()[1:]
         # Visible from the machine, so the checks below are not vacuous.
         assert _machine_pids_with(_host_dir(other))
         assert [line for line in lines if _host_dir(other) in line] == []
@@ -119,9 +107,9 @@ def test_each_host_sees_only_its_own_processes(hosts: list[Host], tmp_path: Path
         # PID 1 is the host's namespace holder, as init would be on a server.
         assert _host_dir(host) in next(line for line in lines if line.split()[0] == "1")
         inner_pid = postmasters[0].split()[0]
-        cwd = ssh(host, f"readlink /proc/{inner_pid}/cwd", tmp_path).strip()
+        cwd = ssh(host, f"readlink /proc/{inner_pid}/cwd").strip()
         assert cwd == host.pg_data_dir
-        pids = ssh(host, "ls /proc", tmp_path).split()
+        pids = ssh(host, "ls /proc").split()
         assert 5 < len([p for p in pids if p.isdigit()]) < 40
 
 
@@ -138,9 +126,9 @@ def _machine_pids_with(text: str) -> list[int]:
 
 def test_wal_lives_on_its_own_dataset(hosts: list[Host], tmp_path: Path) -> None:
     for host in hosts:
-        link = ssh(host, f"readlink {shlex.quote(host.pg_data_dir)}/pg_wal", tmp_path).strip()
+        link = ssh(host, f"readlink {shlex.quote(host.pg_data_dir)}/pg_wal").strip()
         assert link == host.pg_wal_dir
-        dataset = ssh(host, f"df --output=source {shlex.quote(link)} | tail -1", tmp_path)
+        dataset = ssh(host, f"df --output=source {shlex.quote(link)} | tail -1")
         assert dataset.strip() == host.pg_wal_dataset
 
 
@@ -171,7 +159,7 @@ def test_killing_a_holder_ends_its_host_and_up_rebuilds_it(
     assert all(s.up for s in status(state_dir))
     assert _record_dict(state_dir / "host1") == host1_before
     assert _count_accounts(again[1], tmp_path) == "100000"
-    lines = ssh(again[1], "ps -eo pid,args", tmp_path).splitlines()
+    lines = ssh(again[1], "ps -eo pid,args").splitlines()
     assert [line for line in lines if f"postgres -D {again[1].pg_data_dir}" in line]
 
 

@@ -13,7 +13,6 @@ the tests that need it are then skipped, and one checks the host lacks it too.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.fleet import Host, down, up
+from tests.fleet.client import ssh
 from tests.fleet.conftest import fresh_state_dir
 from tests.fleet.preflight import PRIVATE_ETC_DIRS
 
@@ -64,29 +64,14 @@ def hosts(state_dir: Path) -> list[Host]:
     return up(2, state_dir=state_dir, subnet=SUBNET)
 
 
-def ssh(host: Host, command: str, tmp_path: Path, stdin: str = "") -> str:
-    """Run command on host through the ssh client, trusting only its pinned key."""
-    known_hosts = tmp_path / f"known_hosts_{host.name}"
-    known_hosts.write_text(f"{host.address} {host.host_public_key}\n")
-    argv = [
-        "ssh", "-F", "/dev/null", "-i", host.private_key_path, "-p", str(host.port),
-        "-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
-        "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
-        "-o", "ConnectTimeout=10", f"{host.user}@{host.address}", command,
-    ]  # fmt: skip
-    done = subprocess.run(
-        argv, input=stdin, capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, f"{command!r} on {host.name}: {done.stderr}"
-    return done.stdout
 
 
 def _host_mount_points(host: Host, tmp_path: Path) -> list[str]:
-    return ssh(host, "cut -d' ' -f5 /proc/self/mountinfo", tmp_path).split()
+    return ssh(host, "cut -d' ' -f5 /proc/self/mountinfo").split()
 
 
 def _host_listing(host: Host, directory: Path, tmp_path: Path) -> set[str]:
-    return set(ssh(host, f"ls -A {directory}", tmp_path).split())
+    return set(ssh(host, f"ls -A {directory}").split())
 
 
 def _read(path: Path) -> bytes | None:
@@ -132,7 +117,7 @@ def test_a_dir_the_machine_lacks_is_neither_created_nor_mounted(
             assert etc.backing(host) is None
             assert not (state_dir / host.name / "etc" / etc.machine_dir.name).exists()
             assert str(etc.machine_dir) not in mounts
-            ssh(host, f"test ! -e {etc.machine_dir}", tmp_path)
+            ssh(host, f"test ! -e {etc.machine_dir}")
     assert not any(os.path.lexists(d.machine_dir) for d in missing)
 
 
@@ -147,8 +132,8 @@ def test_a_file_written_on_host1_stays_on_host1(
     machine_before = _read(etc.machine_file)
     assert machine_before != etc.content.encode()
     try:
-        ssh(host1, f"cat > {etc.machine_file}", tmp_path, stdin=etc.content)
-        assert ssh(host1, f"cat {etc.machine_file}", tmp_path) == etc.content
+        ssh(host1, f"cat > {etc.machine_file}", stdin=etc.content)
+        assert ssh(host1, f"cat {etc.machine_file}") == etc.content
         backing1 = Path(str(etc.backing(host1)))
         assert (backing1 / etc.file_name).read_text() == etc.content
         # Not in host2's view, nor in its copy.
@@ -157,7 +142,7 @@ def test_a_file_written_on_host1_stays_on_host1(
             assert etc.file_name not in seen_by_host2
             assert not os.path.exists(Path(str(etc.backing(host2))) / etc.file_name)
         else:
-            assert ssh(host2, f"cat {etc.machine_file}", tmp_path).encode() == machine_before
+            assert ssh(host2, f"cat {etc.machine_file}").encode() == machine_before
         # Nor in the machine's own /etc.
         if machine_before is None:
             assert not os.path.exists(etc.machine_file)
@@ -203,7 +188,7 @@ def test_modprobe_d_is_private_on_a_machine_that_has_one(
     backing = Path(str(host.etc_modprobe_dir))
     assert backing == stand_in_state_dir / host.name / "etc" / "modprobe.d"
     assert str(machine_dir) in _host_mount_points(host, tmp_path)
-    ssh(host, f"cat > {machine_dir}/zfs.conf", tmp_path, stdin=MODPROBE_D.content)
+    ssh(host, f"cat > {machine_dir}/zfs.conf", stdin=MODPROBE_D.content)
     assert (backing / "zfs.conf").read_text() == MODPROBE_D.content
     assert sorted(os.listdir(backing)) == ["blacklist.conf", "zfs.conf"]
     assert os.listdir(machine_dir) == ["blacklist.conf"]

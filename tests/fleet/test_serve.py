@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.fleet import Host
+from tests.fleet.client import ssh
 from tests.fleet.conftest import fresh_state_dir
 from tests.fleet.model import Layout, Record
 from tests.fleet.procs import cmdline, identify
@@ -109,19 +110,6 @@ def serve(state_dir: Path, tmp_path: Path) -> Iterator[list[Serve]]:
         run.close()
 
 
-def ssh(host: Host, command: str, tmp_path: Path) -> str:
-    """Run command on host through the ssh client, trusting only its pinned key."""
-    known_hosts = tmp_path / "known_hosts"
-    known_hosts.write_text(f"{host.address} {host.host_public_key}\n")
-    argv = [
-        "ssh", "-F", "/dev/null", "-i", host.private_key_path, "-p", str(host.port),
-        "-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
-        "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
-        "-o", "ConnectTimeout=10", f"{host.user}@{host.address}", command,
-    ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, f"{command!r} on {host.address}: {done.stderr}"
-    return done.stdout
 
 
 def _check_host(host: Host, after: list[str], tmp_path: Path) -> None:
@@ -129,10 +117,10 @@ def _check_host(host: Host, after: list[str], tmp_path: Path) -> None:
     assert host.port == 22
     assert f"host key fingerprint: {host.host_key_fingerprint}" in after
     assert f"client private key: {host.private_key_path}" in after
-    datasets = ssh(host, "zfs list -H -o name", tmp_path).split()
+    datasets = ssh(host, "zfs list -H -o name").split()
     assert datasets == ["tank", "tank/pg", "tank/pg/data", "tank/pg/wal"]
     # The host's own PID namespace: a handful of processes, not the machine's.
-    processes = ssh(host, "ps -e", tmp_path).splitlines()[1:]
+    processes = ssh(host, "ps -e").splitlines()[1:]
     assert 3 < len(processes) < 40, processes
 
 

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from apps.fleet import services
 from apps.fleet.models import Host
-from apps.remote import ssh
+from apps.remote import ssh as product_ssh
+from tests.fleet.client import ssh
 
 
 def run_on(fleet_host, command: str) -> str:
     """Run a command on a test host with OpenSSH, independently of the product's code."""
-    result = subprocess.run(
-        ["ssh", "-i", fleet_host.private_key_path, "-p", str(fleet_host.port),
-         "-o", f"UserKnownHostsFile={fleet_host.known_hosts_path}",
-         "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
-         f"{fleet_host.user}@{fleet_host.address}", command],
-        capture_output=True, text=True, timeout=60, check=True)
-    return result.stdout
+    return ssh(fleet_host, command)
 
 
 def register(fleet_host, **changes) -> Host:
@@ -38,6 +32,6 @@ def register(fleet_host, **changes) -> Host:
 @pytest.fixture(autouse=True)
 def fresh_ssh_pool():
     """Each test starts without pooled connections, as a fresh worker would."""
-    ssh.close_all()
+    product_ssh.close_all()
     yield
-    ssh.close_all()
+    product_ssh.close_all()

@@ -1,0 +1,22 @@
+"""Reaching a test host with OpenSSH, independently of the product's SSH code."""
+
+from __future__ import annotations
+
+import subprocess
+
+from tests.fleet.model import Host
+
+
+def ssh(host: Host, command: str, stdin: str = "", *, check: bool = True) -> str:
+    """Run command on host through the ssh client, trusting only its pinned key."""
+    argv = [
+        "ssh", "-F", "/dev/null", "-i", host.private_key_path, "-p", str(host.port),
+        "-o", f"UserKnownHostsFile={host.known_hosts_path}", "-o", "GlobalKnownHostsFile=/dev/null",
+        "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+        "-o", "ConnectTimeout=10", f"{host.user}@{host.address}", command,
+    ]  # fmt: skip
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60,
+                          check=False)
+    if check:
+        assert done.returncode == 0, f"{command!r} on {host.name}: {done.stderr}"
+    return done.stdout
