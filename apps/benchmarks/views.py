@@ -56,10 +56,14 @@ def run(request, host_pk: int):
         bench = services.run_benchmark(host, cluster, _form_parameters(request.POST),
                                        by=request.user, trigger=Operation.Trigger.UI)
     except ValidationError as exc:
-        for field, problems in exc.message_dict.items():
-            messages.error(request, f"{field}: {' '.join(problems)}")
+        _flash(request, exc)
         return redirect("fleet:host", host.pk)
     return redirect("benchmarks:benchmark", bench.pk)
+
+
+def _flash(request, exc: ValidationError) -> None:
+    for field, problems in exc.message_dict.items():
+        messages.error(request, f"{field}: {' '.join(problems)}")
 
 
 @login_required
@@ -70,8 +74,7 @@ def compare(request, pk: int):
     try:
         validation = services.validate(before, after, request.POST.get("label", ""))
     except ValidationError as exc:
-        for field, problems in exc.message_dict.items():
-            messages.error(request, f"{field}: {' '.join(problems)}")
+        _flash(request, exc)
         return redirect("benchmarks:benchmark", after.pk)
     return redirect("benchmarks:validation", validation.pk)
 
