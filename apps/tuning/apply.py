@@ -65,6 +65,7 @@ def write(ctx: StepContext) -> Next | Fail:
     if change.method == "pg_restart" and after.get("pending_restart"):
         change.status = Status.AWAITING_RESTART
     elif reads_as(change, after):
+        _persist(run, change)
         change.status = Status.APPLIED
     else:
         return _stop(ctx, change, f"wrote {change.desired!r} but the host reads {after['value']!r}")
@@ -177,14 +178,8 @@ def _write(run, change: PlanChange) -> None:
             appliers.write_zfs(run, change.target, change.key, change.desired)
     elif change.layer == "sysctl":
         appliers.write_sysctl(run, change.key, change.desired)
-        if not reset:
-            appliers.persist_sysctl(run, change.key, change.desired)
-        else:  # a restore may write the pair's other member: drop both of our lines
-            for name in filter(None, {change.key, appliers.SYSCTL_PARTNERS.get(change.key)}):
-                appliers.persist_sysctl(run, name, None)
     elif change.layer == "module":
         appliers.write_module(run, change.key, change.desired)
-        appliers.persist_module(run, change.key, None if reset else change.desired)
     else:
         cluster = _cluster(change.plan, change.target)
         if reset:
@@ -201,6 +196,19 @@ def reads_as(change: PlanChange, after: dict) -> bool:
     if change.layer == "zfs":
         return zfs_same(change.key, after["value"], change.desired)
     return after["value"].strip() == change.desired.strip()
+
+
+def _persist(run, change: PlanChange) -> None:
+    """Make a verified live value survive a reboot (zfs and ALTER SYSTEM already do).
+    Only after verification: a value the kernel ignored must not be persisted."""
+    reset = change.action == "reset"
+    if change.layer == "sysctl" and not reset:
+        appliers.persist_sysctl(run, change.key, change.desired)
+    elif change.layer == "sysctl":  # a restore may write the pair's other member
+        for name in filter(None, {change.key, appliers.SYSCTL_PARTNERS.get(change.key)}):
+            appliers.persist_sysctl(run, name, None)
+    elif change.layer == "module":
+        appliers.persist_module(run, change.key, None if reset else change.desired)
 
 
 def _slug(path: str) -> str:
