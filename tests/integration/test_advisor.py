@@ -78,3 +78,34 @@ def test_full_page_writes_off_off_zfs_is_critical(tmp_path, delivered):
     host.save()
     findings = {f["id"]: f for f in services.findings(host)}
     assert findings["full_page_writes_off_not_zfs"]["severity"] == "critical"
+
+
+def test_memory_and_wal_rules_on_a_real_host(fleet_hosts, delivered):
+    """wal_level=minimal with large shared_buffers, and shared_buffers above 40%
+    of RAM, need a restart to show: the test restarts and restarts back. No load
+    runs meanwhile (zfs-fuse stalls under load with large shared_buffers)."""
+    fleet_host = fleet_hosts[1]
+    pg_ctl = (f"runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/pg_ctl "
+              f"-D {fleet_host.pg_data_dir} -m fast -w -l {fleet_host.pg_log_file} restart")
+    ram_mb = int(open("/proc/meminfo").read().split()[1]) // 1024
+    host = register(fleet_host)
+    assert drive(host.operations.get()).status == "succeeded"
+    host.refresh_from_db()
+    assert "dirty_limit_large" in {f["id"] for f in services.findings(host)}  # 20% of RAM
+
+    for setting in ("wal_level = minimal", "max_wal_senders = 0",
+                    f"shared_buffers = '{ram_mb // 2}MB'"):
+        psql(fleet_host, f"alter system set {setting}")
+    try:
+        run_on(fleet_host, pg_ctl)
+        assert drive(fleet.discover(host)).status == "succeeded"
+        host.refresh_from_db()
+        findings = {f["id"]: f for f in services.findings(host)}
+    finally:
+        for setting in ("wal_level", "max_wal_senders", "shared_buffers"):
+            psql(fleet_host, f"alter system reset {setting}")
+        run_on(fleet_host, pg_ctl)
+    assert "PostgreSQL 15" in findings["wal_level_minimal_copy"]["evidence"] + \
+        findings["wal_level_minimal_copy"]["why"]
+    assert "shared_buffers_over_40pct" in findings
+    assert "zfs_fuse_large_shared_buffers" in findings
