@@ -73,8 +73,9 @@ def write(ctx: StepContext) -> Next | Fail:
     ctx.log(f"{change.layer} {change.target} {change.key}: {change.before['value']!r} -> "
             f"{change.after!r} ({change.get_status_display()})")
     ctx.state["queue"].pop(0)
-    done = len(_plan(ctx).changes.exclude(status=Status.PENDING))
-    return Next("read", progress=min(90, 5 + 85 * done // max(1, _plan(ctx).changes.count())))
+    changes = PlanChange.objects.filter(plan_id=change.plan_id)
+    done, total = changes.exclude(status=Status.PENDING).count(), changes.count()
+    return Next("read", progress=min(90, 5 + 85 * done // max(1, total)))
 
 
 def restart(ctx: StepContext) -> Next | Wait | Fail:
