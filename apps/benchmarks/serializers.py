@@ -1,6 +1,14 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.accounts.api_fields import (
+    ModelSerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictPrimaryKeyRelatedField,
+)
 from apps.benchmarks import commands
 from apps.benchmarks.models import Benchmark, Validation
 from apps.benchmarks.services import DEFAULTS, LIMITS
@@ -11,17 +19,17 @@ from apps.ops.serializers import OperationSerializer
 class ParametersSerializer(serializers.Serializer):
     """pgbench parameters; the limits are the service's (apps.benchmarks.services.LIMITS)."""
 
-    database = serializers.CharField(default=DEFAULTS["database"], max_length=63)
-    scale = serializers.IntegerField(default=DEFAULTS["scale"], min_value=LIMITS["scale"][0],
+    database = StrictCharField(default=DEFAULTS["database"], max_length=63)
+    scale = StrictIntegerField(default=DEFAULTS["scale"], min_value=LIMITS["scale"][0],
                                      max_value=LIMITS["scale"][1])
-    init = serializers.BooleanField(
+    init = StrictBooleanField(
         default=DEFAULTS["init"], help_text="Run pgbench -i -s SCALE first (drops the tables).")
-    clients = serializers.IntegerField(default=DEFAULTS["clients"],
+    clients = StrictIntegerField(default=DEFAULTS["clients"],
                                        min_value=LIMITS["clients"][0],
                                        max_value=LIMITS["clients"][1])
-    threads = serializers.IntegerField(default=DEFAULTS["threads"], min_value=1,
+    threads = StrictIntegerField(default=DEFAULTS["threads"], min_value=1,
                                        help_text="At most the number of clients.")
-    duration = serializers.IntegerField(default=DEFAULTS["duration"],
+    duration = StrictIntegerField(default=DEFAULTS["duration"],
                                         min_value=LIMITS["duration"][0],
                                         max_value=LIMITS["duration"][1], help_text="Seconds.")
     mode = serializers.ChoiceField(choices=commands.MODES, default=DEFAULTS["mode"])
@@ -29,51 +37,52 @@ class ParametersSerializer(serializers.Serializer):
 
 
 class BenchmarkCreateSerializer(serializers.Serializer):
-    host = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all())
-    cluster = serializers.PrimaryKeyRelatedField(
+    host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all())
+    cluster = StrictPrimaryKeyRelatedField(
         queryset=PgCluster.objects.all(), required=False, allow_null=True,
         help_text="Optional when the host has one cluster.")
     params = ParametersSerializer(required=False)
-    profile_version_label = serializers.CharField(required=False, allow_blank=True,
+    profile_version_label = StrictCharField(required=False, allow_blank=True,
                                                   max_length=200)
 
 
 class SeriesSerializer(serializers.Serializer):
-    t = serializers.ListField(child=serializers.FloatField(), help_text="Seconds since start.")
-    tps = serializers.ListField(child=serializers.FloatField())
-    latency_ms = serializers.ListField(child=serializers.FloatField(allow_null=True))
-    dirty_bytes = serializers.ListField(child=serializers.IntegerField(allow_null=True))
-    writeback_bytes = serializers.ListField(child=serializers.IntegerField(allow_null=True))
+    t = serializers.ListField(child=StrictFloatField(), help_text="Seconds since start.")
+    tps = serializers.ListField(child=StrictFloatField())
+    latency_ms = serializers.ListField(child=StrictFloatField(allow_null=True))
+    dirty_bytes = serializers.ListField(child=StrictIntegerField(allow_null=True))
+    writeback_bytes = serializers.ListField(child=StrictIntegerField(allow_null=True))
 
 
 class StatementSerializer(serializers.Serializer):
-    statement = serializers.CharField()
-    latency_ms = serializers.FloatField()
+    statement = StrictCharField()
+    latency_ms = StrictFloatField()
 
 
 class SummarySerializer(serializers.Serializer):
-    tps = serializers.FloatField(allow_null=True)
-    latency_avg_ms = serializers.FloatField(allow_null=True)
-    latency_stddev_ms = serializers.FloatField(allow_null=True)
-    failed = serializers.IntegerField(allow_null=True)
-    transactions = serializers.IntegerField(allow_null=True)
-    clients = serializers.IntegerField(allow_null=True)
-    threads = serializers.IntegerField(allow_null=True)
-    duration_s = serializers.IntegerField(allow_null=True)
-    scale = serializers.IntegerField(allow_null=True)
+    tps = StrictFloatField(allow_null=True)
+    latency_avg_ms = StrictFloatField(allow_null=True)
+    latency_stddev_ms = StrictFloatField(allow_null=True)
+    failed = StrictIntegerField(allow_null=True)
+    transactions = StrictIntegerField(allow_null=True)
+    clients = StrictIntegerField(allow_null=True)
+    threads = StrictIntegerField(allow_null=True)
+    duration_s = StrictIntegerField(allow_null=True)
+    scale = StrictIntegerField(allow_null=True)
     per_statement = StatementSerializer(many=True)
-    version = serializers.CharField(allow_null=True)
-    server_version = serializers.CharField(allow_null=True)
-    transaction_type = serializers.CharField(allow_null=True)
-    query_mode = serializers.CharField(allow_null=True)
-    connection_time_ms = serializers.FloatField(allow_null=True)
+    version = StrictCharField(allow_null=True)
+    server_version = StrictCharField(allow_null=True)
+    transaction_type = StrictCharField(allow_null=True)
+    query_mode = StrictCharField(allow_null=True)
+    connection_time_ms = StrictFloatField(allow_null=True)
 
 
-class BenchmarkSerializer(serializers.ModelSerializer):
-    host = serializers.PrimaryKeyRelatedField(read_only=True)
-    cluster = serializers.PrimaryKeyRelatedField(read_only=True)
-    status = serializers.CharField(read_only=True, help_text="The operation's status.")
-    operation = OperationSerializer(read_only=True)
+class BenchmarkSerializer(ModelSerializer):
+    host = StrictPrimaryKeyRelatedField(read_only=True)
+    # Null once a rediscovery replaced the host's clusters (data_dir and port stay).
+    cluster = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+    status = StrictCharField(read_only=True, help_text="The operation's status.")
+    operation = OperationSerializer(read_only=True, allow_null=True)
     parameters = serializers.SerializerMethodField()
     summary = SummarySerializer(read_only=True, allow_null=True)
     series = SeriesSerializer(read_only=True)
@@ -92,23 +101,23 @@ class BenchmarkSerializer(serializers.ModelSerializer):
 
 
 class ValidationCreateSerializer(serializers.Serializer):
-    before = serializers.PrimaryKeyRelatedField(queryset=Benchmark.objects.all())
-    after = serializers.PrimaryKeyRelatedField(queryset=Benchmark.objects.all())
-    label = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    before = StrictPrimaryKeyRelatedField(queryset=Benchmark.objects.all())
+    after = StrictPrimaryKeyRelatedField(queryset=Benchmark.objects.all())
+    label = StrictCharField(required=False, allow_blank=True, max_length=200)
 
 
-class ValidationSerializer(serializers.ModelSerializer):
-    host = serializers.PrimaryKeyRelatedField(read_only=True)
+class ValidationSerializer(ModelSerializer):
+    host = StrictPrimaryKeyRelatedField(read_only=True)
     before = BenchmarkSerializer(read_only=True)
     after = BenchmarkSerializer(read_only=True)
-    tps_ratio = serializers.FloatField(read_only=True, allow_null=True,
+    tps_ratio = StrictFloatField(read_only=True, allow_null=True,
                                        help_text="after / before; above 1 is faster.")
-    latency_ratio = serializers.FloatField(read_only=True, allow_null=True,
+    latency_ratio = StrictFloatField(read_only=True, allow_null=True,
                                            help_text="after / before; below 1 is quicker.")
-    wal_per_tx_ratio = serializers.FloatField(read_only=True, allow_null=True,
+    wal_per_tx_ratio = StrictFloatField(read_only=True, allow_null=True,
                                               help_text="after / before WAL bytes per "
                                                         "transaction.")
-    same_workload = serializers.BooleanField(read_only=True)
+    same_workload = StrictBooleanField(read_only=True)
 
     class Meta:
         model = Validation

@@ -1,12 +1,13 @@
 from django.db import transaction
+from django.db.models import Prefetch
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from apps.fleet import services
-from apps.fleet.models import Host
+from apps.fleet.models import Alert, Host
 from apps.fleet.serializers import (
     DatasetSerializer,
     DiskSerializer,
@@ -25,7 +26,15 @@ from apps.ops.serializers import OperationSerializer
 class HostViewSet(viewsets.ModelViewSet):
     """Hosts: add (with a key and a host-key decision), inspect, discover, remove."""
 
-    queryset = Host.objects.prefetch_related("alerts")
+    queryset = Host.objects.all()
+
+    def get_queryset(self):
+        open_alerts = Prefetch("alerts", Alert.objects.filter(resolved_at=None)
+                               .only("host_id", "message"), to_attr="open_alert_rows")
+        hosts = super().get_queryset().prefetch_related(open_alerts)
+        if self.action in {"list", "retrieve"}:
+            hosts = hosts.defer(*HostSerializer.UNSHOWN)
+        return hosts
 
     def get_serializer_class(self):
         return {"create": HostCreateSerializer, "update": HostUpdateSerializer,
@@ -57,13 +66,10 @@ class HostViewSet(viewsets.ModelViewSet):
     def confirm_host_key(self, request, pk=None):
         body = FingerprintSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            with transaction.atomic():
-                operation = services.confirm_host_key(
-                    self.get_object(), body.validated_data["fingerprint"], by=request.user,
-                    trigger=Operation.Trigger.API)
-        except ValueError as exc:
-            raise ValidationError({"fingerprint": [str(exc)]}) from None
+        with transaction.atomic():
+            operation = services.confirm_host_key(
+                self.get_object(), body.validated_data["fingerprint"], by=request.user,
+                trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={202: OperationSerializer})
@@ -73,6 +79,15 @@ class HostViewSet(viewsets.ModelViewSet):
         operation = services.accept_changed_host_key(self.get_object(), by=request.user,
                                                      trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, description=(
+        "Everything the last discovery gathered on the host, as it gathered it (tens of "
+        "kilobytes): kernel, memory, sysctls, ZFS module parameters, ARC statistics, pools, "
+        "datasets with all their properties, disks and PostgreSQL clusters with every "
+        "pg_settings row. The host list and detail leave it out."))
+    @action(detail=True, methods=["get"])
+    def facts(self, request, pk=None):
+        return Response(self.get_object().facts)
 
     def _related(self, related_name: str, serializer_class):
         rows = getattr(self.get_object(), related_name).all()

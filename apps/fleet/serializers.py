@@ -1,16 +1,30 @@
 import re
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
-from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool
+from apps.accounts.api_fields import ModelSerializer, StrictBooleanField, StrictCharField
+from apps.fleet import validators
+from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool, host_name_validator
 from apps.ops.serializers import OperationSerializer
-from apps.remote.keys import load_private_key
+from apps.remote.keys import MAX_KEY_TEXT, load_private_key
 
 FINGERPRINT = re.compile(r"^SHA256:[A-Za-z0-9+/]{43}$")
 
 
-class HostSerializer(serializers.ModelSerializer):
-    zfs_version = serializers.CharField(read_only=True)
+def _rule(check):
+    """A serializer field validator from one of apps.fleet.validators' rules."""
+    def validate(self, value: str) -> str:
+        try:
+            check(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+        return value
+    return validate
+
+
+class HostSerializer(ModelSerializer):
+    zfs_version = StrictCharField(read_only=True)
     open_alerts = serializers.SerializerMethodField()
 
     class Meta:
@@ -18,29 +32,42 @@ class HostSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "address", "port", "user", "work_dir", "credential_kind",
                   "public_key", "host_key_fingerprint", "host_key_state",
                   "presented_fingerprint", "reachable", "last_seen_at", "last_discovery_at",
-                  "last_error", "last_error_code", "zfs_version", "open_alerts", "facts",
+                  "last_error", "last_error_code", "zfs_version", "open_alerts",
                   "created_at"]
         read_only_fields = [f for f in fields if f not in {"user", "work_dir"}]
 
+    # Big columns no field above shows: facts (about 68 KB, served by
+    # /api/hosts/{id}/facts/), the encrypted key and the raw host-key lines.
+    UNSHOWN = ("facts", "private_key_encrypted", "host_key", "presented_host_key")
+
     def get_open_alerts(self, host: Host) -> list[str]:
-        return [alert.message for alert in host.open_alerts]
+        # HostViewSet prefetches them (one query per page); a single host reads them.
+        alerts = getattr(host, "open_alert_rows", None)
+        return [alert.message for alert in (host.open_alerts if alerts is None else alerts)]
 
 
-class HostCreateSerializer(serializers.ModelSerializer):
-    private_key = serializers.CharField(write_only=True, required=False, trim_whitespace=False,
+class HostCreateSerializer(ModelSerializer):
+    private_key = StrictCharField(write_only=True, required=False, trim_whitespace=False,
+                                        max_length=MAX_KEY_TEXT,
                                         style={"base_template": "textarea.html"},
                                         help_text="Never shown again, stored encrypted.")
-    generate_key = serializers.BooleanField(
+    generate_key = StrictBooleanField(
         default=False, help_text="Make a key pair; install the returned public_key.")
-    expected_fingerprint = serializers.CharField(
+    expected_fingerprint = StrictCharField(
         required=False, allow_blank=True, help_text="SHA256:... of the host key.")
-    trust_on_first_use = serializers.BooleanField(
+    trust_on_first_use = StrictBooleanField(
         default=False, help_text="Pin whatever key the host first presents.")
 
     class Meta:
         model = Host
         fields = ["name", "address", "port", "user", "work_dir", "private_key",
                   "generate_key", "expected_fingerprint", "trust_on_first_use"]
+        # A taken name is a conflict (409) that services.add_host reports,
+        # also when two requests race for it; not a 400 from here.
+        extra_kwargs = {"name": {"validators": [host_name_validator]}}
+
+    validate_address = _rule(validators.host_address)
+    validate_work_dir = _rule(validators.work_dir)
 
     def validate_private_key(self, value: str) -> str:
         try:
@@ -65,14 +92,16 @@ class HostCreateSerializer(serializers.ModelSerializer):
         return data
 
 
-class HostUpdateSerializer(serializers.ModelSerializer):
-    private_key = serializers.CharField(write_only=True, required=False, trim_whitespace=False)
+class HostUpdateSerializer(ModelSerializer):
+    private_key = StrictCharField(write_only=True, required=False, trim_whitespace=False,
+                                        max_length=MAX_KEY_TEXT)
 
     class Meta:
         model = Host
         fields = ["user", "work_dir", "private_key"]
 
     validate_private_key = HostCreateSerializer.validate_private_key
+    validate_work_dir = HostCreateSerializer.validate_work_dir
 
     def update(self, host, data):
         if "private_key" in data:
@@ -89,16 +118,16 @@ class HostCreatedSerializer(HostSerializer):
 
 
 class FingerprintSerializer(serializers.Serializer):
-    fingerprint = serializers.CharField()
+    fingerprint = StrictCharField()
 
 
-class PoolSerializer(serializers.ModelSerializer):
+class PoolSerializer(ModelSerializer):
     class Meta:
         model = Pool
         exclude = ["host"]
 
 
-class DatasetSerializer(serializers.ModelSerializer):
+class DatasetSerializer(ModelSerializer):
     pool = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
@@ -106,7 +135,7 @@ class DatasetSerializer(serializers.ModelSerializer):
         exclude = ["host"]
 
 
-class PgClusterSerializer(serializers.ModelSerializer):
+class PgClusterSerializer(ModelSerializer):
     data_dataset = serializers.SlugRelatedField(slug_field="name", read_only=True)
     wal_dataset = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
@@ -115,7 +144,7 @@ class PgClusterSerializer(serializers.ModelSerializer):
         exclude = ["host"]
 
 
-class DiskSerializer(serializers.ModelSerializer):
+class DiskSerializer(ModelSerializer):
     class Meta:
         model = Disk
         exclude = ["host"]

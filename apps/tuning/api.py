@@ -1,5 +1,5 @@
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -10,6 +10,7 @@ from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
 from apps.tuning import services
+from apps.tuning.filters import PlanFilter, ProfileFilter
 from apps.tuning.models import Assignment, Plan, Profile
 from apps.tuning.serializers import (
     ApplyRequestSerializer,
@@ -25,50 +26,49 @@ from apps.tuning.serializers import (
 )
 
 
-def refused(exc: services.TuningError):
-    return ValidationError({"detail": [str(exc)]})
-
-
 class ProfileViewSet(viewsets.ModelViewSet):
-    """Tuning profiles. Editing adds a version; built-ins are copied, not edited."""
+    """Tuning profiles. Editing adds a version; built-ins are copied, not edited.
+    Deleting a profile plans were made from archives it (`?archived=true` lists those)."""
 
     queryset = Profile.objects.prefetch_related("versions")
     serializer_class = ProfileSerializer
+    filterset_class = ProfileFilter
+
+    def filter_queryset(self, queryset):
+        # Only the list hides archived profiles; one named by id is always found.
+        return super().filter_queryset(queryset) if self.action == "list" else queryset
 
     def create(self, request, *args, **kwargs):
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        try:
-            profile = services.create_profile(name=data["name"], settings=data["settings"],
-                                              description=data.get("description", ""),
-                                              by=request.user)
-        except services.TuningError as exc:
-            raise refused(exc) from None
+        profile = services.create_profile(name=data["name"], settings=data["settings"],
+                                          description=data.get("description", ""),
+                                          by=request.user)
         return Response(self.get_serializer(profile).data, status=status.HTTP_201_CREATED)
 
     def update(self, request, *args, **kwargs):
+        partial = kwargs.get("partial", False)
         profile = self.get_object()
-        settings = request.data.get("settings", profile.current.settings)
-        try:
-            services.edit_profile(profile, settings=settings, note=request.data.get("note", ""),
-                                  description=request.data.get("description"), by=request.user)
-        except services.TuningError as exc:
-            raise refused(exc) from None
+        body = self.get_serializer(profile, data=request.data, partial=partial)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        if not partial and "settings" not in data:
+            raise ValidationError({"settings": ["This field is required."]})
+        services.edit_profile(profile, settings=data.get("settings"), note=data.get("note", ""),
+                              name=data.get("name"), description=data.get("description"),
+                              by=request.user)
         return Response(self.get_serializer(self.get_object()).data)
 
     def destroy(self, request, *args, **kwargs):
-        try:
-            services.delete_profile(self.get_object())
-        except services.TuningError as exc:
-            raise refused(exc) from None
+        services.delete_profile(self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=ProfileVersionSerializer(many=True))
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], filter_backends=[])
     def versions(self, request, pk=None):
-        rows = self.get_object().versions.all()
-        return Response(ProfileVersionSerializer(rows, many=True).data)
+        page = self.paginate_queryset(self.get_object().versions.select_related("created_by"))
+        return self.get_paginated_response(ProfileVersionSerializer(page, many=True).data)
 
     @extend_schema(request=ProfileCopySerializer, responses={201: ProfileSerializer})
     @action(detail=True, methods=["post"])
@@ -115,42 +115,28 @@ class HostPlanView(APIView):
         version = body.validated_data.get("profile_version")
         if version is None and (profile := body.validated_data.get("profile")):
             version = profile.current
-        try:
-            plan = services.make_plan(get_object_or_404(Host, pk=pk), version=version,
-                                      by=request.user)
-        except services.TuningError as exc:
-            raise refused(exc) from None
+        plan = services.make_plan(get_object_or_404(Host, pk=pk), version=version,
+                                  by=request.user)
         return Response(PlanSerializer(plan).data, status=status.HTTP_201_CREATED)
 
 
 class PlanViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Stored plans: apply one (an Operation), or roll an applied one back."""
 
-    queryset = Plan.objects.select_related("profile_version__profile", "operation") \
-        .prefetch_related("changes")
+    queryset = Plan.objects.select_related("profile_version__profile",
+                                           "operation__triggered_by") \
+        .defer("operation__state").prefetch_related("changes")
     serializer_class = PlanSerializer
-
-    @extend_schema(parameters=[OpenApiParameter("host", int)])
-    def list(self, request, *args, **kwargs):
-        return super().list(request, *args, **kwargs)
-
-    def get_queryset(self):
-        queryset = super().get_queryset()
-        if host := self.request.query_params.get("host"):
-            queryset = queryset.filter(host_id=host)
-        return queryset
+    filterset_class = PlanFilter
 
     @extend_schema(request=ApplyRequestSerializer, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
     def apply(self, request, pk=None):
         body = ApplyRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            operation = services.apply_plan(self.get_object(), by=request.user,
-                                            trigger=Operation.Trigger.API,
-                                            **body.validated_data)
-        except services.TuningError as exc:
-            raise refused(exc) from None
+        operation = services.apply_plan(self.get_object(), by=request.user,
+                                        trigger=Operation.Trigger.API,
+                                        **body.validated_data)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=RollbackRequestSerializer, responses={202: RollbackResponseSerializer})
@@ -158,12 +144,9 @@ class PlanViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
     def rollback(self, request, pk=None):
         body = RollbackRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            plan, operation = services.rollback(self.get_object(), by=request.user,
-                                                trigger=Operation.Trigger.API,
-                                                **body.validated_data)
-        except services.TuningError as exc:
-            raise refused(exc) from None
+        plan, operation = services.rollback(self.get_object(), by=request.user,
+                                            trigger=Operation.Trigger.API,
+                                            **body.validated_data)
         return Response({"plan": PlanSerializer(plan).data,
                          "operation": OperationSerializer(operation).data},
                         status=status.HTTP_202_ACCEPTED)

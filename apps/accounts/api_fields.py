@@ -1,0 +1,69 @@
+"""Serializer fields that take JSON's types as they are.
+
+DRF's fields coerce: the string "5" passes as the integer 5, 1 as true, the
+number 0 as the text "0". The API speaks JSON only, where those are different
+values, and its schema says which type each field has; taking another type
+silently hides client bugs (and the fuzzer rightly reports it). These fields
+refuse anything but their own JSON type, and `ModelSerializer` uses them for
+the model fields it maps.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from rest_framework import serializers
+
+
+class StrictCharField(serializers.CharField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        # DRF trims whitespace before it checks the length, so a value longer
+        # than the schema's maxLength passed when it ended in spaces.
+        if self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("incorrect_type", data_type=type(data).__name__)
+        return super().to_internal_value(data)
+
+
+class ModelSerializer(serializers.ModelSerializer):
+    """DRF's ModelSerializer with the strict fields above for the model's fields."""
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.CharField: StrictCharField,
+        models.TextField: StrictCharField,
+        models.BooleanField: StrictBooleanField,
+        models.IntegerField: StrictIntegerField,
+        models.PositiveIntegerField: StrictIntegerField,
+        models.PositiveSmallIntegerField: StrictIntegerField,
+        models.FloatField: StrictFloatField,
+    }
+    serializer_related_field = StrictPrimaryKeyRelatedField

@@ -1,0 +1,62 @@
+"""How the UI shows a refused request (a DomainError): one place for every page.
+
+A view with a form puts the error on the form (`on_form`); any other view lets
+the error propagate and `DomainErrorMiddleware` turns it into a message on the
+page the operator came from, so a refusal is never a 500.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import redirect
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from apps.ops.errors import DomainError
+
+
+def field_messages(fields: dict | None, prefix: str = "") -> list[tuple[str, str]]:
+    """(field, message) pairs from nested fields such as {"params": {"scale": [...]}}."""
+    pairs: list[tuple[str, str]] = []
+    for name, value in (fields or {}).items():
+        label = f"{prefix}{name}"
+        if isinstance(value, dict):
+            pairs.extend(field_messages(value, f"{label}."))
+        else:
+            items = value if isinstance(value, list) else [value]
+            pairs.extend((label, str(item)) for item in items)
+    return pairs
+
+
+def on_form(form, exc: DomainError) -> None:
+    """The error beside the fields it names, or above the form."""
+    named = False
+    for name, text in field_messages(exc.fields):
+        if name in form.fields:
+            form.add_error(name, text)
+            named = True
+    if not named:
+        form.add_error(None, exc.message)
+
+
+def flash(request, exc: DomainError) -> None:
+    messages.error(request, exc.message)
+
+
+class DomainErrorMiddleware:
+    """Outside /api/: a refused request goes back where it came from, with the reason."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exc):
+        if not isinstance(exc, DomainError) or request.path.startswith("/api/"):
+            return None
+        flash(request, exc)
+        back = request.META.get("HTTP_REFERER", "")
+        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
+                                               require_https=request.is_secure()):
+            back = "/"
+        return redirect(back)

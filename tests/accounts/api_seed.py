@@ -1,0 +1,44 @@
+"""A small fleet in the database for fuzzing the API: every endpoint has objects
+to find, so generated requests reach the code behind the 404s."""
+
+from __future__ import annotations
+
+from apps.accounts.models import ApiToken
+from apps.benchmarks import services as benchmarks
+from apps.fleet.models import Host
+from apps.fleet.steps import record_facts
+from apps.ops.models import Operation
+from apps.remote.gather import discover
+from apps.tuning import services as tuning
+from apps.tuning.models import Profile
+from tests.benchmarks import factories
+from tests.remote.fixtures.hosts import replay_transcript
+
+
+def seed(user) -> tuple[str, dict[str, int]]:
+    """Objects of every kind: an API token of the user's, and each object's id."""
+    host = _discovered_host("fuzz-db1")
+    spare_host = factories.host("fuzz-spare")
+    profile = tuning.create_profile(name="fuzz profile", by=user, settings=Profile.objects.get(
+        slug="oltp-safe").current.settings)
+    spare_profile = tuning.create_profile(name="fuzz spare", by=user,
+                                          settings=profile.current.settings)
+    tuning.assign(host, profile, by=user)
+    plan = tuning.make_plan(host, by=user)
+    before = factories.finished(host, tps=1000, latency=2.0, wal_per_tx=500)
+    after = factories.finished(host, tps=1100, latency=1.8, wal_per_tx=400)
+    validation = benchmarks.validate(before, after, "fuzz")
+    _, token = ApiToken.objects.issue(user, "fuzz")
+    ids = {"HOST": host, "SPARE_HOST": spare_host, "PROFILE": profile,
+           "SPARE_PROFILE": spare_profile, "PLAN": plan, "BENCHMARK": after,
+           "VALIDATION": validation, "OPERATION": Operation.objects.filter(host=host).first()}
+    return token, {name: row.pk for name, row in ids.items()}
+
+
+def _discovered_host(name: str) -> Host:
+    host = Host(name=name, address="127.0.0.9", credential_kind="pasted",
+                host_key_state=Host.KeyState.PINNED)
+    host.set_private_key(factories.PRIVATE_KEY)
+    host.save()
+    record_facts(host, discover(replay_transcript()).to_dict())
+    return host
