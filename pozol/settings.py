@@ -9,6 +9,7 @@ Every variable is listed in .env.example.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -65,6 +66,18 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_rate(name: str, default: str) -> str:
+    """A DRF throttle rate, "N/second|minute|hour|day" (or s/m/h/d, sec, min)."""
+    value = env_str(name, "").strip() or default
+    number, _, period = value.partition("/")
+    if not (number.isdigit() and int(number) > 0
+            and period in {"s", "sec", "second", "m", "min", "minute", "h", "hour", "d", "day"}):
+        raise ImproperlyConfigured(
+            f"POZOL_{name}={value!r}: expected a rate like 60/minute (per second, minute, "
+            "hour or day)")
+    return value
+
+
 def database_from_url(url: str) -> dict:
     """postgres://user:pass@host:port/name or sqlite:///absolute/path."""
     parsed = urlparse(url)
@@ -109,11 +122,14 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "django_celery_beat",
+    "django_filters",
     "apps.accounts",
     "apps.ops",
     "apps.fleet",
     "apps.tuning",
     "apps.benchmarks",
+    "axes",
+    "csp",
 ]
 
 MIDDLEWARE = [
@@ -126,6 +142,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "apps.ops.ui_errors.DomainErrorMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "pozol.urls"
@@ -149,8 +169,16 @@ DATABASES = {"default": database_from_url(env_str("DATABASE_URL", "postgres://po
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": 12}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# Axes first: it refuses a locked-out username+address before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "fleet:overview"
@@ -170,8 +198,41 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = DEBUG
 
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+# HTTPS is declared, never guessed: the demo serves plain HTTP on 127.0.0.1, where
+# secure cookies and an HTTPS redirect would lock the operator out.
+BEHIND_TLS_PROXY = env_bool("BEHIND_TLS_PROXY", False)
+HTTPS = env_bool("HTTPS", BEHIND_TLS_PROXY)
+if BEHIND_TLS_PROXY:
+    # Only safe when the proxy sets (and overwrites) this header on every request.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", HTTPS)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+SECURE_SSL_REDIRECT = HTTPS and not DEBUG
+_HSTS_SECONDS = env_int("HSTS_SECONDS", 31536000)
+SECURE_HSTS_SECONDS = _HSTS_SECONDS if HTTPS and not DEBUG else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Every page passes this policy: no inline scripts or event handlers anywhere (data-
+# attributes read by static/pozol.js instead). Inline style *attributes* stay allowed
+# for progress-bar widths; a style attribute cannot run script.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -179,10 +240,25 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "apps.accounts.api_pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.accounts.api_errors.exception_handler",
+    # The API speaks JSON only: one body format to validate, document and fuzz.
+    "DEFAULT_PARSER_CLASSES": ["apps.accounts.api_parsers.BoundedJSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "apps.accounts.throttling.AnonRateThrottle",
+        "apps.accounts.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_rate("THROTTLE_ANON", "60/minute"),
+        "user": env_rate("THROTTLE_USER", "1200/minute"),
+        "failed_token": env_rate("THROTTLE_FAILED_TOKEN", "10/minute"),
+    },
+    # Behind N proxies the client is the Nth address from the right of X-Forwarded-For.
+    "NUM_PROXIES": env_int("PROXY_COUNT", 0) or None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "PoZoL API",
@@ -192,7 +268,35 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "apps.accounts.api_schema.add_error_responses"],
+    # Never send the schema URL to swagger.io's validator.
+    "SWAGGER_UI_SETTINGS": {"validatorUrl": None},
+    "SERVE_PERMISSIONS": [
+        "rest_framework.permissions.AllowAny" if env_bool("PUBLIC_API_DOCS", False)
+        else "rest_framework.permissions.IsAuthenticated"],
 }
+
+# Throttle counts live in Redis, so every
+# gunicorn worker (and every web machine) sees the same counts.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env_str("CACHE_URL", "") or env_str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+        "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "pozol"),
+    },
+}
+
+# Sign-in lockout (django-axes, in the database so all web processes share it):
+# after LOGIN_FAILURE_LIMIT wrong passwords for one user name from one address,
+# that pair is refused until LOGIN_COOLOFF_MINUTES pass without another try.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_CLIENT_IP_CALLABLE = "apps.accounts.throttling.client_ip"
+AXES_VERBOSE = False
 
 CELERY_BROKER_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_TASK_ACKS_LATE = True
@@ -208,6 +312,10 @@ POZOL = {
     "OPERATION_MAX_ATTEMPTS": env_int("OPERATION_MAX_ATTEMPTS", 5, minimum=1),
     "SSH_CONNECT_TIMEOUT": env_int("SSH_CONNECT_TIMEOUT", 10, minimum=1),
     "DEFAULT_WORK_DIR": env_str("DEFAULT_WORK_DIR", "/var/lib/pozol"),
+    # Finished operations and their logs older than this are deleted (discovery
+    # alone makes 96 a day per host), unless a plan or a benchmark refers to them.
+    "OPERATION_RETENTION_DAYS": env_int("OPERATION_RETENTION_DAYS", 30, minimum=1),
+    "OPERATION_PURGE_INTERVAL": env_int("OPERATION_PURGE_INTERVAL", 3600, minimum=60),
 }
 
 LOGGING = {

@@ -1,9 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from apps.accounts.docs import ApiSchemaView, api_docs
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
@@ -21,8 +21,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/schema/", ApiSchemaView.as_view(), name="api-schema"),
+    path("api/docs/", api_docs, name="api-docs"),
     path("api/hosts/<int:pk>/profile/", tuning_api.HostProfileView.as_view()),
     path("api/hosts/<int:pk>/findings/", tuning_api.HostFindingsView.as_view()),
     path("api/hosts/<int:pk>/plan/", tuning_api.HostPlanView.as_view()),
@@ -32,3 +32,8 @@ urlpatterns = [
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("", include("apps.fleet.urls")),
 ]
+
+handler400 = "apps.accounts.api_errors.bad_request"
+handler403 = "apps.accounts.api_errors.permission_denied"
+handler404 = "apps.accounts.api_errors.not_found"
+handler500 = "apps.accounts.api_errors.server_error"

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 TOKEN_PREFIX = "pzl_"  # noqa: S105  a visible prefix, not a secret
 
@@ -16,10 +18,12 @@ def hash_token(raw: str) -> str:
 
 
 class ApiTokenManager(models.Manager["ApiToken"]):
-    def issue(self, user, name: str = "") -> tuple[ApiToken, str]:
+    def issue(self, user, name: str = "",
+              expires_at: datetime | None = None) -> tuple[ApiToken, str]:
         """Create a token and return it with its only plaintext copy."""
-        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token = self.create(user=user, name=name, digest=hash_token(raw), hint=raw[:8])
+        token = self.model(user=user, name=name, expires_at=expires_at)
+        raw = token.set_new_secret()
+        token.save()
         return token, raw
 
 
@@ -31,8 +35,20 @@ class ApiToken(models.Model):
     hint = models.CharField(max_length=12, help_text="First characters, to tell tokens apart.")
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Refused from this moment on; empty: never expires.")
 
     objects = ApiTokenManager()
 
     def __str__(self) -> str:
         return f"{self.hint}… ({self.user})"
+
+    def set_new_secret(self) -> str:
+        """Give this (unsaved) token a fresh secret; returns its only plaintext copy."""
+        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        self.digest = hash_token(raw)
+        self.hint = raw[:8]
+        return raw
+
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()

@@ -1,0 +1,64 @@
+"""API rate limits kept in the shared cache (Redis), so every web process counts together.
+
+Rates are read from settings on every request rather than once at import (DRF's
+default), so a changed setting takes effect without re-importing the classes.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from rest_framework import throttling
+from rest_framework.exceptions import Throttled
+from rest_framework.settings import api_settings
+
+
+def client_ip(request: HttpRequest) -> str:
+    """The client's address, honouring REST_FRAMEWORK["NUM_PROXIES"] (POZOL_PROXY_COUNT).
+
+    Shared by the API throttles and the sign-in lockout so both see the same client.
+    """
+    return throttling.BaseThrottle().get_ident(request)
+
+
+class _CurrentRates:
+    def get_rate(self) -> str:
+        return api_settings.DEFAULT_THROTTLE_RATES[self.scope]
+
+
+class AnonRateThrottle(_CurrentRates, throttling.AnonRateThrottle):
+    pass
+
+
+class UserRateThrottle(_CurrentRates, throttling.UserRateThrottle):
+    pass
+
+
+class FailedTokenThrottle(_CurrentRates, throttling.SimpleRateThrottle):
+    """Counts wrong API tokens per client address; past the rate, every token is refused.
+
+    Checked before the token is looked up, so a guesser learns nothing while throttled.
+    """
+
+    scope = "failed_token"
+
+    def __init__(self, request: HttpRequest) -> None:
+        super().__init__()
+        self.request = request
+        self.key = self.cache_format % {"scope": self.scope, "ident": client_ip(request)}
+
+    def get_cache_key(self, request, view) -> str:
+        return self.key
+
+    def refuse_if_exhausted(self) -> None:
+        history = self.cache.get(self.key, [])
+        now = self.timer()
+        recent = [moment for moment in history if moment > now - self.duration]
+        if len(recent) >= self.num_requests:
+            self.history, self.now = recent, now
+            raise Throttled(wait=self.wait(),
+                            detail="Too many failed token authentications from this address.")
+
+    def record_failure(self) -> None:
+        now = self.timer()
+        history = [m for m in self.cache.get(self.key, []) if m > now - self.duration]
+        self.cache.set(self.key, [now, *history], self.duration)
