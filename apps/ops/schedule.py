@@ -12,6 +12,7 @@ PERIODIC = {
     # name: (task, setting holding the interval in seconds)
     "pozol: re-deliver lost and due operation steps": ("ops.sweep", "SWEEP_INTERVAL"),
     "pozol: discover every host": ("fleet.discover_all", "DISCOVERY_INTERVAL"),
+    "pozol: delete operations past their retention": ("ops.purge", "OPERATION_PURGE_INTERVAL"),
 }
 
 

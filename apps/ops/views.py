@@ -1,21 +1,22 @@
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
+from django_htmx.http import HTMX_STOP_POLLING
 
 from apps.ops.models import Operation
+from apps.ops.paging import uncounted_page
 
-# htmx stops polling when a response has this status.
-HTMX_STOP_POLLING = 286
+PER_PAGE = 50
 
 
 @login_required
 def operation_list(request):
-    operations = Operation.objects.select_related("host")[:100]
-    return render(request, "ops/list.html", {"operations": operations})
+    page = uncounted_page(Operation.objects.for_table(), request.GET.get("page"), PER_PAGE)
+    return render(request, "ops/list.html", {"operations": page.rows, "page": page})
 
 
 @login_required
 def operation_detail(request, pk: int):
-    operation = get_object_or_404(Operation.objects.select_related("host"), pk=pk)
+    operation = get_object_or_404(Operation.objects.select_related("triggered_by"), pk=pk)
     context = {"operation": operation, "log_lines": operation.log_lines.all()}
     if request.htmx:
         status = 200 if operation.is_active else HTMX_STOP_POLLING

@@ -35,7 +35,7 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
-    from tests.fleet import down, up
+    from apps.demo.fleet import down, up
 
     call_command("migrate", verbosity=0)
     state_dir = Path(tempfile.mkdtemp(prefix="pozol-bench-"))
@@ -130,7 +130,7 @@ def _report(fleet_host, plan, before, after, validation, host) -> None:
 def _bench_database() -> str:
     import psycopg
 
-    from tests.services import postgres_url
+    from apps.demo.services import postgres_url
 
     base = postgres_url().rsplit("/", 1)[0]
     with psycopg.connect(base + "/postgres", autocommit=True) as conn:

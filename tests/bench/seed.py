@@ -1,0 +1,128 @@
+"""A fleet of N hosts in the control-plane database, fast, for scale tests and
+the scale benchmark: copies of one really discovered host (its facts, pools,
+datasets, clusters with their pg_settings rows and disks) and a history of
+operations with log lines, all written with bulk_create."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+from django.db import connection
+from django.utils import timezone
+
+from apps.fleet.models import Alert, Dataset, Disk, Host, PgCluster, Pool
+from apps.ops.models import Operation
+
+BATCH = 2000
+
+
+def _address(index: int) -> str:
+    return f"10.{(index >> 16) & 255}.{(index >> 8) & 255}.{index & 255}"
+
+
+def _copies(template: Host, count: int, prefix: str) -> list[Host]:
+    now = timezone.now()
+    return [Host(name=f"{prefix}{i:05d}", address=_address(i), port=22, user=template.user,
+                 work_dir=template.work_dir, credential_kind=template.credential_kind,
+                 private_key_encrypted=template.private_key_encrypted,
+                 host_key_state=Host.KeyState.PINNED, host_key="ssh-ed25519 AAAA" + "x" * 64,
+                 host_key_fingerprint="SHA256:" + "A" * 43, reachable=True, last_seen_at=now,
+                 last_discovery_at=now, facts=template.facts,
+                 zfs_version=template.zfs_version)
+            for i in range(count)]
+
+
+def _fields(row, *skip: str) -> dict:
+    """A row's column values, without its id and host (and the foreign keys in skip)."""
+    leave_out = {"id", "host", *skip}
+    return {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields
+            if f.name not in leave_out}
+
+
+def clone_hosts(template: Host, count: int, prefix: str = "h") -> list[Host]:
+    """count copies of template with copies of its pools, datasets, clusters and disks."""
+    hosts = Host.objects.bulk_create(_copies(template, count, prefix), batch_size=BATCH)
+    pools = list(template.pools.all())
+    datasets = list(template.datasets.select_related("pool"))
+    clusters = list(template.clusters.select_related("data_dataset", "wal_dataset"))
+    disks = list(template.disks.all())
+
+    new_pools = Pool.objects.bulk_create(
+        [Pool(host=h, **_fields(p)) for h in hosts for p in pools], batch_size=BATCH)
+    pool_of = {(p.host_id, p.name): p for p in new_pools}
+    new_datasets = Dataset.objects.bulk_create(
+        [Dataset(host=h, pool=pool_of.get((h.pk, d.pool.name)) if d.pool else None,
+                 **_fields(d, "pool"))
+         for h in hosts for d in datasets], batch_size=BATCH)
+    dataset_of = {(d.host_id, d.name): d for d in new_datasets}
+
+    def dataset(host: Host, original: Dataset | None) -> Dataset | None:
+        return dataset_of.get((host.pk, original.name)) if original else None
+
+    PgCluster.objects.bulk_create(
+        [PgCluster(host=h, data_dataset=dataset(h, c.data_dataset),
+                   wal_dataset=dataset(h, c.wal_dataset),
+                   **_fields(c, "data_dataset", "wal_dataset"))
+         for h in hosts for c in clusters], batch_size=BATCH)
+    Disk.objects.bulk_create([Disk(host=h, **_fields(d)) for h in hosts for d in disks],
+                             batch_size=BATCH)
+    return hosts
+
+
+def raise_alerts(hosts: list[Host]) -> None:
+    """One open and one resolved alert per host: the lists must show only the open one."""
+    now = timezone.now()
+    Alert.objects.bulk_create(
+        [Alert(host=h, kind=Alert.Kind.UNREACHABLE, message=f"{h.name} did not answer")
+         for h in hosts]
+        + [Alert(host=h, kind=Alert.Kind.UNREACHABLE, message="old", resolved_at=now)
+           for h in hosts], batch_size=BATCH)
+
+
+@contextlib.contextmanager
+def _settable_created_at() -> Iterator[None]:
+    """created_at is auto_now_add; history needs it in the past."""
+    field = Operation._meta.get_field("created_at")
+    field.auto_now_add = False
+    try:
+        yield
+    finally:
+        field.auto_now_add = True
+
+
+def seed_operations(hosts: list[Host], per_host: int, *, users: list | None = None,
+                    every: timedelta = timedelta(minutes=15),
+                    now: datetime | None = None) -> int:
+    """per_host finished discoveries per host, one every `every` back from now, each
+    triggered by one of users in turn (None: the schedule)."""
+    now = now or timezone.now()
+    users = users or [None]
+    rows = []
+    for i, host in enumerate(hosts):
+        for n in range(per_host):
+            at = now - every * n - timedelta(seconds=i % 900)
+            user = users[(i * per_host + n) % len(users)]
+            rows.append(Operation(
+                kind="fleet.discover", host=host, subject=host.name, step="record",
+                status=Operation.Status.SUCCEEDED, progress=100, message="discovery complete",
+                result={"pools": 1, "datasets": 3, "clusters": 1, "disks": 1},
+                trigger=Operation.Trigger.UI if user else Operation.Trigger.SCHEDULE,
+                triggered_by=user, created_at=at, started_at=at, finished_at=at))
+    with _settable_created_at():
+        Operation.objects.bulk_create(rows, batch_size=BATCH)
+    return len(rows)
+
+
+def seed_log_lines(per_operation: int, line_bytes: int, after_id: int = 0) -> int:
+    """per_operation log lines of about line_bytes each for every operation with an id
+    above after_id, written by the database itself (the ORM would take minutes)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ops_logline (operation_id, at, level, text) "
+            "SELECT o.id, o.created_at, 'command', "
+            "'$ zfs get -Hp -o name,property,value,source all ' || repeat('x', %s) "
+            "FROM ops_operation o CROSS JOIN generate_series(1, %s) WHERE o.id > %s",
+            [max(0, line_bytes - 48), per_operation, after_id])
+        return cursor.rowcount
