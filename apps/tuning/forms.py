@@ -3,12 +3,15 @@ import json
 from django import forms
 
 from apps.tuning.core.profiles import ProfileSettings
+from apps.tuning.models import Profile
 
 
 class ProfileForm(forms.Form):
     name = forms.CharField(max_length=100)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = forms.CharField(required=False, max_length=2000,
+                                  widget=forms.Textarea(attrs={"rows": 2}))
     settings = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "class": "code"}),
+                               max_length=20000,
                                help_text="Values may be formulas: ram / 4, min(ram / 16, 2GB).")
     note = forms.CharField(required=False, max_length=300, help_text="What changed, and why.")
 
@@ -16,8 +19,12 @@ class ProfileForm(forms.Form):
         try:
             data = json.loads(self.cleaned_data["settings"])
             return ProfileSettings.from_dict(data).to_dict()
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
             raise forms.ValidationError(f"not valid profile settings: {exc}") from None
+
+
+class AssignForm(forms.Form):
+    profile = forms.ModelChoiceField(queryset=Profile.objects.filter(archived_at=None))
 
 
 class ApplyForm(forms.Form):
@@ -25,7 +32,7 @@ class ApplyForm(forms.Form):
                                        label="PostgreSQL may be restarted for this apply")
     acknowledge = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
 
-    def __init__(self, *args, required: list[str] = (), **kwargs):
+    def __init__(self, *args, required: list[str] = (), **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["acknowledge"].choices = [
             (risk, f"I accept the risk '{risk}': up to about one second of committed "

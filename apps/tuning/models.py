@@ -19,6 +19,9 @@ class Profile(models.Model):
     description = models.TextField(blank=True)
     builtin = models.BooleanField(default=False, help_text="Shipped with PoZoL; copy to edit.")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Deleting a profile that plans were made from archives it instead: the plans keep
+    # their versions ("what was applied here"), the profile leaves lists and assignment.
+    archived_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -29,6 +32,10 @@ class Profile(models.Model):
     @property
     def current(self) -> ProfileVersion:
         return self.versions.order_by("-number").first()
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
 
 
 class ProfileVersion(models.Model):
@@ -111,14 +118,22 @@ class Plan(models.Model):
     def __str__(self) -> str:
         return f"plan #{self.pk} ({self.kind}) for {self.host}"
 
+    # Both read changes.all(), so a list that prefetched the changes asks nothing more
+    # per plan (a plan has tens of changes, never many).
     @property
     def is_empty(self) -> bool:
-        return not self.changes.filter(supported=True).exists()
+        return not any(change.supported for change in self.changes.all())
+
+    @property
+    def can_roll_back(self) -> bool:
+        """An apply plan that ended, well or not, may have changed the host."""
+        return self.kind == self.Kind.APPLY and self.status in (self.Status.APPLIED,
+                                                                self.Status.FAILED)
 
     @property
     def needs_restart(self) -> list[str]:
-        return list(self.changes.filter(method="pg_restart", supported=True)
-                    .values_list("key", flat=True))
+        return [change.key for change in self.changes.all()
+                if change.method == "pg_restart" and change.supported]
 
 
 class PlanChange(models.Model):
@@ -130,9 +145,30 @@ class PlanChange(models.Model):
         UNSUPPORTED = "unsupported"
         ROLLED_BACK = "rolled_back"
 
+    # The values apps.tuning.core.changes produces; choices make them visible
+    # in the admin and the API schema, and refuse anything else.
+    class Layer(models.TextChoices):
+        ZFS = "zfs"
+        MODULE = "module"
+        SYSCTL = "sysctl"
+        POSTGRES = "postgres"
+
+    class Method(models.TextChoices):
+        ZFS_SET = "zfs_set"
+        ZFS_SET_NEW_DATA = "zfs_set_new_data", "zfs set (new data only)"
+        SYSCTL = "sysctl"
+        MODULE_PARAM = "module_param"
+        PG_RELOAD = "pg_reload"
+        PG_RESTART = "pg_restart"
+
+    class Risk(models.TextChoices):
+        LOW = "low"
+        MEDIUM = "medium"
+        HIGH = "high"
+
     plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="changes")
     position = models.PositiveIntegerField()
-    layer = models.CharField(max_length=16)
+    layer = models.CharField(max_length=16, choices=Layer)
     target = models.CharField(max_length=1024)
     key = models.CharField(max_length=128)
     # None here means "not known / not applicable", which differs from an empty
@@ -140,7 +176,7 @@ class PlanChange(models.Model):
     current = models.TextField(null=True, blank=True)  # noqa: DJ001
     desired = models.TextField()
     formula = models.TextField(null=True, blank=True)  # noqa: DJ001
-    method = models.CharField(max_length=32)
+    method = models.CharField(max_length=32, choices=Method)
     # "reset" restores what was inherited or came from postgresql.conf, rather
     # than pinning the old value locally (rollback plans use it).
     action = models.CharField(max_length=8, default="set", choices=[("set", "set"),
@@ -148,7 +184,7 @@ class PlanChange(models.Model):
     supported = models.BooleanField(default=True)
     reason = models.TextField(blank=True)
     fallback_for = models.TextField(null=True, blank=True)  # noqa: DJ001
-    risk = models.CharField(max_length=16, default="low")
+    risk = models.CharField(max_length=16, choices=Risk, default=Risk.LOW)
     findings = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=20, choices=Status, default=Status.PENDING)
     before = models.JSONField(null=True, blank=True,

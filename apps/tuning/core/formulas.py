@@ -37,6 +37,10 @@ VARIABLES = ("ram", "cpus", "connections", "shared_buffers", "disk")
 FUNCTIONS: dict[str, Callable[..., object]] = {"min": min, "max": max}
 BYTE_VARIABLES = frozenset({"ram", "shared_buffers"})
 MAX_LENGTH = 500  # profiles are typed by people; a longer value is a mistake or an attack
+# The evaluator recurses once per nesting level (and Python's own parser has limits
+# of its own): bound both, so "- - - ... 1" is refused at save time, not a crash later.
+MAX_DEPTH = 32
+MAX_NODES = 200
 
 _SIZE_LITERAL = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(kB|MB|GB|TB)(?!\w)")
 _IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*")  # not the "min" of "15min"
@@ -64,7 +68,10 @@ class Variables:
         return value
 
 
-# -- PGTune's published formulas (shared/host-formats.md 5.1), as profile expressions ---------
+_NO_HOST = Variables(ram=None, cpus=None, connections=100, shared_buffers=None, disk="ssd")
+
+
+# -- PGTune's published formulas (pgtune.leopard.in.ua, its configuration.js), as expressions
 # max_worker_processes in PGTune is the CPU count, or its default 8 below 4 CPUs.
 PGTUNE_WORKERS = "(cpus if cpus >= 4 else 8)"
 SHARED_BUFFERS = "ram / 4"
@@ -120,6 +127,18 @@ def check(expression: str) -> None:
         _validate(parse(text))
 
 
+def constant(expression: str) -> int | str | None:
+    """The value of an entry that reads no host fact ("64MB", "2GB * 2", "off"); else None.
+
+    Lets a profile be range-checked when it is saved, before any host is known.
+    """
+    text = expression.strip()
+    if any(isinstance(node, ast.Name) for node in ast.walk(parse(text))) if is_formula(text) \
+            else False:
+        return None
+    return resolve(text, _NO_HOST)
+
+
 def parse(text: str) -> ast.Expression:
     if len(text) > MAX_LENGTH:
         raise FormulaError(f"formula longer than {MAX_LENGTH} characters")
@@ -128,8 +147,24 @@ def parse(text: str) -> ast.Expression:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as error:
         raise FormulaError(f"cannot parse formula {text!r}: {error.msg}") from None
+    except (RecursionError, MemoryError):
+        raise FormulaError(f"formula nested deeper than {MAX_DEPTH} levels") from None
+    _bound(tree)
     _validate(tree)
     return tree
+
+
+def _bound(tree: ast.AST) -> None:
+    """Refuse trees too deep or too large to evaluate, walking iteratively (no recursion)."""
+    stack, count = [(tree, 0)], 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if depth > MAX_DEPTH:
+            raise FormulaError(f"formula nested deeper than {MAX_DEPTH} levels")
+        if count > MAX_NODES:
+            raise FormulaError(f"formula with more than {MAX_NODES} parts")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 def _bytes_of_literal(match: re.Match[str]) -> str:
@@ -155,6 +190,9 @@ def _validate(tree: ast.AST) -> None:
             )
         if isinstance(node, ast.Call):
             _validate_call(node)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div | ast.FloorDiv) \
+                and isinstance(node.right, ast.Constant) and node.right.value == 0:
+            raise FormulaError("division by zero in a formula")
         if isinstance(node, ast.Constant) and (
                 isinstance(node.value, bool) or not isinstance(node.value, int | float | str)):
             raise FormulaError(f"constant {node.value!r} is not allowed in a formula")

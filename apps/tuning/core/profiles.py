@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from apps.tuning.core import formulas as f
+from apps.tuning.core import pgsettings
 from apps.tuning.core import sources as src
 from apps.tuning.core.facts import ROLES
 from apps.tuning.core.formulas import FormulaError
@@ -35,12 +36,36 @@ ZFS_PROPERTIES = ("recordsize", "compression", *ZFS_VALUES)
 _COMPRESSION = re.compile(r"(on|off|lz4|lzjb|zle|gzip(-[1-9])?|zstd(-([1-9]|1[0-9]))?"
                           r"|zstd-fast(-\d+)?)\Z")
 _MODULE_PARAM = re.compile(r"zfs_[a-z0-9_]+\Z")
+# The sysctls PoZoL reads back after writing (discovery's VM_SYSCTLS), with the
+# kernel's accepted range: (minimum, maximum or None). Others cannot be verified.
+SYSCTLS: dict[str, tuple[int, int | None]] = {
+    "vm.dirty_bytes": (2 * 4096, None),  # the kernel refuses less than two pages
+    "vm.dirty_background_bytes": (1, None),
+    "vm.dirty_ratio": (1, 100),
+    "vm.dirty_background_ratio": (1, 100),
+    "vm.overcommit_memory": (0, 2),
+    "vm.overcommit_ratio": (0, None),
+    "vm.swappiness": (0, 200),
+    "vm.nr_hugepages": (0, None),
+}
+# ZFS module parameters with a known range; any other zfs_* takes a non-negative number.
+MODULE_RANGES: dict[str, tuple[int, int | None]] = {
+    "zfs_arc_max": (64 * f.MiB, None),  # below 64MB OpenZFS silently ignores it
+    "zfs_arc_min": (32 * f.MiB, None),
+    "zfs_txg_timeout": (1, 3600),
+    "zfs_dirty_data_max": (1, None),
+    "zfs_dmu_offset_next_sync": (0, 1),
+    "zfs_bclone_enabled": (0, 1),
+}
+MAX_NAME = 128
 _SYSCTL = re.compile(r"vm\.[a-z0-9_]+\Z")
 _PG_SETTING = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?\Z")
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 # Linux keeps one member of each pair: writing one makes the other read 0.
 SYSCTL_PAIRS = (("vm.dirty_bytes", "vm.dirty_ratio"),
                 ("vm.dirty_background_bytes", "vm.dirty_background_ratio"))
+# Each member to its partner: restoring one may mean writing the other.
+SYSCTL_COUNTERPART = {a: b for pair in SYSCTL_PAIRS for a, b in (pair, pair[::-1])}
 
 
 @dataclass(frozen=True)
@@ -69,10 +94,9 @@ class ProfileSettings:
                              f"{', '.join(LAYERS)} and requires_acknowledgement")
         return cls(
             zfs=_zfs_layer(d.get("zfs") or {}),
-            module=_layer("module", d.get("module") or {}, _MODULE_PARAM, "zfs_<name>"),
+            module=_module_layer(d.get("module") or {}),
             sysctl=_sysctl_layer(d.get("sysctl") or {}),
-            postgres=_layer("postgres", d.get("postgres") or {}, _PG_SETTING,
-                            "a PostgreSQL setting name"),
+            postgres=_postgres_layer(d.get("postgres") or {}),
             requires_acknowledgement=_risks(d.get("requires_acknowledgement") or ()),
         )
 
@@ -111,6 +135,11 @@ def _recordsize(where: str, text: str) -> None:
 
 def _sysctl_layer(layer: dict) -> dict[str, str]:
     result = _layer("sysctl", layer, _SYSCTL, "vm.<name>")
+    for key, value in result.items():
+        if key not in SYSCTLS:
+            raise ValueError(f"sysctl: PoZoL does not manage {key} (it manages "
+                             f"{', '.join(SYSCTLS)})")
+        _host_wide_constant(f"sysctl.{key}", value, SYSCTLS[key])
     for pair in SYSCTL_PAIRS:
         if set(pair) <= set(result):
             raise ValueError(f"sysctl: set {pair[0]} or {pair[1]}, not both: the kernel keeps"
@@ -118,11 +147,59 @@ def _sysctl_layer(layer: dict) -> dict[str, str]:
     return result
 
 
+def _module_layer(layer: dict) -> dict[str, str]:
+    result = _layer("module", layer, _MODULE_PARAM, "zfs_<name>")
+    for key, value in result.items():
+        _host_wide_constant(f"module.{key}", value, MODULE_RANGES.get(key, (0, None)))
+    return result
+
+
+def _postgres_layer(layer: dict) -> dict[str, str]:
+    result = _layer("postgres", layer, _PG_SETTING, "a PostgreSQL setting name")
+    for key, value in result.items():
+        if not pgsettings.known(key):
+            raise ValueError(f"postgres.{key}: PostgreSQL has no such setting"
+                             f"{pgsettings.suggestion(key)}")
+        spec = pgsettings.spec_of(key)
+        constant = _constant(f"postgres.{key}", value)
+        trouble = pgsettings.problem(spec, constant) if spec and constant is not None else None
+        if trouble:
+            raise ValueError(f"postgres.{key}: {trouble}")
+    return result
+
+
+def _constant(where: str, value: str) -> int | str | None:
+    try:
+        return f.constant(value)
+    except FormulaError as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+def host_wide_problem(value: int | str, limits: tuple[int, int | None]) -> str | None:
+    """Why a resolved sysctl or module parameter value is refused; None when fine."""
+    text = str(value).strip()
+    if isinstance(value, str) and not text.lstrip("-").isdigit():
+        return f"{text!r} is not a whole number"
+    number, (low, high) = int(text), limits
+    if number < low:
+        return f"{number} is below the minimum, {low}"
+    if high is not None and number > high:
+        return f"{number} is above the maximum, {high}"
+    return None
+
+
+def _host_wide_constant(where: str, value: str, limits: tuple[int, int | None]) -> None:
+    constant = _constant(where, value)
+    trouble = host_wide_problem(constant, limits) if constant is not None else None
+    if trouble:
+        raise ValueError(f"{where}: {trouble}")
+
+
 def _layer(name: str, layer: dict, pattern: re.Pattern[str], shape: str) -> dict[str, str]:
     _mapping(name, layer)
     result = {}
     for key, value in layer.items():
-        if not isinstance(key, str) or not pattern.match(key):
+        if not isinstance(key, str) or len(key) > MAX_NAME or not pattern.match(key):
             raise ValueError(f"{name}: {key!r} is not {shape}")
         result[key] = _value(f"{name}.{key}", value)
     return result

@@ -1,0 +1,155 @@
+"""What PostgreSQL accepts for a setting: names, units, ranges and enum values.
+
+A host's own pg_settings rows (discovery records name, unit, vartype, and
+min_val/max_val/enumvals when present) win for that host; without a host, the
+PostgreSQL 15 table shipped beside this module (pg15_settings.tsv, see its
+header for where each column comes from) is the reference.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from apps.tuning.core import pgvalues
+from apps.tuning.core.sizes import format_pg_size, pg_size_in_unit, unit_bytes
+
+TABLE = Path(__file__).with_name("pg15_settings.tsv")
+# Spellings PostgreSQL accepts beyond pg_settings.enumvals (guc.c's hidden options).
+_BOOL_SPELLINGS = ("true", "false", "yes", "no", "1", "0")
+_HIDDEN = {"wal_level": ("archive", "hot_standby")}
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    vartype: str  # bool | integer | real | string | enum
+    unit: str | None
+    min_val: float | None
+    max_val: float | None
+    enumvals: tuple[str, ...] = ()
+
+
+def parse_table(text: str) -> dict[str, Spec]:
+    """name -> Spec from the shipped TSV (comment lines start with #, then a header)."""
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    specs = {}
+    for line in lines[1:]:
+        name, _context, vartype, unit, low, high, enumvals = line.split("\t")
+        specs[name.lower()] = Spec(name, vartype, unit or None, _number(low), _number(high),
+                                   tuple(enumvals.split("|")) if vartype == "enum" else ())
+    return specs
+
+
+@cache
+def reference() -> dict[str, Spec]:
+    return parse_table(TABLE.read_text())
+
+
+def known(name: str) -> bool:
+    """A PostgreSQL 15 setting, or an extension's custom "prefix.name" (never checked)."""
+    return "." in name or name.lower() in reference()
+
+
+def suggestion(name: str) -> str:
+    close = difflib.get_close_matches(name.lower(), list(reference()), n=1)
+    return f"; did you mean {reference()[close[0]].name}?" if close else ""
+
+
+def spec_of(name: str, row: dict | None = None) -> Spec | None:
+    """The host's row where it says something, the reference for what it lacks."""
+    base = reference().get(name.lower())
+    if row is None:
+        return base
+    enumvals = row.get("enumvals")
+    return Spec(
+        name, row.get("vartype") or (base.vartype if base else "string"),
+        row.get("unit") if "unit" in row else (base.unit if base else None),
+        _number(row.get("min_val")) if row.get("min_val") is not None else
+        (base.min_val if base else None),
+        _number(row.get("max_val")) if row.get("max_val") is not None else
+        (base.max_val if base else None),
+        tuple(enumvals) if enumvals else (base.enumvals if base else ()),
+    )
+
+
+def problem(spec: Spec, value: int | str) -> str | None:
+    """Why PostgreSQL would refuse `value` for this setting; None when it would take it.
+
+    An int is what a formula resolved to: bytes for a memory setting (as
+    pgvalues.desired_text writes it), else a number in the setting's unit.
+    """
+    if spec.vartype == "bool":
+        return None if pgvalues.in_setting_form(str(value), {"vartype": "bool"}) else \
+            f"{value!r} is not on or off"
+    if spec.vartype == "enum":
+        return _enum_problem(spec, str(value))
+    if spec.vartype not in ("integer", "real"):
+        return None
+    number = _in_unit(spec, value)
+    if number is None:
+        return f"{value!r} is not {_shape(spec)}"
+    if spec.min_val is not None and number < spec.min_val:
+        return f"{_show(spec, value)} is below the minimum, {_limit(spec, spec.min_val)}"
+    if spec.max_val is not None and number > spec.max_val:
+        return f"{_show(spec, value)} is above the maximum, {_limit(spec, spec.max_val)}"
+    return None
+
+
+def _enum_problem(spec: Spec, text: str) -> str | None:
+    allowed = {v.lower() for v in spec.enumvals} | set(_HIDDEN.get(spec.name, ()))
+    if {"on", "off"} <= allowed:
+        allowed |= set(_BOOL_SPELLINGS)
+    if not spec.enumvals or text.strip().lower() in allowed:
+        return None
+    shown = ", ".join(value or "''" for value in spec.enumvals)
+    return f"{text!r} is not one of {shown}"
+
+
+def _in_unit(spec: Spec, value: int | str) -> float | None:
+    size = unit_bytes(spec.unit)
+    if isinstance(value, int):
+        return value / size if size else value
+    text = value.strip()
+    if size and text.lstrip("-").isdigit():
+        return int(text)  # a bare number counts in the setting's unit, sign included
+    if size:
+        try:
+            return pg_size_in_unit(text, spec.unit) / size
+        except ValueError:
+            return None
+    form = pgvalues.in_setting_form(text, {"vartype": spec.vartype, "unit": spec.unit})
+    return _number(form)
+
+
+def _shape(spec: Spec) -> str:
+    if unit_bytes(spec.unit):
+        return "a size such as 64MB (or a number of " + spec.unit + ")"
+    if spec.unit:
+        return f"a duration such as 30s (or a number of {spec.unit})"
+    return "a number"
+
+
+def _show(spec: Spec, value: int | str) -> str:
+    return format_pg_size(value) if isinstance(value, int) and unit_bytes(spec.unit) \
+        and value >= 0 else repr(value)
+
+
+def _limit(spec: Spec, number: float) -> str:
+    size = unit_bytes(spec.unit)
+    if size and number >= 0:
+        return format_pg_size(int(number) * size)
+    return f"{number:g}{spec.unit or ''}"
+
+
+def _number(text: object) -> float | None:
+    if text is None or text == "":
+        return None
+    try:
+        number = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
