@@ -2,7 +2,7 @@ from django import forms
 
 from apps.fleet.models import Host
 from apps.fleet.serializers import FINGERPRINT
-from apps.remote.keys import load_private_key
+from apps.remote.keys import MAX_KEY_TEXT, load_private_key
 
 
 class AddHostForm(forms.ModelForm):
@@ -10,7 +10,7 @@ class AddHostForm(forms.ModelForm):
                    ("paste", "Paste a private key")]
     key_source = forms.ChoiceField(choices=KEY_CHOICES, widget=forms.RadioSelect,
                                    initial="generate")
-    private_key = forms.CharField(required=False, strip=False,
+    private_key = forms.CharField(required=False, strip=False, max_length=MAX_KEY_TEXT,
                                   widget=forms.Textarea(attrs={"rows": 6}),
                                   help_text="Stored encrypted; never shown again.")
     expected_fingerprint = forms.CharField(

@@ -7,11 +7,13 @@ Pools, datasets, clusters and disks are replaced as a whole by each discovery
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models, transaction
 from django.utils import timezone
 
-from apps.fleet import credentials
+from apps.fleet import credentials, validators
+from apps.tuning.core.facts import setting_row
 
 host_name_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9-]{0,62}$", "Use lower-case letters, digits and '-' (at most 63).")
@@ -25,6 +27,15 @@ work_dir_validator = RegexValidator(
 
 def default_work_dir() -> str:
     return settings.POZOL["DEFAULT_WORK_DIR"]
+
+
+class HostQuerySet(models.QuerySet):
+    def search(self, text: str) -> HostQuerySet:
+        """Hosts whose name or address contains the text (what an operator types)."""
+        text = text.strip()
+        if not text:
+            return self
+        return self.filter(models.Q(name__icontains=text) | models.Q(address__icontains=text))
 
 
 class Host(models.Model):
@@ -64,15 +75,41 @@ class Host(models.Model):
     last_error = models.TextField(blank=True)
     last_error_code = models.CharField(max_length=64, blank=True)
     facts = models.JSONField(default=dict, blank=True)
+    # Copied out of facts at discovery so that lists never read facts (about 68 KB
+    # a host) to show one short string.
+    zfs_version = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
+
+    objects = HostQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    # Checked in clean_fields rather than as field validators: the rules are
+    # not schema, and field validators are recorded in migrations.
+    FIELD_RULES = {"address": validators.host_address, "work_dir": validators.work_dir}
+
+    def clean_fields(self, exclude=None) -> None:
+        exclude = set(exclude or ())
+        errors: dict = {}
+        try:
+            super().clean_fields(exclude)
+        except ValidationError as exc:
+            errors = exc.update_error_dict(errors)
+        for name, rule in self.FIELD_RULES.items():
+            if name in exclude or name in errors:
+                continue
+            try:
+                rule(getattr(self, name))
+            except ValidationError as exc:
+                errors.setdefault(name, []).extend(exc.error_list)
+        if errors:
+            raise ValidationError(errors)
 
     # ---- credentials and keys ----
     def set_private_key(self, text: str) -> None:
@@ -118,10 +155,10 @@ class Host(models.Model):
             reachable=False, last_error=str(exc), last_error_code=getattr(exc, "code", "error"))
 
     # ---- what the overview shows ----
-    @property
-    def zfs_version(self) -> str:
-        zfs = self.facts.get("zfs") or {}
-        return zfs.get("version") or zfs.get("implementation") or ""
+    @staticmethod
+    def zfs_version_of(facts: dict) -> str:
+        zfs = facts.get("zfs") or {}
+        return (zfs.get("version") or zfs.get("implementation") or "")[:64]
 
     KEY_MODULE_PARAMS = ("zfs_txg_timeout", "zfs_arc_max", "zfs_prefetch_disable",
                          "zfs_dmu_offset_next_sync", "zfs_bclone_enabled")
@@ -240,7 +277,7 @@ class PgCluster(models.Model):
                     "max_wal_size", "checkpoint_timeout", "wal_compression", "huge_pages")
 
     def setting(self, name: str) -> dict | None:
-        return next((row for row in self.settings if row.get("name") == name), None)
+        return setting_row(self.settings, name)
 
     @property
     def key_settings(self) -> list[dict]:

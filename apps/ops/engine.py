@@ -5,6 +5,17 @@ happens next: Next (move on), Wait (come back later), Done or Fail. Delivery
 is at-least-once: the engine claims the row with SELECT ... FOR UPDATE SKIP
 LOCKED and a lease, so a duplicate message is a no-op, and the sweeper
 re-delivers a step whose lease expired because its worker died.
+
+The convention for operation kinds, the same in every app:
+
+- an app's steps live in its `steps.py` (apps/benchmarks/steps.py,
+  apps/tuning/steps.py, apps/fleet/steps.py), and nowhere else;
+- that module registers its kind once, at the bottom, as
+  `KIND = register(Kind(name="<app>.<verb>", ...))`, and its AppConfig.ready()
+  imports the module so the kind exists before any worker runs a step;
+- services start it with `engine.start(steps.KIND.name, ...)` and filter on
+  `steps.KIND.name`: the name is written once, in the Kind, never as a bare
+  string elsewhere in the product.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from apps.ops.models import LogLine, Operation
 from apps.remote.errors import HostKeyMismatch, RemoteError
@@ -123,9 +135,20 @@ def start(kind_name: str, *, host=None, subject: str = "", state: dict | None = 
 
 
 def deliver(operation_id: int, countdown: float = 0) -> None:
+    """Ask a worker to run the operation's next step; only log if the broker is down.
+
+    The row is already committed when this runs (on_commit), so raising here
+    would answer a 500 for work that was in fact recorded. A lost delivery is
+    what the sweeper exists for: it re-delivers every pending, waiting or
+    between-steps operation that nobody holds, once the broker answers again.
+    """
     from apps.ops.tasks import run_step
 
-    run_step.apply_async((operation_id,), countdown=max(0, countdown))
+    try:
+        run_step.apply_async((operation_id,), countdown=max(0, countdown))
+    except (BrokerUnavailable, OSError) as exc:
+        log.warning("broker unavailable, operation %s left for the sweeper: %s",
+                    operation_id, exc)
 
 
 def worker_id() -> str:
@@ -306,8 +329,13 @@ def _finish(operation: Operation, status: str, *, result: dict | None = None,
 
 # ---- the sweeper -----------------------------------------------------------------
 
+# A delivery sent moments ago is probably still in the queue: do not double it.
+SWEEP_GRACE = timedelta(seconds=10)
+
+
 def sweep() -> list[int]:
-    """Re-deliver steps whose worker vanished and wake ones that are due."""
+    """Re-deliver steps whose worker vanished, whose delivery was lost, and wake
+    ones that are due."""
     now = timezone.now()
     lost = Operation.objects.filter(status=Operation.Status.RUNNING, lease_expires_at__lt=now)
     for operation in lost:
@@ -319,8 +347,14 @@ def sweep() -> list[int]:
     due = Operation.objects.filter(
         status__in=[Operation.Status.PENDING, Operation.Status.WAITING],
         lease_expires_at__isnull=True,
-    ).exclude(wake_at__gt=now).exclude(created_at__gt=now - timedelta(seconds=10))
-    ids = sorted(set(lost_ids) | set(due.values_list("id", flat=True)))
+    ).exclude(wake_at__gt=now).exclude(created_at__gt=now - SWEEP_GRACE)
+    # Running without a lease means "between two steps": the next step's
+    # delivery is on its way, or was lost (broker down).
+    between_steps = Operation.objects.filter(
+        status=Operation.Status.RUNNING, lease_expires_at__isnull=True,
+        updated_at__lte=now - SWEEP_GRACE)
+    ids = sorted(set(lost_ids) | set(due.values_list("id", flat=True))
+                 | set(between_steps.values_list("id", flat=True)))
     for operation_id in ids:
         deliver(operation_id)
     return ids

@@ -14,11 +14,21 @@ import base64
 import binascii
 import hashlib
 import io
+import math
 
 import paramiko
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+
+# An 8192-bit RSA key is about 6.7 KB of text in any form; anything much
+# longer is not a key we would accept, so it is refused before parsing.
+MAX_KEY_TEXT = 16 * 1024
+# Below 2048 bits RSA is breakable (NIST SP 800-131A); above 8192 only costs
+# CPU (a 16384-bit key took a minute to check and got the web worker killed).
+RSA_BITS = (2048, 8192)
+# The curves paramiko signs with.
+EC_CURVES = (ec.SECP256R1, ec.SECP384R1, ec.SECP521R1)
 
 _PARAMIKO_CLASS = {
     ed25519.Ed25519PrivateKey: paramiko.Ed25519Key,
@@ -46,6 +56,9 @@ def load_private_key(text: str) -> paramiko.PKey:
     """A paramiko key from ed25519, RSA or ECDSA text in OpenSSH or PEM form."""
     private = _parse_private(text)
     key_class = _paramiko_class(private)
+    if isinstance(private, rsa.RSAPrivateKey):
+        # paramiko would re-read the text with OpenSSL's full (slow) RSA check.
+        return paramiko.RSAKey(key=private)
     # paramiko's classes read different subsets of the PEM flavours (its
     # ed25519 reads only OpenSSH form), so hand every key over in OpenSSH form.
     openssh = private.private_bytes(
@@ -88,17 +101,70 @@ def public_line(key: paramiko.PKey) -> str:
 def _parse_private(text: str) -> serialization.SSHPrivateKeyTypes:
     if not isinstance(text, str) or "PRIVATE KEY-----" not in text:
         raise InvalidKey("not a private key: expected a '-----BEGIN ... PRIVATE KEY-----' block")
-    data = text.strip().encode() + b"\n"
+    if len(text) > MAX_KEY_TEXT:
+        raise InvalidKey(f"longer than {MAX_KEY_TEXT} characters: not a key PoZoL accepts "
+                         f"(RSA up to {RSA_BITS[1]} bits, ECDSA or ed25519)")
+    private = _read_unchecked(text.strip().encode() + b"\n")
+    _check_type_and_size(private)
+    if isinstance(private, rsa.RSAPrivateKey):
+        _check_rsa(private)
+    return private
+
+
+def _read_unchecked(data: bytes) -> serialization.SSHPrivateKeyTypes:
+    """Parse without OpenSSL's RSA check: it tests p and q for primality, which
+    costs seconds at 8192 bits and a minute at 16384, before we know the size.
+    _check_rsa does the checks that matter, bounded, afterwards."""
     try:
         try:
-            return serialization.load_ssh_private_key(data, password=None)
+            return serialization.load_ssh_private_key(
+                data, password=None, unsafe_skip_rsa_key_validation=True)
         except ValueError:
-            return serialization.load_pem_private_key(data, password=None)
+            return serialization.load_pem_private_key(
+                data, password=None, unsafe_skip_rsa_key_validation=True)
     except TypeError:  # cryptography's way of saying "encrypted, no password given"
         raise InvalidKey("the private key is protected by a passphrase; "
                          "give PoZoL a key without one") from None
     except (ValueError, UnsupportedAlgorithm):
         raise InvalidKey("the private key could not be read (damaged or not an SSH key)") from None
+
+
+def _check_type_and_size(private: object) -> None:
+    _paramiko_class(private)  # refuses DSA and anything unknown
+    if isinstance(private, rsa.RSAPrivateKey):
+        low, high = RSA_BITS
+        if not low <= private.key_size <= high:
+            raise InvalidKey(f"a {private.key_size}-bit RSA key: use {low} to {high} bits "
+                             "(or an ed25519 key)")
+    if isinstance(private, ec.EllipticCurvePrivateKey) and \
+            not isinstance(private.curve, EC_CURVES):
+        raise InvalidKey(f"ECDSA on curve {private.curve.name} is not supported: "
+                         "use nistp256, nistp384 or nistp521")
+
+
+def _check_rsa(private: rsa.RSAPrivateKey) -> None:
+    """A key read without OpenSSL's check must still be consistent before
+    OpenSSL computes with it (cryptography warns an inconsistent one may make
+    it misbehave). The relations between the numbers are cheap to check; the
+    skipped part, primality of p and q, is what costs seconds, and a key that
+    fails it cannot sign anything a host accepts, which the probe shows."""
+    numbers = private.private_numbers()
+    p, q, d, n = numbers.p, numbers.q, numbers.d, numbers.public_numbers.n
+    e = numbers.public_numbers.e
+    consistent = (
+        p > 1 and q > 1 and p * q == n and e % 2 == 1 and 1 < e < n and 1 < d < n
+        and numbers.dmp1 == d % (p - 1) and numbers.dmq1 == d % (q - 1)
+        and (numbers.iqmp * q) % p == 1
+        and (d * e) % ((p - 1) * (q - 1) // math.gcd(p - 1, q - 1)) == 1
+    )
+    if not consistent:
+        raise InvalidKey("the RSA private key is inconsistent (damaged)")
+    probe = b"pozol: can this key sign?"
+    try:
+        signature = private.sign(probe, padding.PKCS1v15(), hashes.SHA256())
+        private.public_key().verify(signature, probe, padding.PKCS1v15(), hashes.SHA256())
+    except (InvalidSignature, ValueError):
+        raise InvalidKey("the RSA private key cannot make valid signatures (damaged)") from None
 
 
 def _paramiko_class(private: object) -> type[paramiko.PKey]:

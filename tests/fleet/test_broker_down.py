@@ -1,0 +1,129 @@
+"""Adding a host while the broker is down: the request succeeds, the host and
+its discovery are saved, and the sweeper delivers the discovery once a broker
+answers again (never a 500 with half the work saved)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+import redis
+
+from apps.demo.services import free_port
+from apps.fleet.models import Host
+from apps.ops import engine
+from apps.ops.models import Operation
+from apps.remote.keys import generate_keypair
+from pozol.celery import app as celery_app
+from tests.workers import Worker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BODY = {"name": "db1", "address": "127.0.84.254", "port": 22, "user": "root",
+        "private_key": generate_keypair("tests")[0], "trust_on_first_use": True}
+
+
+def point_broker_at(url: str) -> None:
+    # Celery caches its connection and producer pools; drop them so the next
+    # publish connects to `url`.
+    celery_app.conf.broker_url = url
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def broker() -> Iterator:
+    """Lets a test move the broker; puts the configured one back afterwards."""
+    configured = celery_app.conf.broker_url
+    yield point_broker_at
+    point_broker_at(configured)
+
+
+@pytest.fixture
+def private_redis() -> Iterator[str]:
+    """A redis-server of this test alone, stopped by its own PID."""
+    binary = shutil.which("redis-server")
+    if not binary:
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    process = subprocess.Popen(
+        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+         "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        client = redis.Redis(port=port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def queued_steps(url: str) -> list[str]:
+    """The argsrepr of every ops.run_step message waiting in the default queue."""
+    messages = redis.Redis.from_url(url).lrange("celery", 0, -1)
+    headers = [json.loads(raw)["headers"] for raw in messages]
+    return [h["argsrepr"] for h in headers if h["task"] == "ops.run_step"]
+
+
+def test_adding_a_host_with_the_broker_down_succeeds_and_is_delivered_later(
+        api, broker, private_redis, caplog, tmp_path):
+    broker(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+
+    response = api.post("/api/hosts/", BODY, format="json")
+
+    assert response.status_code == 201, response.content
+    host = Host.objects.get(name="db1")
+    operation = Operation.objects.get(host=host)
+    assert (operation.status, operation.kind) == ("pending", "fleet.discover")
+    assert any("broker" in r.getMessage() for r in caplog.records if r.name == "pozol.ops")
+
+    broker(private_redis)
+    assert engine.sweep() == []  # a fresh operation may still be on its way
+    Operation.objects.filter(pk=operation.pk).update(
+        created_at=operation.created_at - timedelta(seconds=11))
+    assert engine.sweep() == [operation.pk]
+    assert queued_steps(private_redis) == [f"({operation.pk},)"]
+
+    # A real worker on the returned broker runs it (nothing answers SSH at that
+    # address, so discovery ends failed: what matters is that it ran).
+    worker = Worker("pozol", "broker-back", tmp_path, POZOL_REDIS_URL=private_redis)
+    try:
+        deadline = time.monotonic() + 60
+        while Operation.objects.get(pk=operation.pk).is_active:
+            assert time.monotonic() < deadline, worker.output()[-3000:]
+            time.sleep(0.3)
+    finally:
+        worker.stop()
+    operation.refresh_from_db()
+    assert operation.started_at is not None and operation.status == "failed", operation.error
+
+
+def test_a_next_step_whose_delivery_failed_is_swept(broker, private_redis):
+    """Between two steps an operation is running without a lease; if that
+    delivery was lost, the sweeper must still find it."""
+    from tests.ops import kinds  # noqa: F401  registers test kinds
+
+    broker(f"redis://127.0.0.1:{free_port()}/0")
+    operation = engine.start("test.story")
+    assert engine.run_step(operation.pk).startswith("next")
+    operation.refresh_from_db()
+    assert (operation.status, operation.lease_expires_at) == ("running", None)
+
+    broker(private_redis)
+    Operation.objects.filter(pk=operation.pk).update(
+        updated_at=operation.updated_at - timedelta(seconds=11))
+    assert engine.sweep() == [operation.pk]
+    assert queued_steps(private_redis) == [f"({operation.pk},)"]
