@@ -3,6 +3,7 @@ and a way to drive an Operation to its end in-process."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -14,7 +15,8 @@ from apps.accounts.models import ApiToken
 from apps.ops import engine
 from tests.driving import drive
 
-TEST_FLEET_SUBNET = "127.0.88"
+# Two checkouts testing on one machine each need their own subnet.
+TEST_FLEET_SUBNET = os.environ.get("POZOL_TEST_FLEET_SUBNET", "127.0.88")
 
 
 @pytest.fixture
@@ -28,6 +30,13 @@ def api(operator) -> APIClient:
     _, raw = ApiToken.objects.issue(operator, "tests")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
+    return client
+
+
+@pytest.fixture
+def signed_in(client, operator):
+    """Django's test client, signed in as the operator persona."""
+    client.force_login(operator)
     return client
 
 
@@ -47,9 +56,9 @@ def drive_operation(delivered):
 @pytest.fixture
 def replayed_host(db):
     """A host whose facts were recorded from a replayed real zfs-fuse discovery."""
-    from apps.fleet.discovery import record_facts
     from apps.fleet.models import Host
-    from apps.remote.discovery import discover
+    from apps.fleet.steps import record_facts
+    from apps.remote.gather import discover
     from tests.remote.fixtures.hosts import replay_transcript
 
     host = Host(name="db1", address="127.0.0.9", credential_kind="pasted",
@@ -63,7 +72,7 @@ def replayed_host(db):
 @pytest.fixture(scope="session")
 def fleet_hosts():
     """Two real test hosts (zfs-fuse, sshd, PostgreSQL 15), for the whole session."""
-    from tests.fleet import down, up
+    from apps.demo.fleet import down, up
 
     state_dir = Path(tempfile.mkdtemp(prefix="pozol-test-fleet-"))
     started = time.monotonic()

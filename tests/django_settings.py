@@ -6,12 +6,23 @@ exercised for real.
 
 import os
 
-from tests import services
+from apps.demo import services
 
-os.environ.setdefault("POZOL_DATABASE_URL", services.postgres_url())
-os.environ.setdefault("POZOL_REDIS_URL", services.redis_url(services.TEST_REDIS_DB))
+# Tests use their own Redis database so a `make run` worker never takes their tasks.
+TEST_REDIS_DB = 15
+os.environ.setdefault("POZOL_DATABASE_URL",
+                      services.postgres_url(os.environ.get("POZOL_TEST_DATABASE_URL")))
+os.environ.setdefault("POZOL_REDIS_URL", services.redis_url(
+    TEST_REDIS_DB, os.environ.get("POZOL_TEST_REDIS_URL")))
 os.environ.setdefault("POZOL_SECRET_KEY", "test-only-secret-key")
 os.environ.setdefault("POZOL_CREDENTIAL_KEY", "qEYY6l8kI85HU-fYTb2OY6p9wQiCx2a109DxZ20nN0U=")
+# The suite makes thousands of API calls from 127.0.0.1: generous limits, set through
+# the real variables; tests/accounts/test_rate_limits.py proves the limits bite.
+# Throttle counts of this run only: a run a minute ago must not count against this one.
+os.environ.setdefault("POZOL_THROTTLE_ANON", "100000/minute")
+os.environ.setdefault("POZOL_THROTTLE_USER", "100000/minute")
+os.environ.setdefault("POZOL_THROTTLE_FAILED_TOKEN", "100000/minute")
+os.environ.setdefault("POZOL_CACHE_KEY_PREFIX", f"pozol-test-{os.getpid()}")
 
 from pozol.settings import *  # noqa: E402,F403
 

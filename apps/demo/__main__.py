@@ -40,7 +40,7 @@ def choose_database() -> str:
     if os.environ.get("POZOL_DATABASE_URL"):
         say(f"database: POZOL_DATABASE_URL ({os.environ['POZOL_DATABASE_URL'].split('@')[-1]})")
         return os.environ["POZOL_DATABASE_URL"]
-    from tests.services import ServiceUnavailable, postgres_url
+    from apps.demo.services import ServiceUnavailable, postgres_url
 
     try:
         url = postgres_url()
@@ -66,7 +66,7 @@ def ensure_pg_database(url: str) -> None:
 def environment() -> dict[str, str]:
     from cryptography.fernet import Fernet
 
-    from tests.services import ServiceUnavailable, redis_url
+    from apps.demo.services import ServiceUnavailable, redis_url
 
     STATE.mkdir(exist_ok=True)
     env = dict(os.environ)
@@ -112,7 +112,7 @@ def start_fleet(env: dict[str, str]) -> bool:
         say(f"no demo fleet: {problem}. The control plane runs anyway.")
         return False
     say("starting a demo fleet of 2 hosts (zfs-fuse + sshd + PostgreSQL 15 each)")
-    subprocess.run([PY, "-m", "tests.fleet", "up", "--hosts", "2", "--state-dir",
+    subprocess.run([PY, "-m", "apps.demo.fleet", "up", "--hosts", "2", "--state-dir",
                     str(FLEET_STATE)], cwd=ROOT, env=env, check=True)
     manage(env, "register_demo_fleet", str(FLEET_STATE))
     return True
@@ -149,7 +149,7 @@ def stop(processes: list[subprocess.Popen], fleet: bool, env: dict[str, str]) ->
         except subprocess.TimeoutExpired:
             process.kill()
     if fleet:
-        subprocess.run([PY, "-m", "tests.fleet", "down", "--state-dir", str(FLEET_STATE)],
+        subprocess.run([PY, "-m", "apps.demo.fleet", "down", "--state-dir", str(FLEET_STATE)],
                        cwd=ROOT, env=env, check=False)
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from apps.demo.fleet.client import ssh
 from apps.fleet import services
 from apps.fleet.models import Host
 from apps.remote import ssh as product_ssh
-from tests.fleet.client import ssh
 
 
 def run_on(fleet_host, command: str) -> str:

@@ -1,4 +1,4 @@
-"""Register the hosts of a local demo fleet (tests.fleet) with their known keys.
+"""Register the hosts of a local demo fleet (apps.demo.fleet) with their known keys.
 
 The fleet itself tells us each host's key fingerprint, so the demo pins keys
 it knows rather than trusting on first use. A fleet that was re-created has
@@ -9,10 +9,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
+from apps.demo.fleet import status
 from apps.fleet import services
 from apps.fleet.models import Host
 from apps.ops.models import Operation
-from tests.fleet import status
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""`python -m tests.fleet serve`: one host whose sshd listens where asked, until SIGTERM.
+"""`python -m apps.demo.fleet serve`: one host whose sshd listens where asked, until SIGTERM.
 
 What the demo-host container of docker-compose.yml runs, proved here without
 Docker: the host is reached over real ssh at the --listen address (not the
@@ -21,18 +21,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet import Host
-from tests.fleet.client import ssh
-from tests.fleet.conftest import fresh_state_dir
-from tests.fleet.model import Layout, Record
-from tests.fleet.procs import cmdline, identify
+from apps.demo.fleet import Host
+from apps.demo.fleet.client import ssh
+from apps.demo.fleet.model import Layout, Record
+from apps.demo.fleet.procs import cmdline, identify
+from tests.demo.fleet.conftest import fresh_state_dir
 
 pytestmark = pytest.mark.fleet
 
 # Neither the demo's 127.0.77 nor test_fleet.py's 127.0.79.
 SUBNET = "127.0.94"
 LISTEN = f"{SUBNET}.200"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 UP_TIMEOUT = 300
 
 
@@ -42,12 +42,12 @@ def state_dir() -> Iterator[Path]:
 
 
 class Serve:
-    """`python -m tests.fleet serve` as a subprocess, in a session of its own."""
+    """`python -m apps.demo.fleet serve` as a subprocess, in a session of its own."""
 
     def __init__(self, state_dir: Path, tmp_path: Path) -> None:
         self.stderr_path = tmp_path / f"serve-{time.monotonic_ns()}.err"
         argv = [
-            sys.executable, "-m", "tests.fleet", "serve", "--listen", LISTEN,
+            sys.executable, "-m", "apps.demo.fleet", "serve", "--listen", LISTEN,
             "--subnet", SUBNET, "--state-dir", str(state_dir),
         ]  # fmt: skip
         with self.stderr_path.open("wb") as stderr:

@@ -1,4 +1,4 @@
-"""Command line: python -m tests.fleet up|status|down|serve (see tests/fleet/__init__.py)."""
+"""Command line: python -m apps.demo.fleet up|status|down|serve (see __init__.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from .fleet import down, status, up
 from .model import Host
 from .settings import FleetError, resolve_config
 
-log = logging.getLogger("tests.fleet")
+log = logging.getLogger("apps.demo.fleet")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tests.fleet", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m apps.demo.fleet", description=__doc__)
     commands = parser.add_subparsers(required=True, metavar="{up,status,down,serve}")
     cmd_up = commands.add_parser("up", help="start hosts 1..N (idempotent)")
     cmd_up.add_argument("--hosts", type=int, default=2, help="number of hosts (default 2)")

@@ -8,6 +8,11 @@ tune recordsize, compression and PostgreSQL. The only lines written to
 postgresql.conf say where the cluster listens, so that a restart by the product
 (with plain `pg_ctl restart`) keeps away from the machine's own PostgreSQL on
 127.0.0.1 and /var/run/postgresql.
+
+The cluster is owned by the host's pg_os_user: postgres unless `up` was given
+another (`owners={3: "pg-admin"}`), which lets tests cover owners that are not
+PostgreSQL identifiers. Such a user is a system user of the machine, made by
+ensure_os_user the first time it is needed.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import pwd
 import signal
 from pathlib import Path
 
+from apps.remote.commands import os_user
+
 from . import procs
 from .model import Host
 from .procs import Proc, in_namespace, run
@@ -24,7 +31,6 @@ from .settings import (
     PG_BIN_DIR,
     PG_DATA_DATASET,
     PG_DATABASE,
-    PG_OS_USER,
     PG_PORT,
     PG_WAL_DATASET,
     POOL,
@@ -34,6 +40,7 @@ from .settings import (
 
 def create_cluster(holder: Proc, host: Host) -> Proc:
     """Datasets, initdb, start, pgbench data; the running postmaster."""
+    ensure_os_user(host.pg_os_user)
     _create_datasets(holder)
     _prepare_directories(holder, host)
     _initdb(holder, host)
@@ -45,8 +52,9 @@ def create_cluster(holder: Proc, host: Host) -> Proc:
 
 def start(holder: Proc, host: Host) -> Proc:
     # pg_ctl puts the postmaster in its own session, so it outlives nsenter.
-    _as_postgres(
+    _as_owner(
         holder,
+        host,
         "pg_ctl",
         "-w",
         "-t",
@@ -81,8 +89,9 @@ def stop(holder: Proc | None, postmaster_proc: Proc | None, host: Host, marker: 
         return
     if holder is not None:
         try:
-            _as_postgres(
-                holder, "pg_ctl", "-w", "-t", "60", "-D", host.pg_data_dir, "-m", "fast", "stop"
+            _as_owner(
+                holder, host, "pg_ctl", "-w", "-t", "60", "-D", host.pg_data_dir, "-m", "fast",
+                "stop",
             )
         except FleetError:
             pass  # the namespace may be half gone; SIGINT below is what -m fast sends
@@ -97,7 +106,7 @@ def _create_datasets(holder: Proc) -> None:
 
 
 def _prepare_directories(holder: Proc, host: Host) -> None:
-    user = pwd.getpwnam(PG_OS_USER)
+    user = pwd.getpwnam(host.pg_os_user)
     data_mount = Path(host.pg_data_dir).parent
     wal_mount = Path(host.pg_wal_dir).parent
     for mount in (data_mount, wal_mount):
@@ -111,8 +120,9 @@ def _prepare_directories(holder: Proc, host: Host) -> None:
 
 
 def _initdb(holder: Proc, host: Host) -> None:
-    _as_postgres(
+    _as_owner(
         holder,
+        host,
         "initdb",
         "-D",
         host.pg_data_dir,
@@ -130,7 +140,7 @@ def _configure(holder: Proc, host: Host) -> None:
     conf = _seen_from_root(holder, Path(host.pg_data_dir) / "postgresql.conf")
     with conf.open("a") as out:
         out.write(
-            "\n# tests/fleet: where this host's cluster listens (nothing else is changed)\n"
+            "\n# apps/demo/fleet: where this host's cluster listens (nothing else is changed)\n"
             f"listen_addresses = '{host.address}'\n"
             f"port = {PG_PORT}\n"
             f"unix_socket_directories = '{host.pg_socket_dir}'\n"
@@ -139,13 +149,32 @@ def _configure(holder: Proc, host: Host) -> None:
 
 def _load_pgbench(holder: Proc, host: Host) -> None:
     socket = ["-h", host.pg_socket_dir, "-p", str(PG_PORT)]
-    _as_postgres(holder, "createdb", *socket, PG_DATABASE)
+    _as_owner(holder, host, "createdb", *socket, PG_DATABASE)
     # Scale 1 (100,000 accounts) keeps `up` fast; tests load more when they need it.
-    _as_postgres(holder, "pgbench", *socket, "-i", "-q", "-s", "1", PG_DATABASE)
+    _as_owner(holder, host, "pgbench", *socket, "-i", "-q", "-s", "1", PG_DATABASE)
 
 
-def _as_postgres(holder: Proc, program: str, *args: str) -> str:
-    argv = ["runuser", "-u", PG_OS_USER, "--", str(PG_BIN_DIR / program), *args]
+def ensure_os_user(name: str) -> None:
+    """Create the cluster's owner when the machine lacks it (a host with owner="pg-admin").
+
+    The hosts share the machine's /etc/passwd (only mounts and PIDs are private),
+    so this is a system user of the machine: created once, only if missing, with
+    no home and no login shell, and left in place by down (other hosts, or a
+    later up, may use it; it owns nothing once the host is gone).
+    """
+    os_user(name)
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        try:
+            run(["useradd", "--system", "--user-group", "--no-create-home",
+                 "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name])
+        except FleetError:
+            pwd.getpwnam(name)  # two hosts starting at once: the other one made it
+
+
+def _as_owner(holder: Proc, host: Host, program: str, *args: str) -> str:
+    argv = ["runuser", "-u", host.pg_os_user, "--", str(PG_BIN_DIR / program), *args]
     return run(in_namespace(holder, argv), timeout=180)
 
 

@@ -42,7 +42,7 @@ from .settings import (
     FleetError,
 )
 
-log = logging.getLogger("tests.fleet")
+log = logging.getLogger("apps.demo.fleet")
 
 # The namespace holder, PID 1 of the host: it only reaps the orphans adopted
 # by it (daemons started with setsid -f, a postmaster after pg_ctl exits), so
@@ -59,11 +59,15 @@ while True:
 UNSHARE = ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private"]
 
 
-def start_host(cfg: FleetConfig, index: int) -> Host:
-    """Create and start host number index; its record is saved at every step."""
+def start_host(cfg: FleetConfig, index: int, owner: str = PG_OS_USER) -> Host:
+    """Create and start host number index; its record is saved at every step.
+
+    owner is the OS user that owns the host's PostgreSQL cluster (see
+    postgres.ensure_os_user for a user other than postgres).
+    """
     layout = Layout(cfg.host_dir(cfg.host_name(index)))
     layout.root.mkdir(mode=0o755)
-    record = Record(host=describe(cfg, index, layout))
+    record = Record(host=describe(cfg, index, layout, owner))
     record.save(layout)
     started = time.monotonic()
     holder = _start_namespace(layout, record)
@@ -76,7 +80,7 @@ def start_host(cfg: FleetConfig, index: int) -> Host:
     return record.host
 
 
-def describe(cfg: FleetConfig, index: int, layout: Layout) -> Host:
+def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_USER) -> Host:
     """The host's connection facts; makes its host key, the only thing they need."""
     keys.ensure_key(layout.host_key, f"pozol-fleet-{cfg.host_name(index)}")
     public = keys.public_key(layout.host_key)
@@ -94,7 +98,7 @@ def describe(cfg: FleetConfig, index: int, layout: Layout) -> Host:
         pools=[POOL],
         pg_port=PG_PORT,
         pg_bin_dir=str(PG_BIN_DIR),
-        pg_os_user=PG_OS_USER,
+        pg_os_user=owner,
         pg_socket_dir=str(layout.socket_dir),
         # initdb wants a directory of its own, not the dataset's mount point.
         pg_data_dir=str(data_mount / "pgdata"),

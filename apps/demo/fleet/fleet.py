@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
@@ -16,6 +16,7 @@ from .host import host_dirs, host_status, start_host, stop_host
 from .model import Host, HostStatus, Layout
 from .preflight import check_free, check_machine, make_mount_points
 from .settings import (
+    PG_OS_USER,
     PG_PORT,
     FleetConfig,
     FleetError,
@@ -23,7 +24,7 @@ from .settings import (
     resolve_config,
 )
 
-log = logging.getLogger("tests.fleet")
+log = logging.getLogger("apps.demo.fleet")
 
 PathLike = str | os.PathLike[str] | None
 
@@ -34,8 +35,12 @@ def up(
     subnet: str | None = None,
     port: int | None = None,
     listen: str | None = None,
+    owners: Mapping[int, str] | None = None,
 ) -> list[Host]:
     """Bring hosts 1..hosts up; hosts already up are left alone. Returns hosts 1..hosts.
+
+    owners names the OS user owning the PostgreSQL cluster of a host, by index
+    (`{3: "pg-admin"}`); postgres when not named. A missing user is created.
 
     With listen (one host only), its sshd binds that address instead of the
     host's loopback address; the returned address stays the loopback one,
@@ -49,7 +54,7 @@ def up(
     try:
         with _locked(cfg):
             _claim(cfg)
-            result = _bring_up(cfg, hosts)
+            result = _bring_up(cfg, hosts, owners or {})
             _write_known_hosts(cfg)
             return result
     except BaseException:
@@ -99,7 +104,7 @@ def _claim(cfg: FleetConfig) -> None:
     cfg.state_dir.chmod(0o755)
 
 
-def _bring_up(cfg: FleetConfig, count: int) -> list[Host]:
+def _bring_up(cfg: FleetConfig, count: int, owners: Mapping[int, str]) -> list[Host]:
     wanted = [(i, Layout(cfg.host_dir(cfg.host_name(i)))) for i in range(1, count + 1)]
     todo = [(i, layout) for i, layout in wanted if not _is_up(layout)]
     for _, layout in todo:
@@ -111,14 +116,14 @@ def _bring_up(cfg: FleetConfig, count: int) -> list[Host]:
         check_free(cfg.address(i), PG_PORT, "postgresql")
     if todo:
         _prepare_fleet(cfg)
-    _start_all(cfg, [i for i, _ in todo])
+    _start_all(cfg, [i for i, _ in todo], owners)
     return [_host(layout) for _, layout in wanted]
 
 
-def _start_all(cfg: FleetConfig, indexes: list[int]) -> None:
+def _start_all(cfg: FleetConfig, indexes: list[int], owners: Mapping[int, str]) -> None:
     """Start hosts in parallel; if any fails, take down every host this call started."""
     with ThreadPoolExecutor(max_workers=max(1, len(indexes))) as pool:
-        futures = [pool.submit(start_host, cfg, i) for i in indexes]
+        futures = [pool.submit(start_host, cfg, i, owners.get(i, PG_OS_USER)) for i in indexes]
     errors = [f.exception() for f in futures if f.exception() is not None]
     if not errors:
         return

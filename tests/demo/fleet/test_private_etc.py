@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet import Host, down, up
-from tests.fleet.client import ssh
-from tests.fleet.conftest import fresh_state_dir
-from tests.fleet.preflight import PRIVATE_ETC_DIRS
+from apps.demo.fleet import Host, down, up
+from apps.demo.fleet.client import ssh
+from apps.demo.fleet.preflight import PRIVATE_ETC_DIRS
+from tests.demo.fleet.conftest import fresh_state_dir
 
 pytestmark = pytest.mark.fleet
 
@@ -183,7 +183,8 @@ def test_modprobe_d_is_private_on_a_machine_that_has_one(
     machine_dir = tmp_path / "machine" / "modprobe.d"
     machine_dir.mkdir(parents=True)
     (machine_dir / "blacklist.conf").write_text("blacklist pcspkr\n")
-    monkeypatch.setattr("tests.fleet.host.PRIVATE_ETC_DIRS", [SYSCTL_D.machine_dir, machine_dir])
+    monkeypatch.setattr("apps.demo.fleet.host.PRIVATE_ETC_DIRS",
+                        [SYSCTL_D.machine_dir, machine_dir])
     (host,) = up(1, state_dir=stand_in_state_dir, subnet=SUBNET)
     backing = Path(str(host.etc_modprobe_dir))
     assert backing == stand_in_state_dir / host.name / "etc" / "modprobe.d"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.fleet.model import Host
+from apps.demo.fleet.model import Host
 
 
 def ssh(host: Host, command: str, stdin: str = "", *, check: bool = True) -> str:

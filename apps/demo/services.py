@@ -1,9 +1,10 @@
-"""Find, or start, the PostgreSQL and Redis the test suite needs.
+"""Find, or start, the PostgreSQL and Redis that `make run` and the suite need.
 
-CI runs on a clean clone with no service assumed: if nothing answers on the
-usual local addresses (or on POZOL_TEST_DATABASE_URL / POZOL_TEST_REDIS_URL),
-a private server is started in a temporary directory on a free port and
-stopped, by its own PID, when the test process exits.
+A fresh machine (or CI's clean clone) has no service assumed: if nothing
+answers at the URL asked for (or the usual local address), a private server is
+started in a temporary directory on a free port and stopped, by its own PID,
+when the process that started it exits. A URL the caller insists on
+(`required=True`) that does not answer is an error instead.
 """
 
 from __future__ import annotations
@@ -20,9 +21,7 @@ from pathlib import Path
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/pozol"
-# Tests use their own Redis database so a `make run` worker never takes their tasks.
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
-TEST_REDIS_DB = 15
 
 
 class ServiceUnavailable(RuntimeError):
@@ -54,12 +53,13 @@ def _pg_accepts(url: str) -> bool:
         return False
 
 
-def postgres_url() -> str:
-    url = os.environ.get("POZOL_TEST_DATABASE_URL") or DEFAULT_PG_URL
+def postgres_url(preferred: str | None = None) -> str:
+    """`preferred` (which must answer) or the local PostgreSQL, else a private one."""
+    url = preferred or DEFAULT_PG_URL
     if _pg_accepts(url):
         return url
-    if os.environ.get("POZOL_TEST_DATABASE_URL"):
-        raise ServiceUnavailable(f"POZOL_TEST_DATABASE_URL={url} does not accept connections")
+    if preferred:
+        raise ServiceUnavailable(f"{url} does not accept connections")
     return _start_private_postgres()
 
 
@@ -67,7 +67,7 @@ def _start_private_postgres() -> str:
     if not (PG_BIN / "initdb").exists():
         raise ServiceUnavailable(
             f"no PostgreSQL answers at {DEFAULT_PG_URL} and {PG_BIN}/initdb is missing: "
-            "run `make deps` (installs postgresql-15) or set POZOL_TEST_DATABASE_URL")
+            "run `make deps` (installs postgresql-15) or name a PostgreSQL that answers")
     directory = Path(tempfile.mkdtemp(prefix="pozol-test-pg-"))
     port = free_port()
     as_user = _unprivileged_user()
@@ -105,14 +105,15 @@ def _run(argv: list[str], as_user: str | None, check: bool = True) -> None:
     subprocess.run(argv, check=check, capture_output=True, timeout=120)
 
 
-def redis_url(db: int = 0) -> str:
-    url = os.environ.get("POZOL_TEST_REDIS_URL") or DEFAULT_REDIS_URL.replace("/0", f"/{db}")
+def redis_url(db: int = 0, preferred: str | None = None) -> str:
+    """`preferred` (which must answer) or the local Redis's database `db`, else a private one."""
+    url = preferred or DEFAULT_REDIS_URL.replace("/0", f"/{db}")
     host_port = url.split("//", 1)[1].split("/", 1)[0]
     host, _, port = host_port.rpartition(":")
     if _answers(host or "127.0.0.1", int(port or 6379)):
         return url
-    if os.environ.get("POZOL_TEST_REDIS_URL"):
-        raise ServiceUnavailable(f"POZOL_TEST_REDIS_URL={url} does not answer")
+    if preferred:
+        raise ServiceUnavailable(f"{url} does not answer")
     return _start_private_redis(db)
 
 
@@ -120,7 +121,7 @@ def _start_private_redis(db: int) -> str:
     binary = shutil.which("redis-server")
     if not binary:
         raise ServiceUnavailable("no Redis answers on 127.0.0.1:6379 and redis-server is "
-                                 "missing: run `make deps` or set POZOL_TEST_REDIS_URL")
+                                 "missing: run `make deps` or name a Redis that answers")
     port = free_port()
     process = subprocess.Popen(
         [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",

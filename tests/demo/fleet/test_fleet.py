@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet import Host, down, status, up
-from tests.fleet.client import ssh
-from tests.fleet.conftest import fresh_state_dir
-from tests.fleet.model import PROCESSES, Layout, Record
-from tests.fleet.procs import Proc, cmdline, identify, pid_namespace
+from apps.demo.fleet import Host, down, status, up
+from apps.demo.fleet.client import ssh
+from apps.demo.fleet.model import PROCESSES, Layout, Record
+from apps.demo.fleet.procs import Proc, cmdline, identify, pid_namespace
+from tests.demo.fleet.conftest import fresh_state_dir
 
 pytestmark = pytest.mark.fleet
 

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet import down
-from tests.fleet.preflight import check_machine
-from tests.fleet.settings import FleetError
+from apps.demo.fleet import down
+from apps.demo.fleet.preflight import check_machine
+from apps.demo.fleet.settings import FleetError
 
 
 def fresh_state_dir(prefix: str) -> Iterator[Path]:

@@ -1,0 +1,118 @@
+"""The operator's pages, rendered from facts discovery recorded (no SSH here:
+the web process never opens it)."""
+
+import threading
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from apps.fleet.models import Host
+from apps.ops import engine
+from tests.html import parse
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def host(replayed_host):
+    return replayed_host
+
+
+
+def test_pages_need_a_sign_in(client, host):
+    for url in ("/", f"/hosts/{host.pk}/", "/operations/"):
+        response = client.get(url)
+        assert response.status_code == 302 and response.url.startswith("/login/")
+
+
+def test_the_overview_lists_hosts_with_pools_and_clusters(signed_in, host):
+    hosts = parse(signed_in.get("/").content).find("table", id="hosts")
+    name, reachable, _zfs, _pools, postgres, *_ = hosts.rows()[0]
+    assert name.startswith("db1 ") and reachable == "reachable"
+    assert [p.text.split()[0] for p in hosts.find_all("div", class_="pool")] == \
+        [pool.name for pool in host.pools.all()]
+    cluster = host.clusters.get()
+    assert postgres == f"{cluster.version} :{cluster.port}" and cluster.version.startswith("15")
+
+
+def test_the_host_page_shows_datasets_with_ratios(signed_in, host):
+    page = signed_in.get(f"/hosts/{host.pk}/").content.decode()
+    data = host.clusters.get().data_dataset
+    assert data.name in page and f"{data.compressratio:.2f}x" in page
+    assert "shared_buffers" in page and "postmaster" in page
+    assert "hit ratio 97%" in page and "vm.dirty_ratio=20" in page
+
+
+def test_the_operation_partial_polls_until_the_operation_ends(signed_in, host, delivered):
+    operation = engine.start("fleet.discover", host=host)
+    htmx = {"HTTP_HX_REQUEST": "true"}
+    assert signed_in.get(f"/operations/{operation.pk}/", **htmx).status_code == 200
+    page = signed_in.get(f"/operations/{operation.pk}/").content.decode()
+    assert 'hx-trigger="every 1s"' in page
+
+    engine.cancel(operation)
+    assert signed_in.get(f"/operations/{operation.pk}/", **htmx).status_code == 286
+    page = signed_in.get(f"/operations/{operation.pk}/").content.decode()
+    assert "hx-trigger" not in page
+
+
+def test_adding_a_host_in_the_form_refuses_hostile_names(signed_in, delivered):
+    response = signed_in.post("/hosts/add/", {
+        "name": "db1; reboot", "address": "$(reboot)", "port": 22, "user": "root",
+        "work_dir": "/var/lib/pozol", "key_source": "generate"})
+    assert response.status_code == 200
+    assert not Host.objects.exists() and delivered == []
+
+
+def test_adding_a_host_in_the_form_starts_discovery(signed_in, delivered):
+    response = signed_in.post("/hosts/add/", {
+        "name": "db2", "address": "10.0.0.5", "port": 22, "user": "root",
+        "work_dir": "/var/lib/pozol", "key_source": "generate"})
+    host = Host.objects.get(name="db2")
+    assert response.status_code == 302 and response.url == f"/hosts/{host.pk}/"
+    assert host.public_key.startswith("ssh-ed25519 ")
+    page = signed_in.get(response.url).content.decode()
+    assert host.public_key in page
+
+
+@pytest.mark.parametrize(("row", "shown"), [
+    ({"setting": "16384", "unit": "8kB"}, "128MB"),
+    ({"setting": "4096", "unit": "kB"}, "4MB"),
+    ({"setting": "1024", "unit": "MB"}, "1GB"),
+    ({"setting": "-1", "unit": "8kB"}, "-1 8kB"),
+    ({"setting": "300", "unit": "s"}, "300s"),
+    ({"setting": "on", "unit": None}, "on"),
+])
+def test_settings_are_shown_as_an_operator_writes_them(row, shown):
+    from apps.fleet.templatetags.fleet import pg_value
+
+    assert pg_value(row) == shown
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_form_adds_of_one_name_never_fail(operator, delivered):
+    """The form checks the name first, but a race past that check is still a
+    form error, not a 500."""
+    start = threading.Barrier(10)
+    statuses: list[int] = []
+
+    def add() -> None:
+        client = Client(raise_request_exception=False)
+        client.force_login(operator)
+        try:
+            start.wait()
+            statuses.append(client.post("/hosts/add/", {
+                "name": "db9", "address": "10.0.0.5", "port": 22, "user": "root",
+                "work_dir": "/var/lib/pozol", "key_source": "generate"}).status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=add) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert sorted(statuses) == [200] * 9 + [302]
+    assert Host.objects.count() == 1
