@@ -123,7 +123,24 @@ def host_status(layout: Layout) -> HostStatus | None:
     if record is None:
         return None
     alive = {name: procs.is_ours(proc, layout.marker) for name, proc in record.procs.items()}
+    if alive.get("namespace") and alive.get("postgres") is False:
+        alive["postgres"] = _follow_restarted_postmaster(layout, record)
     return HostStatus(**record.host.to_dict(), alive=alive)
+
+
+def _follow_restarted_postmaster(layout: Layout, record: Record) -> bool:
+    """A tuning apply or a test may restart PostgreSQL with pg_ctl: the host is
+    still up, with a new postmaster. Record it, so that up leaves the host alone
+    (rebuilding it would give it a new host key) and down stops the live one."""
+    try:
+        current = postgres.postmaster(record.procs["namespace"], record.host)
+    except (FleetError, OSError, ValueError, IndexError):
+        return False
+    if not procs.is_ours(current, layout.marker):
+        return False
+    record.procs["postgres"] = current
+    record.save(layout)
+    return True
 
 
 def stop_host(layout: Layout) -> None:
