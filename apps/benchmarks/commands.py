@@ -1,70 +1,32 @@
 """The remote commands of a benchmark: templates whose every value is validated and quoted.
 
-Everything runs as the cluster's owner through `runuser`, over the cluster's
-unix socket: peer authentication lets the owner in on a stock cluster without
-a password, as discovery does.
+Everything runs as the cluster's owner over the cluster's unix socket, through
+apps.remote.cluster, as discovery and tuning do.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from apps.remote.commands import (
-    Command,
-    InvalidValue,
-    abs_path,
-    cmd,
-    integer,
-    pg_identifier,
-    script,
-)
-from apps.remote.discovery import os_user
+from apps.remote.cluster import ClusterTarget
+from apps.remote.commands import Command, InvalidValue, abs_path, integer, script
 from apps.remote.facts import pgbench as facts
 
-PSQL_TIMEOUT_SECONDS = 30
 SAMPLER_GRACE_SECONDS = 10  # the sampler ends by itself this long after the run should have
 PROTOCOLS = ("simple", "extended", "prepared")
 MODES = ("tpcb", "select-only")
 
 
-@dataclass(frozen=True)
-class Target:
-    """Where a benchmark connects: checked against the naming rules once, here."""
-
-    owner: str
-    bin_dir: str
-    socket_dir: str
-    port: int
-    database: str
-
-    @classmethod
-    def of(cls, *, owner, bin_dir, socket_dir, port, database) -> Target:
-        if not socket_dir:
-            raise InvalidValue("socket directory", socket_dir,
-                               "the cluster listens on no unix socket (TCP is not tried)")
-        return cls(owner=os_user(owner), bin_dir=abs_path(bin_dir),
-                   socket_dir=abs_path(socket_dir),
-                   port=integer(port, minimum=1, maximum=65535),
-                   database=pg_identifier(database))
-
-    def argv(self, program: str, *args: str | int) -> list[str | int]:
-        return ["runuser", "-u", self.owner, "--", f"{self.bin_dir}/{program}",
-                "-h", self.socket_dir, "-p", self.port, *args]
-
-    def as_owner(self, program: str, *args: str | int) -> Command:
-        return cmd(*self.argv(program, *args))
+# Where a benchmark connects: the cluster target discovery and tuning use too.
+Target = ClusterTarget
 
 
 def initialise(target: Target, scale: int) -> Command:
     """`pgbench -i -s SCALE DB`: drops and re-creates the pgbench tables."""
-    return target.as_owner("pgbench", "-i", "-s", integer(scale, minimum=1, maximum=10000),
-                           target.database)
+    return target.client("pgbench", "-i", "-s", integer(scale, minimum=1, maximum=10000),
+                         target.database)
 
 
 def wal_bytes(target: Target, server_version_num: int | None) -> Command:
-    return cmd("timeout", PSQL_TIMEOUT_SECONDS,
-               *target.argv("psql", "-X", "-At", "-d", target.database,
-                            "-c", facts.wal_query(server_version_num)))
+    return target.psql(facts.wal_query(server_version_num))
 
 
 def run(target: Target, *, clients: int, threads: int, duration: int, mode: str,
@@ -79,11 +41,12 @@ def run(target: Target, *, clients: int, threads: int, duration: int, mode: str,
     if mode not in MODES:
         raise InvalidValue("benchmark mode", mode, f"one of {', '.join(MODES)}")
     clients = integer(clients, minimum=1, maximum=1000)
-    pgbench = target.as_owner(
+    pgbench = target.client(
         "pgbench", "-c", clients, "-j", integer(threads, minimum=1, maximum=clients),
         "-T", integer(duration, minimum=1, maximum=3600), "--progress=1", "-M", protocol,
         *(["-S"] if mode == "select-only" else []), "-r", target.database)
-    return script('echo "pozol-start $(date +%s.%N)" >&2; exec {pgbench}', pgbench=pgbench)
+    return script('echo "pozol-start $(date +%s.%N)" >&2; exec {pgbench}', pgbench=pgbench,
+                  shown=pgbench.shown)
 
 
 # One line a second, `<epoch> <Dirty kB> <Writeback kB>` (facts.parse_meminfo_samples),

@@ -15,15 +15,7 @@ def empty_series() -> dict:
 
 
 class Benchmark(models.Model):
-    class Mode(models.TextChoices):
-        TPCB = "tpcb", "TPC-B (sort of)"
-        SELECT_ONLY = "select-only", "select only"
-
-    class Protocol(models.TextChoices):
-        SIMPLE = "simple"
-        EXTENDED = "extended"
-        PREPARED = "prepared"
-
+    # pgbench's modes and protocols have one home: apps.benchmarks.commands.
     host = models.ForeignKey("fleet.Host", on_delete=models.CASCADE, related_name="benchmarks")
     cluster = models.ForeignKey("fleet.PgCluster", null=True, blank=True,
                                 on_delete=models.SET_NULL, related_name="benchmarks")

@@ -1,20 +1,19 @@
 """What the UI and the API ask of benchmarks: run one, compare two.
 
 Neither opens SSH: running records the Benchmark and starts its Operation.
-Input is refused here (a ValidationError naming the field) before anything is
+Input is refused here (a BenchmarkError naming the field) before anything is
 recorded, so hostile or impossible parameters never reach a host.
 """
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from apps.benchmarks import commands
+from apps.benchmarks import commands, steps
 from apps.benchmarks.models import Benchmark, Validation
-from apps.benchmarks.steps import KIND
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
+from apps.ops.errors import DomainError
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue, pg_identifier
 
@@ -23,11 +22,26 @@ DEFAULTS = {"database": "pgbench", "scale": 1, "init": False, "clients": 1, "thr
             "duration": 60, "mode": "tpcb", "protocol": "simple"}
 
 
+class BenchmarkError(DomainError):
+    """A benchmark or validation refused; `fields` names the inputs at fault."""
+
+
+def _refuse(fields: dict) -> BenchmarkError:
+    problems = "; ".join(f"{name}: {_text(value)}" for name, value in fields.items())
+    return BenchmarkError(f"refused: {problems}", fields=fields)
+
+
+def _text(value) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{name}: {_text(item)}" for name, item in value.items())
+    return " ".join(value) if isinstance(value, list) else str(value)
+
+
 def clean_parameters(params: dict) -> dict:
-    """The parameters with defaults filled in; ValidationError({field: message}) if wrong."""
+    """The parameters with defaults filled in; BenchmarkError naming params.<name> if wrong."""
     unknown = set(params) - set(DEFAULTS)
     if unknown:
-        raise ValidationError({name: "unknown parameter" for name in sorted(unknown)})
+        raise _refuse({"params": {name: ["unknown parameter"] for name in sorted(unknown)}})
     values = {**DEFAULTS, **params}
     errors: dict[str, str] = {}
     for name, (low, high) in LIMITS.items():
@@ -47,7 +61,7 @@ def clean_parameters(params: dict) -> dict:
     except InvalidValue as exc:
         errors["database"] = exc.reason
     if errors:
-        raise ValidationError(errors)
+        raise _refuse({"params": {name: [text] for name, text in errors.items()}})
     return values
 
 
@@ -59,13 +73,13 @@ def cluster_for(host: Host, cluster: PgCluster | None) -> PgCluster:
     """The cluster asked for, or the host's only one."""
     if cluster is not None:
         if cluster.host_id != host.pk:
-            raise ValidationError({"cluster": "that cluster is not on this host"})
+            raise _refuse({"cluster": ["that cluster is not on this host"]})
         return cluster
     clusters = list(host.clusters.all()[:2])
     if not clusters:
-        raise ValidationError({"cluster": "the host has no PostgreSQL cluster (run discovery)"})
+        raise _refuse({"cluster": ["the host has no PostgreSQL cluster (run discovery)"]})
     if len(clusters) > 1:
-        raise ValidationError({"cluster": "the host has several PostgreSQL clusters: name one"})
+        raise _refuse({"cluster": ["the host has several PostgreSQL clusters: name one"]})
     return clusters[0]
 
 
@@ -75,9 +89,7 @@ def _target(cluster: PgCluster, database: str) -> dict:
     try:
         commands.Target.of(**values, database=database)
     except InvalidValue as exc:
-        raise ValidationError({"cluster": f"cannot run pgbench there: {exc}"}) from None
-    if not cluster.running:
-        raise ValidationError({"cluster": "the cluster is not running"})
+        raise _refuse({"cluster": [f"cannot run pgbench there: {exc}"]}) from None
     return values
 
 
@@ -102,7 +114,7 @@ def run_benchmark(host: Host, cluster: PgCluster | None, params: dict, by=None,
         server_version_num=cluster.server_version_num, database=database, parameters=values,
         profile_version_label=profile_version_label or profile_in_force(host))
     bench.operation = engine.start(
-        KIND, host=host, subject=f"{host.name}:{cluster.port} pgbench",
+        steps.KIND.name, host=host, subject=f"{host.name}:{cluster.port} pgbench",
         state={"benchmark": bench.pk, "target": target}, trigger=trigger, user=by)
     bench.save(update_fields=["operation"])
     return bench
@@ -114,11 +126,13 @@ def validate(before: Benchmark, after: Benchmark, label: str = "") -> Validation
     for name, bench in (("before", before), ("after", after)):
         if bench.status != Operation.Status.SUCCEEDED or not bench.tps:
             errors[name] = f"benchmark #{bench.pk} has not succeeded ({bench.status})"
+    if not label.isprintable():  # PostgreSQL text cannot hold NUL; a label is one line
+        errors["label"] = "one line of printable text"
     if before.pk == after.pk:
         errors["after"] = "compare two different benchmarks"
     elif before.host_id != after.host_id:
         errors["after"] = "both benchmarks must have run on the same host"
     if errors:
-        raise ValidationError(errors)
+        raise _refuse({name: [text] for name, text in errors.items()})
     return Validation.objects.create(host=before.host, before=before, after=after,
                                      label=label[:200])

@@ -24,7 +24,6 @@ from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote import detached
 from apps.remote.facts import pgbench as facts
 
-KIND = "benchmarks.run"
 PGBENCH, SAMPLER, INIT = "pgbench", "meminfo", "init"
 FAILURE_TAIL = 1500  # characters of stderr kept in a failure
 OVERRUN_GRACE = 60  # seconds past -T before a run counts as stuck
@@ -212,8 +211,8 @@ def _stderr_tail(ctx: StepContext, name: str) -> str:
     return text[-FAILURE_TAIL:].strip()
 
 
-RUN = register(Kind(
-    name=KIND,
+KIND = register(Kind(
+    name="benchmarks.run",
     steps={"prepare": prepare, "wal_before": wal_before, "run": run, "poll": poll,
            "collect": collect},
     first_step="prepare",

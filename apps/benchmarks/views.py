@@ -1,23 +1,28 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
+from django_htmx.http import HTMX_STOP_POLLING
 
 from apps.benchmarks import services
 from apps.benchmarks.models import Benchmark, Validation
 from apps.fleet.models import Host, PgCluster
+from apps.ops.errors import DomainError
 from apps.ops.models import Operation
+from apps.ops.ui_errors import field_messages
+from apps.ops.ui_input import posted_id
 
-# htmx stops polling when a response has this status (as apps.ops.views).
-HTMX_STOP_POLLING = 286
 _NUMBERS = ("scale", "clients", "threads", "duration")
 
 
 @login_required
 def benchmark_list(request):
-    benchmarks = Benchmark.objects.select_related("host", "operation")[:100]
-    validations = Validation.objects.select_related("host", "before", "after")[:50]
+    # The list shows names and figures: never a host's facts (about 68 KB each), an
+    # operation's step state or a run's per-second series.
+    benchmarks = (Benchmark.objects.select_related("host", "operation")
+                  .defer("series", "host__facts", "operation__state")[:100])
+    validations = (Validation.objects.select_related("host", "before", "after")
+                   .defer("host__facts", "before__series", "after__series")[:50])
     return render(request, "benchmarks/list.html",
                   {"benchmarks": benchmarks, "validations": validations})
 
@@ -41,7 +46,10 @@ def _form_parameters(post) -> dict:
             params[name] = post[name]
     for name in _NUMBERS:
         if post.get(name):
-            params[name] = int(post[name]) if post[name].isdigit() else post[name]
+            # isdigit() is true for '²', which int() refuses; the service
+            # names the field of any value that is not a whole number.
+            value = post[name]
+            params[name] = int(value) if value.isascii() and value.isdecimal() else value
     return params
 
 
@@ -49,31 +57,31 @@ def _form_parameters(post) -> dict:
 @require_POST
 def run(request, host_pk: int):
     host = get_object_or_404(Host, pk=host_pk)
-    cluster = None
-    if request.POST.get("cluster"):
-        cluster = get_object_or_404(PgCluster, pk=request.POST["cluster"], host=host)
     try:
+        cluster = None
+        if cluster_pk := posted_id(request.POST, "cluster", required=False):
+            cluster = get_object_or_404(PgCluster, pk=cluster_pk, host=host)
         bench = services.run_benchmark(host, cluster, _form_parameters(request.POST),
                                        by=request.user, trigger=Operation.Trigger.UI)
-    except ValidationError as exc:
+    except DomainError as exc:
         _flash(request, exc)
         return redirect("fleet:host", host.pk)
     return redirect("benchmarks:benchmark", bench.pk)
 
 
-def _flash(request, exc: ValidationError) -> None:
-    for field, problems in exc.message_dict.items():
-        messages.error(request, f"{field}: {' '.join(problems)}")
+def _flash(request, exc: DomainError) -> None:
+    for field, problem in field_messages(exc.fields):
+        messages.error(request, f"{field.removeprefix('params.')}: {problem}")
 
 
 @login_required
 @require_POST
 def compare(request, pk: int):
     after = get_object_or_404(Benchmark, pk=pk)
-    before = get_object_or_404(Benchmark, pk=request.POST.get("before") or 0)
     try:
+        before = get_object_or_404(Benchmark, pk=posted_id(request.POST, "before"))
         validation = services.validate(before, after, request.POST.get("label", ""))
-    except ValidationError as exc:
+    except DomainError as exc:
         _flash(request, exc)
         return redirect("benchmarks:benchmark", after.pk)
     return redirect("benchmarks:validation", validation.pk)

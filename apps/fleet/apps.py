@@ -6,4 +6,4 @@ class FleetConfig(AppConfig):
     label = "fleet"
 
     def ready(self) -> None:
-        from apps.fleet import discovery  # noqa: F401  registers the operation kinds
+        from apps.fleet import steps  # noqa: F401  registers the operation kinds

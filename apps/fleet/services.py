@@ -6,14 +6,14 @@ carry out.
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
+from apps.fleet import steps
 from apps.fleet.models import Host
 from apps.ops import engine
+from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.remote.keys import generate_keypair
-
-DISCOVER = "fleet.discover"
 
 
 @transaction.atomic
@@ -22,6 +22,8 @@ def add_host(*, name: str, address: str, port: int = 22, user: str = "root",
              expected_fingerprint: str = "", trust_on_first_use: bool = False,
              trigger: str = Operation.Trigger.API, by=None) -> tuple[Host, Operation]:
     """Record a host and start its first discovery (which first pins its host key)."""
+    if Host.objects.filter(name=name).exists():
+        raise _name_taken(name)
     host = Host(name=name, address=address, port=port, user=user,
                 expected_fingerprint=expected_fingerprint.strip(),
                 trust_on_first_use=trust_on_first_use,
@@ -36,16 +38,26 @@ def add_host(*, name: str, address: str, port: int = 22, user: str = "root",
         private = private_key
         host.credential_kind = Host.CredentialKind.PASTED
     host.set_private_key(private)
-    host.full_clean()
-    host.save()
+    host.full_clean(validate_unique=False)  # the constraint decides, race-free
+    try:
+        with transaction.atomic():
+            host.save()
+    except IntegrityError:
+        # Another request took the name between our check and our insert.
+        raise _name_taken(name) from None
     return host, discover(host, trigger=trigger, by=by)
 
 
+def _name_taken(name: str) -> Conflict:
+    return Conflict(f"A host named {name} already exists; choose another name.",
+                    code="host_exists", fields={"name": [f"a host named {name} already exists"]})
+
+
 def discover(host: Host, *, trigger: str = Operation.Trigger.API, by=None) -> Operation:
-    active = host.operations.filter(kind=DISCOVER, status__in=Operation.ACTIVE).first()
+    active = host.operations.filter(kind=steps.KIND.name, status__in=Operation.ACTIVE).first()
     if active:
         return active
-    return engine.start(DISCOVER, host=host, trigger=trigger, user=by)
+    return engine.start(steps.KIND.name, host=host, trigger=trigger, user=by)
 
 
 def discover_all(trigger: str = Operation.Trigger.SCHEDULE) -> list[Operation]:
@@ -57,7 +69,9 @@ def confirm_host_key(host: Host, fingerprint: str, *, by=None,
                      trigger: str = Operation.Trigger.UI) -> Operation:
     """The operator confirms the fingerprint a worker saw; then discovery runs."""
     if not host.presented_host_key or fingerprint.strip() != host.presented_fingerprint:
-        raise ValueError("that is not the fingerprint the host presented; nothing was pinned")
+        raise DomainError("That is not the fingerprint the host presented; nothing was pinned.",
+                          code="fingerprint_mismatch",
+                          fields={"fingerprint": ["not the fingerprint the host presented"]})
     host.pin_host_key(host.presented_host_key, host.presented_fingerprint)
     return discover(host, trigger=trigger, by=by)
 

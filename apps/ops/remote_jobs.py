@@ -16,7 +16,9 @@ from apps.remote.detached import UnitStatus
 
 
 def unit_for(ctx: StepContext, name: str) -> str:
-    return f"pozol-op{ctx.operation.pk}-{name}"
+    # No "pozol-" here: apps.remote.detached prefixes the systemd unit itself, and
+    # a second prefix showed on hosts as pozol-pozol-op12-pgbench.
+    return f"op{ctx.operation.pk}-{name}"
 
 
 def advance(ctx: StepContext, name: str, command: Command) -> UnitStatus:

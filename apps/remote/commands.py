@@ -23,6 +23,8 @@ _PG_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_$]*\Z")
 _PG_SETTING = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?\Z")
 _SYSCTL = re.compile(r"[a-z0-9_]+(\.[a-z0-9_-]+)+\Z")
 _MODULE_PARAM = re.compile(r"[a-z][a-z0-9_]*\Z")
+# useradd's default NAME_REGEX: a hyphen is allowed (pg-admin), a leading one is not.
+_OS_USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}\Z")
 _UNIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}\Z")
 _SAFE_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "/_.-+@:")
 
@@ -128,6 +130,14 @@ def pg_setting_name(value: object) -> str:
     return name
 
 
+def os_user(value: object) -> str:
+    """A Linux user name as useradd accepts it by default (NAME_REGEX)."""
+    name = _require_text("user name", value, 32)
+    if not _OS_USER.match(name):
+        raise InvalidValue("user name", name, "use a-z 0-9 _ . - (start with a letter or _)")
+    return name
+
+
 def sysctl_name(value: object) -> str:
     name = _require_text("sysctl", value, 128)
     if not _SYSCTL.match(name):
@@ -174,14 +184,18 @@ class Command:
     """A shell command line whose every value was quoted by this module.
 
     `secrets` are substrings replaced by *** wherever the command is shown or
-    logged (a password passed to psql, say).
+    logged (a password passed to psql, say). `shown`, when set, is what the
+    command does in words a person reads in the log (the SQL psql runs rather
+    than the runuser wrapper); `stdin`, the input it needs (that SQL).
     """
 
     text: str
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    shown: str | None = field(default=None, compare=False)
+    stdin: bytes | None = field(default=None, repr=False)
 
     def redacted(self) -> str:
-        shown = self.text
+        shown = self.text if self.shown is None else self.shown
         for secret in self.secrets:
             # Quoting rewrites a secret that contains a quote: hide both spellings.
             shown = shown.replace(shlex.quote(secret), "***").replace(secret, "***")
@@ -214,11 +228,12 @@ class _QuotingFormatter(string.Formatter):
         return quote(value)  # type: ignore[arg-type]
 
 
-def script(template: str, /, secrets: tuple[str, ...] = (), **values: object) -> Command:
+def script(template: str, /, secrets: tuple[str, ...] = (), shown: str | None = None,
+           **values: object) -> Command:
     """A shell snippet (pipes, redirects, ||) from a literal template.
 
     Placeholders `{name}` receive quoted values: a str or int becomes one
     argument, a list or tuple becomes several, a Command is inserted as the
-    already-quoted command it is.
+    already-quoted command it is. `shown` is what the log says it does (see Command).
     """
-    return Command(_QuotingFormatter().format(template, **values), secrets)
+    return Command(_QuotingFormatter().format(template, **values), secrets, shown)

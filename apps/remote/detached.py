@@ -123,15 +123,17 @@ def start(run: Runner, unit: str, command: Command, work_dir: str, use_systemd: 
     values = {"wrapper": _WRAPPER, "unit": unit, "text": command.text, "pid": f"{unit}.pid"}
     launch = (script(_LAUNCH_SYSTEMD, sd_unit=f"pozol-{unit}", dir=work_dir, **values)
               if use_systemd else script(_LAUNCH_SETSID, **values))
+    # The log shows the command the unit runs, not the wrapper that launches it.
     started = run(script(_START, dir=work_dir, pid=f"{unit}.pid", launch=launch,
-                         secrets=command.secrets))
+                         secrets=command.secrets,
+                         shown=f"detached {unit}: {command.redacted()}"))
     return started.stdout.strip() == "started"
 
 
 def poll(run: Runner, unit: str, work_dir: str) -> UnitStatus:
     unit, work_dir = unit_name(unit), abs_path(work_dir)
     result = run(script(_POLL, dir=work_dir, pid=f"{unit}.pid", status=f"{unit}.status",
-                        unit=unit))
+                        unit=unit, shown=f"detached {unit}: poll"))
     return _parse_status(result.stdout)
 
 
@@ -147,7 +149,8 @@ def read_output(
     offset = integer(offset)
     suffix = {"stdout": "out", "stderr": "err"}[stream]
     result = run(script(_READ, dir=work_dir, file=f"{unit}.{suffix}", offset=offset,
-                        limit=READ_LIMIT, start=offset + 1))
+                        limit=READ_LIMIT, start=offset + 1,
+                        shown=f"detached {unit}: read {stream} from byte {offset}"))
     count, _, text = result.stdout.partition("\n")
     return text, offset + int(count)
 
@@ -156,7 +159,7 @@ def stop(run: Runner, unit: str, work_dir: str) -> None:
     """TERM the unit's process group, KILL it after STOP_GRACE s; no-op if it ended."""
     unit, work_dir = unit_name(unit), abs_path(work_dir)
     run(script(_STOP, dir=work_dir, pid=f"{unit}.pid", status=f"{unit}.status",
-               grace=STOP_GRACE), timeout=STOP_GRACE + 30)
+               grace=STOP_GRACE, shown=f"detached {unit}: stop"), timeout=STOP_GRACE + 30)
 
 
 def forget(run: Runner, unit: str, work_dir: str) -> None:
@@ -166,7 +169,8 @@ def forget(run: Runner, unit: str, work_dir: str) -> None:
         raise UnitStillRunning(f"unit {unit} is still running; stop it before forgetting it")
     files = [f"{unit}{suffix}" for suffix in
              (".pid", ".out", ".err", ".status", ".pid.tmp", ".status.tmp")]
-    run(script("cd {dir} 2>/dev/null || exit 0; rm -f -- {files}", dir=work_dir, files=files))
+    run(script("cd {dir} 2>/dev/null || exit 0; rm -f -- {files}", dir=work_dir, files=files,
+               shown=f"detached {unit}: forget"))
 
 
 def _parse_status(line: str) -> UnitStatus:

@@ -7,6 +7,7 @@ messages.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -52,12 +53,29 @@ class CommandTimeout(RemoteError):
     code = "timeout"
 
 
+# What PostgreSQL's programs print when they fail: the server's ERROR/FATAL
+# line (`psql:<stdin>:1: ERROR:  invalid value for parameter ...`, or FATAL
+# inside a connection failure), else the program's own `psql: error: ...`.
+_SERVER_CAUSE = re.compile(r"\b(?:ERROR|FATAL|PANIC):\s+(.+)")
+_PROGRAM_CAUSE = re.compile(r"^(?:psql|pg_ctl|pgbench|initdb): (?:error: )?(.+)")
+
+
+def failure_cause(output: str) -> str | None:
+    """The first line of a failure in words a person understands, when the output has one."""
+    lines = output.splitlines()
+    for pattern in (_SERVER_CAUSE, _PROGRAM_CAUSE):
+        for line in lines:
+            if match := pattern.search(line.strip()):
+                return match.group(1).strip()
+    return None
+
+
 class CommandFailed(RemoteError):
     code = "command_failed"
 
     def __init__(self, result: Result) -> None:
         self.result = result
         tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        super().__init__(
-            f"`{result.command}` exited {result.exit_code}: " + " / ".join(tail)
-        )
+        detail = f"`{result.command}` exited {result.exit_code}: " + " / ".join(tail)
+        cause = failure_cause(result.stderr) or failure_cause(result.stdout)
+        super().__init__(f"{cause}\n{detail}" if cause else detail)

@@ -1,6 +1,6 @@
 """SSH to managed hosts: the one module through which every remote command goes.
 
-Strict by design (see ARCHITECTURE.md, principle 4): only the pinned host key is
+Strict by design (ARCHITECTURE.md, "Commands"): only the pinned host key is
 accepted, no agent and no key search, timeouts on every phase, an overall
 deadline per command enforced here and on the host, output drained so a chatty
 command cannot stall, one connection per host reused within a worker, and every
@@ -116,6 +116,7 @@ class Session:
         stdin: bytes | None = None,
     ) -> Result:
         started = time.monotonic()
+        stdin = command.stdin if stdin is None else stdin
         outcome = self._run(command, stdin, deadline=started + timeout)
         result = _result(command, outcome, time.monotonic() - started)
         _record(self.target, result, outcome, timeout)

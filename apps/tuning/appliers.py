@@ -7,45 +7,17 @@ PostgreSQL values travel as psql variables (`:'value'`), so psql quotes them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from apps.remote import commands as c
+from apps.remote.cluster import ClusterTarget
 from apps.remote.shell import Runner
+from apps.tuning.core.profiles import SYSCTL_COUNTERPART
+
+# Where tuning reaches a cluster: the one target discovery and benchmarks use too.
+Cluster = ClusterTarget
 
 SYSCTL_FILE = "/etc/sysctl.d/90-pozol.conf"
 MODPROBE_FILE = "/etc/modprobe.d/zfs.conf"
 MODULE_PARAMETERS = "/sys/module/zfs/parameters"
-# The kernel keeps one member of each pair: writing one zeroes the other, and
-# writing 0 is ignored, so restoring means writing the member that was non-zero.
-SYSCTL_PARTNERS = {
-    "vm.dirty_bytes": "vm.dirty_ratio", "vm.dirty_ratio": "vm.dirty_bytes",
-    "vm.dirty_background_bytes": "vm.dirty_background_ratio",
-    "vm.dirty_background_ratio": "vm.dirty_background_bytes",
-}
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """Where to reach one PostgreSQL cluster on its host."""
-
-    data_dir: str
-    port: int
-    socket_dir: str
-    bin_dir: str
-    owner: str
-
-    def psql(self, **variables: str) -> c.Command:
-        flags = [f"--set={c.pg_identifier(name)}={value}" for name, value in variables.items()]
-        return c.cmd("runuser", "-u", c.pg_identifier(self.owner), "--",
-                     f"{c.abs_path(self.bin_dir)}/psql", "-X", "-At", "-F", "\t",
-                     "-v", "ON_ERROR_STOP=1", "-h", c.abs_path(self.socket_dir),
-                     "-p", c.integer(self.port, minimum=1, maximum=65535), "-d", "postgres",
-                     *flags)
-
-    def pg_ctl(self, action: str) -> c.Command:
-        return c.cmd("runuser", "-u", c.pg_identifier(self.owner), "--",
-                     f"{c.abs_path(self.bin_dir)}/pg_ctl", "-D", c.abs_path(self.data_dir),
-                     "-m", "fast", "-w", "-t", "120", action)
 
 
 # ---- ZFS dataset properties ----------------------------------------------------
@@ -71,8 +43,10 @@ def reset_zfs(run: Runner, dataset: str, prop: str) -> None:
 
 def read_sysctl(run: Runner, name: str) -> dict:
     names = [c.sysctl_name(name)]
-    if name in SYSCTL_PARTNERS:
-        names.append(SYSCTL_PARTNERS[name])
+    # The kernel keeps one member of a vm.dirty_* pair: reading both lets a
+    # rollback write back the member that was non-zero.
+    if name in SYSCTL_COUNTERPART:
+        names.append(SYSCTL_COUNTERPART[name])
     lines = run(c.cmd("sysctl", "-n", *names)).stdout.split()
     before = {"value": lines[0]}
     if len(lines) > 1:
@@ -119,11 +93,11 @@ _RESET = "alter system reset :\"name\";\nselect pg_reload_conf();\n"
 
 def read_pg(run: Runner, cluster: Cluster, name: str) -> dict:
     name = c.pg_setting_name(name)
-    row = run(cluster.psql(name=name), stdin=_READ_SETTING.encode()).stdout.strip()
+    row = run(cluster.psql(_READ_SETTING, name=name)).stdout.strip()
     if not row:
         raise c.InvalidValue("PostgreSQL setting", name, "this server has no such setting")
     setting, unit, vartype, source, sourcefile, pending = row.split("\t")
-    shown = run(cluster.psql(name=name), stdin=_SHOW.encode()).stdout.strip()
+    shown = run(cluster.psql(_SHOW, name=name)).stdout.strip()
     return {"value": shown, "setting": setting, "unit": unit, "vartype": vartype,
             "source": source,
             "from_auto_conf": sourcefile.endswith("postgresql.auto.conf"),
@@ -131,13 +105,12 @@ def read_pg(run: Runner, cluster: Cluster, name: str) -> dict:
 
 
 def write_pg(run: Runner, cluster: Cluster, name: str, value: str) -> None:
-    run(cluster.psql(name=c.pg_setting_name(name), value=_pg_value(value)),
-        stdin=_ALTER.encode())
+    run(cluster.psql(_ALTER, name=c.pg_setting_name(name), value=_pg_value(value)))
 
 
 def reset_pg(run: Runner, cluster: Cluster, name: str) -> None:
     """Remove PoZoL's ALTER SYSTEM line: the setting falls back to postgresql.conf."""
-    run(cluster.psql(name=c.pg_setting_name(name)), stdin=_RESET.encode())
+    run(cluster.psql(_RESET, name=c.pg_setting_name(name)))
 
 
 # ---- helpers -------------------------------------------------------------------------

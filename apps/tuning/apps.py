@@ -6,4 +6,4 @@ class TuningConfig(AppConfig):
     label = "tuning"
 
     def ready(self) -> None:
-        from apps.tuning import apply, drift  # noqa: F401  operation kinds and signal receivers
+        from apps.tuning import drift, steps  # noqa: F401  operation kinds and signal receivers

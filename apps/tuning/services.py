@@ -6,22 +6,27 @@ facts and desired state); applying and rolling back start Operations.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 from django.utils.text import slugify
 
 from apps.fleet.models import Host
 from apps.ops import engine
+from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
-from apps.tuning.core import advisor, planner
+from apps.tuning import steps
+from apps.tuning.core import advisor, evaluate, planner
 from apps.tuning.core.profiles import BUILTINS, ProfileSettings
 from apps.tuning.models import Assignment, Plan, PlanChange, Profile, ProfileVersion
 
 
-class TuningError(ValueError):
-    """A request that cannot be honoured as asked; the message says why."""
+class TuningError(DomainError):
+    """A tuning request that cannot be honoured as asked; the message says why."""
 
 
 # ---- profiles --------------------------------------------------------------------
@@ -46,62 +51,160 @@ def _add_version(profile: Profile, settings: dict, citations: list, note: str,
                                          created_by=by if by and by.is_authenticated else None)
 
 
-def _checked(settings: dict) -> dict:
+NAME_LENGTH = Profile._meta.get_field("name").max_length
+
+
+def _checked(settings: object) -> dict:
     try:
         return ProfileSettings.from_dict(settings).to_dict()
     except (ValueError, TypeError, KeyError) as exc:
-        raise TuningError(f"invalid profile settings: {exc}") from None
+        raise TuningError(f"invalid profile settings: {exc}",
+                          fields={"settings": [str(exc)]}) from None
 
 
-@transaction.atomic
+def settings_of(version: ProfileVersion) -> ProfileSettings:
+    """A stored version as settings; one saved before today's checks may fail them."""
+    try:
+        return version.profile_settings
+    except (ValueError, TypeError, KeyError) as exc:
+        raise TuningError(f"{version} is not a valid profile any more: {exc}; "
+                          "save a corrected version", fields={"settings": [str(exc)]}) from None
+
+
+def _taken(name: str) -> Conflict:
+    return Conflict(f"a profile named {name!r} (or with the same short name) already exists; "
+                    "choose another name", fields={"name": ["a profile with this name exists"]})
+
+
+def _check_name_free(name: str, *, but: Profile | None = None) -> None:
+    if Profile.objects.filter(name=name).exclude(pk=but.pk if but else None).exists():
+        raise _taken(name)
+
+
+@contextmanager
+def _unique(name: str) -> Iterator[None]:
+    """Map the unique constraints' IntegrityError (a concurrent save won) to a 409."""
+    try:
+        yield
+    except IntegrityError as exc:
+        raise _taken(name) from exc
+
+
 def create_profile(*, name: str, description: str = "", settings: dict, by=None) -> Profile:
-    profile = Profile.objects.create(name=name, slug=_free_slug(name), description=description)
-    _add_version(profile, _checked(settings), [], "created", by)
+    content = _checked(settings)
+    _check_name_free(name)
+    with _unique(name), transaction.atomic():
+        profile = Profile.objects.create(name=name, slug=_free_slug(name),
+                                         description=description)
+        _add_version(profile, content, [], "created", by)
     return profile
 
 
-@transaction.atomic
-def edit_profile(profile: Profile, *, settings: dict, note: str = "",
-                 description: str | None = None, by=None) -> ProfileVersion:
+def edit_profile(profile: Profile, *, settings: dict | None = None, note: str = "",
+                 name: str | None = None, description: str | None = None,
+                 by=None) -> ProfileVersion:
+    """Rename, describe and/or add a version; new settings are checked on every host
+    that follows the profile, in the same transaction as the save."""
+    content = _checked(settings) if settings is not None else None
+    new_name = name if name is not None and name != profile.name else None
+    if new_name:
+        _check_name_free(new_name, but=profile)
+    with _unique(new_name or profile.name), transaction.atomic():
+        profile = Profile.objects.select_for_update().get(pk=profile.pk)
+        _editable(profile)
+        if new_name:
+            profile.name, profile.slug = new_name, _free_slug(new_name, but=profile)
+        if description is not None:
+            profile.description = description
+        profile.save(update_fields=["name", "slug", "description"])
+        if content is None:
+            return profile.current
+        _check_on_assigned_hosts(profile, ProfileSettings.from_dict(content))
+        return _add_version(profile, content, profile.current.citations,
+                            note or "edited", by)
+
+
+def _editable(profile: Profile) -> None:
     if profile.builtin:
         raise TuningError(f"{profile.name!r} is built in; copy it to make your own version")
-    if description is not None:
-        profile.description = description
-        profile.save(update_fields=["description"])
-    return _add_version(profile, _checked(settings), profile.current.citations,
-                        note or "edited", by)
+    if profile.archived:
+        raise Conflict(f"{profile.name!r} is archived; copy it to make a new profile")
 
 
-@transaction.atomic
+def _check_on_assigned_hosts(profile: Profile, settings: ProfileSettings) -> None:
+    found = [f"{a.host.name}: {problem}"
+             for a in profile.assignments.select_related("host")
+             for problem in evaluate.problems(a.host.facts, settings)]
+    if found:
+        raise TuningError(f"{profile.name!r} would not apply on the hosts that follow it: "
+                          f"{found[0]}", fields={"settings": found})
+
+
 def copy_profile(profile: Profile, *, name: str, by=None) -> Profile:
-    copy = Profile.objects.create(name=name, slug=_free_slug(name),
-                                  description=profile.description)
-    _add_version(copy, profile.current.settings, profile.current.citations,
-                 f"copied from {profile.name} v{profile.current.number}", by)
+    _check_name_free(name)
+    source = profile.current
+    with _unique(name), transaction.atomic():
+        copy = Profile.objects.create(name=name, slug=_free_slug(name),
+                                      description=profile.description)
+        _add_version(copy, source.settings, source.citations,
+                     f"copied from {profile.name} v{source.number}", by)
     return copy
 
 
-def delete_profile(profile: Profile) -> None:
+def copy_name(profile: Profile) -> str:
+    """"X (copy)", else "X (copy 2)", ...: a free name within the length limit."""
+    for n in range(1, 1000):
+        suffix = " (copy)" if n == 1 else f" (copy {n})"
+        name = profile.name[:NAME_LENGTH - len(suffix)] + suffix
+        if not Profile.objects.filter(name=name).exists():
+            return name
+    raise Conflict(f"{profile.name!r} has been copied too often; name the copy yourself")
+
+
+@transaction.atomic
+def delete_profile(profile: Profile) -> str:
+    """Delete a profile no plan used; archive one that plans refer to. Says which."""
+    profile = Profile.objects.select_for_update().get(pk=profile.pk)
     if profile.builtin:
-        raise TuningError(f"{profile.name!r} is built in and cannot be deleted")
+        raise Conflict(f"{profile.name!r} is built in and cannot be deleted")
     hosts = list(profile.assignments.values_list("host__name", flat=True))
     if hosts:
-        raise TuningError(f"{profile.name!r} is assigned to {', '.join(hosts)}; "
-                          "assign them another profile first")
-    profile.delete()
+        raise Conflict(f"{profile.name!r} is assigned to {', '.join(hosts)}; "
+                       "assign them another profile first")
+    if not Plan.objects.filter(profile_version__profile=profile).exists():
+        try:
+            with transaction.atomic():
+                profile.delete()
+            return "deleted"
+        except ProtectedError:
+            pass  # a plan was made meanwhile: keep its version, archive instead
+    if not profile.archived:
+        profile.archived_at = timezone.now()
+        profile.save(update_fields=["archived_at"])
+    return "archived"
 
 
-def _free_slug(name: str) -> str:
+def _free_slug(name: str, *, but: Profile | None = None) -> str:
     base = slugify(name)[:90] or "profile"
+    taken = Profile.objects.exclude(pk=but.pk if but else None)
     slug, n = base, 2
-    while Profile.objects.filter(slug=slug).exists():
+    while taken.filter(slug=slug).exists():
         slug, n = f"{base}-{n}", n + 1
     return slug
 
 
 # ---- hosts -----------------------------------------------------------------------
 
+@transaction.atomic
 def assign(host: Host, profile: Profile, *, by=None) -> Assignment:
+    """Assign only what this host can take: a refusal leaves the old assignment."""
+    profile = Profile.objects.select_for_update().get(pk=profile.pk)
+    if profile.archived:
+        raise Conflict(f"{profile.name!r} is archived and cannot be assigned")
+    found = evaluate.problems(host.facts, settings_of(profile.current))
+    if found:
+        raise TuningError(f"{profile.name!r} cannot be applied to {host.name}: {found[0]}",
+                          fields={"profile": found})
     assignment, _ = Assignment.objects.update_or_create(
         host=host, defaults={"profile": profile,
                              "assigned_by": by if by and by.is_authenticated else None})
@@ -110,19 +213,53 @@ def assign(host: Host, profile: Profile, *, by=None) -> Assignment:
     return assignment
 
 
-def findings(host: Host) -> list[dict]:
-    desired = None
+def _assigned_settings(host: Host) -> ProfileSettings | None:
+    """The host's profile as settings; None when none is assigned or it is broken."""
     assignment = Assignment.objects.filter(host=host).select_related("profile").first()
-    if assignment:
-        desired = assignment.profile.current.profile_settings
-    return [_as_dict(f) for f in advisor.advise(host.facts, desired)] if host.facts else []
+    if assignment is None:
+        return None
+    try:
+        return settings_of(assignment.profile.current)
+    except TuningError:
+        return None  # shown as a problem on the host page, never a crash
+
+
+def findings(host: Host) -> list[dict]:
+    if not host.facts:
+        return []
+    return [_as_dict(f) for f in advisor.advise(host.facts, _assigned_settings(host))]
+
+
+def host_card(host: Host) -> dict:
+    """What the host page's tuning card shows; the fleet view asks for it in one call,
+    so the fleet app needs to know nothing about profiles."""
+    return {
+        "profiles": Profile.objects.filter(archived_at=None),
+        "assignment": Assignment.objects.filter(host=host)
+        .select_related("profile", "applied_version").first(),
+        "findings": findings(host),
+        "problems": problems(host),
+        "plans": host.plans.all()[:5],
+    }
+
+
+def problems(host: Host) -> list[str]:
+    """Why the host's profile could not be planned here now ([] when it could)."""
+    assignment = Assignment.objects.filter(host=host).select_related("profile").first()
+    if assignment is None:
+        return []
+    try:
+        return evaluate.problems(host.facts, settings_of(assignment.profile.current))
+    except TuningError as exc:
+        return [exc.message]
 
 
 def refresh_drift(host: Host) -> None:
     assignment = Assignment.objects.filter(host=host).select_related("profile").first()
-    if assignment is None or not host.facts:
+    settings = _assigned_settings(host)
+    if assignment is None or settings is None or not host.facts:
         return
-    computed = planner.plan(host.facts, assignment.profile.current.profile_settings)
+    computed = planner.plan(host.facts, settings)
     assignment.drift = [_as_dict(c) for c in computed.changes if c.supported]
     assignment.drift_checked_at = timezone.now()
     assignment.save(update_fields=["drift", "drift_checked_at"])
@@ -140,7 +277,12 @@ def make_plan(host: Host, *, version: ProfileVersion | None = None, by=None) -> 
         if assignment is None:
             raise TuningError(f"{host.name} has no profile assigned; assign one or name one")
         version = assignment.profile.current
-    computed = planner.plan(host.facts, version.profile_settings)
+    settings = settings_of(version)
+    found = evaluate.problems(host.facts, settings)
+    if found:
+        raise TuningError(f"{version} cannot be applied to {host.name}: {found[0]}",
+                          fields={"settings": found})
+    computed = planner.plan(host.facts, settings)
     plan = Plan.objects.create(
         host=host, profile_version=version, created_by=by if by and by.is_authenticated else None,
         findings=[_as_dict(f) for f in computed.findings],
@@ -173,8 +315,8 @@ def apply_plan(plan: Plan, *, allow_restart: bool = False, acknowledge: list[str
     plan.status = Plan.Status.APPLYING
     plan.allow_restart = allow_restart
     plan.acknowledged = sorted(set(acknowledge))
-    plan.operation = engine.start("tuning.apply", host=plan.host, trigger=trigger, user=by,
-                                  subject=f"{plan.host.name}: plan #{plan.pk}",
+    plan.operation = engine.start(steps.KIND.name, host=plan.host, trigger=trigger,
+                                  user=by, subject=f"{plan.host.name}: plan #{plan.pk}",
                                   state={"plan": plan.pk})
     plan.save(update_fields=["status", "allow_restart", "acknowledged", "operation"])
     return plan.operation

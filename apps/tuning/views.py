@@ -6,16 +6,20 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from apps.fleet.models import Host
+from apps.ops.errors import DomainError
 from apps.ops.models import Operation
+from apps.ops.ui_errors import on_form
 from apps.tuning import services
-from apps.tuning.forms import ApplyForm, ProfileForm
+from apps.tuning.forms import ApplyForm, AssignForm, ProfileForm
 from apps.tuning.models import Plan, Profile
 
 
 @login_required
 def profiles(request):
-    rows = Profile.objects.prefetch_related("versions", "assignments__host")
-    return render(request, "tuning/profiles.html", {"profiles": rows})
+    archived = request.GET.get("archived") in ("1", "true")
+    rows = Profile.objects.filter(archived_at__isnull=not archived) \
+        .prefetch_related("versions", "assignments__host")
+    return render(request, "tuning/profiles.html", {"profiles": rows, "archived": archived})
 
 
 @login_required
@@ -40,13 +44,14 @@ def profile_edit(request, pk: int | None = None):
         try:
             if profile:
                 services.edit_profile(profile, settings=data["settings"], note=data["note"],
-                                      description=data["description"], by=request.user)
+                                      name=data["name"], description=data["description"],
+                                      by=request.user)
             else:
                 profile = services.create_profile(name=data["name"], settings=data["settings"],
                                                   description=data["description"],
                                                   by=request.user)
-        except services.TuningError as exc:
-            form.add_error(None, str(exc))
+        except DomainError as exc:
+            on_form(form, exc)
         else:
             return redirect("tuning:profile", profile.pk)
     return render(request, "tuning/profile_edit.html", {"form": form, "profile": profile})
@@ -56,18 +61,21 @@ def profile_edit(request, pk: int | None = None):
 @require_POST
 def profile_copy(request, pk: int):
     profile = get_object_or_404(Profile, pk=pk)
-    copy = services.copy_profile(profile, name=f"{profile.name} (copy)", by=request.user)
+    copy = services.copy_profile(profile, name=services.copy_name(profile), by=request.user)
     return redirect("tuning:profile_edit", copy.pk)
 
 
 @login_required
 @require_POST
 def profile_delete(request, pk: int):
+    profile = get_object_or_404(Profile, pk=pk)
     try:
-        services.delete_profile(get_object_or_404(Profile, pk=pk))
-    except services.TuningError as exc:
+        outcome = services.delete_profile(profile)
+    except DomainError as exc:
         messages.error(request, str(exc))
         return redirect("tuning:profile", pk)
+    messages.info(request, f"{profile.name} {outcome}" + (
+        ": plans made from it keep its versions" if outcome == "archived" else "."))
     return redirect("tuning:profiles")
 
 
@@ -75,7 +83,11 @@ def profile_delete(request, pk: int):
 @require_POST
 def assign(request, host_pk: int):
     host = get_object_or_404(Host, pk=host_pk)
-    profile = get_object_or_404(Profile, pk=request.POST.get("profile"))
+    form = AssignForm(request.POST)
+    if not form.is_valid():
+        raise services.TuningError("choose an active profile to assign",
+                                   fields={"profile": form.errors.get("profile", [])})
+    profile = form.cleaned_data["profile"]
     services.assign(host, profile, by=request.user)
     messages.info(request, f"{host.name} now follows {profile.name}.")
     return redirect("fleet:host", host.pk)
@@ -105,7 +117,9 @@ def plan_detail(request, pk: int):
 def plan_apply(request, pk: int):
     plan = get_object_or_404(Plan, pk=pk)
     form = ApplyForm(request.POST, required=plan.requires_acknowledgement)
-    form.is_valid()
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        return redirect("tuning:plan", pk)
     try:
         operation = services.apply_plan(plan, allow_restart=form.cleaned_data["allow_restart"],
                                         acknowledge=form.cleaned_data["acknowledge"],

@@ -69,7 +69,7 @@ def test_a_cluster_of_another_host_is_refused(api, delivered, db_host):
 
 @pytest.mark.parametrize("changes", [{"socket_dir": "/run/$(reboot)"}, {"socket_dir": ""},
                                      {"owner": "root;id"}, {"bin_dir": "relative/bin"},
-                                     {"port": None}, {"running": False}])
+                                     {"port": None}])
 def test_a_cluster_pgbench_cannot_safely_reach_is_refused(api, delivered, changes):
     host = factories.host()
     factories.cluster(host, **changes)

@@ -14,11 +14,6 @@ from tests.benchmarks import factories
 pytestmark = [pytest.mark.django_db]
 
 
-@pytest.fixture
-def signed_in(client, operator):
-    client.force_login(operator)
-    return client
-
 
 def test_benchmark_page_shows_summary_and_charts(signed_in):
     host = factories.host()
@@ -88,15 +83,19 @@ def test_commands_quote_and_validate():
     run = commands.run(target, clients=2, threads=1, duration=5, mode="select-only",
                        protocol="prepared")
     assert run.text == (
-        'echo "pozol-start $(date +%s.%N)" >&2; exec runuser -u postgres -- '
+        'echo "pozol-start $(date +%s.%N)" >&2; exec sh -c \'cd / && exec "$@"\' sh '
+        "runuser -u postgres -- "
         "/usr/lib/postgresql/15/bin/pgbench -h /run/pg -p 5432 -c 2 -j 1 -T 5 --progress=1 "
         "-M prepared -S -r pgbench")
+    # The log shows the pgbench command line, not the scaffolding around it.
+    assert run.redacted() == ("pgbench -h /run/pg -p 5432 -c 2 -j 1 -T 5 --progress=1 "
+                              "-M prepared -S -r pgbench  (as postgres)")
     assert commands.initialise(target, 3).text.endswith("-p 5432 -i -s 3 pgbench")
     assert "'select wal_bytes from pg_stat_wal'" in commands.wal_bytes(target, 150000).text
     assert "pg_current_wal_lsn()" in commands.wal_bytes(target, 130000).text
-    sampler = commands.meminfo_sampler("/var/lib/pozol/pozol-op1-pgbench.status", 5).text
+    sampler = commands.meminfo_sampler("/var/lib/pozol/op1-pgbench.status", 5).text
     assert "+ 15 ))" in sampler and "{d = $2}" in sampler
-    for bad in ({"owner": "root;id"}, {"socket_dir": "/tmp/$(x)"}, {"port": 0},
+    for bad in ({"owner": "root;id"}, {"owner": "-pg"}, {"socket_dir": "/tmp/$(x)"}, {"port": 0},
                 {"database": "Bad"}, {"bin_dir": "usr/bin"}):
         with pytest.raises(InvalidValue):
             commands.Target.of(**{"owner": "postgres", "bin_dir": "/b", "socket_dir": "/s",

@@ -24,7 +24,7 @@ def drive_in_real_time(operation: Operation) -> Operation:
 
 def printed_tps(fleet_host, host, operation) -> float:
     """The tps line of pgbench's own output, read on the host independently."""
-    out = run_on(fleet_host, f"cat {host.work_dir}/pozol-op{operation.pk}-pgbench.out")
+    out = run_on(fleet_host, f"cat {host.work_dir}/op{operation.pk}-pgbench.out")
     return float(re.search(r"^tps = ([\d.]+) ", out, re.M)[1])
 
 
@@ -56,7 +56,8 @@ def test_pgbench_runs_end_to_end_and_two_runs_validate(fleet_hosts, delivered):
     assert [v for v in series["writeback_bytes"] if v is not None]
     assert first.wal_source == "pg_stat_wal" and first.wal_bytes_per_transaction > 0
     assert operation.progress == 100
-    units = [line.text for line in operation.log_lines.filter(text__startswith="started pozol")]
+    started = operation.log_lines.filter(text__startswith=f"started op{operation.pk}-")
+    units = [line.text for line in started]
     assert len(units) == 3  # init, pgbench and the sampler, each started once
 
     second = services.run_benchmark(host, None, {**PARAMS, "init": False})

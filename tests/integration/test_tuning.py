@@ -135,16 +135,18 @@ def test_a_failure_midway_stops_reports_and_rolls_back(fleet_hosts, delivered, k
     atime = zfs_get(fleet_host, "atime", data)
     profile = services.create_profile(name="Half good", settings={
         "zfs": {"data": {"atime": "off" if atime == "on" else "on"}}, "module": {},
-        "sysctl": {}, "postgres": {"random_page_cost": "-5"}})  # PostgreSQL refuses < 0
+        # Inside pg_settings' range, so the profile is valid, but the server's own check
+        # refuses it: max_stack_depth must stay below the stack limit (ulimit -s 8192).
+        "sysctl": {}, "postgres": {"max_stack_depth": "100MB"}})
     plan = services.make_plan(host, version=profile.current)
 
     operation = drive(services.apply_plan(plan))
     assert (operation.status, operation.error_code) == ("failed", "change_failed")
-    assert "random_page_cost" in operation.error and "atime" in operation.error
+    assert "max_stack_depth" in operation.error and "atime" in operation.error
     statuses = {c.key: c.status for c in plan.changes.all()}
-    assert statuses == {"atime": "applied", "random_page_cost": "failed"}
+    assert statuses == {"atime": "applied", "max_stack_depth": "failed"}
     assert zfs_get(fleet_host, "atime", data) != atime
 
     assert drive(services.rollback(plan)[1]).status == "succeeded"
     assert zfs_get(fleet_host, "atime", data) == atime
-    assert show(fleet_host, "random_page_cost") == "4"
+    assert show(fleet_host, "max_stack_depth") == "2MB"

@@ -21,6 +21,7 @@ class UnscriptedCommand(AssertionError):
 class FakeShell:
     script: dict[str, tuple[int, str, str] | str] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
+    stdins: list[bytes | None] = field(default_factory=list)
 
     def on(self, command: Command | str, stdout: str = "", *, exit_code: int = 0,
            stderr: str = "") -> FakeShell:
@@ -31,6 +32,7 @@ class FakeShell:
     def __call__(self, command: Command, *, timeout: float = 60.0, check: bool = True,
                  stdin: bytes | None = None) -> Result:
         self.calls.append(command.text)
+        self.stdins.append(command.stdin if stdin is None else stdin)
         if command.text not in self.script:
             raise UnscriptedCommand(f"nobody scripted: {command.text}")
         answer = self.script[command.text]

@@ -15,7 +15,7 @@ HOSTILE = ["; rm -rf /", "$(touch /tmp/x)", "`id`", "a'b", 'a"b', "a\nb", "a b",
 @pytest.mark.parametrize("validator", [
     commands.dataset_name, commands.snapshot_name, commands.pool_name, commands.pg_identifier,
     commands.sysctl_name, commands.module_param_name, commands.unit_name, commands.abs_path,
-    commands.zfs_property])
+    commands.zfs_property, commands.os_user])
 def test_hostile_values_are_refused_by_every_validator(validator, value):
     with pytest.raises(InvalidValue):
         validator(value)
@@ -34,6 +34,7 @@ def test_any_value_that_got_through_is_one_inert_argument(value):
     (commands.sysctl_name, "vm.dirty_background_bytes"),
     (commands.module_param_name, "zfs_txg_timeout"), (commands.unit_name, "pgbench-42"),
     (commands.abs_path, "/var/lib/postgresql/15/main"), (commands.zfs_property, "pozol:owner"),
+    (commands.os_user, "postgres"), (commands.os_user, "pg-admin"),
 ])
 def test_ordinary_names_pass(validator, value):
     assert validator(value) == value

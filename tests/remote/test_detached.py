@@ -17,6 +17,7 @@ from apps.remote.detached import UnitStatus
 from apps.remote.shell import Result
 from tests.remote.fakeshell import FakeShell
 from tests.remote.sshd import Sshd, running_sshd
+from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def test_unit_runs_detached_and_reports_its_exit_code(run: ssh.Session, work_dir
 def test_output_is_readable_while_it_runs_by_offset(run: ssh.Session, work_dir: str):
     detached.start(run, "progress", script("echo a; sleep 2; echo b; echo oops >&2"), work_dir,
                    use_systemd=False)
-    time.sleep(0.5)
+    assert wait_until(lambda: detached.read_output(run, "progress", work_dir)[0], 5)
 
     first, offset = detached.read_output(run, "progress", work_dir)
     wait_for_end(run, "progress", work_dir)
@@ -116,7 +117,7 @@ def test_unit_survives_the_ssh_connection_closing(run: ssh.Session, work_dir: st
 def test_stop_ends_the_whole_process_group(run: ssh.Session, work_dir: str):
     detached.start(run, "endless", script("sleep 31.25 & sleep 31.5; wait"), work_dir,
                    use_systemd=False)
-    time.sleep(0.5)
+    assert wait_until(lambda: "sleep 31.5" in run(cmd("ps", "-eo", "args")).stdout, 5)
 
     detached.stop(run, "endless", work_dir)
 
@@ -154,8 +155,9 @@ def test_a_unit_whose_wrapper_was_killed_is_failed_without_exit_code(
     run: ssh.Session, work_dir: str
 ):
     detached.start(run, "doomed", cmd("sleep", "30"), work_dir, use_systemd=False)
-    time.sleep(0.5)
-    pid = (Path(work_dir) / "doomed.pid").read_text().strip()
+    pid_file = Path(work_dir) / "doomed.pid"
+    assert wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), 5)
+    pid = pid_file.read_text().strip()
     run(script("kill -KILL -{pid}", pid=pid))  # as a reboot or the OOM killer would
 
     status = detached.poll(run, "doomed", work_dir)
@@ -175,6 +177,21 @@ def test_secrets_in_the_command_stay_redacted(run: ssh.Session, work_dir: str):
 
     assert "s3cret" not in seen[0].command
     assert wait_for_end(run, "secret", work_dir).state == "succeeded"
+
+
+@pytest.mark.ssh
+def test_the_log_shows_the_command_a_unit_runs_not_its_wrapper(run: ssh.Session, work_dir: str):
+    seen: list[Result] = []
+    token = ssh.command_observer.set(lambda host, result: seen.append(result))
+    try:
+        detached.start(run, "shown", cmd("echo", "hello"), work_dir, use_systemd=False)
+        wait_for_end(run, "shown", work_dir)
+    finally:
+        ssh.command_observer.reset(token)
+
+    assert seen[0].command == "detached shown: echo hello"
+    assert seen[-1].command == "detached shown: poll"
+    assert not any("setsid" in result.command for result in seen)
 
 
 # --- Without a host: values and the systemd launch ---------------------------------

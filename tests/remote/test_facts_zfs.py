@@ -2,7 +2,7 @@
 
 import pytest
 
-from apps.remote.facts import zfs, zfs_json
+from apps.remote.facts import zfs
 from tests.remote.fixtures.hosts import fuse_extra, fuse_section, read
 
 
@@ -98,17 +98,3 @@ def test_zfs_fuse_get_captured():
 def test_compressratio_with_or_without_x():
     assert zfs.parse_ratio("3.86x") == 3.86 and zfs.parse_ratio("2.10") == 2.1
     assert zfs.parse_ratio(None) is None and zfs.parse_ratio("-x") is None
-
-
-def test_json_version_and_get_match_the_tab_parsers():
-    assert zfs_json.parse_zfs_version_json(read("openzfs-2.3/zfs_version.json")) == \
-        zfs.parse_zfs_version(read("openzfs-2.3/zfs_version.txt"))
-    props = zfs_json.parse_zfs_get_json(read("openzfs-2.3/zfs_get.json"))
-    assert props["tank/pg/wal"]["recordsize"] == zfs.PropertyValue("32768", "inherited", "tank/pg")
-    assert props["tank/pg/wal"]["sync"] == zfs.PropertyValue("always", "local")
-    assert props["tank/pg"]["compressratio"] == zfs.PropertyValue("2.71", "-")
-
-
-def test_json_garbage_is_empty():
-    assert zfs_json.parse_zfs_get_json("not json") == {}
-    assert zfs_json.parse_zpool_list_json("[1, 2]") == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import subprocess
+import time
 from pathlib import Path
 
 import paramiko
@@ -128,3 +129,64 @@ def test_fingerprint_of_a_line_and_of_a_paramiko_key_agree():
 def test_bad_public_lines_are_invalid(line: str):
     with pytest.raises(InvalidKey):
         keys.fingerprint(line)
+
+
+# ---- bounds: a pasted key must not cost a web worker its life ---------------
+
+KEY_FIXTURES = Path(__file__).parent / "fixtures" / "keys"
+
+
+def timed_load(text: str) -> float:
+    started = time.monotonic()
+    keys.load_private_key(text)
+    return time.monotonic() - started
+
+
+def test_an_8192_bit_rsa_key_loads_without_the_slow_check():
+    """OpenSSL's full RSA check took 6-15 s for this key; the bounded checks
+    take a fraction of a second."""
+    text = (KEY_FIXTURES / "rsa-8192.openssh").read_text()
+    key = keys.load_private_key(text)
+    assert key.get_bits() == 8192 and key.can_sign()
+    assert timed_load(text) < 2
+
+
+@pytest.mark.parametrize("fmt", [serialization.PrivateFormat.OpenSSH,
+                                 serialization.PrivateFormat.PKCS8])
+def test_rsa_below_2048_bits_is_refused(fmt):
+    text = pem(rsa.generate_private_key(65537, 1024), fmt)  # noqa: S505  the point
+    with pytest.raises(InvalidKey, match="1024-bit RSA key: use 2048 to 8192 bits"):
+        keys.load_private_key(text)
+
+
+@pytest.mark.parametrize("name", ["rsa-16384.openssh", "rsa-8200.pkcs8"])
+def test_rsa_above_8192_bits_is_refused_before_any_expensive_check(name):
+    text = (KEY_FIXTURES / name).read_text()
+    started = time.monotonic()
+    with pytest.raises(InvalidKey, match="-bit RSA key: use 2048 to 8192 bits"):
+        keys.load_private_key(text)
+    assert time.monotonic() - started < 1
+
+
+def test_a_huge_paste_is_refused_unread():
+    text = ("-----BEGIN OPENSSH PRIVATE KEY-----\n" + "A" * 70 * 400
+            + "\n-----END OPENSSH PRIVATE KEY-----\n")
+    with pytest.raises(InvalidKey, match="longer than 16384 characters"):
+        keys.load_private_key(text)
+
+
+def test_an_inconsistent_rsa_key_is_refused_not_used():
+    """Read without OpenSSL's check, a damaged key must not reach OpenSSL's signing."""
+    good = rsa.generate_private_key(65537, 2048).private_numbers()
+    damaged = rsa.RSAPrivateNumbers(
+        p=good.p, q=good.q, d=good.d, dmp1=good.dmp1 ^ 2, dmq1=good.dmq1, iqmp=good.iqmp,
+        public_numbers=good.public_numbers,
+    ).private_key(unsafe_skip_rsa_key_validation=True)
+    with pytest.raises(InvalidKey, match="inconsistent"):
+        keys.load_private_key(pem(damaged, serialization.PrivateFormat.PKCS8))
+
+
+def test_ecdsa_on_a_curve_paramiko_cannot_sign_with_is_refused():
+    text = pem(ec.generate_private_key(ec.SECP256K1()), serialization.PrivateFormat.PKCS8)
+    with pytest.raises(InvalidKey, match="secp256k1"):
+        keys.load_private_key(text)

@@ -2,22 +2,17 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-register = template.Library()
+from apps.tuning.core.sizes import format_human_size, unit_bytes
 
-_UNITS = ["", "K", "M", "G", "T", "P"]
+register = template.Library()
 
 
 @register.filter
 def zfs_size(value) -> str:
-    """Bytes the way zfs prints them (128K, 1.5G): what operators read daily."""
+    """Bytes the way zfs prints them (128K, 1.5G); "—" when not known."""
     if value in (None, ""):
         return "—"
-    size = float(value)
-    for unit in _UNITS:
-        if size < 1024 or unit == _UNITS[-1]:
-            return f"{size:.0f}{unit}" if size == int(size) else f"{size:.1f}{unit}"
-        size /= 1024
-    return str(value)
+    return format_human_size(value)
 
 
 @register.simple_tag
@@ -40,15 +35,12 @@ def capacity_bar(pool) -> str:
         "</div>", percent, zfs_size(pool.size), level, percent)
 
 
-_PG_BYTE_UNITS = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 1024**2, "16MB": 16 * 1024**2,
-                  "GB": 1024**3}
-
-
 @register.filter
 def pg_value(row: dict) -> str:
     """A pg_settings row as an operator writes it: 16384 × 8kB is 128MB."""
     setting, unit = row.get("setting", ""), row.get("unit") or ""
-    if unit in _PG_BYTE_UNITS and setting.lstrip("-").isdigit() and int(setting) >= 0:
-        size = zfs_size(int(setting) * _PG_BYTE_UNITS[unit])
+    unit_size = unit_bytes(unit)
+    if unit_size is not None and setting.lstrip("-").isdigit() and int(setting) >= 0:
+        size = zfs_size(int(setting) * unit_size)
         return size + "B" if size[-1].isalpha() else size + " bytes"
     return f"{setting}{unit}" if unit in {"s", "ms", "min"} else f"{setting} {unit}".strip()

@@ -1,7 +1,7 @@
 """The shape of what discovery learns about a host: plain, JSON-ready data.
 
 `HostFacts.to_dict()` is what the control plane stores; every field is built
-by apps.remote.discovery from the parsers beside this module.
+by apps.remote.gather from the parsers beside this module.
 """
 
 from __future__ import annotations

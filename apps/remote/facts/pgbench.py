@@ -1,6 +1,6 @@
 """pgbench facts: the summary (stdout), progress lines (stderr), meminfo samples, WAL.
 
-Pure parsers of what pgbench 13-17 print (host-formats.md 4.2): a line that
+Pure parsers of what pgbench 13-17 print (pgbench's documentation, "Output"): a line that
 is missing (an aborted run stops early; PG13/14 lack failures and tries) is
 None, never an error. Progress and samples are read while a run goes on, so
 their parsers take complete lines only: a line still being written is left
@@ -134,7 +134,7 @@ def was_aborted(stderr: str) -> bool:
 # ---- the meminfo sampler ------------------------------------------------------------
 # The benchmarks.run operation samples /proc/meminfo once a second while pgbench
 # runs and prints one line per sample: `<epoch seconds> <Dirty kB> <Writeback kB>`
-# (meminfo's kB is KiB, host-formats.md 6.1).
+# (meminfo's kB is KiB: proc(5)).
 
 _SAMPLE = re.compile(r"^(?P<t>\d+(?:\.\d+)?) (?P<dirty>\d+) (?P<writeback>\d+)$")
 

@@ -20,16 +20,13 @@ from apps.tuning.core.formulas import (
     resolve,
     variables_of,
 )
-from apps.tuning.core.profiles import ProfileSettings
+from apps.tuning.core.profiles import SYSCTL_COUNTERPART, ProfileSettings
 from apps.tuning.core.sizes import MiB, parse_zfs_size
 
 COMPRESSION_CHAIN = ("zstd", "lz4", "on")  # best first; "on" exists on every ZFS
 NEW_DATA_ONLY = ("recordsize", "compression")
 BYTE_VALUED = frozenset({"zfs_arc_max", "zfs_arc_min", "zfs_dirty_data_max",
                          "vm.dirty_bytes", "vm.dirty_background_bytes"})
-SYSCTL_COUNTERPART = {"vm.dirty_bytes": "vm.dirty_ratio", "vm.dirty_ratio": "vm.dirty_bytes",
-                      "vm.dirty_background_bytes": "vm.dirty_background_ratio",
-                      "vm.dirty_background_ratio": "vm.dirty_background_bytes"}
 MEDIUM_RISK = frozenset({"zfs_arc_max", "zfs_txg_timeout", "full_page_writes", "logbias",
                          "primarycache", "redundant_metadata", "wal_sync_method", "wal_level",
                          "vm.dirty_bytes", "vm.dirty_ratio"})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from apps.remote.facts.zfs import version_tuple
 from apps.tuning.core.sizes import unit_bytes
 
 ROLES = ("data", "wal", "other")
@@ -44,7 +45,13 @@ def clusters(facts: dict) -> list[dict]:
 
 
 def setting(cluster: dict | None, name: str) -> dict | None:
-    return next((s for s in (cluster or {}).get("settings") or [] if s["name"] == name), None)
+    return setting_row((cluster or {}).get("settings") or [], name)
+
+
+def setting_row(rows: list[dict], name: str) -> dict | None:
+    """The pg_settings row named `name`: the one lookup over discovered rows,
+    for the facts dict here and PgCluster.settings in the fleet."""
+    return next((row for row in rows if row.get("name") == name), None)
 
 
 def setting_value(cluster: dict | None, name: str) -> str | None:
@@ -98,8 +105,7 @@ def pg_datasets(facts: dict) -> list[tuple[dict, str, str]]:
 def zfs_version(facts: dict) -> tuple[int, int, int] | None:
     """The kernel module's version: it decides bugs and tunables (userland may differ)."""
     zfs = facts.get("zfs") or {}
-    match = _VERSION.match(zfs.get("kernel_version") or zfs.get("version") or "")
-    return (int(match[1]), int(match[2]), int(match[3] or 0)) if match else None
+    return version_tuple(zfs.get("kernel_version") or zfs.get("version"))
 
 
 def capabilities(facts: dict) -> dict:

@@ -52,10 +52,3 @@ class Context:
 
 
 Rule = Callable[[Context], list[Finding]]
-
-
-def gib(size: int | None) -> str:
-    """"12.5 GiB" for evidence lines; sizes people compare at a glance."""
-    if size is None:
-        return "unknown"
-    return f"{size / 1024**3:.1f} GiB"

@@ -1,4 +1,8 @@
-"""Sizes as PostgreSQL and ZFS read and write them (both 1024-based)."""
+"""Sizes as PostgreSQL and ZFS read and write them (both 1024-based).
+
+The one home for size units, parsing and formatting: the fleet and benchmark
+pages format bytes with `format_human_size`, the advisor with `format_gib`.
+"""
 
 from __future__ import annotations
 
@@ -52,3 +56,23 @@ def format_zfs_size(size: int) -> str:
         if size and size % power == 0:
             return f"{size // power}{suffix}"
     return str(size)
+
+
+_HUMAN_UNITS = ("", "K", "M", "G", "T", "P")
+
+
+def format_human_size(value: float) -> str:
+    """Bytes the way zfs prints them for people (128K, 1.5G): what operators read daily."""
+    size = float(value)
+    for unit in _HUMAN_UNITS:
+        if size < KiB or unit == _HUMAN_UNITS[-1]:
+            return f"{size:.0f}{unit}" if size == int(size) else f"{size:.1f}{unit}"
+        size /= KiB
+    return str(value)  # unreachable: the last unit always returns
+
+
+def format_gib(size: int | None) -> str:
+    """"12.5 GiB" for evidence lines; sizes people compare at a glance."""
+    if size is None:
+        return "unknown"
+    return f"{size / GiB:.1f} GiB"

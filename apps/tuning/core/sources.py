@@ -1,4 +1,4 @@
-"""The write-ups PoZoL's tuning knowledge comes from (shared/references), by title and author.
+"""The write-ups PoZoL's tuning knowledge comes from, by title and author.
 
 Profiles and advisor findings cite these so an operator can read the evidence
 behind a recommendation; the numbers quoted next to them are the sources'.

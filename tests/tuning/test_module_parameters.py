@@ -15,7 +15,7 @@ from apps.ops.engine import StepContext
 from apps.remote.shell import Result
 from apps.tuning import appliers, services
 from tests.driving import drive
-from tests.tuning import hosts
+from tests.tuning.core import hosts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,8 +7,8 @@ import copy
 from apps.tuning.core.changes import project
 from apps.tuning.core.planner import ORDER, Plan, plan
 from apps.tuning.core.profiles import BUILTINS, ProfileSettings, builtin
-from tests.tuning import hosts
-from tests.tuning.hosts import cluster, set_prop
+from tests.tuning.core import hosts
+from tests.tuning.core.hosts import cluster, set_prop
 
 DATA, WAL = "tank/pg/data", "tank/pg/wal"
 SAFE, LOSS = builtin("oltp-safe").settings, builtin("oltp-bounded-loss").settings
@@ -168,14 +168,14 @@ def test_postgres_contexts_decide_the_method():
     facts = hosts.openzfs()
     custom = ProfileSettings.from_dict({"postgres": {
         "max_connections": "300", "work_mem": "8MB", "data_checksums": "on",
-        "checkpoint_timeout": "15min", "no_such_setting": "1"}})
+        "checkpoint_timeout": "15min", "custom.no_such_setting": "1"}})
     changes = by_key(plan(facts, custom), "postgres")
     assert changes["max_connections"].method == "pg_restart"
     assert changes["work_mem"].method == "pg_reload" and changes["work_mem"].current == "64MB"
     assert not changes["data_checksums"].supported
     assert "pg_checksums" in changes["data_checksums"].reason
     assert changes["checkpoint_timeout"].current == "300s"
-    assert "has no setting no_such_setting" in changes["no_such_setting"].reason
+    assert "has no setting custom.no_such_setting" in changes["custom.no_such_setting"].reason
     same = ProfileSettings.from_dict({"postgres": {"checkpoint_timeout": "5min",
                                                    "work_mem": "64MB"}})
     assert plan(facts, same).changes == ()

@@ -11,8 +11,8 @@ import pytest
 from apps.tuning.core import advisor, sources
 from apps.tuning.core.advisor import advise
 from apps.tuning.core.profiles import builtin
-from tests.tuning import hosts
-from tests.tuning.hosts import GiB, cluster, set_prop, set_setting
+from tests.tuning.core import hosts
+from tests.tuning.core.hosts import GiB, cluster, set_prop, set_setting
 
 DATA, WAL = "tank/pg/data", "tank/pg/wal"
 

@@ -35,14 +35,15 @@ def test_editing_makes_a_new_version_and_builtins_are_copied_not_edited(api):
     created = api.post("/api/profiles/", {"name": "Mine", "settings": SETTINGS},
                        format="json").json()
     edited = api.put(f"/api/profiles/{created['id']}/",
-                     {"settings": {**SETTINGS, "sysctl": {"vm.swappiness": "1"}},
+                     {"name": "Mine", "settings": {**SETTINGS, "sysctl": {"vm.swappiness": "1"}},
                       "note": "no swapping"}, format="json")
     assert edited.status_code == 200 and edited.json()["current"]["number"] == 2
     versions = api.get(f"/api/profiles/{created['id']}/versions/").json()
-    assert [v["number"] for v in versions] == [2, 1]
+    assert [v["number"] for v in versions["results"]] == [2, 1] and versions["count"] == 2
 
     safe = builtin("oltp-safe")
-    refused = api.put(f"/api/profiles/{safe.pk}/", {"settings": SETTINGS}, format="json")
+    refused = api.put(f"/api/profiles/{safe.pk}/", {"name": safe.name, "settings": SETTINGS},
+                      format="json")
     assert refused.status_code == 400 and "copy it" in refused.json()["error"]["message"]
     copy = api.post(f"/api/profiles/{safe.pk}/copy/", {"name": "Safe, mine"}, format="json")
     assert copy.status_code == 201 and not copy.json()["builtin"]
@@ -63,7 +64,7 @@ def test_an_assigned_profile_cannot_be_deleted(api, host):
     assert api.put(f"/api/hosts/{host.pk}/profile/", {"profile": created["id"]},
                    format="json").status_code == 200
     response = api.delete(f"/api/profiles/{created['id']}/")
-    assert response.status_code == 400 and "db1" in response.json()["error"]["message"]
+    assert response.status_code == 409 and "db1" in response.json()["error"]["message"]
 
 
 def test_a_plan_lists_changes_with_resolved_formulas(api, host):

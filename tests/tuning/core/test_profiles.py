@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.tuning.core import profiles
+from apps.remote.facts import system
+from apps.tuning.core import pgsettings, profiles
 from apps.tuning.core.profiles import BUILTINS, ProfileSettings, builtin
 
 
@@ -55,6 +56,41 @@ def test_builtins_round_trip_and_cite_their_sources(profile):
     assert profile.citations and all(" — " in c and ": " in c for c in profile.citations)
 
 
+def test_from_dict_accepts_what_postgresql_accepts():
+    settings = ProfileSettings.from_dict({"postgres": {
+        "wal_buffers": "-1", "work_mem": "64kB", "shared_buffers": "2GB * 2",
+        "synchronous_commit": "OFF", "wal_level": "replica", "huge_pages": "true",
+        "checkpoint_timeout": "15min", "pg_stat_statements.max": "10000",
+        "data_checksums": "on", "random_page_cost": "1.1"}})
+    assert settings.postgres["shared_buffers"] == "2GB * 2"
+
+
+def test_the_shipped_pg15_table_matches_its_sources():
+    table = pgsettings.reference()
+    assert table["work_mem"] == pgsettings.Spec("work_mem", "integer", "kB", 64, 2147483647)
+    assert table["shared_buffers"].unit == "8kB" and table["wal_buffers"].min_val == -1
+    assert "remote_apply" in table["synchronous_commit"].enumvals
+    # every row of postgres --describe-config is in it, plus the internal ones it omits
+    assert len(table) >= 307 and "data_checksums" in table
+
+
+def test_a_hosts_own_pg_settings_row_wins_over_the_reference():
+    row = {"name": "work_mem", "vartype": "integer", "unit": "kB", "min_val": "1024",
+           "max_val": "8192", "enumvals": None}
+    spec = pgsettings.spec_of("work_mem", row)
+    assert pgsettings.problem(spec, "4MB") is None
+    assert "above the maximum, 8MB" in pgsettings.problem(spec, "16MB")
+    assert "below the minimum, 1MB" in pgsettings.problem(spec, 512 * 1024)  # bytes
+    # a row without limits (what discovery records today) keeps the reference's
+    bare = pgsettings.spec_of("work_mem", {"name": "work_mem", "vartype": "integer",
+                                           "unit": "kB"})
+    assert bare.min_val == 64
+
+
+def test_the_sysctls_are_the_ones_discovery_reads():
+    assert set(profiles.SYSCTLS) == set(system.VM_SYSCTLS)
+
+
 def test_from_dict_accepts_a_custom_profile():
     settings = ProfileSettings.from_dict({
         "zfs": {"data": {"recordsize": "32K", "compression": "zstd-3"}},
@@ -82,6 +118,22 @@ def test_from_dict_accepts_a_custom_profile():
     ({"postgres": {"work_mem": ["4MB"]}}, "text or a number"),
     ({"requires_acknowledgement": ["yolo"]}, "unknown risk 'yolo'"),
     ({"zfs": ["data"]}, "expected a mapping"),
+    # Values PostgreSQL itself would refuse, caught before any host is involved.
+    ({"postgres": {"work_mem": "lots"}}, "postgres.work_mem: 'lots' is not a size"),
+    ({"postgres": {"shared_buffers": "-1GB"}}, "shared_buffers: .* below the minimum, 128kB"),
+    ({"postgres": {"shared_buffers": "999999TB"}}, "above the maximum"),
+    ({"postgres": {"work_mem": "0"}}, "below the minimum, 64kB"),
+    ({"postgres": {"wrok_mem": "4MB"}}, "no such setting; did you mean work_mem"),
+    ({"postgres": {"synchronous_commit": "sometimes"}}, "not one of local, remote_write"),
+    ({"postgres": {"fsync": "maybe"}}, "not on or off"),
+    ({"postgres": {"checkpoint_timeout": "2d"}}, "above the maximum, 86400s"),
+    ({"postgres": {"random_page_cost": "nan"}}, "not a number"),
+    ({"postgres": {"work_mem": "ram / 0"}}, "division by zero"),
+    ({"module": {"zfs_txg_timeout": "0"}}, "module.zfs_txg_timeout: 0 is below the minimum"),
+    ({"module": {"zfs_arc_max": "-1"}}, "below the minimum"),
+    ({"module": {"zfs_arc_max": "lots"}}, "not a whole number"),
+    ({"sysctl": {"vm.dirty_ratio": "150"}}, "above the maximum, 100"),
+    ({"sysctl": {"vm.max_map_count": "1"}}, "does not manage vm.max_map_count"),
 ])
 def test_from_dict_refuses_with_a_clear_message(data, message):
     if message == "":  # surrounding whitespace is stripped, not refused

@@ -1,4 +1,4 @@
-"""Discover what a host is: OS, memory, ZFS pools and datasets, ARC, disks, PostgreSQL.
+"""Gather what a host is over SSH: OS, memory, ZFS pools and datasets, ARC, disks, PostgreSQL.
 
 `discover(run)` asks in at most three SSH round trips, each a bundle of
 read-only commands (apps.remote.facts.sections frames every command's output
@@ -24,6 +24,7 @@ from dataclasses import asdict
 from functools import reduce
 
 from apps.remote import commands
+from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, InvalidValue, cmd, script
 from apps.remote.facts import arc, disks, postgres, system, zfs, zpool
 from apps.remote.facts.host import (
@@ -40,7 +41,6 @@ from apps.remote.facts.sections import MARKER, Section, split_sections
 from apps.remote.shell import Runner
 
 BUNDLE_TIMEOUT = 180.0
-PSQL_TIMEOUT_SECONDS = 30
 DATASET_PROPERTIES = (
     "recordsize", "compression", "compressratio", "atime", "logbias", "primarycache",
     "xattr", "dedup",
@@ -48,7 +48,6 @@ DATASET_PROPERTIES = (
 # Asked one by one: zfs refuses a whole `get` for one unknown property, and
 # zfs-fuse knows neither of these.
 OPTIONAL_PROPERTIES = ("sync", "redundant_metadata")
-_OS_USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}\Z")
 _NVME_DISK = re.compile(r"nvme\d+n\d+\Z")
 
 
@@ -382,29 +381,9 @@ def psql_probes(clusters: list[Cluster], facts: HostFacts) -> dict[str, Command]
 
 
 def _psql(cluster: Cluster) -> Command:
-    # runuser as the data directory's owner: peer authentication over the
-    # socket lets the owner in without a password on a stock cluster.
-    bin_dir = commands.abs_path(cluster.bin_dir)
-    return cmd(
-        "timeout", PSQL_TIMEOUT_SECONDS, "runuser", "-u", os_user(cluster.owner), "--",
-        f"{bin_dir}/psql", "-X", "-At", "-F", "\t", "-h", _psql_host(cluster),
-        "-p", commands.integer(cluster.port, minimum=1, maximum=65535),
-        "-d", "postgres", "-c", postgres.SETTINGS_QUERY,
-    )
-
-
-def os_user(value: object) -> str:
-    """A Linux user name as useradd accepts it by default (NAME_REGEX)."""
-    if not isinstance(value, str) or not _OS_USER.match(value):
-        raise InvalidValue("user name", value, "use a-z 0-9 _ . - (start with a letter or _)")
-    return value
-
-
-def _psql_host(cluster: Cluster) -> str:
-    if not cluster.socket_dir:
-        raise InvalidValue("socket directory", cluster.socket_dir,
-                           "the cluster listens on no unix socket (TCP is not tried)")
-    return commands.abs_path(cluster.socket_dir)
+    target = ClusterTarget(owner=cluster.owner, bin_dir=cluster.bin_dir,
+                           socket_dir=cluster.socket_dir, port=cluster.port)
+    return target.psql(postgres.SETTINGS_QUERY)
 
 
 def _with_settings(cluster: Cluster, data: dict[str, Section], facts: HostFacts) -> Cluster:

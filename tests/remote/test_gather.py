@@ -8,16 +8,19 @@ import json
 
 import pytest
 
-from apps.remote import discovery
+from apps.remote import gather
 from apps.remote.commands import cmd
 from apps.remote.facts import postgres, zfs
 from apps.remote.facts.host import ZfsFacts
 from tests.remote.fakeshell import FakeShell
 from tests.remote.fixtures.hosts import FixtureHost, replay_transcript
 
+# Written out rather than built by apps.remote.cluster, so the strict fake shell
+# fails if the command gather sends ever changes shape.
 PSQL_16 = cmd(
-    "timeout", 30, "runuser", "-u", "postgres", "--", "/usr/lib/postgresql/16/bin/psql",
-    "-X", "-At", "-F", "\t", "-h", "/var/run/postgresql", "-p", 5432, "-d", "postgres",
+    "sh", "-c", 'cd / && exec "$@"', "sh", "timeout", 30, "runuser", "-u", "postgres", "--",
+    "/usr/lib/postgresql/16/bin/psql", "-h", "/var/run/postgresql", "-p", 5432,
+    "-X", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", "postgres",
     "-c", postgres.SETTINGS_QUERY,
 )
 NVME = {f"nvme:{d}": cmd("nvme", "get-feature", "-f", "6", f"/dev/{d}")
@@ -35,10 +38,10 @@ def openzfs_22_host(host: FixtureHost | None = None, pools: tuple[str, ...] = ("
     host = host or FixtureHost("openzfs-2.2")
     postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
     shell = FakeShell()
-    host.script(shell, discovery.host_probes())
-    host.script(shell, {**discovery.zfs_probes(), **NVME,
-                        **discovery.postmaster_probes(postmaster)})
-    data = discovery.zfs_data_probes(openzfs_22_facts(), list(pools))
+    host.script(shell, gather.host_probes())
+    host.script(shell, {**gather.zfs_probes(), **NVME,
+                        **gather.postmaster_probes(postmaster)})
+    data = gather.zfs_data_probes(openzfs_22_facts(), list(pools))
     return host.script(shell, {**data, **({"psql:1500": PSQL_16} if psql else {})})
 
 
@@ -47,7 +50,7 @@ def openzfs_22_host(host: FixtureHost | None = None, pools: tuple[str, ...] = ("
 @pytest.fixture(scope="module")
 def fuse_facts():
     shell = replay_transcript()
-    facts = discovery.discover(shell)
+    facts = gather.discover(shell)
     return facts, shell
 
 
@@ -101,7 +104,7 @@ def test_facts_are_json(fuse_facts):
 
 def test_openzfs_22_host():
     shell = openzfs_22_host()
-    facts = discovery.discover(shell)
+    facts = gather.discover(shell)
     assert len(shell.calls) == 3
     assert facts.zfs.version == "2.2.4-1" and facts.zfs.capabilities.sync_property
     assert facts.zfs.capabilities.module_params and not facts.zfs.capabilities.json_output
@@ -112,7 +115,7 @@ def test_openzfs_22_host():
 
 
 def test_openzfs_22_disks_and_write_caches():
-    disks = {d.name: d for d in discovery.discover(openzfs_22_host()).disks}
+    disks = {d.name: d for d in gather.discover(openzfs_22_host()).disks}
     assert disks["nvme0n1"].volatile_write_cache is True
     assert disks["nvme1n1"].volatile_write_cache is False
     assert disks["nvme2n1"].volatile_write_cache is None  # no VWC on that controller
@@ -121,7 +124,7 @@ def test_openzfs_22_disks_and_write_caches():
 
 
 def test_openzfs_22_pool_and_datasets():
-    facts = discovery.discover(openzfs_22_host())
+    facts = gather.discover(openzfs_22_host())
     [tank] = facts.pools
     assert (tank.ashift, tank.fragmentation, tank.spa_version) == (12, 12, None)
     assert tank.has_log and tank.has_cache and tank.spares[0].name == "sdb"
@@ -132,7 +135,7 @@ def test_openzfs_22_pool_and_datasets():
 
 
 def test_openzfs_22_cluster():
-    [cluster] = discovery.discover(openzfs_22_host()).clusters
+    [cluster] = gather.discover(openzfs_22_host()).clusters
     assert (cluster.pid, cluster.version, cluster.server_version_num) == (1500, "16", 160004)
     assert cluster.data_checksums is False and cluster.socket_dir == "/var/run/postgresql"
     # The data directory is itself a mountpoint; pg_wal is a symlink to another dataset.
@@ -142,22 +145,19 @@ def test_openzfs_22_cluster():
 
 
 def test_exact_command_lines_on_openzfs():
-    probes = discovery.zfs_data_probes(openzfs_22_facts(), ["tank"])
+    probes = gather.zfs_data_probes(openzfs_22_facts(), ["tank"])
     assert probes["zfs_get"].text == (
         "zfs get -Hp -r -t filesystem,volume -o name,property,value,source "
         "recordsize,compression,compressratio,atime,logbias,primarycache,xattr,dedup tank")
     assert probes["zpool_list"].text == (
         "zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,health tank")
-    assert PSQL_16.text.startswith(
-        "timeout 30 runuser -u postgres -- /usr/lib/postgresql/16/bin/psql -X -At -F '\t' "
-        "-h /var/run/postgresql -p 5432 -d postgres -c 'select name, setting, unit,")
 
 
 # -- (c) a host with neither ZFS nor PostgreSQL -----------------------------------------
 
 def test_host_without_zfs_or_postgres_is_valid():
-    shell = FixtureHost("plain").script(FakeShell(), discovery.host_probes())
-    facts = discovery.discover(shell)
+    shell = FixtureHost("plain").script(FakeShell(), gather.host_probes())
+    facts = gather.discover(shell)
     assert len(shell.calls) == 1
     assert facts.zfs is None and "zfs" in facts.zfs_absent_reason
     assert facts.pools == [] and facts.clusters == [] and facts.arcstats is None
@@ -172,12 +172,12 @@ def test_zfs_that_will_not_start_is_a_reason_not_a_crash():
     host.overrides |= {"zfs_version": "The ZFS modules are not loaded.\n", "zfs_kmod": ""}
     host.exit_codes |= {"zfs_version": 1, "zfs_kmod": 1}
     shell = FakeShell()
-    host.script(shell, discovery.host_probes())
+    host.script(shell, gather.host_probes())
     postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
-    host.script(shell, {**discovery.zfs_probes(), **NVME,
-                        **discovery.postmaster_probes(postmaster)})
+    host.script(shell, {**gather.zfs_probes(), **NVME,
+                        **gather.postmaster_probes(postmaster)})
     host.script(shell, {"psql:1500": PSQL_16})
-    facts = discovery.discover(shell)
+    facts = gather.discover(shell)
     assert facts.zfs is None and "modules are not loaded" in facts.zfs_absent_reason
     assert facts.clusters[0].data_dataset is None and facts.clusters[0].settings
 
@@ -190,7 +190,7 @@ def test_hostile_pool_and_dataset_names_are_never_used():
     host.overrides["zfs_list"] = (host.directory / "zfs_list.txt").read_text() + (
         "tank/$(reboot)\tfilesystem\t1\t1\t1\t/tank/x\n")
     shell = openzfs_22_host(host)
-    facts = discovery.discover(shell)
+    facts = gather.discover(shell)
     assert not any("reboot" in call for call in shell.calls)
     skipped = {(s.kind, s.value) for s in facts.skipped}
     assert skipped == {("pool", "evil;reboot"), ("dataset", "tank/$(reboot)")}
@@ -203,7 +203,7 @@ def test_hostile_socket_dir_skips_psql_with_a_reason():
     pidfile = "1500\n/var/lib/postgresql/16/main\n1\n5432\n/tmp/$(reboot)\n*\n"
     host.overrides["pg_1500_pidfile"] = pidfile
     shell = openzfs_22_host(host, psql=False)
-    facts = discovery.discover(shell)
+    facts = gather.discover(shell)
     [cluster] = facts.clusters
     assert cluster.settings == [] and "path" in cluster.error
     assert facts.skipped[0].kind == "postgres cluster"
@@ -213,5 +213,5 @@ def test_hostile_socket_dir_skips_psql_with_a_reason():
 def test_hostile_owner_is_refused():
     host = FixtureHost("openzfs-2.2")
     host.overrides["pg_1500_owner"] = "root --help\n"
-    facts = discovery.discover(openzfs_22_host(host, psql=False))
+    facts = gather.discover(openzfs_22_host(host, psql=False))
     assert facts.clusters[0].error.startswith("not queried: invalid user name")

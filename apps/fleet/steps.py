@@ -1,4 +1,4 @@
-"""Discovery as an Operation: pin the host key, gather facts, record them.
+"""Discovery as an Operation: the fleet app's steps (pin the host key, gather facts, record them).
 
 Gathering only reads (so discovery is not mutating and runs beside other
 work); recording replaces the host's pools, datasets, clusters and disks in
@@ -14,8 +14,8 @@ from django.utils import timezone
 from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool
 from apps.fleet.signals import facts_recorded
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
-from apps.remote import discovery as remote_discovery
 from apps.remote.errors import RemoteError
+from apps.remote.gather import discover
 
 
 def check_host_key(ctx: StepContext) -> Next | Done | Fail:
@@ -63,7 +63,7 @@ def _present(host: Host, line: str, fingerprint: str, state: str) -> None:
 def gather(ctx: StepContext) -> Next:
     ctx.progress(20, "gathering facts over SSH")
     try:
-        facts = remote_discovery.discover(ctx.runner())
+        facts = discover(ctx.runner())
     except RemoteError as exc:
         ctx.host.record_unreachable(exc)
         raise
@@ -92,6 +92,7 @@ def record_facts(host: Host, facts: dict) -> dict[str, int]:
     # The whole picture stays on the host too: plans and the advisor read it as
     # discovery produced it; the rows above serve the UI, API and queries.
     host.facts = facts
+    host.zfs_version = Host.zfs_version_of(facts)
     host.reachable, host.last_seen_at, host.last_discovery_at = True, now, now
     host.last_error = host.last_error_code = ""
     host.save()
@@ -160,7 +161,7 @@ def _disk(host: Host, fact: dict) -> Disk:
     )
 
 
-DISCOVER = register(Kind(
+KIND = register(Kind(
     name="fleet.discover",
     steps={"check_host_key": check_host_key, "gather": gather, "record": record},
     first_step="check_host_key",

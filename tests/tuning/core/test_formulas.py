@@ -6,10 +6,10 @@ import pytest
 
 from apps.tuning.core import formulas as f
 from apps.tuning.core.formulas import FormulaError, Variables, resolve, variables_of
-from tests.tuning import hosts
+from tests.tuning.core import hosts
 
 GiB, MiB, KiB = 1024**3, 1024**2, 1024
-# PGTune's worked example (shared/host-formats.md 5.1): 64GB, 16 CPUs, 200 connections.
+# PGTune's worked example (its web form's output): 64GB, 16 CPUs, 200 connections.
 PGTUNE_64 = Variables(ram=64 * GiB, cpus=16, connections=200, shared_buffers=16 * GiB,
                       disk="ssd")
 
@@ -77,6 +77,25 @@ def test_formulas(expression, value):
 def test_anything_else_is_a_formula_error(hostile):
     with pytest.raises(FormulaError):
         resolve(hostile, PGTUNE_64)
+
+
+@pytest.mark.parametrize("deep", [
+    "-" * 400 + "ram", "not " * 100 + "ram > 1", "-(" * 100 + "ram" + ")" * 100,
+    "min(" * 60 + "ram" + ", 1)" * 60, "ram" + " + 1" * 60, "1 + " + "1" * 600,
+])
+def test_deep_or_large_formulas_are_refused_when_checked_and_when_resolved(deep):
+    # Before: check() accepted these and resolve() died with RecursionError.
+    with pytest.raises(FormulaError, match="nested deeper|more than|longer than"):
+        f.check(deep)
+    with pytest.raises(FormulaError):
+        resolve(deep, PGTUNE_64)
+
+
+def test_division_by_a_literal_zero_is_refused_without_a_host():
+    with pytest.raises(FormulaError, match="division by zero"):
+        f.check("ram / 0")
+    with pytest.raises(FormulaError, match="division by zero"):
+        f.check("ram // 0")
 
 
 def test_unknown_names_are_named_in_the_error():

@@ -8,6 +8,9 @@ the before-value. A failure stops the plan and says what was applied.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from django.db import transaction
 
 from apps.fleet.models import PgCluster
@@ -15,9 +18,11 @@ from apps.ops import remote_jobs
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote.commands import InvalidValue
 from apps.remote.errors import RemoteError
+from apps.remote.shell import Runner
 from apps.tuning import appliers
 from apps.tuning.core import pgvalues
 from apps.tuning.core.changes import zfs_same
+from apps.tuning.core.profiles import SYSCTL_COUNTERPART
 from apps.tuning.models import Plan, PlanChange
 
 Status = PlanChange.Status
@@ -152,7 +157,7 @@ def _stop(ctx: StepContext, change: PlanChange, error: str) -> Fail:
                 "Roll the plan back to restore them.", "change_failed")
 
 
-# ---- one change, by layer ---------------------------------------------------------
+# ---- one change, by layer: one table of Layer objects ---------------------------
 
 def _cluster(plan: Plan, data_dir: str) -> appliers.Cluster:
     row = PgCluster.objects.get(host=plan.host, data_dir=data_dir)
@@ -161,62 +166,100 @@ def _cluster(plan: Plan, data_dir: str) -> appliers.Cluster:
 
 
 def _read(run, change: PlanChange) -> dict:
-    if change.layer == "zfs":
-        return appliers.read_zfs(run, change.target, change.key)
-    if change.layer == "sysctl":
-        return appliers.read_sysctl(run, change.key)
-    if change.layer == "module":
-        return appliers.read_module(run, change.key)
-    return appliers.read_pg(run, _cluster(change.plan, change.target), change.key)
+    return LAYERS[change.layer].read(run, change)
 
 
 def _write(run, change: PlanChange) -> None:
-    reset = change.action == "reset"
-    if change.layer == "zfs":
-        if reset:
-            appliers.reset_zfs(run, change.target, change.key)
-        else:
-            appliers.write_zfs(run, change.target, change.key, change.desired)
-    elif change.layer == "sysctl":
-        appliers.write_sysctl(run, change.key, change.desired)
-    elif change.layer == "module":
-        appliers.write_module(run, change.key, change.desired)
-    else:
-        cluster = _cluster(change.plan, change.target)
-        if reset:
-            appliers.reset_pg(run, cluster, change.key)
-        else:
-            appliers.write_pg(run, cluster, change.key, change.desired)
+    LAYERS[change.layer].write(run, change)
 
 
 def reads_as(change: PlanChange, after: dict) -> bool:
     """Whether the host now reports the change's desired value, compared as the
     planner compares (16K is 16384; 1GB is 131072 pages of 8kB)."""
-    if change.layer == "postgres":
-        return pgvalues.same(after, change.desired)
-    if change.layer == "zfs":
-        return zfs_same(change.key, after["value"], change.desired)
-    return after["value"].strip() == change.desired.strip()
+    return LAYERS[change.layer].reads_as(change, after)
 
 
 def _persist(run, change: PlanChange) -> None:
     """Make a verified live value survive a reboot (zfs and ALTER SYSTEM already do).
     Only after verification: a value the kernel ignored must not be persisted."""
-    reset = change.action == "reset"
-    if change.layer == "sysctl" and not reset:
+    LAYERS[change.layer].persist(run, change)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """How the apply steps read, write, check and persist one layer's changes."""
+
+    read: Callable[[Runner, PlanChange], dict]
+    write: Callable[[Runner, PlanChange], None]
+    reads_as: Callable[[PlanChange, dict], bool]
+    persist: Callable[[Runner, PlanChange], None]
+
+
+def _write_zfs(run, change: PlanChange) -> None:
+    if change.action == "reset":
+        appliers.reset_zfs(run, change.target, change.key)
+    else:
+        appliers.write_zfs(run, change.target, change.key, change.desired)
+
+
+def _write_pg(run, change: PlanChange) -> None:
+    cluster = _cluster(change.plan, change.target)
+    if change.action == "reset":
+        appliers.reset_pg(run, cluster, change.key)
+    else:
+        appliers.write_pg(run, cluster, change.key, change.desired)
+
+
+def _persist_sysctl(run, change: PlanChange) -> None:
+    if change.action != "reset":
         appliers.persist_sysctl(run, change.key, change.desired)
-    elif change.layer == "sysctl":  # a restore may write the pair's other member
-        for name in filter(None, {change.key, appliers.SYSCTL_PARTNERS.get(change.key)}):
-            appliers.persist_sysctl(run, name, None)
-    elif change.layer == "module":
-        appliers.persist_module(run, change.key, None if reset else change.desired)
+        return
+    # A restore may write the pair's other member: forget both persisted lines.
+    for name in filter(None, {change.key, SYSCTL_COUNTERPART.get(change.key)}):
+        appliers.persist_sysctl(run, name, None)
+
+
+def _persist_module(run, change: PlanChange) -> None:
+    appliers.persist_module(run, change.key, None if change.action == "reset" else change.desired)
+
+
+def _same_text(change: PlanChange, after: dict) -> bool:
+    return after["value"].strip() == change.desired.strip()
+
+
+def _already_persistent(run, change: PlanChange) -> None:
+    """zfs set and ALTER SYSTEM survive a reboot by themselves."""
+
+
+LAYERS: dict[str, Layer] = {
+    PlanChange.Layer.ZFS: Layer(
+        read=lambda run, ch: appliers.read_zfs(run, ch.target, ch.key),
+        write=_write_zfs,
+        reads_as=lambda ch, after: zfs_same(ch.key, after["value"], ch.desired),
+        persist=_already_persistent),
+    PlanChange.Layer.SYSCTL: Layer(
+        read=lambda run, ch: appliers.read_sysctl(run, ch.key),
+        write=lambda run, ch: appliers.write_sysctl(run, ch.key, ch.desired),
+        reads_as=_same_text,
+        persist=_persist_sysctl),
+    PlanChange.Layer.MODULE: Layer(
+        read=lambda run, ch: appliers.read_module(run, ch.key),
+        write=lambda run, ch: appliers.write_module(run, ch.key, ch.desired),
+        reads_as=_same_text,
+        persist=_persist_module),
+    PlanChange.Layer.POSTGRES: Layer(
+        read=lambda run, ch: appliers.read_pg(run, _cluster(ch.plan, ch.target), ch.key),
+        write=_write_pg,
+        reads_as=lambda ch, after: pgvalues.same(after, ch.desired),
+        persist=_already_persistent),
+}
 
 
 def _slug(path: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in path).strip("-")[-60:]
 
 
-APPLY = register(Kind(
+KIND = register(Kind(
     name="tuning.apply",
     steps={"begin": begin, "read": read, "write": write, "restart": restart,
            "verify_restart": verify_restart, "finish": finish},

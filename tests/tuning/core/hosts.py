@@ -12,7 +12,7 @@ import copy
 import json
 from functools import cache
 
-from apps.remote import discovery
+from apps.remote import gather
 from apps.remote.commands import cmd
 from apps.remote.facts import postgres, zfs
 from apps.remote.facts.host import ZfsFacts
@@ -59,7 +59,7 @@ def openzfs(version: str = "2.2.4") -> dict:
 
 @cache
 def _discovered_22() -> dict:
-    facts = discovery.discover(_openzfs_22_shell()).to_dict()
+    facts = gather.discover(_openzfs_22_shell()).to_dict()
     for cluster in facts["clusters"]:
         known = {row["name"] for row in cluster["settings"]}
         cluster["settings"] += [_row(*row) for row in PG16_ROWS if row[0] not in known]
@@ -73,22 +73,23 @@ def _row(name: str, setting: str, unit: str | None, context: str, vartype: str) 
 
 
 def _openzfs_22_shell() -> FakeShell:
-    """The same scripted host tests/remote/test_discovery.py drives."""
+    """The same scripted host tests/remote/test_gather.py drives."""
     host = FixtureHost("openzfs-2.2")
     postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
     nvme = {f"nvme:{d}": cmd("nvme", "get-feature", "-f", "6", f"/dev/{d}")
             for d in ("nvme0n1", "nvme1n1", "nvme2n1")}
-    psql = cmd("timeout", 30, "runuser", "-u", "postgres", "--",
-               "/usr/lib/postgresql/16/bin/psql", "-X", "-At", "-F", "\t", "-h",
-               "/var/run/postgresql", "-p", 5432, "-d", "postgres", "-c", postgres.SETTINGS_QUERY)
+    psql = cmd("sh", "-c", 'cd / && exec "$@"', "sh", "timeout", 30, "runuser", "-u", "postgres",
+               "--", "/usr/lib/postgresql/16/bin/psql", "-h", "/var/run/postgresql", "-p", 5432,
+               "-X", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", "postgres",
+               "-c", postgres.SETTINGS_QUERY)
     version = zfs.ZfsVersion("2.2.4-1", "2.2.4-1")
     zfs_facts = ZfsFacts("OpenZFS", zfs.OPENZFS, "2.2.4-1", "2.2.4-1", "2.2.4-1",
                          zfs.baseline_capabilities(zfs.OPENZFS, version))
     shell = FakeShell()
-    host.script(shell, discovery.host_probes())
-    host.script(shell, {**discovery.zfs_probes(), **nvme,
-                        **discovery.postmaster_probes(postmaster)})
-    data = discovery.zfs_data_probes(zfs_facts, ["tank"])
+    host.script(shell, gather.host_probes())
+    host.script(shell, {**gather.zfs_probes(), **nvme,
+                        **gather.postmaster_probes(postmaster)})
+    data = gather.zfs_data_probes(zfs_facts, ["tank"])
     return host.script(shell, {**data, "psql:1500": psql})
 
 
