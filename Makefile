@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # PostgreSQL 15 with pgbench, Redis, and Chromium for the browser tests.
 DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium
 
-.PHONY: run test bench deps debs venv lint fleet-up fleet-down clean
+.PHONY: run test bench bench-scale fuzz deps debs venv lint fleet-up fleet-down clean
 
 run: deps
 	$(PY) -m apps.demo
@@ -18,6 +18,16 @@ test: deps
 # Figures, not a test: "OLTP on ZFS (safe)" before/after on a fresh test host.
 bench: deps
 	$(PY) -m tests.bench.oltp_safe --override postgres.shared_buffers=128MB $(BENCH_ARGS)
+
+# The API fuzzed for longer than the suite does, with a random seed (printed).
+FUZZ_SECONDS ?= 900
+fuzz: deps
+	POZOL_FUZZ_SEED=random POZOL_FUZZ_EXAMPLES=100 POZOL_FUZZ_SECONDS=$(FUZZ_SECONDS) \
+	  $(PY) -m pytest -s tests/accounts/test_api_fuzz.py $(PYTEST_ARGS)
+
+# Figures, not a test: page time and size at 2, 200 and 1,000 hosts (a database of its own).
+bench-scale: venv
+	$(PY) -m tests.bench.fleet_scale $(BENCH_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -44,10 +54,10 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	touch $@
 
 fleet-up: venv
-	$(PY) -m tests.fleet up --hosts 2 --json
+	$(PY) -m apps.demo.fleet up --hosts 2 --json
 
 fleet-down: venv
-	$(PY) -m tests.fleet down
+	$(PY) -m apps.demo.fleet down
 
 clean:
 	rm -rf $(VENV) .staticfiles
