@@ -11,25 +11,23 @@ from apps.remote.commands import Command, InvalidValue, abs_path, integer, scrip
 from apps.remote.facts import pgbench as facts
 
 SAMPLER_GRACE_SECONDS = 10  # the sampler ends by itself this long after the run should have
-PROTOCOLS = ("simple", "extended", "prepared")
-MODES = ("tpcb", "select-only")
+# pgbench's query protocols (-M) and workloads, each with the label the UI shows.
+PROTOCOLS = {"simple": "simple", "extended": "extended", "prepared": "prepared"}
+MODES = {"tpcb": "TPC-B", "select-only": "select only"}
 
 
-# Where a benchmark connects: the cluster target discovery and tuning use too.
-Target = ClusterTarget
 
-
-def initialise(target: Target, scale: int) -> Command:
+def initialise(target: ClusterTarget, scale: int) -> Command:
     """`pgbench -i -s SCALE DB`: drops and re-creates the pgbench tables."""
     return target.client("pgbench", "-i", "-s", integer(scale, minimum=1, maximum=10000),
                          target.database)
 
 
-def wal_bytes(target: Target, server_version_num: int | None) -> Command:
+def wal_bytes(target: ClusterTarget, server_version_num: int | None) -> Command:
     return target.psql(facts.wal_query(server_version_num))
 
 
-def run(target: Target, *, clients: int, threads: int, duration: int, mode: str,
+def run(target: ClusterTarget, *, clients: int, threads: int, duration: int, mode: str,
         protocol: str) -> Command:
     """pgbench with a progress line a second (stderr) and per-statement latencies (-r).
 

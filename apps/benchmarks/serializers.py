@@ -32,8 +32,9 @@ class ParametersSerializer(serializers.Serializer):
     duration = StrictIntegerField(default=DEFAULTS["duration"],
                                         min_value=LIMITS["duration"][0],
                                         max_value=LIMITS["duration"][1], help_text="Seconds.")
-    mode = serializers.ChoiceField(choices=commands.MODES, default=DEFAULTS["mode"])
-    protocol = serializers.ChoiceField(choices=commands.PROTOCOLS, default=DEFAULTS["protocol"])
+    mode = serializers.ChoiceField(choices=list(commands.MODES.items()), default=DEFAULTS["mode"])
+    protocol = serializers.ChoiceField(choices=list(commands.PROTOCOLS.items()),
+                                       default=DEFAULTS["protocol"])
 
 
 class BenchmarkCreateSerializer(serializers.Serializer):

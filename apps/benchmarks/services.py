@@ -87,7 +87,7 @@ def _target(cluster: PgCluster, database: str) -> dict:
     values = {"owner": cluster.owner, "bin_dir": cluster.bin_dir,
               "socket_dir": cluster.socket_dir, "port": cluster.port}
     try:
-        commands.Target.of(**values, database=database)
+        cluster.target(database)
     except InvalidValue as exc:
         raise _refuse({"cluster": [f"cannot run pgbench there: {exc}"]}) from None
     return values

@@ -22,6 +22,7 @@ from apps.benchmarks.models import Benchmark
 from apps.ops import remote_jobs
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote import detached
+from apps.remote.cluster import ClusterTarget
 from apps.remote.facts import pgbench as facts
 
 PGBENCH, SAMPLER, INIT = "pgbench", "meminfo", "init"
@@ -129,10 +130,10 @@ def _benchmark(ctx: StepContext) -> Benchmark:
     return Benchmark.objects.get(pk=ctx.state["benchmark"])
 
 
-def _target(ctx: StepContext, bench: Benchmark) -> commands.Target:
+def _target(ctx: StepContext, bench: Benchmark) -> ClusterTarget:
     # Where to connect was fixed when the benchmark was asked for (services.run_benchmark):
     # a rediscovery meanwhile must not move it to another cluster.
-    return commands.Target.of(**ctx.state["target"], database=bench.database)
+    return ClusterTarget.of(**ctx.state["target"], database=bench.database)
 
 
 def _status_file(ctx: StepContext, name: str) -> str:

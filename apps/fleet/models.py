@@ -13,7 +13,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from apps.fleet import credentials, validators
-from apps.tuning.core.facts import setting_row
+from apps.remote.facts.postgres import setting_row
 
 host_name_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9-]{0,62}$", "Use lower-case letters, digits and '-' (at most 63).")
@@ -278,6 +278,14 @@ class PgCluster(models.Model):
 
     def setting(self, name: str) -> dict | None:
         return setting_row(self.settings, name)
+
+    def target(self, database: str = "postgres"):
+        """Where commands reach this cluster; raises InvalidValue for a row that
+        discovery could not fill (no socket, an owner outside the naming rules)."""
+        from apps.remote.cluster import ClusterTarget
+
+        return ClusterTarget(owner=self.owner, bin_dir=self.bin_dir, socket_dir=self.socket_dir,
+                             port=self.port, data_dir=self.data_dir, database=database)
 
     @property
     def key_settings(self) -> list[dict]:

@@ -12,9 +12,6 @@ from apps.remote.cluster import ClusterTarget
 from apps.remote.shell import Runner
 from apps.tuning.core.profiles import SYSCTL_COUNTERPART
 
-# Where tuning reaches a cluster: the one target discovery and benchmarks use too.
-Cluster = ClusterTarget
-
 SYSCTL_FILE = "/etc/sysctl.d/90-pozol.conf"
 MODPROBE_FILE = "/etc/modprobe.d/zfs.conf"
 MODULE_PARAMETERS = "/sys/module/zfs/parameters"
@@ -91,7 +88,7 @@ _ALTER = "alter system set :\"name\" = :'value';\nselect pg_reload_conf();\n"
 _RESET = "alter system reset :\"name\";\nselect pg_reload_conf();\n"
 
 
-def read_pg(run: Runner, cluster: Cluster, name: str) -> dict:
+def read_pg(run: Runner, cluster: ClusterTarget, name: str) -> dict:
     name = c.pg_setting_name(name)
     row = run(cluster.psql(_READ_SETTING, name=name)).stdout.strip()
     if not row:
@@ -104,11 +101,11 @@ def read_pg(run: Runner, cluster: Cluster, name: str) -> dict:
             "pending_restart": pending == "t"}
 
 
-def write_pg(run: Runner, cluster: Cluster, name: str, value: str) -> None:
+def write_pg(run: Runner, cluster: ClusterTarget, name: str, value: str) -> None:
     run(cluster.psql(_ALTER, name=c.pg_setting_name(name), value=_pg_value(value)))
 
 
-def reset_pg(run: Runner, cluster: Cluster, name: str) -> None:
+def reset_pg(run: Runner, cluster: ClusterTarget, name: str) -> None:
     """Remove PoZoL's ALTER SYSTEM line: the setting falls back to postgresql.conf."""
     run(cluster.psql(_RESET, name=c.pg_setting_name(name)))
 

@@ -16,6 +16,7 @@ from django.db import transaction
 from apps.fleet.models import PgCluster
 from apps.ops import remote_jobs
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
+from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import InvalidValue
 from apps.remote.errors import RemoteError
 from apps.remote.shell import Runner
@@ -159,10 +160,9 @@ def _stop(ctx: StepContext, change: PlanChange, error: str) -> Fail:
 
 # ---- one change, by layer: one table of Layer objects ---------------------------
 
-def _cluster(plan: Plan, data_dir: str) -> appliers.Cluster:
+def _cluster(plan: Plan, data_dir: str) -> ClusterTarget:
     row = PgCluster.objects.get(host=plan.host, data_dir=data_dir)
-    return appliers.Cluster(data_dir=row.data_dir, port=row.port, socket_dir=row.socket_dir,
-                            bin_dir=row.bin_dir, owner=row.owner)
+    return row.target()
 
 
 def _read(run, change: PlanChange) -> dict:

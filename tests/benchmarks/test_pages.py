@@ -8,8 +8,10 @@ from apps.benchmarks.models import Validation
 from apps.benchmarks.steps import build_series
 from apps.benchmarks.templatetags.charts import line_chart, ratio
 from apps.ops.models import Operation
+from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import InvalidValue
 from tests.benchmarks import factories
+from tests.html import parse
 
 pytestmark = [pytest.mark.django_db]
 
@@ -78,7 +80,7 @@ def test_series_places_samples_on_pgbench_clock():
 
 
 def test_commands_quote_and_validate():
-    target = commands.Target.of(owner="postgres", bin_dir="/usr/lib/postgresql/15/bin",
+    target = ClusterTarget.of(owner="postgres", bin_dir="/usr/lib/postgresql/15/bin",
                                 socket_dir="/run/pg", port=5432, database="pgbench")
     run = commands.run(target, clients=2, threads=1, duration=5, mode="select-only",
                        protocol="prepared")
@@ -98,9 +100,20 @@ def test_commands_quote_and_validate():
     for bad in ({"owner": "root;id"}, {"owner": "-pg"}, {"socket_dir": "/tmp/$(x)"}, {"port": 0},
                 {"database": "Bad"}, {"bin_dir": "usr/bin"}):
         with pytest.raises(InvalidValue):
-            commands.Target.of(**{"owner": "postgres", "bin_dir": "/b", "socket_dir": "/s",
+            ClusterTarget.of(**{"owner": "postgres", "bin_dir": "/b", "socket_dir": "/s",
                                   "port": 5432, "database": "d", **bad})
     with pytest.raises(InvalidValue):
         commands.run(target, clients=2, threads=3, duration=5, mode="tpcb", protocol="simple")
     with pytest.raises(InvalidValue):
         commands.run(target, clients=2, threads=1, duration=5, mode="tpcb", protocol="x;y")
+
+
+def test_the_run_form_offers_what_the_service_takes(signed_in, replayed_host):
+    page = parse(signed_in.get(f"/hosts/{replayed_host.pk}/").content)
+    form = page.find("form", id="run-pgbench")
+    modes = form.find("select", name="mode").find_all("option")
+    assert {o.attrs["value"]: o.text for o in modes} == commands.MODES
+    protocols = form.find("select", name="protocol").find_all("option")
+    assert [o.attrs["value"] for o in protocols] == list(commands.PROTOCOLS)
+    clients = form.find("input", name="clients")
+    assert (clients.attrs["min"], clients.attrs["max"]) == ("1", "1000")

@@ -37,11 +37,15 @@ def test_the_overview_lists_hosts_with_pools_and_clusters(signed_in, host):
 
 
 def test_the_host_page_shows_datasets_with_ratios(signed_in, host):
-    page = signed_in.get(f"/hosts/{host.pk}/").content.decode()
+    page = parse(signed_in.get(f"/hosts/{host.pk}/").content)
     data = host.clusters.get().data_dataset
-    assert data.name in page and f"{data.compressratio:.2f}x" in page
-    assert "shared_buffers" in page and "postmaster" in page
-    assert "hit ratio 97%" in page and "vm.dirty_ratio=20" in page
+    rows = {row[0]: row for row in page.find("table", id="datasets").rows()}
+    assert rows[data.name][4] == f"{data.compressratio:.2f}x"
+    settings = {row[0]: row for row in page.find("div", class_="cluster").rows()}
+    assert settings["shared_buffers"][3] == "postmaster"
+    kernel = page.find("div", id="kernel")
+    assert "hit ratio 97%" in kernel.find("p").text
+    assert "vm.dirty_ratio=20" in [code.text for code in kernel.find_all("code")]
 
 
 def test_the_operation_partial_polls_until_the_operation_ends(signed_in, host, delivered):

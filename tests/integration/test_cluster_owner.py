@@ -83,8 +83,7 @@ def test_a_refused_value_is_the_first_line_of_the_failure(pg_admin_host, deliver
     assert drive(host.operations.get()).status == "succeeded"
     host.refresh_from_db()  # the discovery pinned its host key
     row = PgCluster.objects.get(host=host)
-    cluster = appliers.Cluster(owner=row.owner, bin_dir=row.bin_dir, socket_dir=row.socket_dir,
-                               port=row.port, data_dir=row.data_dir)
+    cluster = row.target()
 
     with pytest.raises(CommandFailed) as failed:
         appliers.write_pg(ssh.session(host.ssh_target()), cluster, "work_mem", "lots")

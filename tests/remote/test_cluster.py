@@ -16,7 +16,6 @@ FROM_ROOT = ["sh", "-c", 'cd / && exec "$@"', "sh"]
 
 def test_a_hyphenated_owner_is_a_valid_target_everywhere():
     # The tuning path once checked owners as PostgreSQL identifiers and refused this.
-    assert appliers.Cluster is ClusterTarget
     assert shlex.split(PG_ADMIN.pg_ctl("restart").text) == [
         *FROM_ROOT, "runuser", "-u", "pg-admin", "--", "/usr/lib/postgresql/15/bin/pg_ctl",
         "-D", "/tank/pg/data/pgdata", "-m", "fast", "-w", "-t", "120", "restart"]

@@ -2,7 +2,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from apps.tuning.core.sizes import format_human_size, unit_bytes
+from apps.remote.sizes import format_human_size, unit_bytes
 
 register = template.Library()
 

@@ -113,6 +113,12 @@ def setting_value(settings: list[Setting], name: str) -> str | None:
     return next((s.setting for s in settings if s.name == name), None)
 
 
+def setting_row(rows: list[dict], name: str) -> dict | None:
+    """The stored pg_settings row named `name` (Setting as a dict): the one lookup
+    over discovered rows, for the facts tuning reads and PgCluster.settings."""
+    return next((row for row in rows if row.get("name") == name), None)
+
+
 def dataset_for_path(path: str | None, mountpoints: dict[str, str]) -> str | None:
     """The dataset whose mountpoint is the longest whole-component prefix of path."""
     if not path:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from apps.remote.sizes import KiB, parse_zfs_size
 from apps.tuning.core import rules_postgres, rules_storage
 from apps.tuning.core.changes import compute_changes, project
 from apps.tuning.core.findings import SEVERITIES, Context, Finding, Rule
 from apps.tuning.core.profiles import ProfileSettings
-from apps.tuning.core.sizes import KiB, parse_zfs_size
 
 __all__ = ["RULES", "RELATED", "Finding", "advise", "rule_ids"]
 

@@ -11,6 +11,7 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from apps.remote.sizes import MiB, parse_zfs_size
 from apps.tuning.core import facts as r
 from apps.tuning.core import pgvalues
 from apps.tuning.core.formulas import (
@@ -21,7 +22,6 @@ from apps.tuning.core.formulas import (
     variables_of,
 )
 from apps.tuning.core.profiles import SYSCTL_COUNTERPART, ProfileSettings
-from apps.tuning.core.sizes import MiB, parse_zfs_size
 
 COMPRESSION_CHAIN = ("zstd", "lz4", "on")  # best first; "on" exists on every ZFS
 NEW_DATA_ONLY = ("recordsize", "compression")

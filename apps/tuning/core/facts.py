@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
+from apps.remote.facts.postgres import setting_row
 from apps.remote.facts.zfs import version_tuple
-from apps.tuning.core.sizes import unit_bytes
+from apps.remote.sizes import unit_bytes
 
 ROLES = ("data", "wal", "other")
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
@@ -46,12 +47,6 @@ def clusters(facts: dict) -> list[dict]:
 
 def setting(cluster: dict | None, name: str) -> dict | None:
     return setting_row((cluster or {}).get("settings") or [], name)
-
-
-def setting_row(rows: list[dict], name: str) -> dict | None:
-    """The pg_settings row named `name`: the one lookup over discovered rows,
-    for the facts dict here and PgCluster.settings in the fleet."""
-    return next((row for row in rows if row.get("name") == name), None)
 
 
 def setting_value(cluster: dict | None, name: str) -> str | None:

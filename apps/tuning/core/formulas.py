@@ -21,8 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from apps.tuning.core import facts as readers
-from apps.tuning.core.sizes import (  # noqa: F401  (format_pg_size is part of this API)
+from apps.remote.sizes import (  # noqa: F401  (format_pg_size is part of this API)
     SIZE_UNITS,
     KiB,
     MiB,
@@ -31,6 +30,7 @@ from apps.tuning.core.sizes import (  # noqa: F401  (format_pg_size is part of t
     parse_zfs_size,
     pg_size_in_unit,
 )
+from apps.tuning.core import facts as readers
 
 DISK_KINDS = ("hdd", "ssd", "nvme")
 VARIABLES = ("ram", "cpus", "connections", "shared_buffers", "disk")

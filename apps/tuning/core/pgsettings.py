@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from apps.remote.sizes import format_pg_size, pg_size_in_unit, unit_bytes
 from apps.tuning.core import pgvalues
-from apps.tuning.core.sizes import format_pg_size, pg_size_in_unit, unit_bytes
 
 TABLE = Path(__file__).with_name("pg15_settings.tsv")
 # Spellings PostgreSQL accepts beyond pg_settings.enumvals (guc.c's hidden options).

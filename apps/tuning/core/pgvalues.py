@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from apps.tuning.core.sizes import MiB, format_pg_size, pg_size_in_unit, unit_bytes
+from apps.remote.sizes import MiB, format_pg_size, pg_size_in_unit, unit_bytes
 
 _TRUE = ("on", "true", "yes", "1")
 _FALSE = ("off", "false", "no", "0")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from apps.remote.sizes import GiB, KiB, MiB, parse_zfs_size
+from apps.remote.sizes import format_gib as gib
 from apps.tuning.core import facts as r
 from apps.tuning.core import sources as src
 from apps.tuning.core.findings import Context, Finding, Rule
-from apps.tuning.core.sizes import GiB, KiB, MiB, parse_zfs_size
-from apps.tuning.core.sizes import format_gib as gib
 
 # Conservative write rates per storage kind, to turn a dirty limit into a drain time.
 DRAIN_RATE = {"hdd": 100 * MiB, "ssd": 300 * MiB, "nvme": 1 * GiB}

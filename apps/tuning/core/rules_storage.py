@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from apps.remote.sizes import KiB, parse_zfs_size
 from apps.tuning.core import facts as r
 from apps.tuning.core import sources as src
 from apps.tuning.core.findings import Context, Finding, Rule
-from apps.tuning.core.sizes import KiB, parse_zfs_size
 
 LOSSY_SYNC_METHODS = ("fdatasync", "open_datasync")
 
