@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -307,9 +306,10 @@ def test_commands_share_one_connection_until_close_all(server: Sshd):
 def test_a_dead_pooled_connection_is_replaced_once(server: Sshd):
     run = ssh.session(server.target())
     before = connection_of(run)
-    for client in list(ssh._pool.values()):  # the transport dies behind the pool's back
+    clients = list(ssh._pool.values())
+    for client in clients:  # the transport dies behind the pool's back
         client.get_transport().sock.close()
-    time.sleep(0.2)
+    assert wait_until(lambda: not any(c.get_transport().is_active() for c in clients), 5)
 
     assert connection_of(run) != before
 
