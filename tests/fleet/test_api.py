@@ -2,18 +2,17 @@
 input is refused with 400 before anything is recorded or any command runs."""
 
 import logging
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from django.db import connection
 from rest_framework.test import APIClient
 
 from apps.accounts.models import ApiToken
 from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.remote.keys import generate_keypair
+from tests.racing import race
 
 pytestmark = pytest.mark.django_db
 
@@ -163,28 +162,17 @@ def test_deleting_a_host_keeps_its_operations_as_history(api, delivered):
 def test_parallel_adds_of_one_name_give_one_host_and_conflicts(operator, delivered):
     """20 requests race for one name: one wins, the others hear 409, none 500."""
     _, raw = ApiToken.objects.issue(operator, "race")
-    start = threading.Barrier(20)
-    statuses: list[int] = []
 
-    def add() -> None:
+    def add() -> int:
         client = APIClient(raise_request_exception=False)
         client.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
-        try:
-            start.wait()
-            response = client.post("/api/hosts/", valid_body(), format="json")
-            statuses.append(response.status_code)
-            if response.status_code == 409:
-                assert response.json()["error"]["fields"] == {
-                    "name": ["a host named db1 already exists"]}
-        finally:
-            connection.close()
+        response = client.post("/api/hosts/", valid_body(), format="json")
+        if response.status_code == 409:
+            assert response.json()["error"]["fields"] == {
+                "name": ["a host named db1 already exists"]}
+        return response.status_code
 
-    threads = [threading.Thread(target=add) for _ in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-
+    statuses = race(20, add)
     assert sorted(statuses) == [201] + [409] * 19
     assert Host.objects.count() == 1 and Operation.objects.count() == 1
 

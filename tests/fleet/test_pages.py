@@ -1,15 +1,14 @@
 """The operator's pages, rendered from facts discovery recorded (no SSH here:
 the web process never opens it)."""
 
-import threading
 
 import pytest
-from django.db import connection
 from django.test import Client
 
 from apps.fleet.models import Host
 from apps.ops import engine
 from tests.html import parse
+from tests.racing import race
 
 pytestmark = pytest.mark.django_db
 
@@ -98,25 +97,13 @@ def test_settings_are_shown_as_an_operator_writes_them(row, shown):
 def test_parallel_form_adds_of_one_name_never_fail(operator, delivered):
     """The form checks the name first, but a race past that check is still a
     form error, not a 500."""
-    start = threading.Barrier(10)
-    statuses: list[int] = []
-
-    def add() -> None:
+    def add() -> int:
         client = Client(raise_request_exception=False)
         client.force_login(operator)
-        try:
-            start.wait()
-            statuses.append(client.post("/hosts/add/", {
-                "name": "db9", "address": "10.0.0.5", "port": 22, "user": "root",
-                "work_dir": "/var/lib/pozol", "key_source": "generate"}).status_code)
-        finally:
-            connection.close()
+        return client.post("/hosts/add/", {
+            "name": "db9", "address": "10.0.0.5", "port": 22, "user": "root",
+            "work_dir": "/var/lib/pozol", "key_source": "generate"}).status_code
 
-    threads = [threading.Thread(target=add) for _ in range(10)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-
+    statuses = race(10, add)
     assert sorted(statuses) == [200] * 9 + [302]
     assert Host.objects.count() == 1

@@ -17,6 +17,14 @@ def run_on(fleet_host, command: str) -> str:
     return ssh(fleet_host, command)
 
 
+def show(fleet_host, setting: str) -> str:
+    """`SHOW setting` on a test host, by psql as the cluster's owner, over OpenSSH."""
+    return run_on(fleet_host, (
+        f"cd / && runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/psql -X -At "
+        f"-h {fleet_host.pg_socket_dir} -p {fleet_host.pg_port} -d postgres "
+        f"-c 'show {setting}'")).strip()
+
+
 def register(fleet_host, **changes) -> Host:
     arguments = {
         "name": fleet_host.name, "address": fleet_host.address, "port": fleet_host.port,

@@ -16,7 +16,7 @@ from apps.tuning import appliers, services
 from apps.tuning.models import PlanChange
 from tests.conftest import TEST_FLEET_SUBNET
 from tests.driving import drive
-from tests.integration.conftest import register, run_on
+from tests.integration.conftest import register, run_on, show
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 
@@ -29,13 +29,6 @@ def pg_admin_host(fleet_hosts):
     down takes it down with the others."""
     state_dir = Path(fleet_hosts[0].known_hosts_path).parent  # the session fleet's state dir
     return up(3, state_dir=state_dir, subnet=TEST_FLEET_SUBNET, owners={3: OWNER})[2]
-
-
-def show(fleet_host, setting: str) -> str:
-    return run_on(fleet_host, (
-        f"cd / && runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/psql -X -At "
-        f"-h {fleet_host.pg_socket_dir} -p {fleet_host.pg_port} -d postgres "
-        f"-c 'show {setting}'")).strip()
 
 
 def logged(operation) -> str:

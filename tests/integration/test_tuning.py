@@ -12,7 +12,7 @@ from apps.fleet import services as fleet
 from apps.tuning import services
 from apps.tuning.models import Plan, PlanChange, Profile
 from tests.driving import drive
-from tests.integration.conftest import register, run_on
+from tests.integration.conftest import register, run_on, show
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 
@@ -36,13 +36,6 @@ def kernel_restored():
 
 def zfs_get(fleet_host, prop: str, dataset: str) -> str:
     return run_on(fleet_host, f"zfs get -Hp -o value {prop} {dataset}").strip()
-
-
-def show(fleet_host, setting: str) -> str:
-    return run_on(fleet_host, (
-        f"runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/psql -X -At "
-        f"-h {fleet_host.pg_socket_dir} -p {fleet_host.pg_port} -d postgres "
-        f"-c 'show {setting}'")).strip()
 
 
 def postmaster_pid(fleet_host) -> str:

@@ -4,13 +4,11 @@ host cannot take, deleting what plans used, and hostile UI posts."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connection
 from rest_framework.test import APIClient
 
 from apps.tuning.models import Assignment, Plan, Profile, ProfileVersion
+from tests.racing import race
 
 pytestmark = pytest.mark.django_db
 
@@ -59,22 +57,13 @@ def test_twenty_concurrent_creates_of_one_name_make_one_profile_and_409s(operato
     from apps.accounts.models import ApiToken
 
     _, raw = ApiToken.objects.issue(operator, "race")
-    barrier, statuses = threading.Barrier(20), []
 
-    def post() -> None:
+    def post() -> int:
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
-        barrier.wait()
-        try:
-            statuses.append(create(client, "Raced").status_code)
-        finally:
-            connection.close()
+        return create(client, "Raced").status_code
 
-    threads = [threading.Thread(target=post) for _ in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    statuses = race(20, post)
     assert sorted(set(statuses)) == [201, 409] and statuses.count(201) == 1
     assert Profile.objects.filter(name="Raced").count() == 1
 
