@@ -141,6 +141,28 @@ def test_up_again_leaves_running_hosts_alone(state_dir: Path, hosts: list[Host])
     assert all(s.up for s in after.values())
 
 
+def test_a_postgresql_restarted_in_place_keeps_its_host(
+    state_dir: Path, hosts: list[Host], tmp_path: Path
+) -> None:
+    # A tuning apply restarts PostgreSQL with pg_ctl: a new postmaster, the same
+    # host. Rebuilding it would give it a new host key and break pinned keys.
+    host = hosts[0]
+    old = Record.load(Layout(state_dir / host.name))
+    assert old is not None
+    pg_ctl = [
+        "runuser", "-u", host.pg_os_user, "--", f"{host.pg_bin_dir}/pg_ctl",
+        "-D", host.pg_data_dir, "-l", host.pg_log_file, "-w", "restart",
+    ]  # fmt: skip
+    ssh(host, "cd / && " + shlex.join(pg_ctl))
+    assert all(s.up for s in status(state_dir))
+    again = up(2, state_dir=state_dir, subnet=SUBNET)
+    assert again[0].host_key_fingerprint == host.host_key_fingerprint
+    new = Record.load(Layout(state_dir / host.name))
+    assert new is not None and new.procs["postgres"] != old.procs["postgres"]
+    assert new.procs["sshd"] == old.procs["sshd"]
+    assert _count_accounts(again[0], tmp_path) == "100000"
+
+
 def test_killing_a_holder_ends_its_host_and_up_rebuilds_it(
     state_dir: Path, hosts: list[Host], tmp_path: Path
 ) -> None:
