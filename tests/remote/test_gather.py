@@ -250,9 +250,9 @@ def test_facts_stored_with_gaps_read_back_with_the_gaps_unknown():
     stored = json.loads((ZFS_FUSE / "facts.json").read_text())
     del stored["arcstats"], stored["sysctls"], stored["zfs"]["capabilities"]["multi_snapshot"]
     del stored["disks"][0]["write_cache"], stored["clusters"][0]["settings"]
-    stored["probe_from_the_future"] = {"x": 1}
+    stored["probe_from_the_future"], stored["tools"] = {"x": 1}, None
     read = HostFacts.from_dict(stored)
-    assert read.arcstats is None and read.sysctls == {}
+    assert read.arcstats is None and read.sysctls == {} and read.tools == {}
     assert read.zfs.capabilities.multi_snapshot is None  # not known, rather than False
     assert read.zfs.capabilities.sync_property is False  # what was stored stays
     assert read.disks[0].write_cache is None and read.clusters[0].settings == []

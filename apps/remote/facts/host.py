@@ -11,6 +11,7 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields, is_dataclass
+from functools import cache
 
 from apps.remote.facts import arc, postgres, system, zfs, zpool
 
@@ -127,9 +128,9 @@ class HostFacts:
         """The facts `to_dict()` stored (as JSON or not), typed again.
 
         Stored facts may come from an older discovery, or from a host where a
-        probe failed: a missing field takes its default, an empty list or dict,
-        or None ("not known here"), which the readers already treat as unknown.
-        Keys no field names are ignored.
+        probe failed: a missing (or null) field takes its default, an empty
+        list or dict, or None ("not known here"), which every reader treats as
+        unknown. Keys no field names are ignored.
         """
         return _build(cls, data)
 
@@ -165,9 +166,14 @@ def dataset_from(row: zfs.DatasetRow, props: dict[str, zfs.PropertyValue]) -> Da
 # read back without a second list of fields to keep in step.
 
 def _build(cls: type, data: dict):
-    hints = typing.get_type_hints(cls)
-    return cls(**{f.name: _typed(hints[f.name], data[f.name]) if f.name in data
-                  else _absent(f, hints[f.name]) for f in fields(cls) if f.init})
+    hints = _hints(cls)
+    return cls(**{f.name: _absent(f, hints[f.name]) if data.get(f.name) is None
+                  else _typed(hints[f.name], data[f.name]) for f in fields(cls) if f.init})
+
+
+@cache
+def _hints(cls: type) -> dict[str, object]:
+    return typing.get_type_hints(cls)  # resolved once: a host has hundreds of settings
 
 
 def _typed(hint, value):
@@ -189,6 +195,7 @@ def _typed(hint, value):
 
 
 def _absent(f: Field, hint):
+    """What a field missing from stored facts (or stored as null) reads as."""
     if f.default is not MISSING:
         return f.default
     if f.default_factory is not MISSING:
