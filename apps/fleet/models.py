@@ -13,6 +13,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from apps.fleet import credentials, validators
+from apps.remote.facts.host import HostFacts
 from apps.remote.facts.postgres import setting_row
 
 host_name_validator = RegexValidator(
@@ -153,6 +154,12 @@ class Host(models.Model):
     def record_unreachable(self, exc) -> None:
         Host.objects.filter(pk=self.pk).update(
             reachable=False, last_error=str(exc), last_error_code=getattr(exc, "code", "error"))
+
+    def typed_facts(self) -> HostFacts | None:
+        """The recorded facts as HostFacts, the shape tuning reads; None before discovery.
+
+        The one place stored facts become typed: pages and the API keep the JSON."""
+        return HostFacts.from_dict(self.facts) if self.facts else None
 
     # ---- what the overview shows ----
     @staticmethod

@@ -134,7 +134,7 @@ def _editable(profile: Profile) -> None:
 def _check_on_assigned_hosts(profile: Profile, settings: ProfileSettings) -> None:
     found = [f"{a.host.name}: {problem}"
              for a in profile.assignments.select_related("host")
-             for problem in evaluate.problems(a.host.facts, settings)]
+             for problem in _problems_on(a.host, settings)]
     if found:
         raise TuningError(f"{profile.name!r} would not apply on the hosts that follow it: "
                           f"{found[0]}", fields={"settings": found})
@@ -201,7 +201,7 @@ def assign(host: Host, profile: Profile, *, by=None) -> Assignment:
     profile = Profile.objects.select_for_update().get(pk=profile.pk)
     if profile.archived:
         raise Conflict(f"{profile.name!r} is archived and cannot be assigned")
-    found = evaluate.problems(host.facts, settings_of(profile.current))
+    found = _problems_on(host, settings_of(profile.current))
     if found:
         raise TuningError(f"{profile.name!r} cannot be applied to {host.name}: {found[0]}",
                           fields={"profile": found})
@@ -225,9 +225,10 @@ def _assigned_settings(host: Host) -> ProfileSettings | None:
 
 
 def findings(host: Host) -> list[dict]:
-    if not host.facts:
+    facts = host.typed_facts()
+    if facts is None:
         return []
-    return [_as_dict(f) for f in advisor.advise(host.facts, _assigned_settings(host))]
+    return [_as_dict(f) for f in advisor.advise(facts, _assigned_settings(host))]
 
 
 def host_card(host: Host) -> dict:
@@ -249,17 +250,26 @@ def problems(host: Host) -> list[str]:
     if assignment is None:
         return []
     try:
-        return evaluate.problems(host.facts, settings_of(assignment.profile.current))
+        return _problems_on(host, settings_of(assignment.profile.current))
     except TuningError as exc:
         return [exc.message]
+
+
+def _problems_on(host: Host, settings: ProfileSettings) -> list[str]:
+    """Nothing is known of a host not yet discovered, so nothing there is refused yet."""
+    facts = host.typed_facts()
+    return evaluate.problems(facts, settings) if facts else []
 
 
 def refresh_drift(host: Host) -> None:
     assignment = Assignment.objects.filter(host=host).select_related("profile").first()
     settings = _assigned_settings(host)
-    if assignment is None or settings is None or not host.facts:
+    if assignment is None or settings is None:
         return
-    computed = planner.plan(host.facts, settings)
+    facts = host.typed_facts()
+    if facts is None:
+        return
+    computed = planner.plan(facts, settings)
     assignment.drift = [_as_dict(c) for c in computed.changes if c.supported]
     assignment.drift_checked_at = timezone.now()
     assignment.save(update_fields=["drift", "drift_checked_at"])
@@ -270,7 +280,8 @@ def refresh_drift(host: Host) -> None:
 @transaction.atomic
 def make_plan(host: Host, *, version: ProfileVersion | None = None, by=None) -> Plan:
     """A dry run: every change the profile would make on this host, stored."""
-    if not host.facts:
+    facts = host.typed_facts()
+    if facts is None:
         raise TuningError(f"{host.name} has not been discovered yet")
     if version is None:
         assignment = Assignment.objects.filter(host=host).first()
@@ -278,11 +289,11 @@ def make_plan(host: Host, *, version: ProfileVersion | None = None, by=None) -> 
             raise TuningError(f"{host.name} has no profile assigned; assign one or name one")
         version = assignment.profile.current
     settings = settings_of(version)
-    found = evaluate.problems(host.facts, settings)
+    found = evaluate.problems(facts, settings)
     if found:
         raise TuningError(f"{version} cannot be applied to {host.name}: {found[0]}",
                           fields={"settings": found})
-    computed = planner.plan(host.facts, settings)
+    computed = planner.plan(facts, settings)
     plan = Plan.objects.create(
         host=host, profile_version=version, created_by=by if by and by.is_authenticated else None,
         findings=[_as_dict(f) for f in computed.findings],

@@ -227,6 +227,11 @@ def _same_text(change: PlanChange, after: dict) -> bool:
     return after["value"].strip() == change.desired.strip()
 
 
+def _pg_reads_as(change: PlanChange, after: dict) -> bool:
+    """In the setting's own unit, as the planner compares (psql prints a NULL unit as "")."""
+    return pgvalues.same(after["setting"], change.desired, after["vartype"], after["unit"] or None)
+
+
 def _already_persistent(run, change: PlanChange) -> None:
     """zfs set and ALTER SYSTEM survive a reboot by themselves."""
 
@@ -250,7 +255,7 @@ LAYERS: dict[str, Layer] = {
     PlanChange.Layer.POSTGRES: Layer(
         read=lambda run, ch: appliers.read_pg(run, _cluster(ch.plan, ch.target), ch.key),
         write=_write_pg,
-        reads_as=lambda ch, after: pgvalues.same(after, ch.desired),
+        reads_as=_pg_reads_as,
         persist=_already_persistent),
 }
 

@@ -11,9 +11,9 @@ import pytest
 from apps.remote import gather
 from apps.remote.commands import cmd
 from apps.remote.facts import postgres, zfs
-from apps.remote.facts.host import ZfsFacts
+from apps.remote.facts.host import HostFacts, ZfsFacts
 from tests.remote.fakeshell import FakeShell
-from tests.remote.fixtures.hosts import FixtureHost, replay_transcript
+from tests.remote.fixtures.hosts import ZFS_FUSE, FixtureHost, replay_transcript
 
 # Written out rather than built by apps.remote.cluster, so the strict fake shell
 # fails if the command gather sends ever changes shape.
@@ -215,3 +215,46 @@ def test_hostile_owner_is_refused():
     host.overrides["pg_1500_owner"] = "root --help\n"
     facts = gather.discover(openzfs_22_host(host, psql=False))
     assert facts.clusters[0].error.startswith("not queried: invalid user name")
+
+
+# -- stored facts read back: HostFacts.from_dict --------------------------------------
+
+def _hostile_host() -> FakeShell:
+    host = FixtureHost("openzfs-2.2")
+    host.overrides["zpool_names"] = "tank\nevil;reboot\n"
+    host.overrides["pg_1500_pidfile"] = "1500\n/var/lib/postgresql/16/main\n1\n5432\n/tmp/$(x)\n"
+    return openzfs_22_host(host, psql=False)
+
+
+@pytest.mark.parametrize("shell", [
+    replay_transcript, openzfs_22_host,
+    lambda: FixtureHost("plain").script(FakeShell(), gather.host_probes()),
+    _hostile_host,  # skipped names, a cluster with an error and no settings
+], ids=["zfs-fuse", "openzfs-2.2", "plain", "hostile"])
+def test_stored_facts_read_back_as_discovered(shell):
+    facts = gather.discover(shell())
+    assert HostFacts.from_dict(facts.to_dict()) == facts
+    stored = json.loads(json.dumps(facts.to_dict()))  # as Host.facts keeps them
+    assert HostFacts.from_dict(stored) == facts
+
+
+def test_the_captured_facts_file_reads_back_as_discovery_makes_it_now():
+    stored = json.loads((ZFS_FUSE / "facts.json").read_text())
+    read = HostFacts.from_dict(stored)
+    assert read == gather.discover(replay_transcript())
+    assert read.zfs.capabilities.compression == tuple(stored["zfs"]["capabilities"]["compression"])
+    assert read.datasets[0].properties["compression"].source in ("local", "default", "inherited")
+
+
+def test_facts_stored_with_gaps_read_back_with_the_gaps_unknown():
+    stored = json.loads((ZFS_FUSE / "facts.json").read_text())
+    del stored["arcstats"], stored["sysctls"], stored["zfs"]["capabilities"]["multi_snapshot"]
+    del stored["disks"][0]["write_cache"], stored["clusters"][0]["settings"]
+    stored["probe_from_the_future"], stored["tools"] = {"x": 1}, None
+    read = HostFacts.from_dict(stored)
+    assert read.arcstats is None and read.sysctls == {} and read.tools == {}
+    assert read.zfs.capabilities.multi_snapshot is None  # not known, rather than False
+    assert read.zfs.capabilities.sync_property is False  # what was stored stays
+    assert read.disks[0].write_cache is None and read.clusters[0].settings == []
+    empty = HostFacts.from_dict({})
+    assert empty.mem_total is None and empty.zfs is None and empty.pools == []

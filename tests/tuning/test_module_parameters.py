@@ -51,9 +51,9 @@ class FakeOpenZfsHost:
 def openzfs_host(monkeypatch, delivered):
     facts = hosts.openzfs()
     host = Host.objects.create(name="oz", address="127.0.0.9", credential_kind="pasted",
-                               host_key_state=Host.KeyState.PINNED, facts=facts,
+                               host_key_state=Host.KeyState.PINNED, facts=facts.to_dict(),
                                private_key_encrypted="unused")
-    fake = FakeOpenZfsHost({k: str(v) for k, v in facts["module_params"].items()})
+    fake = FakeOpenZfsHost({k: str(v) for k, v in facts.module_params.items()})
     monkeypatch.setattr(StepContext, "runner", lambda self: fake)
     monkeypatch.setattr("apps.fleet.services.discover", lambda host, **kw: None)
     return host, fake

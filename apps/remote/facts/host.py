@@ -2,11 +2,16 @@
 
 `HostFacts.to_dict()` is what the control plane stores; every field is built
 by apps.remote.gather from the parsers beside this module.
+`HostFacts.from_dict()` turns what was stored back into these types: the one
+way tuning and the advisor get typed facts.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import types
+import typing
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields, is_dataclass
+from functools import cache
 
 from apps.remote.facts import arc, postgres, system, zfs, zpool
 
@@ -118,6 +123,17 @@ class HostFacts:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> HostFacts:
+        """The facts `to_dict()` stored (as JSON or not), typed again.
+
+        Stored facts may come from an older discovery, or from a host where a
+        probe failed: a missing (or null) field takes its default, an empty
+        list or dict, or None ("not known here"), which every reader treats as
+        unknown. Keys no field names are ignored.
+        """
+        return _build(cls, data)
+
     def skip(self, kind: str, value: object, reason: str) -> None:
         self.skipped.append(Skipped(kind, str(value), reason))
 
@@ -143,3 +159,46 @@ def dataset_from(row: zfs.DatasetRow, props: dict[str, zfs.PropertyValue]) -> Da
         compressratio=zfs.parse_ratio(ratio.value) if ratio else None,
         properties=props,
     )
+
+
+# -- reading stored facts back -------------------------------------------------------------
+# Driven by the dataclasses' own type hints, so a field added to any of them is
+# read back without a second list of fields to keep in step.
+
+def _build(cls: type, data: dict):
+    hints = _hints(cls)
+    return cls(**{f.name: _absent(f, hints[f.name]) if data.get(f.name) is None
+                  else _typed(hints[f.name], data[f.name]) for f in fields(cls) if f.init})
+
+
+@cache
+def _hints(cls: type) -> dict[str, object]:
+    return typing.get_type_hints(cls)  # resolved once: a host has hundreds of settings
+
+
+def _typed(hint, value):
+    if value is None:
+        return None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        [hint, *others] = [arg for arg in args if arg is not type(None)]
+        return _typed(hint, value) if not others else value  # int | str: JSON kept it
+    if is_dataclass(hint):
+        return _build(hint, value)
+    if origin is list:
+        return [_typed(args[0], item) for item in value]
+    if origin is tuple:
+        return tuple(value)  # a list once stored as JSON
+    if origin is dict:
+        return {key: _typed(args[1], item) for key, item in value.items()}
+    return value
+
+
+def _absent(f: Field, hint):
+    """What a field missing from stored facts (or stored as null) reads as."""
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    origin = typing.get_origin(hint)
+    return origin() if origin in (list, dict) else None

@@ -114,8 +114,8 @@ def setting_value(settings: list[Setting], name: str) -> str | None:
 
 
 def setting_row(rows: list[dict], name: str) -> dict | None:
-    """The stored pg_settings row named `name` (Setting as a dict): the one lookup
-    over discovered rows, for the facts tuning reads and PgCluster.settings."""
+    """The stored pg_settings row named `name` (Setting as a dict), as PgCluster.settings
+    keeps them; tuning reads typed Settings (apps.tuning.core.facts.setting)."""
     return next((row for row in rows if row.get("name") == name), None)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from apps.remote.facts.host import HostFacts
 from apps.remote.sizes import KiB, parse_zfs_size
 from apps.tuning.core import rules_postgres, rules_storage
 from apps.tuning.core.changes import compute_changes, project
@@ -49,7 +50,7 @@ def rule_ids() -> tuple[str, ...]:
     return tuple(rule_id for rule_id, _ in RULES)
 
 
-def advise(facts: dict, desired: ProfileSettings | None = None,
+def advise(facts: HostFacts, desired: ProfileSettings | None = None,
            acknowledged: frozenset[str] = frozenset()) -> list[Finding]:
     """Findings for the host now or, with desired settings, around applying them."""
     context = Context(facts, frozenset(acknowledged), _large_records(desired))

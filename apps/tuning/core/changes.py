@@ -11,6 +11,9 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from apps.remote.facts.host import Cluster, HostFacts
+from apps.remote.facts.postgres import Setting
+from apps.remote.facts.zfs import PropertyValue
 from apps.remote.sizes import MiB, parse_zfs_size
 from apps.tuning.core import facts as r
 from apps.tuning.core import pgvalues
@@ -56,15 +59,12 @@ class Change:
         """Risk ids this change carries whatever profile it came from."""
         if (self.key, self.desired) in {("sync", "disabled"), ("synchronous_commit", "off")}:
             return ("bounded_loss",)
-        if self.key == "fsync" and pgvalues.in_setting_form(self.desired, _BOOL) == "off":
+        if self.key == "fsync" and pgvalues.in_setting_form(self.desired, "bool") == "off":
             return ("unsafe_fsync",)
         return ()
 
 
-_BOOL = {"vartype": "bool"}
-
-
-def compute_changes(facts: dict, settings: ProfileSettings) -> list[Change]:
+def compute_changes(facts: HostFacts, settings: ProfileSettings) -> list[Change]:
     """Every value of `settings` that differs from `facts`, supported or not, unordered."""
     found = [*_zfs_changes(facts, settings), *_host_changes(facts, settings),
              *_postgres_changes(facts, settings)]
@@ -86,8 +86,8 @@ def _make(layer: str, target: str, key: str, current: str | None, desired: str,
 
 # -- zfs ---------------------------------------------------------------------------------------
 
-def _zfs_changes(facts: dict, settings: ProfileSettings) -> Iterator[Change]:
-    for cluster in r.clusters(facts):
+def _zfs_changes(facts: HostFacts, settings: ProfileSettings) -> Iterator[Change]:
+    for cluster in facts.clusters:
         for role, names in r.roles(facts, cluster).items():
             for name in names:
                 for key, wanted in settings.zfs.get(role, {}).items():
@@ -96,12 +96,12 @@ def _zfs_changes(facts: dict, settings: ProfileSettings) -> Iterator[Change]:
                         yield change
 
 
-def _zfs_change(facts: dict, name: str, key: str, wanted: str) -> Change | None:
+def _zfs_change(facts: HostFacts, name: str, key: str, wanted: str) -> Change | None:
     current = r.prop(r.datasets(facts).get(name), key)
     caps = r.capabilities(facts)
     desired, fallback_for, missing = wanted, None, _missing_property(facts, key)
     if key == "compression":
-        desired = _best_compression(wanted, caps.get("compression"))
+        desired = _best_compression(wanted, caps.compression if caps else None)
         fallback_for = wanted if desired != wanted else None
         missing = missing or (None if desired else
                               f"this ZFS supports none of {', '.join(_chain(wanted))}")
@@ -114,11 +114,12 @@ def _zfs_change(facts: dict, name: str, key: str, wanted: str) -> Change | None:
                  supported=missing is None, fallback_for=fallback_for)
 
 
-def _missing_property(facts: dict, key: str) -> str | None:
-    caps, zfs = r.capabilities(facts), facts.get("zfs") or {}
+def _missing_property(facts: HostFacts, key: str) -> str | None:
+    caps = r.capabilities(facts)
     flag = {"sync": "sync_property", "redundant_metadata": "redundant_metadata_property"}
-    if key in flag and caps.get(flag[key]) is False:
-        return f"{zfs.get('implementation', 'this ZFS')} has no {key!r} property on this host"
+    if key in flag and caps is not None and getattr(caps, flag[key]) is False:
+        implementation = facts.zfs.implementation if facts.zfs else None
+        return f"{implementation or 'this ZFS'} has no {key!r} property on this host"
     return None
 
 
@@ -129,7 +130,7 @@ def _chain(wanted: str) -> tuple[str, ...]:
     return (wanted, *rest)
 
 
-def _best_compression(wanted: str, available: list[str] | None) -> str | None:
+def _best_compression(wanted: str, available: tuple[str, ...] | None) -> str | None:
     """The first of wanted, then the weaker members of zstd -> lz4 -> on, the host offers."""
     if available is None:
         return wanted  # capabilities unknown: let zfs itself refuse
@@ -149,7 +150,7 @@ def zfs_same(key: str, current: str | None, desired: str) -> bool:
 
 # -- module parameters and sysctls (host-wide) ----------------------------------------------
 
-def _host_changes(facts: dict, settings: ProfileSettings) -> Iterator[Change]:
+def _host_changes(facts: HostFacts, settings: ProfileSettings) -> Iterator[Change]:
     if not settings.module and not settings.sysctl:
         return
     try:
@@ -163,14 +164,14 @@ def _host_changes(facts: dict, settings: ProfileSettings) -> Iterator[Change]:
         yield from _sysctl_change(facts, key, expression, variables, error)
 
 
-def _module_change(facts: dict, key: str, expression: str, variables: Variables | None,
+def _module_change(facts: HostFacts, key: str, expression: str, variables: Variables | None,
                    error: str) -> Iterator[Change]:
-    params = facts.get("module_params")
+    params = facts.module_params
     current = None if params is None else params.get(key)
     desired, error = _host_value(key, expression, variables, error)
     if error == "" and current is not None and current.strip() == desired:
         return
-    implementation = (facts.get("zfs") or {}).get("implementation") or "no ZFS module"
+    implementation = (facts.zfs.implementation if facts.zfs else None) or "no ZFS module"
     if params is None:
         error = error or f"no /sys/module/zfs/parameters on this host ({implementation})"
     elif key not in params:
@@ -180,7 +181,7 @@ def _module_change(facts: dict, key: str, expression: str, variables: Variables 
                 error or note, supported=not error)
 
 
-def _sysctl_change(facts: dict, key: str, expression: str, variables: Variables | None,
+def _sysctl_change(facts: HostFacts, key: str, expression: str, variables: Variables | None,
                    error: str) -> Iterator[Change]:
     value = r.sysctl(facts, key)
     current = None if value is None else str(value)
@@ -206,7 +207,7 @@ def _host_value(key: str, expression: str, variables: Variables | None,
     return str(value), ""
 
 
-def _version(facts: dict) -> str:
+def _version(facts: HostFacts) -> str:
     version = r.zfs_version(facts)
     return ".".join(map(str, version)) if version else "version unknown"
 
@@ -217,8 +218,8 @@ def _formula(expression: str) -> str | None:
 
 # -- postgres (per cluster) ----------------------------------------------------------------
 
-def _postgres_changes(facts: dict, settings: ProfileSettings) -> Iterator[Change]:
-    for cluster in r.clusters(facts):
+def _postgres_changes(facts: HostFacts, settings: ProfileSettings) -> Iterator[Change]:
+    for cluster in facts.clusters:
         try:
             variables: Variables | None = variables_of(facts, cluster, settings.postgres)
             error = ""
@@ -230,17 +231,17 @@ def _postgres_changes(facts: dict, settings: ProfileSettings) -> Iterator[Change
                 yield change
 
 
-def _pg_change(cluster: dict, key: str, expression: str, variables: Variables | None,
+def _pg_change(cluster: Cluster, key: str, expression: str, variables: Variables | None,
                error: str) -> Change | None:
-    row, target = r.setting(cluster, key), cluster["data_dir"]
+    row, target = r.setting(cluster, key), cluster.data_dir
     desired = expression
     if not error and variables is not None:
         try:
             value = resolve(expression, variables)
-            desired = pgvalues.desired_text(value, row or {})
+            desired = pgvalues.desired_text(value, row.unit if row else None)
         except FormulaError as failure:
             error = str(failure)
-    if not error and row is not None and pgvalues.same(row, desired):
+    if not error and row and pgvalues.same(row.setting, desired, row.vartype, row.unit):
         return None
     current = pgvalues.shown(row) if row else None
     error = error or _pg_refusal(cluster, key, desired, row)
@@ -251,19 +252,19 @@ def _pg_change(cluster: dict, key: str, expression: str, variables: Variables | 
                  error or note, supported=not error)
 
 
-def _pg_refusal(cluster: dict, key: str, desired: str, row: dict | None) -> str:
+def _pg_refusal(cluster: Cluster, key: str, desired: str, row: Setting | None) -> str:
     """Why this cluster cannot take this value; "" when it can."""
-    if cluster.get("error") or not cluster.get("settings"):
-        return f"the cluster's settings could not be read: {cluster.get('error') or 'none'}"
+    if cluster.error or not cluster.settings:
+        return f"the cluster's settings could not be read: {cluster.error or 'none'}"
     if row is None:
         return f"PostgreSQL {r.pg_major(cluster)} has no setting {key}"
     if pgvalues.method_of(row) is None:
         if key == "data_checksums":
             return ("read-only: set by initdb -k, or pg_checksums --enable on a cleanly"
                     " stopped cluster (PostgreSQL 12+)")
-        return f"read-only on a running server (context {row.get('context')})"
-    if key == "full_page_writes" and pgvalues.in_setting_form(desired, row) == "off" \
-            and not cluster.get("data_dataset"):
+        return f"read-only on a running server (context {row.context})"
+    if key == "full_page_writes" and not cluster.data_dataset \
+            and pgvalues.in_setting_form(desired, row.vartype, row.unit) == "off":
         return ("refused: the data directory is not on ZFS, where a torn page would need"
                 " full_page_writes to be repaired")
     return ""
@@ -271,7 +272,7 @@ def _pg_refusal(cluster: dict, key: str, desired: str, row: dict | None) -> str:
 
 # -- projection ---------------------------------------------------------------------------------
 
-def project(facts: dict, changes: list[Change]) -> dict:
+def project(facts: HostFacts, changes: list[Change]) -> HostFacts:
     """A copy of facts as they would read after the supported changes (restarts done)."""
     after = copy.deepcopy(facts)
     for change in changes:
@@ -280,34 +281,37 @@ def project(facts: dict, changes: list[Change]) -> dict:
     return after
 
 
-def _apply_zfs(facts: dict, change: Change) -> None:
+def _apply_zfs(facts: HostFacts, change: Change) -> None:
     dataset = r.datasets(facts).get(change.target)
     if dataset is None:
         return
     value = change.desired
     if change.key == "recordsize":
         value = str(parse_zfs_size(value))  # as `zfs get -p` prints it
-    dataset.setdefault("properties", {})[change.key] = {
-        "value": value, "source": "local", "inherited_from": None}
+    dataset.properties[change.key] = PropertyValue(value, "local")
 
 
-def _apply_module(facts: dict, change: Change) -> None:
-    facts.setdefault("module_params", {})[change.key] = change.desired
+def _apply_module(facts: HostFacts, change: Change) -> None:
+    facts.module_params = {**(facts.module_params or {}), change.key: change.desired}
 
 
-def _apply_sysctl(facts: dict, change: Change) -> None:
-    sysctls = facts.setdefault("sysctls", {})
+def _apply_sysctl(facts: HostFacts, change: Change) -> None:
+    sysctls = facts.sysctls
     sysctls[change.key] = int(change.desired) if change.desired.isdigit() else change.desired
     if change.key in SYSCTL_COUNTERPART:
         sysctls[SYSCTL_COUNTERPART[change.key]] = 0
 
 
-def _apply_postgres(facts: dict, change: Change) -> None:
-    for cluster in r.clusters(facts):
-        row = r.setting(cluster, change.key) if cluster["data_dir"] == change.target else None
-        if row is not None:
-            row["setting"] = pgvalues.in_setting_form(change.desired, row) or change.desired
-            row.update(source="configuration file", pending_restart=False)
+def _apply_postgres(facts: HostFacts, change: Change) -> None:
+    for cluster in facts.clusters:
+        if cluster.data_dir == change.target:
+            cluster.settings = [_applied(row, change) if row.name == change.key else row
+                                for row in cluster.settings]
+
+
+def _applied(row: Setting, change: Change) -> Setting:
+    setting = pgvalues.in_setting_form(change.desired, row.vartype, row.unit) or change.desired
+    return replace(row, setting=setting, source="configuration file", pending_restart=False)
 
 
 _APPLY = {"zfs": _apply_zfs, "module": _apply_module, "sysctl": _apply_sysctl,

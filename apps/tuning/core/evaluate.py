@@ -10,20 +10,19 @@ problems here: the planner shows them as unsupported, with the fallback.
 
 from __future__ import annotations
 
+from apps.remote.facts.host import Cluster, HostFacts
 from apps.tuning.core import facts as r
 from apps.tuning.core import pgsettings
 from apps.tuning.core.formulas import FormulaError, resolve, variables_of
 from apps.tuning.core.profiles import MODULE_RANGES, SYSCTLS, ProfileSettings, host_wide_problem
 
 
-def problems(facts: dict, settings: ProfileSettings) -> list[str]:
+def problems(facts: HostFacts, settings: ProfileSettings) -> list[str]:
     """One readable line per value this host could not take ("postgres.work_mem: ...")."""
-    if not facts:
-        return []
     return [*_host_wide(facts, settings), *_postgres(facts, settings)]
 
 
-def _host_wide(facts: dict, settings: ProfileSettings) -> list[str]:
+def _host_wide(facts: HostFacts, settings: ProfileSettings) -> list[str]:
     entries = [("module", key, value, MODULE_RANGES.get(key, (0, None)))
                for key, value in settings.module.items()]
     entries += [("sysctl", key, value, SYSCTLS.get(key, (0, None)))
@@ -45,11 +44,11 @@ def _host_wide(facts: dict, settings: ProfileSettings) -> list[str]:
     return found
 
 
-def _postgres(facts: dict, settings: ProfileSettings) -> list[str]:
+def _postgres(facts: HostFacts, settings: ProfileSettings) -> list[str]:
     found: list[str] = []
-    clusters = r.clusters(facts)
+    clusters = facts.clusters
     for cluster in clusters:
-        where = f" (cluster {cluster.get('data_dir')})" if len(clusters) > 1 else ""
+        where = f" (cluster {cluster.data_dir})" if len(clusters) > 1 else ""
         try:
             variables = variables_of(facts, cluster, settings.postgres)
         except FormulaError as error:
@@ -62,11 +61,11 @@ def _postgres(facts: dict, settings: ProfileSettings) -> list[str]:
     return found
 
 
-def _pg_problem(cluster: dict, key: str, expression: str, variables) -> str | None:
+def _pg_problem(cluster: Cluster, key: str, expression: str, variables) -> str | None:
     try:
         value = resolve(expression, variables)
     except FormulaError as error:
         return str(error)
     row = r.setting(cluster, key)
-    spec = pgsettings.spec_of(key, row) if row or not cluster.get("settings") else None
+    spec = pgsettings.spec_of(key, row) if row or not cluster.settings else None
     return pgsettings.problem(spec, value) if spec else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from apps.remote.facts.host import Cluster, Dataset, HostFacts
 from apps.tuning.core import facts as r
 
 SEVERITIES = ("critical", "warning", "info")
@@ -33,22 +34,23 @@ class Finding:
 
 @dataclass(frozen=True)
 class Context:
-    facts: dict
+    facts: HostFacts
     acknowledged: frozenset[str]
     large_records_intended: bool = False  # the desired profile asks for >= 64K data records
 
     @property
     def ram(self) -> int | None:
-        return self.facts.get("mem_total")
+        return self.facts.mem_total
 
-    def pg_datasets(self) -> list[tuple[dict, str, dict]]:
+    def pg_datasets(self) -> list[tuple[Cluster, str, Dataset]]:
         """(cluster, role, dataset) for datasets holding a cluster's files and present in facts."""
         found = r.datasets(self.facts)
         return [(cluster, role, found[name]) for cluster, role, name in r.pg_datasets(self.facts)
                 if name in found]
 
-    def clusters(self) -> list[dict]:
-        return [c for c in r.clusters(self.facts) if c.get("settings")]
+    def clusters(self) -> list[Cluster]:
+        """The clusters whose settings were read: the ones setting rules can judge."""
+        return [c for c in self.facts.clusters if c.settings]
 
 
 Rule = Callable[[Context], list[Finding]]

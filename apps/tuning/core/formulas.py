@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from apps.remote.facts.host import Cluster, HostFacts
 from apps.remote.sizes import (  # noqa: F401  (format_pg_size is part of this API)
     SIZE_UNITS,
     KiB,
@@ -305,24 +306,24 @@ def _result(value: Value, uses_bytes: bool, expression: str) -> int | str:
     return f"{float(value):.6f}".rstrip("0").rstrip(".")
 
 
-def variables_of(facts: dict, cluster: dict | None, desired_pg: dict) -> Variables:
+def variables_of(facts: HostFacts, cluster: Cluster | None, desired_pg: dict) -> Variables:
     """The variables a profile's formulas see for one cluster (or the host when None).
 
     For host-wide layers (module, sysctl) shared_buffers is the sum over the
     host's clusters: the ARC has to leave room for every one of them.
     """
     base = Variables(
-        ram=facts.get("mem_total"), cpus=facts.get("cpus"),
+        ram=facts.mem_total, cpus=facts.cpus,
         connections=100, shared_buffers=None, disk=readers.disk_kind(facts, cluster),
     )
-    clusters = [cluster] if cluster is not None else facts.get("clusters") or []
+    clusters = [cluster] if cluster is not None else facts.clusters
     connections = _connections(base, cluster, desired_pg)
     with_connections = replace(base, connections=connections)
     total = sum(_shared_buffers(with_connections, c, desired_pg) for c in clusters)
     return replace(with_connections, shared_buffers=total)
 
 
-def _connections(base: Variables, cluster: dict | None, desired_pg: dict) -> int:
+def _connections(base: Variables, cluster: Cluster | None, desired_pg: dict) -> int:
     wanted = desired_pg.get("max_connections")
     if wanted is not None:
         value = resolve(wanted, base)
@@ -333,7 +334,7 @@ def _connections(base: Variables, cluster: dict | None, desired_pg: dict) -> int
     return int(current) if current and current.isdigit() else 100
 
 
-def _shared_buffers(variables: Variables, cluster: dict, desired_pg: dict) -> int:
+def _shared_buffers(variables: Variables, cluster: Cluster, desired_pg: dict) -> int:
     wanted = desired_pg.get("shared_buffers")
     if wanted is not None:
         value = resolve(wanted, variables)  # shared_buffers is None: no self-reference

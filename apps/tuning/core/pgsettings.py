@@ -1,9 +1,10 @@
 """What PostgreSQL accepts for a setting: names, units, ranges and enum values.
 
-A host's own pg_settings rows (discovery records name, unit, vartype, and
-min_val/max_val/enumvals when present) win for that host; without a host, the
-PostgreSQL 15 table shipped beside this module (pg15_settings.tsv, see its
-header for where each column comes from) is the reference.
+A host's own pg_settings rows (discovery records name, vartype and unit)
+win for that host on what they say; the PostgreSQL 15 table shipped beside
+this module (pg15_settings.tsv, see its header for where each column comes
+from) is the reference for the rest (limits, enum values), and for
+everything when there is no host.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from apps.remote.facts.postgres import Setting
 from apps.remote.sizes import format_pg_size, pg_size_in_unit, unit_bytes
 from apps.tuning.core import pgvalues
 
@@ -59,21 +61,14 @@ def suggestion(name: str) -> str:
     return f"; did you mean {reference()[close[0]].name}?" if close else ""
 
 
-def spec_of(name: str, row: dict | None = None) -> Spec | None:
-    """The host's row where it says something, the reference for what it lacks."""
+def spec_of(name: str, row: Setting | None = None) -> Spec | None:
+    """The host's row for its vartype and unit, the reference for what it lacks."""
     base = reference().get(name.lower())
     if row is None:
         return base
-    enumvals = row.get("enumvals")
-    return Spec(
-        name, row.get("vartype") or (base.vartype if base else "string"),
-        row.get("unit") if "unit" in row else (base.unit if base else None),
-        _number(row.get("min_val")) if row.get("min_val") is not None else
-        (base.min_val if base else None),
-        _number(row.get("max_val")) if row.get("max_val") is not None else
-        (base.max_val if base else None),
-        tuple(enumvals) if enumvals else (base.enumvals if base else ()),
-    )
+    return Spec(name, row.vartype or (base.vartype if base else "string"), row.unit,
+                base.min_val if base else None, base.max_val if base else None,
+                base.enumvals if base else ())
 
 
 def problem(spec: Spec, value: int | str) -> str | None:
@@ -83,7 +78,7 @@ def problem(spec: Spec, value: int | str) -> str | None:
     pgvalues.desired_text writes it), else a number in the setting's unit.
     """
     if spec.vartype == "bool":
-        return None if pgvalues.in_setting_form(str(value), {"vartype": "bool"}) else \
+        return None if pgvalues.in_setting_form(str(value), "bool") else \
             f"{value!r} is not on or off"
     if spec.vartype == "enum":
         return _enum_problem(spec, str(value))
@@ -121,7 +116,7 @@ def _in_unit(spec: Spec, value: int | str) -> float | None:
             return pg_size_in_unit(text, spec.unit) / size
         except ValueError:
             return None
-    form = pgvalues.in_setting_form(text, {"vartype": spec.vartype, "unit": spec.unit})
+    form = pgvalues.in_setting_form(text, spec.vartype, spec.unit)
     return _number(form)
 
 

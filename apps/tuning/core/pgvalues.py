@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from apps.remote.facts.postgres import Setting
 from apps.remote.sizes import MiB, format_pg_size, pg_size_in_unit, unit_bytes
 
 _TRUE = ("on", "true", "yes", "1")
@@ -19,34 +20,34 @@ RELOAD_CONTEXTS = ("sighup", "superuser", "user", "superuser-backend", "backend"
 ROUND_TO_MIB_FROM = 16 * MiB  # above this, whole MB read better and lose < 0.1%
 
 
-def desired_text(value: int | str, row: dict) -> str:
+def desired_text(value: int | str, unit: str | None) -> str:
     """The text written to postgresql.auto.conf for a resolved profile value.
 
-    An integer for a memory setting is bytes: it is rounded down to the
-    setting's unit (and to whole MB when large) so that the value written is
-    exactly what the server will report back.
+    An integer for a memory setting (its pg_settings unit) is bytes: it is
+    rounded down to that unit (and to whole MB when large) so that the value
+    written is exactly what the server will report back.
     """
     if isinstance(value, str):
         return value
-    size = unit_bytes(row.get("unit"))
+    size = unit_bytes(unit)
     if size is None:
         return str(value)
     step = MiB if value >= ROUND_TO_MIB_FROM and MiB % size == 0 else size
     return format_pg_size(max(size, value - value % step))
 
 
-def shown(row: dict) -> str:
+def shown(row: Setting) -> str:
     """A pg_settings row's value as an operator reads it: 512 x 8kB is 4MB."""
-    setting, unit = row["setting"], row.get("unit")
+    setting, unit = row.setting, row.unit
     size = unit_bytes(unit)
     if size is not None and setting.lstrip("-").isdigit() and int(setting) >= 0:
         return format_pg_size(int(setting) * size)
     return f"{setting}{unit}" if unit in _TIME_UNITS else setting
 
 
-def in_setting_form(text: str, row: dict) -> str | None:
-    """text as pg_settings.setting would show it for this row; None if it cannot be read."""
-    vartype, unit = row.get("vartype"), row.get("unit")
+def in_setting_form(text: str, vartype: str | None, unit: str | None = None) -> str | None:
+    """text as pg_settings.setting would show it for a setting of this vartype and unit;
+    None if it cannot be read."""
     text = text.strip()
     if vartype == "bool":
         return _bool(text)
@@ -57,9 +58,13 @@ def in_setting_form(text: str, row: dict) -> str | None:
     return text
 
 
-def same(row: dict, desired: str) -> bool:
-    wanted = in_setting_form(desired, row)
-    return wanted is not None and wanted == in_setting_form(row["setting"], row)
+def same(setting: str, desired: str, vartype: str | None, unit: str | None) -> bool:
+    """Whether pg_settings' `setting` (in its vartype and unit) already reads as desired.
+
+    Takes the row's fields, not a row: the apply step compares what it read back
+    from a server, which is no discovered Setting."""
+    wanted = in_setting_form(desired, vartype, unit)
+    return wanted is not None and wanted == in_setting_form(setting, vartype, unit)
 
 
 def _bool(text: str) -> str | None:
@@ -98,9 +103,9 @@ def _plain(number: float) -> str:
     return str(int(number)) if number.is_integer() else repr(number)
 
 
-def method_of(row: dict) -> str | None:
+def method_of(row: Setting) -> str | None:
     """How a change takes effect, from pg_settings.context; None when it cannot be set."""
-    context = row.get("context")
+    context = row.context
     if context == "postmaster":
         return "pg_restart"
     if context in RELOAD_CONTEXTS:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from apps.remote.facts.host import HostFacts
 from apps.tuning.core.advisor import RELATED, Finding, advise
 from apps.tuning.core.changes import Change, compute_changes
 from apps.tuning.core.profiles import ProfileSettings
@@ -40,7 +41,7 @@ class Plan:
         return not any(change.supported for change in self.changes)
 
 
-def plan(facts: dict, settings: ProfileSettings,
+def plan(facts: HostFacts, settings: ProfileSettings,
          acknowledged: frozenset[str] = frozenset()) -> Plan:
     findings = tuple(advise(facts, settings, acknowledged))
     linked = [_link(change, findings) for change in compute_changes(facts, settings)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from apps.remote.facts.zfs import ZFS_FUSE
 from apps.remote.sizes import GiB, KiB, MiB, parse_zfs_size
 from apps.remote.sizes import format_gib as gib
 from apps.tuning.core import facts as r
@@ -19,12 +20,12 @@ def full_page_writes_off_not_zfs(ctx: Context) -> list[Finding]:
     for c in ctx.clusters():
         if r.setting_value(c, "full_page_writes") != "off":
             continue
-        data = r.datasets(ctx.facts).get(c.get("data_dataset") or "")
+        data = r.datasets(ctx.facts).get(c.data_dataset or "")
         record = parse_zfs_size(r.prop(data, "recordsize") or "") if data else None
         if data is None:
-            evidence = f"full_page_writes=off; {c['data_dir']} is not on a ZFS dataset"
+            evidence = f"full_page_writes=off; {c.data_dir} is not on a ZFS dataset"
         elif record is not None and record < 8 * KiB:
-            evidence = f"full_page_writes=off on {data['name']} with recordsize={record}"
+            evidence = f"full_page_writes=off on {data.name} with recordsize={record}"
         else:
             continue
         found.append(Finding(
@@ -33,7 +34,7 @@ def full_page_writes_off_not_zfs(ctx: Context) -> list[Finding]:
             "Only a copy-on-write filesystem that never splits a page makes full_page_writes"
             " unnecessary; elsewhere a crash mid-write leaves a torn page WAL cannot repair.",
             "Set full_page_writes=on (reload).", f"{src.PG_PHRIDAY_ZFS}; {src.OPENZFS_WORKLOAD}",
-            subject=c["data_dir"]))
+            subject=c.data_dir))
     return found
 
 
@@ -81,7 +82,7 @@ def _dirty_limit(ctx: Context) -> tuple[int | None, str]:
 
 def dirty_limit_large(ctx: Context) -> list[Finding]:
     limit, evidence = _dirty_limit(ctx)
-    kind = r.disk_kind(ctx.facts, (r.clusters(ctx.facts) or [None])[0])
+    kind = r.disk_kind(ctx.facts, (ctx.facts.clusters or [None])[0])
     budget = DRAIN_RATE[kind] * DRAIN_SECONDS
     if limit is None or limit <= budget:
         return []
@@ -127,7 +128,7 @@ def wal_level_minimal_copy(ctx: Context) -> list[Finding]:
             _minimal_behaviour(major),
             "Use wal_level=replica, or load with one large COPY per table instead of many"
             " small ones in the transaction that created it.", src.WAL_MINIMAL_PAPER,
-            subject=c["data_dir"]))
+            subject=c.data_dir))
     return found
 
 
@@ -147,14 +148,14 @@ def _minimal_behaviour(major: int) -> str:
 
 def data_checksums_off(ctx: Context) -> list[Finding]:
     return [Finding(
-        "data_checksums_off", "info", f"data checksums off on {c['data_dir']}",
+        "data_checksums_off", "info", f"data checksums off on {c.data_dir}",
         "data_checksums=off",
         "ZFS checksums every block on disk; PostgreSQL checksums also catch damage above the"
         " filesystem (memory, kernel or ZFS bugs such as the 2.2.0 corruption) at some CPU"
         " and WAL cost. Opinions differ: NimbusWS leaves them off on ZFS, Campoli turns them on.",
         "If wanted: pg_checksums --enable on the cleanly stopped cluster (PostgreSQL 12+).",
-        f"{src.CAMPOLI}; {src.NIMBUS}", subject=c["data_dir"],
-    ) for c in r.clusters(ctx.facts) if c.get("data_checksums") is False]
+        f"{src.CAMPOLI}; {src.NIMBUS}", subject=c.data_dir,
+    ) for c in ctx.facts.clusters if c.data_checksums is False]
 
 
 # PoZoL's own test fleet: pgbench against shared_buffers of 256MB or more stalled
@@ -164,17 +165,16 @@ ZFS_FUSE_SAFE_BUFFERS = 128 * MiB
 
 
 def zfs_fuse_large_shared_buffers(ctx: Context) -> list[Finding]:
-    zfs = ctx.facts.get("zfs") or {}
-    if zfs.get("dialect") != "zfs-fuse":
+    if ctx.facts.zfs is None or ctx.facts.zfs.dialect != ZFS_FUSE:
         return []
     return [Finding(
         "zfs_fuse_large_shared_buffers", "warning", "zfs-fuse stalls with large shared_buffers",
-        f"shared_buffers {gib(size)} on zfs-fuse ({c['data_dir']})",
+        f"shared_buffers {gib(size)} on zfs-fuse ({c.data_dir})",
         "Under a write load with shared_buffers of 256MB or more, the zfs-fuse daemon stopped"
         " answering fsync: transactions hung until the daemon was killed.",
         "Keep shared_buffers at 128MB on zfs-fuse, or move the data to OpenZFS.",
         src.POZOL_FLEET,
-        subject=c["data_dir"],
+        subject=c.data_dir,
     ) for c in ctx.clusters()
         if (size := r.setting_bytes(c, "shared_buffers") or 0) > ZFS_FUSE_SAFE_BUFFERS]
 

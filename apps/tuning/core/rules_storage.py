@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from apps.remote.facts.host import Dataset, Disk, Pool
 from apps.remote.sizes import KiB, parse_zfs_size
 from apps.tuning.core import facts as r
 from apps.tuning.core import sources as src
@@ -14,21 +15,21 @@ def bounded_loss_unacknowledged(ctx: Context) -> list[Finding]:
     if "bounded_loss" in ctx.acknowledged:
         return []
     found = [Finding(
-        "bounded_loss_unacknowledged", "critical", f"sync=disabled on {d['name']}",
-        f"{d['name']} ({role} of {c['data_dir']}): sync=disabled",
+        "bounded_loss_unacknowledged", "critical", f"sync=disabled on {d.name}",
+        f"{d.name} ({role} of {c.data_dir}): sync=disabled",
         "ZFS acknowledges fsync before the data is on disk: a crash loses up to about one"
         " second of committed transactions (one txg interval, more under heavy writes). The"
         " cluster stays consistent, but committed work is gone.",
         "Set sync=standard, or record the operator's acknowledgement of 'bounded_loss'.",
-        src.NIMBUS, subject=d["name"],
+        src.NIMBUS, subject=d.name,
     ) for c, role, d in ctx.pg_datasets() if r.prop(d, "sync") == "disabled"]
     found += [Finding(
         "bounded_loss_unacknowledged", "critical",
-        f"synchronous_commit=off on {c['data_dir']}", "synchronous_commit=off",
+        f"synchronous_commit=off on {c.data_dir}", "synchronous_commit=off",
         "COMMIT returns before its WAL is flushed: a crash loses the last commits (up to"
         " three times wal_writer_delay), without corrupting the cluster.",
         "Set synchronous_commit=on, or record the acknowledgement of 'bounded_loss'.",
-        src.NIMBUS, subject=c["data_dir"],
+        src.NIMBUS, subject=c.data_dir,
     ) for c in ctx.clusters() if r.setting_value(c, "synchronous_commit") == "off"]
     return found
 
@@ -51,59 +52,63 @@ def txg_timeout_low(ctx: Context) -> list[Finding]:
 def logbias_throughput_no_slog(ctx: Context) -> list[Finding]:
     pools = r.pools(ctx.facts)
     return [Finding(
-        "logbias_throughput_no_slog", "warning", f"logbias=throughput on {d['name']}",
-        f"{d['name']}: logbias=throughput; pool {r.pool_of(d['name'])} has no log device",
+        "logbias_throughput_no_slog", "warning", f"logbias=throughput on {d.name}",
+        f"{d.name}: logbias=throughput; pool {r.pool_of(d.name)} has no log device",
         "Without a SLOG, throughput logbias writes small synchronous blocks straight into"
         " the pool: the 'most horrific fragmentation imaginable', paid again on every read.",
-        f"zfs set logbias=latency {d['name']}",
-        src.NIMBUS, subject=d["name"],
-    ) for d in ctx.facts.get("datasets") or []
+        f"zfs set logbias=latency {d.name}",
+        src.NIMBUS, subject=d.name,
+    ) for d in ctx.facts.datasets
         if r.prop(d, "logbias") == "throughput"
         and r.prop_source(d, "logbias") != "inherited"
-        and not (pools.get(r.pool_of(d["name"])) or {}).get("has_log")]
+        and not _has_log(pools.get(r.pool_of(d.name)))]
+
+
+def _has_log(pool: Pool | None) -> bool:
+    return pool is not None and pool.has_log
 
 
 def dedup_on(ctx: Context) -> list[Finding]:
-    pg = {d["name"] for _, _, d in ctx.pg_datasets()}
+    pg = {d.name for _, _, d in ctx.pg_datasets()}
     return [Finding(
-        "dedup_on", "warning", f"dedup on {d['name']}", f"{d['name']}: dedup={r.prop(d, 'dedup')}",
+        "dedup_on", "warning", f"dedup on {d.name}", f"{d.name}: dedup={r.prop(d, 'dedup')}",
         "Deduplication tables cost a lot of memory and every write pays a lookup; database"
         " pages are rarely identical, so nothing is saved.",
-        f"zfs set dedup=off {d['name']} (existing blocks stay deduplicated until rewritten)",
-        src.PG_PHRIDAY_ZFS, subject=d["name"],
-    ) for d in ctx.facts.get("datasets") or []
+        f"zfs set dedup=off {d.name} (existing blocks stay deduplicated until rewritten)",
+        src.PG_PHRIDAY_ZFS, subject=d.name,
+    ) for d in ctx.facts.datasets
         if (r.prop(d, "dedup") or "off") != "off"
-        and (d["name"] in pg or r.prop_source(d, "dedup") != "inherited")]
+        and (d.name in pg or r.prop_source(d, "dedup") != "inherited")]
 
 
 def compression_off(ctx: Context) -> list[Finding]:
     return [Finding(
-        "compression_off", "warning", f"compression off on {d['name']}",
-        f"{d['name']} ({role} of {c['data_dir']}): compression=off",
+        "compression_off", "warning", f"compression off on {d.name}",
+        f"{d.name} ({role} of {c.data_dir}): compression=off",
         "lz4 is nearly free in CPU and database pages compress well (1.7x at 8K records,"
         " 7.6x at 128K in a published test): less to write, more in the ARC.",
-        f"zfs set compression=lz4 {d['name']} (newly written data only)",
-        src.PG_PHRIDAY_ZFS, subject=d["name"],
+        f"zfs set compression=lz4 {d.name} (newly written data only)",
+        src.PG_PHRIDAY_ZFS, subject=d.name,
     ) for c, role, d in ctx.pg_datasets() if r.prop(d, "compression") == "off"]
 
 
 def atime_on(ctx: Context) -> list[Finding]:
     return [Finding(
-        "atime_on", "warning", f"atime on on {d['name']}",
-        f"{d['name']} ({role} of {c['data_dir']}): atime=on",
+        "atime_on", "warning", f"atime on on {d.name}",
+        f"{d.name} ({role} of {c.data_dir}): atime=on",
         "Every read of a relation file becomes a metadata write as well.",
-        f"zfs set atime=off {d['name']}", src.PG_PHRIDAY_ZFS, subject=d["name"],
+        f"zfs set atime=off {d.name}", src.PG_PHRIDAY_ZFS, subject=d.name,
     ) for c, role, d in ctx.pg_datasets() if r.prop(d, "atime") == "on"]
 
 
 def recordsize_below_8k(ctx: Context) -> list[Finding]:
     return [Finding(
-        "recordsize_below_8k", "warning", f"recordsize below 8K on {d['name']}",
-        f"{d['name']}: recordsize={r.prop(d, 'recordsize')}",
+        "recordsize_below_8k", "warning", f"recordsize below 8K on {d.name}",
+        f"{d.name}: recordsize={r.prop(d, 'recordsize')}",
         "A PostgreSQL page is 8K: smaller records split every page, and full_page_writes=off"
         " is only safe when a page cannot be split.",
-        f"zfs set recordsize=16K {d['name']} (newly written data only)",
-        src.OPENZFS_WORKLOAD, subject=d["name"],
+        f"zfs set recordsize=16K {d.name} (newly written data only)",
+        src.OPENZFS_WORKLOAD, subject=d.name,
     ) for _, _, d in ctx.pg_datasets() if (_recordsize(d) or 8 * KiB) < 8 * KiB]
 
 
@@ -111,39 +116,40 @@ def recordsize_large_for_oltp(ctx: Context) -> list[Finding]:
     """Informational: large records suit analytics; for OLTP the trade-off is stated."""
     return [Finding(
         "recordsize_large_for_oltp", "info", f"recordsize {r.prop(d, 'recordsize')} on OLTP data",
-        f"{d['name']} (data of {c['data_dir']}): recordsize={r.prop(d, 'recordsize')}",
+        f"{d.name} (data of {c.data_dir}): recordsize={r.prop(d, 'recordsize')}",
         "Random 8K page writes into large records cost read-modify-write. Measured: 16K"
         " records gave about +20% TPS over 8K for OLTP; 128K records compress 7.6x against"
         " 1.7x at 8K, which favours analytics.",
-        f"For OLTP: zfs set recordsize=16K {d['name']}; keep it for analytics.",
-        f"{src.NIMBUS}; {src.PG_PHRIDAY_ZFS}", subject=d["name"],
+        f"For OLTP: zfs set recordsize=16K {d.name}; keep it for analytics.",
+        f"{src.NIMBUS}; {src.PG_PHRIDAY_ZFS}", subject=d.name,
     ) for c, role, d in ctx.pg_datasets()
         if role == "data" and (_recordsize(d) or 0) >= 64 * KiB
         and not ctx.large_records_intended]
 
 
-def _recordsize(dataset: dict) -> int | None:
+def _recordsize(dataset: Dataset) -> int | None:
     value = r.prop(dataset, "recordsize")
     return parse_zfs_size(value) if value else None
 
 
 def data_wal_same_dataset(ctx: Context) -> list[Finding]:
     return [Finding(
-        "data_wal_same_dataset", "info", f"WAL inside the data dataset of {c['data_dir']}",
-        f"data and WAL both on {c['data_dataset']}",
+        "data_wal_same_dataset", "info", f"WAL inside the data dataset of {c.data_dir}",
+        f"data and WAL both on {c.data_dataset}",
         "One dataset means one set of properties and snapshots: WAL cannot get its own"
         " recordsize, logbias or snapshot schedule.",
         "Move pg_wal to its own dataset (initdb --waldir, or a symlink on a stopped cluster).",
-        src.OPENZFS_WORKLOAD, subject=c["data_dir"],
-    ) for c in r.clusters(ctx.facts)
-        if c.get("data_dataset") and c.get("wal_dataset") in (None, c["data_dataset"])]
+        src.OPENZFS_WORKLOAD, subject=c.data_dir,
+    ) for c in ctx.facts.clusters
+        if c.data_dataset and c.wal_dataset in (None, c.data_dataset)]
 
 
 def data_wal_different_pools(ctx: Context) -> list[Finding]:
-    multi = r.capabilities(ctx.facts).get("multi_snapshot", True)
+    caps = r.capabilities(ctx.facts)
+    multi = caps is None or caps.multi_snapshot is not False  # not known: assume it can
     found = []
-    for c in r.clusters(ctx.facts):
-        data, wal = c.get("data_dataset"), c.get("wal_dataset")
+    for c in ctx.facts.clusters:
+        data, wal = c.data_dataset, c.wal_dataset
         if not data or not wal or data == wal:
             continue
         if r.pool_of(data) != r.pool_of(wal):
@@ -155,10 +161,10 @@ def data_wal_different_pools(ctx: Context) -> list[Finding]:
         else:
             continue
         found.append(Finding(
-            "data_wal_different_pools", "warning", f"no atomic snapshot of {c['data_dir']}",
+            "data_wal_different_pools", "warning", f"no atomic snapshot of {c.data_dir}",
             f"data on {data}, WAL on {wal}", why,
             "Keep data and WAL in one pool, or take backups with pg_backup_start/stop around"
-            " the snapshots.", src.PG_PHRIDAY_ZFS, subject=c["data_dir"]))
+            " the snapshots.", src.PG_PHRIDAY_ZFS, subject=c.data_dir))
     return found
 
 
@@ -202,21 +208,21 @@ def bclone_enabled_affected(ctx: Context) -> list[Finding]:
 
 def slog_power_loss(ctx: Context) -> list[Finding]:
     return [Finding(
-        "slog_power_loss", "info", f"pool {p['name']} has a separate log device",
-        f"{p['name']}: log vdevs {', '.join(v['name'] for v in p.get('logs') or []) or 'present'}",
+        "slog_power_loss", "info", f"pool {p.name} has a separate log device",
+        f"{p.name}: log vdevs {', '.join(v.name for v in p.logs) or 'present'}",
         "Synchronous commits are acknowledged once on the SLOG: if it loses its cache on"
         " power failure, committed transactions go with it.",
         "Use SSDs with power-loss protection (capacitors), mirrored, for log devices.",
-        src.PG_PHRIDAY_ZFS, subject=p["name"],
-    ) for p in ctx.facts.get("pools") or [] if p.get("has_log")]
+        src.PG_PHRIDAY_ZFS, subject=p.name,
+    ) for p in ctx.facts.pools if p.has_log]
 
 
 def volatile_write_cache_sync_method(ctx: Context) -> list[Finding]:
     risky = [d for d in r.physical_disks(ctx.facts) if _volatile(d)]
     if not risky:
         return []
-    names = ", ".join(d["name"] for d in risky)
-    nvme = [d["name"] for d in risky if d.get("transport") == "nvme"]
+    names = ", ".join(d.name for d in risky)
+    nvme = [d.name for d in risky if d.transport == "nvme"]
     fix = "; ".join(f"nvme set-feature -f 6 -v 0 /dev/{n}" for n in nvme) or \
         "disable the drive write cache"
     return [Finding(
@@ -225,16 +231,16 @@ def volatile_write_cache_sync_method(ctx: Context) -> list[Finding]:
         f"wal_sync_method={method}; volatile write cache on {names}",
         "A drive that acknowledges flushes from a volatile cache loses them on power"
         " failure; consumer NVMe drives corrupted a cluster this way under pgbench.",
-        f"{fix}; or set wal_sync_method=fsync", src.NIMBUS, subject=c["data_dir"],
+        f"{fix}; or set wal_sync_method=fsync", src.NIMBUS, subject=c.data_dir,
     ) for c in ctx.clusters()
         if (method := r.setting_value(c, "wal_sync_method")) in LOSSY_SYNC_METHODS]
 
 
-def _volatile(disk: dict) -> bool:
+def _volatile(disk: Disk) -> bool:
     """The controller's own answer wins; the kernel's view counts only for SSDs without one."""
-    if disk.get("volatile_write_cache") is not None:
-        return bool(disk["volatile_write_cache"])
-    return disk.get("write_cache") == "write back" and disk.get("rotational") is False
+    if disk.volatile_write_cache is not None:
+        return disk.volatile_write_cache
+    return disk.write_cache == "write back" and disk.rotational is False
 
 
 RULES: tuple[tuple[str, Rule], ...] = (

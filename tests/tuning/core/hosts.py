@@ -1,6 +1,7 @@
-"""Facts for tuning tests, built from the remote fixtures and edited per test.
+"""Typed facts for tuning tests, built from the remote fixtures and edited per test.
 
-zfs-fuse: the real captured facts.json. OpenZFS 2.2: discover() run against the
+zfs-fuse: the real captured facts.json, read back by HostFacts.from_dict as
+the control plane reads Host.facts. OpenZFS 2.2: discover() run against the
 openzfs-2.2 fixture host (a strict fake shell), with the pg_settings rows a real
 PostgreSQL 16 has but the fixture's short psql output lacks. 2.1 and 2.3 hosts
 are the 2.2 host with its module version (and what changes with it) edited.
@@ -10,12 +11,15 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from functools import cache
 
 from apps.remote import gather
 from apps.remote.commands import cmd
 from apps.remote.facts import postgres, zfs
-from apps.remote.facts.host import ZfsFacts
+from apps.remote.facts.host import Cluster, HostFacts, ZfsFacts
+from apps.remote.facts.postgres import Setting
+from apps.remote.facts.zfs import PropertyValue
 from tests.remote.fakeshell import FakeShell
 from tests.remote.fixtures.hosts import ZFS_FUSE, FixtureHost
 
@@ -40,16 +44,16 @@ PG16_ROWS = (
 )
 
 
-def fuse() -> dict:
+def fuse() -> HostFacts:
     """The real zfs-fuse capture: PG 15, data tank/pg/data, WAL tank/pg/wal, no module params."""
-    return json.loads((ZFS_FUSE / "facts.json").read_text())
+    return HostFacts.from_dict(json.loads((ZFS_FUSE / "facts.json").read_text()))
 
 
-def openzfs(version: str = "2.2.4") -> dict:
+def openzfs(version: str = "2.2.4") -> HostFacts:
     """The OpenZFS 2.2 fixture host (PG 16, NVMe, SLOG), its kernel module set to version."""
     facts = copy.deepcopy(_discovered_22())
-    facts["zfs"]["version"] = facts["zfs"]["kernel_version"] = f"{version}-1"
-    params = facts["module_params"]
+    facts.zfs.version = facts.zfs.kernel_version = f"{version}-1"
+    params = facts.module_params
     if version < "2.2.1":
         params.pop("zfs_bclone_enabled")  # the tunable arrived in 2.2.1
     if version >= "2.3":
@@ -58,18 +62,17 @@ def openzfs(version: str = "2.2.4") -> dict:
 
 
 @cache
-def _discovered_22() -> dict:
-    facts = gather.discover(_openzfs_22_shell()).to_dict()
-    for cluster in facts["clusters"]:
-        known = {row["name"] for row in cluster["settings"]}
-        cluster["settings"] += [_row(*row) for row in PG16_ROWS if row[0] not in known]
+def _discovered_22() -> HostFacts:
+    facts = gather.discover(_openzfs_22_shell())
+    for cluster in facts.clusters:
+        known = {row.name for row in cluster.settings}
+        cluster.settings += [_row(*row) for row in PG16_ROWS if row[0] not in known]
     return facts
 
 
-def _row(name: str, setting: str, unit: str | None, context: str, vartype: str) -> dict:
-    return {"name": name, "setting": setting, "unit": unit, "context": context,
-            "vartype": vartype, "source": "default", "boot_val": setting,
-            "pending_restart": False}
+def _row(name: str, setting: str, unit: str | None, context: str, vartype: str) -> Setting:
+    return Setting(name, setting, unit, context, vartype, source="default", boot_val=setting,
+                   pending_restart=False)
 
 
 def _openzfs_22_shell() -> FakeShell:
@@ -95,17 +98,18 @@ def _openzfs_22_shell() -> FakeShell:
 
 # -- edits ---------------------------------------------------------------------------------
 
-def cluster(facts: dict) -> dict:
-    return facts["clusters"][0]
+def cluster(facts: HostFacts) -> Cluster:
+    return facts.clusters[0]
 
 
-def set_prop(facts: dict, dataset: str, prop: str, value: str) -> dict:
-    target = next(d for d in facts["datasets"] if d["name"] == dataset)
-    target["properties"][prop] = {"value": value, "source": "local", "inherited_from": None}
+def set_prop(facts: HostFacts, dataset: str, prop: str, value: str) -> HostFacts:
+    target = next(d for d in facts.datasets if d.name == dataset)
+    target.properties[prop] = PropertyValue(value, "local")
     return facts
 
 
-def set_setting(facts: dict, name: str, value: str) -> dict:
-    row = next(r for r in cluster(facts)["settings"] if r["name"] == name)
-    row["setting"] = value
+def set_setting(facts: HostFacts, name: str, value: str) -> HostFacts:
+    rows = cluster(facts).settings
+    at = next(i for i, row in enumerate(rows) if row.name == name)
+    rows[at] = replace(rows[at], setting=value)
     return facts

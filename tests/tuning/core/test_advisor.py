@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from apps.remote.facts.host import HostFacts
 from apps.tuning.core import advisor, sources
 from apps.tuning.core.advisor import advise
 from apps.tuning.core.profiles import builtin
@@ -17,11 +18,11 @@ from tests.tuning.core.hosts import GiB, cluster, set_prop, set_setting
 DATA, WAL = "tank/pg/data", "tank/pg/wal"
 
 
-def ids(facts: dict, acknowledged: frozenset[str] = frozenset()) -> set[str]:
+def ids(facts: HostFacts, acknowledged: frozenset[str] = frozenset()) -> set[str]:
     return {f.id for f in advise(facts, acknowledged=acknowledged)}
 
 
-def only(facts: dict, rule: str, acknowledged: frozenset[str] = frozenset()) -> list:
+def only(facts: HostFacts, rule: str, acknowledged: frozenset[str] = frozenset()) -> list:
     return [f for f in advise(facts, acknowledged=acknowledged) if f.id == rule]
 
 
@@ -39,7 +40,7 @@ def test_every_rule_is_registered_once_and_every_finding_cites_a_source():
 def test_full_page_writes_off_where_the_data_is_not_on_zfs():
     facts = hosts.openzfs()  # full_page_writes=off on ZFS: fine
     assert "full_page_writes_off_not_zfs" not in ids(facts)
-    cluster(facts)["data_dataset"] = None
+    cluster(facts).data_dataset = None
     [finding] = only(facts, "full_page_writes_off_not_zfs")
     assert finding.severity == "critical" and "not on a ZFS dataset" in finding.evidence
     facts = set_prop(hosts.openzfs(), DATA, "recordsize", "4096")
@@ -65,7 +66,7 @@ def test_bounded_loss_needs_acknowledgement():
     set_prop(facts, WAL, "sync", "disabled")
     set_setting(facts, "synchronous_commit", "off")
     found = only(facts, "bounded_loss_unacknowledged")
-    assert {f.subject for f in found} == {WAL, cluster(facts)["data_dir"]}
+    assert {f.subject for f in found} == {WAL, cluster(facts).data_dir}
     assert all(f.severity == "critical" for f in found)
     assert not only(facts, "bounded_loss_unacknowledged", frozenset({"bounded_loss"}))
 
@@ -73,7 +74,7 @@ def test_bounded_loss_needs_acknowledgement():
 def test_txg_timeout_below_five():
     facts = hosts.openzfs()
     assert "txg_timeout_low" not in ids(facts)
-    facts["module_params"]["zfs_txg_timeout"] = "1"
+    facts.module_params["zfs_txg_timeout"] = "1"
     assert only(facts, "txg_timeout_low")[0].severity == "warning"
     assert only(facts, "txg_timeout_low", frozenset({"bounded_loss"}))[0].severity == "info"
     assert "txg_timeout_low" not in ids(hosts.fuse())  # no module parameters at all
@@ -85,7 +86,7 @@ def test_logbias_throughput_without_a_log_device():
     assert finding.subject == WAL
     facts = hosts.openzfs()  # throughput on data, but pool tank has a SLOG
     assert "logbias_throughput_no_slog" not in ids(facts)
-    facts["pools"][0]["has_log"] = False
+    facts.pools[0].has_log = False
     assert only(facts, "logbias_throughput_no_slog")[0].subject == DATA
 
 
@@ -129,9 +130,9 @@ def test_large_records_are_not_flagged_when_the_profile_asks_for_them():
 def test_data_and_wal_placement():
     facts = hosts.openzfs()  # separate datasets, one pool, atomic multi-snapshots
     assert not {"data_wal_same_dataset", "data_wal_different_pools"} & ids(facts)
-    cluster(facts)["wal_dataset"] = DATA
+    cluster(facts).wal_dataset = DATA
     assert only(facts, "data_wal_same_dataset")
-    cluster(facts)["wal_dataset"] = "fast/wal"
+    cluster(facts).wal_dataset = "fast/wal"
     assert "one pool" in only(facts, "data_wal_different_pools")[0].why
     fuse = hosts.fuse()  # one pool, but zfs-fuse cannot snapshot both atomically
     assert "at different instants" in only(fuse, "data_wal_different_pools")[0].why
@@ -140,11 +141,11 @@ def test_data_and_wal_placement():
 def test_arc_plus_shared_buffers():
     facts = hosts.openzfs()  # ARC 32GB + shared_buffers 16GB of 62.8GB: 14.8GB left
     assert "arc_plus_shared_buffers" not in ids(facts)
-    facts["module_params"]["zfs_arc_max"] = str(44 * GiB)
+    facts.module_params["zfs_arc_max"] = str(44 * GiB)
     assert only(facts, "arc_plus_shared_buffers")[0].severity == "warning"
-    facts["module_params"]["zfs_arc_max"] = str(50 * GiB)
+    facts.module_params["zfs_arc_max"] = str(50 * GiB)
     assert only(facts, "arc_plus_shared_buffers")[0].severity == "critical"
-    facts["module_params"]["zfs_arc_max"] = "0"  # auto: arcstats c_max counts (32GB)
+    facts.module_params["zfs_arc_max"] = "0"  # auto: arcstats c_max counts (32GB)
     assert "arc_plus_shared_buffers" not in ids(facts)
 
 
@@ -160,11 +161,11 @@ def test_dirty_limit_and_background():
     [finding] = only(facts, "dirty_limit_large")
     assert "nvme" in finding.evidence
     assert "dirty_background_missing" not in ids(facts)
-    facts["sysctls"].update({"vm.dirty_bytes": GiB, "vm.dirty_ratio": 0,
+    facts.sysctls.update({"vm.dirty_bytes": GiB, "vm.dirty_ratio": 0,
                              "vm.dirty_background_bytes": 0, "vm.dirty_background_ratio": 0})
     assert "dirty_limit_large" not in ids(facts)
     assert only(facts, "dirty_background_missing")
-    facts["sysctls"]["vm.dirty_background_bytes"] = GiB // 4
+    facts.sysctls["vm.dirty_background_bytes"] = GiB // 4
     assert "dirty_background_missing" not in ids(facts)
 
 
@@ -176,7 +177,7 @@ def test_wal_level_minimal_with_large_shared_buffers(version_num, severity, says
     facts = hosts.openzfs()
     assert "wal_level_minimal_copy" not in ids(facts)  # replica
     set_setting(facts, "wal_level", "minimal")
-    cluster(facts)["server_version_num"] = version_num
+    cluster(facts).server_version_num = version_num
     [finding] = only(facts, "wal_level_minimal_copy")
     assert finding.severity == severity and says in finding.why
     set_setting(facts, "shared_buffers", str(GiB // 8192))
@@ -195,7 +196,7 @@ def test_openzfs_corruption_window(version, fires):
 def test_corruption_workaround_lowers_the_severity():
     facts = hosts.openzfs("2.1.5")
     assert only(facts, "zfs_corruption_bug")[0].severity == "critical"
-    facts["module_params"]["zfs_dmu_offset_next_sync"] = "0"
+    facts.module_params["zfs_dmu_offset_next_sync"] = "0"
     [finding] = only(facts, "zfs_corruption_bug")
     assert finding.severity == "warning" and "zfs_dmu_offset_next_sync" not in finding.action
     assert "zfs_corruption_bug" not in ids(hosts.fuse())  # no version to judge
@@ -204,7 +205,7 @@ def test_corruption_workaround_lowers_the_severity():
 def test_block_cloning_on_affected_versions():
     facts = hosts.openzfs("2.2.3")
     assert "bclone_enabled_affected" not in ids(facts)  # 2.2.x default 0
-    facts["module_params"]["zfs_bclone_enabled"] = "1"
+    facts.module_params["zfs_bclone_enabled"] = "1"
     assert only(facts, "bclone_enabled_affected")[0].severity == "critical"
     assert "bclone_enabled_affected" not in ids(hosts.openzfs("2.3.0"))  # default 1, fixed
 
@@ -212,7 +213,7 @@ def test_block_cloning_on_affected_versions():
 def test_slog_needs_power_loss_protection():
     assert [f.subject for f in only(hosts.openzfs(), "slog_power_loss")] == ["tank"]
     facts = hosts.openzfs()
-    facts["pools"][0]["has_log"] = False
+    facts.pools[0].has_log = False
     assert "slog_power_loss" not in ids(facts)
 
 

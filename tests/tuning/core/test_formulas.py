@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from apps.tuning.core import formulas as f
@@ -112,9 +114,9 @@ def test_unknown_facts_raise_instead_of_guessing():
 def test_variables_of_a_real_zfs_fuse_host():
     facts = hosts.fuse()
     variables = variables_of(facts, hosts.cluster(facts), {"shared_buffers": "ram / 4"})
-    assert variables.ram == facts["mem_total"] and variables.cpus == 2
+    assert variables.ram == facts.mem_total and variables.cpus == 2
     assert variables.connections == 100  # the cluster's max_connections
-    assert variables.shared_buffers == facts["mem_total"] // 4
+    assert variables.shared_buffers == facts.mem_total // 4
     assert variables.disk == "hdd"  # file vdevs: every physical disk counts; vda rotates
 
 
@@ -128,7 +130,7 @@ def test_variables_prefer_desired_connections_and_current_shared_buffers():
 
 def test_host_wide_shared_buffers_add_up_over_clusters():
     facts = hosts.openzfs()
-    facts["clusters"].append({**hosts.cluster(facts), "data_dir": "/srv/pg2"})
+    facts.clusters.append(replace(hosts.cluster(facts), data_dir="/srv/pg2"))
     assert variables_of(facts, None, {"shared_buffers": "1GB"}).shared_buffers == 2 * GiB
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
+from apps.remote.facts.host import HostFacts
 from apps.tuning.core.changes import project
 from apps.tuning.core.planner import ORDER, Plan, plan
 from apps.tuning.core.profiles import BUILTINS, ProfileSettings, builtin
 from tests.tuning.core import hosts
-from tests.tuning.core.hosts import cluster, set_prop
+from tests.tuning.core.hosts import cluster, set_prop, set_setting
 
 DATA, WAL = "tank/pg/data", "tank/pg/wal"
 SAFE, LOSS = builtin("oltp-safe").settings, builtin("oltp-bounded-loss").settings
@@ -21,7 +23,7 @@ def by_key(p: Plan, layer: str | None = None) -> dict:
             if layer is None or c.layer == layer}
 
 
-def applied(facts: dict, p: Plan) -> dict:
+def applied(facts: HostFacts, p: Plan) -> HostFacts:
     """The facts a host would report after the plan's supported changes (written by hand,
     not through project(), so the round trip checks the planner's arithmetic)."""
     after = copy.deepcopy(facts)
@@ -30,13 +32,13 @@ def applied(facts: dict, p: Plan) -> dict:
             value = str(_bytes(c.desired)) if c.key == "recordsize" else c.desired
             set_prop(after, c.target, c.key, value)
         elif c.layer == "module":
-            after["module_params"][c.key] = c.desired
+            after.module_params[c.key] = c.desired
         elif c.layer == "sysctl":
-            after["sysctls"][c.key] = int(c.desired)
+            after.sysctls[c.key] = int(c.desired)
         else:
-            row = next(r for r in cluster(after)["settings"] if r["name"] == c.key)
-            unit = UNITS.get(row["unit"])
-            row["setting"] = str(_bytes(c.desired) // unit) if unit else c.desired
+            row = next(r for r in cluster(after).settings if r.name == c.key)
+            unit = UNITS.get(row.unit)
+            set_setting(after, c.key, str(_bytes(c.desired) // unit) if unit else c.desired)
     return after
 
 
@@ -75,7 +77,7 @@ def test_zfs_fuse_plan_details():
     assert (zfs["logbias"].current, zfs["logbias"].desired) == ("throughput", "latency")
     assert zfs["logbias"].findings == ("logbias_throughput_no_slog",)
     # shared_buffers: RAM/4 rounded down to whole MB, compared in 8kB pages
-    assert pg["shared_buffers"].desired == f"{facts['mem_total'] // 4 // 2**20}MB"
+    assert pg["shared_buffers"].desired == f"{facts.mem_total // 4 // 2**20}MB"
     assert pg["shared_buffers"].current == "128MB" and pg["shared_buffers"].method == "pg_restart"
     assert pg["full_page_writes"].method == "pg_reload" and pg["wal_buffers"].desired == "16MB"
     assert p.needs_restart == ("shared_buffers", "wal_buffers")
@@ -112,7 +114,7 @@ def test_openzfs_22_everything_is_supported():
 
 def test_openzfs_22_arc_leaves_room_for_desired_shared_buffers():
     facts = hosts.openzfs()
-    ram = facts["mem_total"]
+    ram = facts.mem_total
     arc = int(by_key(plan(facts, SAFE), "module")["zfs_arc_max"].desired)
     assert arc == (ram - ram // 4 - ram // 8) // 2**20 * 2**20
 
@@ -144,8 +146,9 @@ def test_compression_chain_zstd_lz4_on():
     facts = hosts.openzfs()
     assert by_key(plan(facts, builtin("analytics").settings))[(DATA, "compression")].desired \
         == "zstd"
-    caps = facts["zfs"]["capabilities"]
-    caps["compression"] = [c for c in caps["compression"] if not c.startswith("zstd")]
+    caps = facts.zfs.capabilities
+    facts.zfs.capabilities = replace(
+        caps, compression=tuple(c for c in caps.compression if not c.startswith("zstd")))
     change = by_key(plan(set_prop(facts, DATA, "compression", "off"),
                          builtin("analytics").settings))[(DATA, "compression")]
     assert (change.desired, change.fallback_for) == ("lz4", "zstd")
@@ -183,7 +186,7 @@ def test_postgres_contexts_decide_the_method():
 
 def test_full_page_writes_off_is_refused_off_zfs():
     facts = hosts.fuse()
-    cluster(facts)["data_dataset"] = cluster(facts)["wal_dataset"] = None
+    cluster(facts).data_dataset = cluster(facts).wal_dataset = None
     change = by_key(plan(facts, SAFE), "postgres")["full_page_writes"]
     assert not change.supported and "not on ZFS" in change.reason
     assert not [c for c in plan(facts, SAFE).changes if c.layer == "zfs"]  # no datasets
@@ -191,7 +194,7 @@ def test_full_page_writes_off_is_refused_off_zfs():
 
 def test_formula_errors_become_unsupported_changes():
     facts = hosts.openzfs()
-    facts["mem_total"] = None
+    facts.mem_total = None
     p = plan(facts, SAFE)
     assert by_key(p, "module")["zfs_arc_max"].reason.startswith("ram is not known")
     assert not by_key(p, "postgres")["shared_buffers"].supported
@@ -205,8 +208,8 @@ def test_sysctl_pairs_are_explained():
 
 
 def test_a_host_without_zfs_or_postgres_plans_only_host_layers():
-    facts = hosts.fuse()
-    facts.update(zfs=None, datasets=[], pools=[], clusters=[], module_params=None)
+    facts = replace(hosts.fuse(), zfs=None, datasets=[], pools=[], clusters=[],
+                    module_params=None)
     p = plan(facts, SAFE)
     assert {c.layer for c in p.changes} == {"module", "sysctl"}
     assert "no ZFS module" in by_key(p, "module")["zfs_arc_max"].reason

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apps.remote.facts import system
+from apps.remote.facts.postgres import Setting
 from apps.tuning.core import pgsettings, profiles
 from apps.tuning.core.profiles import BUILTINS, ProfileSettings, builtin
 
@@ -75,16 +76,15 @@ def test_the_shipped_pg15_table_matches_its_sources():
 
 
 def test_a_hosts_own_pg_settings_row_wins_over_the_reference():
-    row = {"name": "work_mem", "vartype": "integer", "unit": "kB", "min_val": "1024",
-           "max_val": "8192", "enumvals": None}
+    # PostgreSQL 11 counted vacuum_cost_delay in whole ms; 12 made it real (the reference)
+    row = Setting("vacuum_cost_delay", "20", "ms", "user", "integer", "default", "20", False)
+    assert pgsettings.spec_of("vacuum_cost_delay", row).vartype == "integer"
+    assert pgsettings.reference()["vacuum_cost_delay"].vartype == "real"
+    # limits come from the reference: discovery does not read min_val/max_val
+    row = Setting("work_mem", "4096", "kB", "user", "integer", "default", "4096", False)
     spec = pgsettings.spec_of("work_mem", row)
     assert pgsettings.problem(spec, "4MB") is None
-    assert "above the maximum, 8MB" in pgsettings.problem(spec, "16MB")
-    assert "below the minimum, 1MB" in pgsettings.problem(spec, 512 * 1024)  # bytes
-    # a row without limits (what discovery records today) keeps the reference's
-    bare = pgsettings.spec_of("work_mem", {"name": "work_mem", "vartype": "integer",
-                                           "unit": "kB"})
-    assert bare.min_val == 64
+    assert "below the minimum, 64kB" in pgsettings.problem(spec, 32 * 1024)  # bytes
 
 
 def test_the_sysctls_are_the_ones_discovery_reads():
