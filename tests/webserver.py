@@ -9,7 +9,6 @@ POZOL_* variables are tested in their real shape.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -20,10 +19,10 @@ from pathlib import Path
 from django.conf import settings
 
 from apps.demo.services import free_port
-from tests.workers import ROOT, test_database_url
+from tests.workers import ROOT, ProcessGroup, test_database_url
 
 
-class Gunicorn:
+class Gunicorn(ProcessGroup):
     def __init__(self, log_dir: Path, **env: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -59,15 +58,3 @@ class Gunicorn:
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"gunicorn did not listen in {timeout}s: {self.output()[-3000:]}")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")

@@ -21,21 +21,15 @@ def test_database_url() -> str:
             f"{db['PORT'] or 5432}/{db['NAME']}")
 
 
-class Worker:
-    def __init__(self, app: str, name: str, log_dir: Path, **env: str) -> None:
-        # Under the test's tmp_path: pytest keeps the last few runs' and prunes the rest.
-        self.log = log_dir / f"worker-{name}.log"
-        environment = {**os.environ, "POZOL_DATABASE_URL": test_database_url(),
-                       "POZOL_REDIS_URL": settings.CELERY_BROKER_URL,
-                       "DJANGO_SETTINGS_MODULE": "tests.django_settings", **env}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", app, "worker", "--pool", "prefork",
-             "--concurrency", "2", "-l", "info", "-n", f"{name}-{os.getpid()}@%h"],
-            cwd=ROOT, env=environment, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
-            start_new_session=True)
+class ProcessGroup:
+    """A process the tests started in a session of its own (start_new_session=True),
+    stopped through its process group by its own PID, never by name."""
+
+    process: subprocess.Popen
+    log: Path
 
     def kill(self) -> None:
-        """SIGKILL the worker and its pool children: a machine that died mid-step."""
+        """SIGKILL the process and its children: a machine that died mid-step."""
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
@@ -50,3 +44,17 @@ class Worker:
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
+
+
+class Worker(ProcessGroup):
+    def __init__(self, app: str, name: str, log_dir: Path, **env: str) -> None:
+        # Under the test's tmp_path: pytest keeps the last few runs' and prunes the rest.
+        self.log = log_dir / f"worker-{name}.log"
+        environment = {**os.environ, "POZOL_DATABASE_URL": test_database_url(),
+                       "POZOL_REDIS_URL": settings.CELERY_BROKER_URL,
+                       "DJANGO_SETTINGS_MODULE": "tests.django_settings", **env}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", app, "worker", "--pool", "prefork",
+             "--concurrency", "2", "-l", "info", "-n", f"{name}-{os.getpid()}@%h"],
+            cwd=ROOT, env=environment, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
+            start_new_session=True)
