@@ -9,6 +9,7 @@ Every variable is listed in .env.example.
 from __future__ import annotations
 
 import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -17,6 +18,32 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 _UNSET = object()
+# `make run` writes the configuration it chose here (apps/demo), so that
+# manage.py in a new shell reaches the same database with the same keys.
+DEMO_ENV_FILE = BASE_DIR / ".pozol" / "env"
+
+
+def load_demo_env(path: Path = DEMO_ENV_FILE) -> bool:
+    """Take POZOL_ variables from `make run`'s file when none is set at all.
+
+    A deployment configured through its environment never reads the file: one
+    POZOL_ variable is enough to ignore it. Says so on stderr when it is used.
+    """
+    if any(name.startswith("POZOL_") for name in os.environ) or not path.is_file():
+        return False
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, equals, value = line.partition("=")
+        if not equals or not name.startswith("POZOL_"):
+            raise ImproperlyConfigured(f"{path}:{number}: expected POZOL_NAME=value")
+        os.environ[name] = value
+    print(f"PoZoL: no POZOL_ variables are set; using what `make run` chose ({path})",
+          file=sys.stderr)
+    return True
+
+
+load_demo_env()
 
 
 def env_str(name: str, default: object = _UNSET) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE = ROOT / ".pozol"
+ENV_FILE = STATE / "env"
 PY = sys.executable
 HOST, PORT = "127.0.0.1", int(os.environ.get("POZOL_DEMO_PORT", "8000"))
 FLEET_STATE = Path(os.environ.get("POZOL_FLEET_STATE_DIR", "/tmp/pozol-fleet"))
@@ -81,7 +82,21 @@ def environment() -> dict[str, str]:
         env.setdefault("POZOL_REDIS_URL", redis_url())
     except ServiceUnavailable as exc:
         sys.exit(f"PoZoL: cannot run without Redis: {exc}")
+    write_env_file(env)
     return env
+
+
+def write_env_file(env: dict[str, str]) -> None:
+    """What this run chose, for manage.py in a new shell (pozol.settings.load_demo_env)."""
+    lines = [f"{name}={value}" for name, value in sorted(env.items())
+             if name.startswith("POZOL_") and "\n" not in value]
+    text = "# written by `make run`; read when no POZOL_ variable is set\n"
+    text += "".join(f"{line}\n" for line in lines)
+    # It holds the secret keys: never readable by others, not even for an instant.
+    ENV_FILE.unlink(missing_ok=True)
+    fd = os.open(ENV_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
 
 
 def manage(env: dict[str, str], *args: str, capture: bool = False) -> str:
@@ -177,6 +192,8 @@ def main() -> None:
         processes = start_services(env)
         fleet = start_fleet(env)
         say(f"ready: http://{HOST}:{PORT}/  login: operator / {password}")
+        say("API token: .venv/bin/python manage.py create_api_token operator "
+            "(in any shell; it reads .pozol/env)")
         say("Ctrl-C stops everything this run started")
         while all(p.poll() is None for p in processes):
             time.sleep(1)
