@@ -153,9 +153,21 @@ def _stop(ctx: StepContext, change: PlanChange, error: str) -> Fail:
     Plan.objects.filter(pk=plan.pk).update(status=Plan.Status.FAILED)
     applied = [f"{c.layer} {c.target} {c.key}" for c in
                plan.changes.filter(status__in=[Status.APPLIED, Status.AWAITING_RESTART])]
-    return Fail(f"stopped at {change.layer} {change.target} {change.key}: {error}. "
-                f"Applied before it: {', '.join(applied) or 'nothing'}. "
-                "Roll the plan back to restore them.", "change_failed")
+    return Fail(failure_text(f"{change.layer} {change.target} {change.key}", error, applied),
+                "change_failed")
+
+
+def failure_text(where: str, error: str, applied: list[str]) -> str:
+    """The cause first, in the host's own words; then where the plan stopped and
+    what to do; then the command's detail. A rollback is offered only when there
+    is something to roll back."""
+    cause, _, detail = error.partition("\n")
+    if applied:
+        state = (f"Applied before it: {', '.join(applied)}. "
+                 "Roll the plan back to restore them.")
+    else:
+        state = "Nothing was applied before it: the host is as it was."
+    return "\n".join(part for part in (cause, f"Stopped at {where}. {state}", detail) if part)
 
 
 # ---- one change, by layer: one table of Layer objects ---------------------------

@@ -135,7 +135,10 @@ def test_a_failure_midway_stops_reports_and_rolls_back(fleet_hosts, delivered, k
 
     operation = drive(services.apply_plan(plan))
     assert (operation.status, operation.error_code) == ("failed", "change_failed")
-    assert "max_stack_depth" in operation.error and "atime" in operation.error
+    cause, where = operation.error.split("\n")[:2]
+    assert "max_stack_depth" in cause and not cause.startswith("Stopped")
+    assert where.startswith("Stopped at postgres") and "Applied before it: zfs" in where
+    assert "atime" in where
     statuses = {c.key: c.status for c in plan.changes.all()}
     assert statuses == {"atime": "applied", "max_stack_depth": "failed"}
     assert zfs_get(fleet_host, "atime", data) != atime
