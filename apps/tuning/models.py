@@ -126,9 +126,17 @@ class Plan(models.Model):
 
     @property
     def can_roll_back(self) -> bool:
-        """An apply plan that ended, well or not, may have changed the host."""
-        return self.kind == self.Kind.APPLY and self.status in (self.Status.APPLIED,
-                                                                self.Status.FAILED)
+        """An apply plan that ended, well or not, and changed something on the host."""
+        return (self.kind == self.Kind.APPLY
+                and self.status in (self.Status.APPLIED, self.Status.FAILED)
+                and self.changes_to_roll_back().exists())
+
+    def changes_to_roll_back(self):
+        """Changes that wrote, or may have written, the host: applied ones, and failed
+        ones whose before-value was read (the write may have got halfway)."""
+        done = (PlanChange.Status.APPLIED, PlanChange.Status.AWAITING_RESTART,
+                PlanChange.Status.FAILED)
+        return self.changes.filter(status__in=done).exclude(before=None)
 
     @property
     def needs_restart(self) -> list[str]:

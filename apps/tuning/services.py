@@ -337,9 +337,7 @@ def apply_plan(plan: Plan, *, allow_restart: bool = False, acknowledge: list[str
 def rollback(plan: Plan, *, allow_restart: bool = False, trigger: str = Operation.Trigger.API,
              by=None) -> tuple[Plan, Operation]:
     """A plan that writes back every recorded before-value, applied the same way."""
-    applied = plan.changes.filter(status__in=[PlanChange.Status.APPLIED,
-                                              PlanChange.Status.AWAITING_RESTART,
-                                              PlanChange.Status.FAILED]).exclude(before=None)
+    applied = plan.changes_to_roll_back()
     if not applied.exists():
         raise TuningError(f"plan #{plan.pk} changed nothing on the host; nothing to roll back")
     back = Plan.objects.create(host=plan.host, profile_version=plan.profile_version,

@@ -153,18 +153,23 @@ def _stop(ctx: StepContext, change: PlanChange, error: str) -> Fail:
     Plan.objects.filter(pk=plan.pk).update(status=Plan.Status.FAILED)
     applied = [f"{c.layer} {c.target} {c.key}" for c in
                plan.changes.filter(status__in=[Status.APPLIED, Status.AWAITING_RESTART])]
-    return Fail(failure_text(f"{change.layer} {change.target} {change.key}", error, applied),
-                "change_failed")
+    where = f"{change.layer} {change.target} {change.key}"
+    partly = change.before is not None  # read, so its write may have got halfway
+    return Fail(failure_text(where, error, applied, partly_written=partly), "change_failed")
 
 
-def failure_text(where: str, error: str, applied: list[str]) -> str:
+def failure_text(where: str, error: str, applied: list[str], *,
+                 partly_written: bool = False) -> str:
     """The cause first, in the host's own words; then where the plan stopped and
     what to do; then the command's detail. A rollback is offered only when there
-    is something to roll back."""
+    may be something to roll back."""
     cause, _, detail = error.partition("\n")
     if applied:
         state = (f"Applied before it: {', '.join(applied)}. "
                  "Roll the plan back to restore them.")
+    elif partly_written:
+        state = ("Nothing was applied before it, but this change may be partly "
+                 "written: roll the plan back to restore its old value.")
     else:
         state = "Nothing was applied before it: the host is as it was."
     return "\n".join(part for part in (cause, f"Stopped at {where}. {state}", detail) if part)

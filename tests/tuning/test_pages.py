@@ -4,7 +4,7 @@ profile list, a profile, a plan with its changes, and the host page's card."""
 import pytest
 
 from apps.tuning import services
-from apps.tuning.models import Plan, Profile
+from apps.tuning.models import Plan, PlanChange, Profile
 from tests.html import parse
 
 pytestmark = pytest.mark.django_db
@@ -58,8 +58,18 @@ def test_a_plan_page_lists_every_change_and_offers_apply_not_rollback(signed_in,
 def test_rollback_is_offered_for_an_apply_plan_that_ended(signed_in, host, status, offered):
     plan = planned(host)
     Plan.objects.filter(pk=plan.pk).update(status=status)
+    plan.changes.filter(pk=plan.changes.first().pk).update(
+        status=PlanChange.Status.APPLIED, before={"value": "on"})
     page = parse(signed_in.get(f"/tuning/plans/{plan.pk}/").content)
     assert bool(page.find_all("form", id="rollback")) is offered
+
+
+def test_a_failed_plan_that_wrote_nothing_offers_no_rollback(signed_in, host):
+    plan = planned(host)
+    Plan.objects.filter(pk=plan.pk).update(status=Plan.Status.FAILED)
+    plan.changes.filter(pk=plan.changes.first().pk).update(status=PlanChange.Status.FAILED)
+    page = parse(signed_in.get(f"/tuning/plans/{plan.pk}/").content)
+    assert not page.find_all("form", id="rollback")
 
 
 def test_the_host_page_card_shows_the_assigned_profile_and_its_plans(signed_in, host):

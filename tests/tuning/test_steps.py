@@ -21,3 +21,8 @@ def test_nothing_applied_offers_no_rollback():
     assert text == ("refused\nStopped at postgres /pg/data work_mem. "
                     "Nothing was applied before it: the host is as it was.")
     assert "Roll" not in text
+
+
+def test_a_change_that_may_be_half_written_is_offered_its_rollback():
+    text = failure_text("sysctl - vm.dirty_ratio", "persist failed", [], partly_written=True)
+    assert "may be partly written: roll the plan back" in text
