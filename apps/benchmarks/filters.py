@@ -1,22 +1,16 @@
 """Query-string filters of the benchmarks and validations lists."""
 
-import django_filters
-
 from apps.benchmarks.models import Benchmark, Validation
-from apps.ops.filters import IdFilter
+from apps.ops.filters import HostListFilter
 
 
-class BenchmarkFilter(django_filters.FilterSet):
-    host = IdFilter(field_name="host_id", help_text="only this host's benchmarks")
-
+class BenchmarkFilter(HostListFilter):
     class Meta:
         model = Benchmark
         fields = ["host"]
 
 
-class ValidationFilter(django_filters.FilterSet):
-    host = IdFilter(field_name="host_id", help_text="only this host's validations")
-
+class ValidationFilter(HostListFilter):
     class Meta:
         model = Validation
         fields = ["host"]

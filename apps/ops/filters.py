@@ -71,8 +71,13 @@ class EnumFilter(django_filters.ChoiceFilter):
     field_class = _ChoiceField
 
 
-class OperationFilter(django_filters.FilterSet):
-    host = IdFilter(field_name="host_id", help_text="only this host's operations")
+class HostListFilter(django_filters.FilterSet):
+    """`?host=<id>`: the filter of every list of things that belong to a host."""
+
+    host = IdFilter(field_name="host_id", help_text="only those of the host with this id")
+
+
+class OperationFilter(HostListFilter):
     status = EnumFilter(choices=Operation.Status.choices)
     kind = django_filters.CharFilter(max_length=64, help_text="e.g. fleet.discover")
 

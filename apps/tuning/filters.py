@@ -2,13 +2,11 @@
 
 import django_filters
 
-from apps.ops.filters import IdFilter, TrueFalseFilter
+from apps.ops.filters import HostListFilter, TrueFalseFilter
 from apps.tuning.models import Plan, Profile
 
 
-class PlanFilter(django_filters.FilterSet):
-    host = IdFilter(field_name="host_id", help_text="only this host's plans")
-
+class PlanFilter(HostListFilter):
     class Meta:
         model = Plan
         fields = ["host"]
