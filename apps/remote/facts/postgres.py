@@ -109,8 +109,14 @@ def _setting(fields: list[str]) -> Setting:
     )
 
 
+def find_setting(settings: list[Setting], name: str) -> Setting | None:
+    """The pg_settings row named `name`: the one lookup over parsed rows."""
+    return next((s for s in settings if s.name == name), None)
+
+
 def setting_value(settings: list[Setting], name: str) -> str | None:
-    return next((s.setting for s in settings if s.name == name), None)
+    found = find_setting(settings, name)
+    return found.setting if found else None
 
 
 def setting_row(rows: list[dict], name: str) -> dict | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from apps.remote.facts.host import Cluster, Dataset, Disk, HostFacts, Pool
-from apps.remote.facts.postgres import Setting
+from apps.remote.facts.postgres import Setting, find_setting
 from apps.remote.facts.zfs import Capabilities, version_tuple
 from apps.remote.facts.zpool import Vdev
 from apps.remote.sizes import unit_bytes
@@ -46,7 +46,7 @@ def pool_of(dataset_name: str) -> str:
 
 
 def setting(cluster: Cluster | None, name: str) -> Setting | None:
-    return next((s for s in cluster.settings if s.name == name), None) if cluster else None
+    return find_setting(cluster.settings, name) if cluster else None
 
 
 def setting_value(cluster: Cluster | None, name: str) -> str | None:
