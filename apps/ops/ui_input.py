@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 from apps.ops.errors import DomainError
-
-MAX_ID = 2**63 - 1  # PostgreSQL bigint; a larger number cannot name a row
+from apps.ops.filters import MAX_ID
 
 
 def posted_id(data, field: str, *, required: bool = True) -> int | None:
