@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from apps.fleet.models import Host
 from apps.fleet.sections import Section, register_section
+from apps.ops.models import Operation
 
 RECENT_OPERATIONS = 20
 
@@ -19,7 +20,10 @@ def postgresql(host: Host) -> dict:
 
 
 def operations(host: Host) -> dict:
-    return {"operations": host.operations.for_table()[:RECENT_OPERATIONS],
+    # Not host.operations: a related manager reads each row's host_id, which the
+    # table's columns leave out, one query per row.
+    recent = Operation.objects.filter(host=host).for_table()[:RECENT_OPERATIONS]
+    return {"operations": recent,
             "recent_operations": RECENT_OPERATIONS}
 
 
