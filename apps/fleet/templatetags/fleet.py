@@ -62,7 +62,7 @@ def fullest_pool(host) -> str:
     pool = fullest(host)
     if pool is None:
         return mark_safe('<span class="muted">no pools</span>')  # noqa: S308
-    return format_html('<span class="capacity" title="pool {} (the fullest of {})">{}% {}</span>',
+    return format_html('<div class="fullest" title="pool {} (the fullest of {})">{}% {}</div>',
                        pool.name, len(host.pools.all()), pool.capacity, capacity_bar(pool))
 
 
