@@ -60,7 +60,7 @@ def test_findings_are_counted_at_discovery_and_when_the_profile_changes(
     expected = [f["severity"] for f in tuning.findings(replayed_host)]
     assert counted == {s: expected.count(s) for s in SEVERITIES if s in expected}
     assert counted, "the replayed zfs-fuse host has findings"
-    shown = " ".join(f"{n} {s}" for s, n in counted.items())
+    shown = " ".join(f"{counted[s]} {s}" for s in SEVERITIES if s in counted)  # worst first
     assert row_of(signed_in)["Findings"] == shown
 
     Host.objects.filter(pk=replayed_host.pk).update(findings_by_severity={"info": 9})
