@@ -223,3 +223,30 @@ def test_fleet_imports_no_app_that_adds_sections():
                     [alias.name for alias in node.names]
                 assert not [n for n in names if n.startswith(("apps.tuning", "apps.benchmarks"))], \
                     source
+
+
+def test_a_form_in_a_section_brings_the_operator_back_to_it(signed_in, replayed_host):
+    from apps.tuning.models import Profile
+
+    profile = Profile.objects.get(slug="oltp-safe")
+    response = signed_in.post(f"/tuning/hosts/{replayed_host.pk}/assign/",
+                              {"profile": profile.pk})
+    assert response.url == f"/hosts/{replayed_host.pk}/tuning/"
+    never = never_reached()
+    response = signed_in.post(f"/tuning/hosts/{never.pk}/plan/")
+    assert response.url == f"/hosts/{never.pk}/tuning/"
+
+
+def test_a_failure_on_a_reached_host_is_shown_without_calling_it_unreachable(signed_in,
+                                                                            replayed_host):
+    replayed_host.record_error(CommandFailed(Result("zpool list", 1, "", "zpool: broken")))
+    page = parse(signed_in.get(f"/hosts/{replayed_host.pk}/").content)
+    assert not page.find_all(id="reach-banner")
+    assert "zpool: broken" in page.find("p", id="last-error").text
+
+
+def test_a_rejected_host_key_is_the_reason_given(signed_in):
+    host = never_reached()
+    Host.objects.filter(pk=host.pk).update(host_key_state=Host.KeyState.REJECTED)
+    banner = parse(signed_in.get(f"/hosts/{host.pk}/").content).find("div", id="reach-banner")
+    assert "a host key other than the expected one" in banner.text
