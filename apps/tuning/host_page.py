@@ -5,7 +5,8 @@ counted by severity.
 The counts are kept on the host (Host.findings_by_severity) because the advisor
 reads a host's whole facts: the overview shows them for fifty hosts a page
 without reading any. They are counted again whenever what they depend on
-changes: new facts (discovery) or another profile assigned.
+changes: new facts (discovery), another profile assigned, or a new version of
+the assigned profile.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from apps.fleet.sections import Section, Summary, register_section, register_sum
 from apps.fleet.signals import facts_recorded
 from apps.tuning import services
 from apps.tuning.core.findings import SEVERITIES
-from apps.tuning.models import Assignment
+from apps.tuning.models import Assignment, ProfileVersion
 
 DRIFT_ONLY = frozenset({"drift", "drift_checked_at"})
 
@@ -37,12 +38,35 @@ def _on_facts(sender, host: Host, **kwargs) -> None:
     count_findings(host)
 
 
-def _on_assignment(sender, instance: Assignment, update_fields=None, **kwargs) -> None:
+def _on_assignment(sender, instance: Assignment, update_fields=None, origin=None,
+                   **kwargs) -> None:
     if update_fields and frozenset(update_fields) <= DRIFT_ONLY:
         return  # drift was refreshed, the profile did not change
+    if isinstance(origin, Host):
+        return  # the host itself is being deleted
     host = Host.objects.filter(pk=instance.host_id).first()
     if host is not None:
         count_findings(host)
+
+
+def _on_new_version(sender, instance: ProfileVersion, created: bool = False, **kwargs) -> None:
+    """The hosts that follow a profile are advised against its newest version."""
+    if not created:
+        return
+    for host in Host.objects.filter(assignment__profile_id=instance.profile_id):
+        count_findings(host)
+
+
+class _DriftLength(Func):
+    """How many changes the drift lists. A drift of another shape (not a JSON
+    array) must not break the overview: -1 when it holds something (drifted, count
+    unknown), 0 when it is empty."""
+
+    template = ("CASE WHEN jsonb_typeof(%(expressions)s) = 'array' "
+                "THEN jsonb_array_length(%(expressions)s) "
+                "WHEN %(expressions)s IN ('{}'::jsonb, 'null'::jsonb, '\"\"'::jsonb) THEN 0 "
+                "ELSE -1 END")
+    output_field = IntegerField()
 
 
 def with_assignment(hosts: QuerySet) -> QuerySet:
@@ -51,8 +75,7 @@ def with_assignment(hosts: QuerySet) -> QuerySet:
         tuning_profile_id=F("assignment__profile_id"),
         tuning_profile_name=F("assignment__profile__name"),
         tuning_applied_version_id=F("assignment__applied_version_id"),
-        tuning_drift_count=Func(F("assignment__drift"), function="jsonb_array_length",
-                                output_field=IntegerField()),
+        tuning_drift_count=_DriftLength(F("assignment__drift")),
     )
 
 
@@ -66,3 +89,5 @@ def register() -> None:
     post_save.connect(_on_assignment, sender=Assignment, dispatch_uid="tuning.findings_on_save")
     post_delete.connect(_on_assignment, sender=Assignment,
                         dispatch_uid="tuning.findings_on_delete")
+    post_save.connect(_on_new_version, sender=ProfileVersion,
+                      dispatch_uid="tuning.findings_on_new_version")

@@ -90,3 +90,26 @@ def test_the_running_operation_is_linked_and_the_table_polls_only_meanwhile(sign
     Operation.objects.filter(pk=running.pk).update(status=Operation.Status.SUCCEEDED)
     polled = signed_in.get("/", HTTP_HX_REQUEST="true").content.decode()
     assert polled.startswith('<div id="fleet">')  # no trigger: polling stops
+
+
+def test_a_new_version_of_the_assigned_profile_recounts_the_findings(replayed_host):
+    from apps.tuning.models import ProfileVersion
+
+    profile = Profile.objects.get(slug="oltp-safe")
+    tuning.assign(replayed_host, profile)
+    Host.objects.filter(pk=replayed_host.pk).update(findings_by_severity={"info": 99})
+    current = profile.current
+    ProfileVersion.objects.create(profile=profile, number=current.number + 1,
+                                  settings=current.settings)
+    replayed_host.refresh_from_db()
+    assert replayed_host.findings_by_severity != {"info": 99}
+
+
+def test_a_drift_of_another_shape_never_breaks_the_overview(signed_in, replayed_host):
+    profile = Profile.objects.get(slug="oltp-safe")
+    tuning.assign(replayed_host, profile)
+    Assignment.objects.filter(host=replayed_host).update(
+        applied_version=profile.current, drift={"tank/pg": [{"key": "recordsize"}]})
+    assert row_of(signed_in)["Profile"] == f"{profile.name} drifted"
+    Assignment.objects.filter(host=replayed_host).update(drift={})
+    assert row_of(signed_in)["Profile"] == f"{profile.name} in line"
