@@ -11,6 +11,7 @@ the assigned profile.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 
 from django.db.models import F, Func, IntegerField, QuerySet
@@ -23,11 +24,17 @@ from apps.tuning import services
 from apps.tuning.core.findings import SEVERITIES
 from apps.tuning.models import Assignment, ProfileVersion
 
+log = logging.getLogger(__name__)
 DRIFT_ONLY = frozenset({"drift", "drift_checked_at"})
 
 
-def count_findings(host: Host) -> dict[str, int]:
-    counts = Counter(finding["severity"] for finding in services.findings(host))
+def count_findings(host: Host) -> dict[str, int] | None:
+    try:
+        found = services.findings(host)
+    except Exception:  # a summary must never fail the discovery or the edit that asked
+        log.exception("could not count the findings of %s", host)
+        return None
+    counts = Counter(finding["severity"] for finding in found)
     by_severity = {severity: counts[severity] for severity in SEVERITIES if counts[severity]}
     Host.objects.filter(pk=host.pk).update(findings_by_severity=by_severity)
     host.findings_by_severity = by_severity
