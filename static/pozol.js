@@ -10,3 +10,23 @@ document.addEventListener("submit", (event) => {
     event.preventDefault();
   }
 });
+
+// ---- Tables that scroll inside their box (narrow screens, see pozol.css) ----
+// A box that scrolls must be reachable by keyboard to be scrolled without a mouse:
+// give each table.grid that overflows a tab stop, and take it back when it fits.
+function markScrollingTables() {
+  for (const table of document.querySelectorAll("table.grid")) {
+    if (table.scrollWidth > table.clientWidth + 1) {
+      table.tabIndex = 0;
+    } else if (table.getAttribute("tabindex") === "0") {
+      table.removeAttribute("tabindex");
+    }
+  }
+}
+document.addEventListener("DOMContentLoaded", markScrollingTables);
+document.addEventListener("htmx:afterSettle", markScrollingTables);
+let resizeTimer;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(markScrollingTables, 150);
+});
