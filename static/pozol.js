@@ -11,15 +11,18 @@ document.addEventListener("submit", (event) => {
   }
 });
 
-// ---- Tables that scroll inside their box (narrow screens, see pozol.css) ----
-// A box that scrolls must be reachable by keyboard to be scrolled without a mouse:
-// give each table.grid that overflows a tab stop, and take it back when it fits.
+// ---- Boxes that scroll inside the page: wide tables on narrow screens (see
+// pozol.css) and long logs. A box that scrolls must be reachable by keyboard to be
+// scrolled without a mouse: give each one that overflows a tab stop, and take it
+// back when it fits.
 function markScrollingTables() {
-  for (const table of document.querySelectorAll("table.grid")) {
-    if (table.scrollWidth > table.clientWidth + 1) {
-      table.tabIndex = 0;
-    } else if (table.getAttribute("tabindex") === "0") {
-      table.removeAttribute("tabindex");
+  for (const box of document.querySelectorAll("table.grid, pre.log")) {
+    const overflows = box.scrollWidth > box.clientWidth + 1
+      || box.scrollHeight > box.clientHeight + 1;
+    if (overflows) {
+      box.tabIndex = 0;
+    } else if (box.getAttribute("tabindex") === "0") {
+      box.removeAttribute("tabindex");
     }
   }
 }
