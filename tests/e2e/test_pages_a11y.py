@@ -102,3 +102,24 @@ def test_the_page_is_accessible_and_fits_a_phone(name, tab, site, live_server, o
         if name in SCREENSHOTS:
             chromium.screenshot(tab, f"{name}-{width}")
     assert not problems, f"{name} ({url}):\n" + "\n".join(problems)
+
+
+def test_form_errors_stand_next_to_their_fields_and_pass_axe(tab, live_server, operator):
+    chromium.sign_in(tab.context, live_server.url, operator)
+    problems = []
+    for width, viewport in chromium.WIDTHS.items():
+        tab.set_viewport_size(viewport)
+        tab.goto(f"{live_server.url}/hosts/add/")
+        # The server's own checks, not the browser's: submit the empty form as is.
+        tab.evaluate("() => document.querySelector('main form').noValidate = true")
+        tab.click("main form button")
+        name = tab.locator("input[name=name]")
+        assert name.get_attribute("aria-invalid") == "true"
+        error = tab.locator(f"#{name.get_attribute('aria-describedby').split()[0]}")
+        assert error.is_visible() and error.inner_text().strip()
+        assert error.evaluate("e => getComputedStyle(e).color") == "rgb(185, 28, 28)"
+        if violations := chromium.axe_violations(tab):
+            problems.append(f"at {width} width, axe-core found:\n{chromium.describe(violations)}")
+        if width == "375" and (extra := chromium.sideways_scroll(tab)):
+            problems.append(f"at 375 width the page scrolls sideways by {extra}px")
+    assert not problems, "\n".join(problems)
