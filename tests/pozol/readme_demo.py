@@ -22,6 +22,7 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 
@@ -143,16 +144,16 @@ def _fleet_down(checkout: Path, fleet_dir: Path) -> None:
 @contextmanager
 def _fresh_database():
     """A database beside the suite's, named after it: empty now, dropped afterwards."""
-    suite_db = os.environ["POZOL_DATABASE_URL"]  # tests/django_settings.py chose it
-    server, name = suite_db.rsplit("/", 1)
-    name = f"{name}_readme_demo"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+    suite_db = urlsplit(os.environ["POZOL_DATABASE_URL"])  # tests/django_settings.py chose it
+    name = f"{suite_db.path.strip('/')}_readme_demo"
+    maintenance = suite_db._replace(path="/postgres").geturl()
+    with psycopg.connect(maintenance, autocommit=True) as conn:
         conn.execute(f'drop database if exists "{name}" with (force)')
         conn.execute(f'create database "{name}"')
     try:
-        yield f"{server}/{name}"
+        yield suite_db._replace(path=f"/{name}").geturl()
     finally:
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        with psycopg.connect(maintenance, autocommit=True) as conn:
             conn.execute(f'drop database if exists "{name}" with (force)')
 
 
