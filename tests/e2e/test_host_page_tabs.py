@@ -55,7 +55,7 @@ def test_tabs_swap_the_section_and_keep_their_urls(live_server, operator, replay
 
         page.set_viewport_size(PHONE)
         page.goto(host_url)
-        page.screenshot(path=str(ARTIFACTS / "host-page-375.png"), full_page=True)
+        page.screenshot(path=str(ARTIFACTS / "host-tabs-375.png"), full_page=True)
         section = page.locator("#host-sections")
         assert section.evaluate("e => e.getBoundingClientRect().right") <= PHONE["width"]
 
@@ -80,7 +80,7 @@ def test_the_overview_keeps_up_with_a_running_operation(live_server, operator, r
         sign_in(page, live_server.url, operator)
         cell = page.locator("#hosts td.running")
         expect(cell).to_have_text(f"#{running.pk} benchmarks.run")
-        page.screenshot(path=str(ARTIFACTS / "overview.png"), full_page=True)
+        page.screenshot(path=str(ARTIFACTS / "overview-running.png"), full_page=True)
         page.evaluate("window.__sameDocument = true")
 
         # Playwright runs an event loop in this thread: the ORM is used from another.
@@ -93,5 +93,5 @@ def test_the_overview_keeps_up_with_a_running_operation(live_server, operator, r
 
         page.set_viewport_size(PHONE)
         page.reload()
-        page.screenshot(path=str(ARTIFACTS / "overview-375.png"), full_page=True)
+        page.screenshot(path=str(ARTIFACTS / "overview-running-375.png"), full_page=True)
         browser.close()
