@@ -6,4 +6,6 @@ class BenchmarksConfig(AppConfig):
     label = "benchmarks"
 
     def ready(self) -> None:
-        from apps.benchmarks import steps  # noqa: F401  registers the operation kind
+        from apps.benchmarks import host_page, steps  # noqa: F401  registers the operation kind
+
+        host_page.register()

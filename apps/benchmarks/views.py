@@ -65,7 +65,7 @@ def run(request, host_pk: int):
                                        by=request.user, trigger=Operation.Trigger.UI)
     except DomainError as exc:
         _flash(request, exc)
-        return redirect("fleet:host", host.pk)
+        return redirect("fleet:host_section", host.pk, "benchmarks")
     return redirect("benchmarks:benchmark", bench.pk)
 
 

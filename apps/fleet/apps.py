@@ -6,4 +6,6 @@ class FleetConfig(AppConfig):
     label = "fleet"
 
     def ready(self) -> None:
-        from apps.fleet import steps  # noqa: F401  registers the operation kinds
+        from apps.fleet import host_page, steps  # noqa: F401  registers the operation kinds
+
+        host_page.register()

@@ -79,6 +79,11 @@ class Host(models.Model):
     # Copied out of facts at discovery so that lists never read facts (about 68 KB
     # a host) to show one short string.
     zfs_version = models.CharField(max_length=64, blank=True)
+    # The advisor's findings counted by severity ({"critical": 1, "warning": 2}),
+    # written by the app that advises (tuning) when facts are recorded or the
+    # assigned profile changes, for the same reason: lists never read facts.
+    # None until first counted.
+    findings_by_severity = models.JSONField(null=True, blank=True, default=None)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
@@ -152,8 +157,45 @@ class Host(models.Model):
         self.refresh_from_db()
 
     def record_unreachable(self, exc) -> None:
+        """Discovery could not get in (no answer, refused, timed out, key refused):
+        say so on the host and raise one alert until the host is reached again."""
+        with transaction.atomic():
+            Host.objects.filter(pk=self.pk).update(
+                reachable=False, last_error=str(exc),
+                last_error_code=getattr(exc, "code", "error"))
+            Alert.raise_once(self, Alert.Kind.UNREACHABLE,
+                             f"{self.name} could not be reached: {exc}")
+        self.refresh_from_db(fields=["reachable", "last_error", "last_error_code"])
+
+    def record_error(self, exc) -> None:
+        """Discovery reached the host but failed there: the host is not unreachable."""
         Host.objects.filter(pk=self.pk).update(
-            reachable=False, last_error=str(exc), last_error_code=getattr(exc, "code", "error"))
+            last_error=str(exc), last_error_code=getattr(exc, "code", "error"))
+        self.refresh_from_db(fields=["last_error", "last_error_code"])
+
+    def resolve_unreachable(self) -> None:
+        self.alerts.filter(kind=Alert.Kind.UNREACHABLE, resolved_at=None).update(
+            resolved_at=timezone.now())
+
+    # ---- how much of the host we know ----
+    class Reach(models.TextChoices):
+        NEVER = "never", "never reached"
+        STALE = "stale", "not reachable now"
+        REACHED = "reached", "reached"
+
+    @property
+    def reach(self) -> str:
+        """Never reached (nothing is known), reached at the last discovery, or not
+        reachable now (what is shown is from last_seen_at, possibly stale)."""
+        if self.last_seen_at is None:
+            return self.Reach.NEVER
+        if self.reachable is False or self.host_key_changed:
+            return self.Reach.STALE
+        return self.Reach.REACHED
+
+    @property
+    def never_reached(self) -> bool:
+        return self.reach == self.Reach.NEVER
 
     def typed_facts(self) -> HostFacts | None:
         """The recorded facts as HostFacts, the shape tuning reads; None before discovery.

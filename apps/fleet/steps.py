@@ -14,7 +14,7 @@ from django.utils import timezone
 from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool
 from apps.fleet.signals import facts_recorded
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
-from apps.remote.errors import RemoteError
+from apps.remote.errors import CommandFailed, HostKeyMismatch, RemoteError
 from apps.remote.gather import discover
 
 
@@ -64,6 +64,11 @@ def gather(ctx: StepContext) -> Next:
     ctx.progress(20, "gathering facts over SSH")
     try:
         facts = discover(ctx.runner())
+    except HostKeyMismatch:
+        raise  # the engine records it and raises its own alert
+    except CommandFailed as exc:
+        ctx.host.record_error(exc)
+        raise
     except RemoteError as exc:
         ctx.host.record_unreachable(exc)
         raise
@@ -96,6 +101,7 @@ def record_facts(host: Host, facts: dict) -> dict[str, int]:
     host.reachable, host.last_seen_at, host.last_discovery_at = True, now, now
     host.last_error = host.last_error_code = ""
     host.save()
+    host.resolve_unreachable()
     transaction.on_commit(lambda: facts_recorded.send(sender=Host, host=host))
     return {"pools": len(pools), "datasets": len(datasets), "clusters": len(clusters),
             "disks": len(disks)}

@@ -1,32 +1,46 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
 
-from apps.fleet import services
+from apps.fleet import sections, services
 from apps.fleet.forms import AddHostForm
 from apps.fleet.models import Host, PgCluster, Pool
 from apps.ops.errors import DomainError
 from apps.ops.models import Operation
 from apps.ops.ui_errors import on_form
-from apps.tuning import services as tuning
 
 PER_PAGE = 50
 # What the overview shows of a host, its pools and its clusters; a host's facts
 # (about 68 KB) and a cluster's pg_settings rows are never read for it.
 OVERVIEW_COLUMNS = ("name", "address", "port", "user", "host_key_state", "reachable",
-                    "last_error", "last_discovery_at", "zfs_version")
+                    "last_error", "last_seen_at", "last_discovery_at", "zfs_version",
+                    "findings_by_severity")
 POOL_COLUMNS = ("host_id", "name", "health", "size", "capacity")
 CLUSTER_COLUMNS = ("host_id", "version", "port")
 
 
+def with_summary(hosts):
+    """Hosts with what the header and the overview show beside their own columns:
+    open alerts, the operation running now, and each app's summaries; all in the
+    hosts' own query, whatever their number."""
+    running = (Operation.objects.filter(host=OuterRef("pk"), status__in=Operation.ACTIVE)
+               .order_by("-pk"))
+    return sections.annotated(hosts.annotate(
+        alert_count=Count("alerts", filter=Q(alerts__resolved_at=None)),
+        running_operation_id=Subquery(running.values("pk")[:1]),
+        running_operation_kind=Subquery(running.values("kind")[:1]),
+    ))
+
+
 def overview_hosts(search: str = ""):
-    return (Host.objects.search(search).only(*OVERVIEW_COLUMNS)
+    return (with_summary(Host.objects.search(search).only(*OVERVIEW_COLUMNS))
             .prefetch_related(Prefetch("pools", Pool.objects.only(*POOL_COLUMNS)),
                               Prefetch("clusters", PgCluster.objects.only(*CLUSTER_COLUMNS)))
-            .annotate(alert_count=Count("alerts", filter=Q(alerts__resolved_at=None)))
             .order_by("name"))  # Meta.ordering does not apply to a grouped query
 
 
@@ -34,11 +48,23 @@ def overview_hosts(search: str = ""):
 def overview(request):
     search = request.GET.get("q", "").strip()
     page = Paginator(overview_hosts(search), PER_PAGE).get_page(request.GET.get("page"))
-    context = {"page": page, "hosts": page.object_list, "search": search,
-               "fleet_is_empty": not search and page.paginator.count == 0}
-    # htmx (the search box, the page links) swaps only the table and its pager.
-    template = "fleet/_hosts.html" if request.htmx else "fleet/overview.html"
-    return render(request, template, context)
+    hosts = list(page.object_list)
+    context = {"page": page, "hosts": hosts, "search": search,
+               "summaries": sections.summaries(),
+               "fleet_is_empty": not search and page.paginator.count == 0,
+               # The table polls for itself only while something runs on a host it shows.
+               "something_runs": any(host.running_operation_id for host in hosts)}
+    # htmx (the search box, the page links, the polling) swaps only the table and its pager.
+    return _render(request, "fleet/_hosts.html", "fleet/overview.html", context)
+
+
+def _render(request, partial: str, page: str, context: dict):
+    """The partial for an htmx swap, the whole page otherwise (also when htmx
+    restores history it has no copy of)."""
+    swap = request.htmx and not request.htmx.history_restore_request
+    response = render(request, partial if swap else page, context)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
 
 
 @login_required
@@ -56,20 +82,27 @@ def add_host(request):
     return render(request, "fleet/add_host.html", {"form": form})
 
 
+def host_page_host(pk: int) -> Host:
+    hosts = with_summary(Host.objects.prefetch_related(
+        "pools", Prefetch("clusters", PgCluster.objects.select_related("data_dataset",
+                                                                       "wal_dataset"))))
+    return get_object_or_404(hosts, pk=pk)
+
+
 @login_required
-def host_detail(request, pk: int):
-    host = get_object_or_404(Host, pk=pk)
-    context = {
-        "host": host,
-        "pools": host.pools.all(),
-        "datasets": host.datasets.all(),
-        "clusters": host.clusters.select_related("data_dataset", "wal_dataset"),
-        "disks": host.disks.all(),
-        "operations": host.operations.for_table()[:10],
-        "alerts": host.open_alerts,
-        "tuning": tuning.host_card(host),
-    }
-    return render(request, "fleet/host.html", context)
+def host_detail(request, pk: int, section: str = "overview"):
+    """The host page: its header, then one section (a tab), each at its own URL."""
+    shown = sections.section(section)
+    if shown is None:
+        raise Http404("No such section of the host page.")
+    host = host_page_host(pk)
+    known = not (shown.needs_facts and host.never_reached)
+    context = {"host": host, "section": shown, "sections": sections.sections(),
+               "summaries": sections.summaries(), "alerts": host.open_alerts,
+               "known": known}
+    if known and shown.context:
+        context.update(shown.context(host))
+    return _render(request, "fleet/_host_sections.html", "fleet/host.html", context)
 
 
 @login_required

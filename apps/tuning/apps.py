@@ -6,4 +6,6 @@ class TuningConfig(AppConfig):
     label = "tuning"
 
     def ready(self) -> None:
-        from apps.tuning import drift, steps  # noqa: F401  operation kinds and signal receivers
+        from apps.tuning import drift, host_page, steps  # noqa: F401  kinds and receivers
+
+        host_page.register()

@@ -90,7 +90,7 @@ def assign(request, host_pk: int):
     profile = form.cleaned_data["profile"]
     services.assign(host, profile, by=request.user)
     messages.info(request, f"{host.name} now follows {profile.name}.")
-    return redirect("fleet:host", host.pk)
+    return redirect("fleet:host_section", host.pk, "tuning")
 
 
 @login_required
@@ -100,7 +100,7 @@ def make_plan(request, host_pk: int):
         plan = services.make_plan(get_object_or_404(Host, pk=host_pk), by=request.user)
     except services.TuningError as exc:
         messages.error(request, str(exc))
-        return redirect("fleet:host", host_pk)
+        return redirect("fleet:host_section", host_pk, "tuning")
     return redirect("tuning:plan", plan.pk)
 
 

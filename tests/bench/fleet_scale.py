@@ -108,6 +108,8 @@ def _grow_to(template, size: int, args: argparse.Namespace) -> None:
     new += seed.clone_hosts(template, size - have, prefix=f"n{size}-") if size > have else []
     last_operation = Operation.objects.order_by("-pk").values_list("pk", flat=True).first()
     seed.raise_alerts(new)
+    seed.follow_profiles(new)
+    seed.start_work(new[::10])  # something runs on every tenth host
     seed.seed_operations(new, PER_HOST_PER_DAY)
     seed.seed_log_lines(args.log_lines, args.line_bytes, after_id=last_operation or 0)
     with connection.cursor() as cursor:  # fresh planner statistics, as autovacuum would
@@ -119,6 +121,8 @@ def _pages(clients, template) -> dict[str, Callable]:
     return {
         "overview /": lambda: ui.get("/"),
         "host page": lambda: ui.get(f"/hosts/{template.pk}/"),
+        "host tuning tab": lambda: ui.get(f"/hosts/{template.pk}/tuning/"),
+        "host ops tab": lambda: ui.get(f"/hosts/{template.pk}/operations/"),
         "/api/hosts/": lambda: api.get("/api/hosts/"),
         "/operations/": lambda: ui.get("/operations/"),
         "/api/operations/": lambda: api.get("/api/operations/"),

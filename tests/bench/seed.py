@@ -126,3 +126,26 @@ def seed_log_lines(per_operation: int, line_bytes: int, after_id: int = 0) -> in
             "FROM ops_operation o CROSS JOIN generate_series(1, %s) WHERE o.id > %s",
             [max(0, line_bytes - 48), per_operation, after_id])
         return cursor.rowcount
+
+
+def follow_profiles(hosts: list[Host]) -> None:
+    """Every host follows a built-in profile, every other one drifted from it, with
+    the advisor's findings counted: what the overview's summaries show."""
+    from apps.tuning.models import Assignment, Profile
+
+    profile = Profile.objects.order_by("pk").first()
+    version = profile.current
+    Assignment.objects.bulk_create(
+        [Assignment(host=h, profile=profile, applied_version=version,
+                    drift=[{"key": "recordsize", "current": "128K", "desired": "16K"}] * (i % 2))
+         for i, h in enumerate(hosts)], batch_size=BATCH)
+    Host.objects.filter(pk__in=[h.pk for h in hosts]).update(
+        findings_by_severity={"critical": 1, "warning": 2})
+
+
+def start_work(hosts: list[Host]) -> None:
+    """An operation running now on each host."""
+    Operation.objects.bulk_create(
+        [Operation(kind="benchmarks.run", host=h, subject=h.name, step="run",
+                   status=Operation.Status.RUNNING, progress=40) for h in hosts],
+        batch_size=BATCH)

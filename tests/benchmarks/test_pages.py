@@ -54,7 +54,7 @@ def test_the_run_form_starts_a_benchmark_or_says_why_not(signed_in, delivered):
     factories.cluster(host)
     response = signed_in.post(f"/benchmarks/hosts/{host.pk}/run/",
                               {"clients": "2", "threads": "9", "duration": "5"})
-    assert response.url == f"/hosts/{host.pk}/" and not Operation.objects.exists()
+    assert response.url == f"/hosts/{host.pk}/benchmarks/" and not Operation.objects.exists()
     response = signed_in.post(f"/benchmarks/hosts/{host.pk}/run/",
                               {"clients": "2", "threads": "1", "duration": "5"})
     assert response.url.startswith("/benchmarks/") and Operation.objects.count() == 1
@@ -109,7 +109,7 @@ def test_commands_quote_and_validate():
 
 
 def test_the_run_form_offers_what_the_service_takes(signed_in, replayed_host):
-    page = parse(signed_in.get(f"/hosts/{replayed_host.pk}/").content)
+    page = parse(signed_in.get(f"/hosts/{replayed_host.pk}/benchmarks/").content)
     form = page.find("form", id="run-pgbench")
     modes = form.find("select", name="mode").find_all("option")
     assert {o.attrs["value"]: o.text for o in modes} == commands.MODES

@@ -71,7 +71,7 @@ def test_add_a_host_by_api_and_see_it_in_the_browser(live_server, worker, operat
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         browser, page = signed_in(playwright, live_server.url, operator)
-        page.goto(f"{live_server.url}/hosts/{host.pk}/")
+        page.goto(f"{live_server.url}/hosts/{host.pk}/datasets/")
         row = page.locator("#datasets tr", has_text=fleet_host.pg_data_dataset).first
         row.wait_for()
         assert f"{data.compressratio:.2f}x" in row.inner_text()

@@ -45,6 +45,8 @@ def hostile(operator):
 def pages(objects: dict) -> list[str]:
     return [
         "/", f"/hosts/{objects['host'].pk}/", f"/hosts/{objects['other'].pk}/",
+        *(f"/hosts/{objects['host'].pk}/{section}/"
+          for section in ("datasets", "postgresql", "tuning", "benchmarks", "operations")),
         "/operations/", f"/operations/{objects['bench'].operation.pk}/",
         "/tuning/profiles/", f"/tuning/profiles/{objects['profile'].pk}/",
         f"/tuning/profiles/{objects['profile'].pk}/edit/", f"/tuning/plans/{objects['plan'].pk}/",

@@ -27,6 +27,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 PAGES = {
     "overview": ("/", True),
     "host": ("/hosts/{host}/", True),
+    **{f"host-{section}": (f"/hosts/{{host}}/{section}/", True)
+       for section in ("datasets", "postgresql", "tuning", "benchmarks", "operations")},
+    "host-never-reached": ("/hosts/{fresh}/", True),
+    "host-never-reached-datasets": ("/hosts/{fresh}/datasets/", True),
     "profiles": ("/tuning/profiles/", True),
     "profile": ("/tuning/profiles/{profile}/", True),
     "plan": ("/tuning/plans/{plan}/", True),
@@ -39,7 +43,7 @@ PAGES = {
     "login": ("/login/", False),
     "not-found": ("/hosts/999999/", True),
 }
-SCREENSHOTS = {"overview", "host"}
+SCREENSHOTS = {"overview", "host", "host-never-reached"}
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +78,8 @@ def site(replayed_host) -> dict:
     before = factories.finished(host, 1234.5, 1.6, 5321.0)
     after = factories.finished(host, 1400.2, 1.4, 812.0)
     validation = benchmarks.validate(before, after, "recordsize 16K")
-    return {"host": host.pk, "profile": profile.pk, "plan": plan.pk,
+    fresh = factories.host("fresh")  # never reached: its page says so
+    return {"host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
             "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk}
 
 

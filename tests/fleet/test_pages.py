@@ -36,13 +36,14 @@ def test_the_overview_lists_hosts_with_pools_and_clusters(signed_in, host):
 
 
 def test_the_host_page_shows_datasets_with_ratios(signed_in, host):
-    page = parse(signed_in.get(f"/hosts/{host.pk}/").content)
+    page = parse(signed_in.get(f"/hosts/{host.pk}/datasets/").content)
     data = host.clusters.get().data_dataset
     rows = {row[0]: row for row in page.find("table", id="datasets").rows()}
     assert rows[data.name][4] == f"{data.compressratio:.2f}x"
+    page = parse(signed_in.get(f"/hosts/{host.pk}/postgresql/").content)
     settings = {row[0]: row for row in page.find("div", class_="cluster").rows()}
     assert settings["shared_buffers"][3] == "a restart"
-    kernel = page.find("div", id="kernel")
+    kernel = parse(signed_in.get(f"/hosts/{host.pk}/").content).find("div", id="kernel")
     assert "hit ratio 97%" in kernel.find("p").text
     assert "vm.dirty_ratio=20" in [code.text for code in kernel.find_all("code")]
 

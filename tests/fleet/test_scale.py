@@ -79,6 +79,51 @@ def test_a_host_page(signed_in, replayed_host, users):
     assert_flat(small, large, reads_facts=True)
 
 
+def with_everything(hosts: list[Host]) -> None:
+    """What the overview's newer columns show: profiles, drift, findings, running work."""
+    seed.raise_alerts(hosts)
+    seed.follow_profiles(hosts)
+    seed.start_work(hosts)
+
+
+@pytest.mark.parametrize("sizes", [(1, 10, 50, 120)])
+def test_the_overview_with_profiles_findings_and_running_work(signed_in, replayed_host, sizes):
+    """The same queries at every fleet size, whatever each host has."""
+    counts, have = [], [replayed_host]
+    with_everything(have)
+    for size in sizes:
+        more = seed.clone_hosts(replayed_host, size - len(have), prefix=f"s{size}-")
+        with_everything(more)
+        have += more
+        captured = queries(lambda: signed_in.get("/"))
+        assert not [sql for sql in captured if FACTS_COLUMN in sql or SETTINGS_COLUMN in sql]
+        counts.append(len(captured))
+    assert counts == [counts[0]] * len(sizes) and counts[0] <= 8, counts
+    page = signed_in.get("/").content.decode()
+    assert "drifted (1)" in page and "in line" in page and page.count('class="running"') >= 50
+    assert "hx-trigger=\"every 2s\"" in page
+
+
+@pytest.mark.parametrize("section", ["overview", "datasets", "postgresql", "tuning",
+                                     "benchmarks", "operations"])
+def test_each_host_page_section(signed_in, replayed_host, users, section):
+    def add(hosts):
+        with_everything(hosts)
+        seed.seed_operations(hosts, per_host=2, users=users)
+        finished_benchmarks(users)(hosts)
+        plans(users)(hosts)
+        if replayed_host not in hosts:  # the host shown has more rows the second time
+            seed.seed_operations([replayed_host], per_host=12, users=users)
+            finished_benchmarks(users)([replayed_host] * 4)
+            plans(users)([replayed_host] * 3)
+
+    url = f"/hosts/{replayed_host.pk}/" + ("" if section == "overview" else f"{section}/")
+    small, large = grown(replayed_host, add, lambda: signed_in.get(url))
+    assert_flat(small, large, reads_facts=True)
+    htmx = queries(lambda: signed_in.get(url, HTTP_HX_REQUEST="true"))
+    assert len(htmx) <= len(large), "\n".join(htmx)
+
+
 def test_the_hosts_api(api, replayed_host):
     small, large = grown(replayed_host, seed.raise_alerts, lambda: api.get("/api/hosts/"))
     assert_flat(small, large)

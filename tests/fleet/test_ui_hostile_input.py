@@ -31,6 +31,8 @@ def world(operator):
 
 def get_urls(w) -> list[str]:
     return ["/", "/hosts/add/", f"/hosts/{w['host'].pk}/", "/operations/",
+            *(f"/hosts/{w['host'].pk}/{section}/" for section in
+              ("datasets", "postgresql", "tuning", "benchmarks", "operations")),
             f"/operations/{w['before'].operation_id}/", "/benchmarks/",
             f"/benchmarks/{w['before'].pk}/", "/hosts/999999/", "/operations/999999/",
             "/benchmarks/999999/", "/benchmarks/validations/999999/",

@@ -117,7 +117,7 @@ def test_the_host_page_shows_tuning_and_the_plan_page_shows_changes(api, client,
     api.put(f"/api/hosts/{host.pk}/profile/", {"profile": builtin("oltp-safe").pk},
             format="json")
     client.force_login(operator)
-    page = client.get(f"/hosts/{host.pk}/").content.decode()
+    page = client.get(f"/hosts/{host.pk}/tuning/").content.decode()
     assert 'id="tuning"' in page and "OLTP on ZFS (safe)" in page
     assert 'name="csrfmiddlewaretoken"' in page.split('id="tuning"')[1]
     assert "Source:" in page  # advisor findings with their sources

@@ -74,7 +74,7 @@ def test_a_failed_plan_that_wrote_nothing_offers_no_rollback(signed_in, host):
 
 def test_the_host_page_card_shows_the_assigned_profile_and_its_plans(signed_in, host):
     plan = planned(host)
-    page = parse(signed_in.get(f"/hosts/{host.pk}/").content)
+    page = parse(signed_in.get(f"/hosts/{host.pk}/tuning/").content)
     card = page.find("div", id="tuning")
     selected = [o.text for o in card.find_all("option") if "selected" in o.attrs]
     assert selected == [Profile.objects.get(slug="oltp-safe").name]

@@ -145,7 +145,7 @@ def test_a_broken_stored_profile_never_500s_and_never_looks_in_line(api, client,
     plan = api.post(f"/api/hosts/{replayed_host.pk}/plan/", {}, format="json")
     assert plan.status_code == 400 and "not a valid profile" in error(plan)["message"]
     client.force_login(operator)
-    page = client.get(f"/hosts/{replayed_host.pk}/")
+    page = client.get(f"/hosts/{replayed_host.pk}/tuning/")
     assert page.status_code == 200
     assert 'id="profile-problems"' in page.content.decode()
     assert "in line with the profile" not in page.content.decode()

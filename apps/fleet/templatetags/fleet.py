@@ -1,4 +1,5 @@
 from django import template
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
@@ -15,7 +16,10 @@ def reachability(host) -> str:
     if host.host_key_changed:
         return mark_safe('<span class="badge bad">host key changed</span>')  # noqa: S308
     if host.reachable is None:
-        return format_html('<span class="badge">{}</span>', host.get_host_key_state_display())
+        # Not contacted yet, or only its host key was fetched: say where it stands.
+        label = ("not reached yet" if host.is_pinned
+                 else host.get_host_key_state_display())
+        return format_html('<span class="badge">{}</span>', label)
     if host.reachable:
         return mark_safe('<span class="badge good">reachable</span>')  # noqa: S308
     return format_html('<span class="badge bad" title="{}">unreachable</span>', host.last_error)
@@ -39,3 +43,29 @@ def pg_value(row: dict) -> str:
         size = zfs_size(int(setting) * unit_size)
         return size + "B" if size[-1].isalpha() else size + " bytes"
     return f"{setting}{unit}" if unit in {"s", "ms", "min"} else f"{setting} {unit}".strip()
+
+
+def fullest(host):
+    """The pool nearest to full, from the host's prefetched pools (no query)."""
+    pools = [pool for pool in host.pools.all() if pool.capacity is not None]
+    return max(pools, key=lambda pool: pool.capacity, default=None)
+
+
+@register.simple_tag
+def fullest_pool(host) -> str:
+    """The worst pool's capacity, with its bar: what fills up first."""
+    pool = fullest(host)
+    if pool is None:
+        return mark_safe('<span class="muted">no pools</span>')  # noqa: S308
+    return format_html('<div class="fullest" title="pool {} (the fullest of {})">{}% {}</div>',
+                       pool.name, len(host.pools.all()), pool.capacity, capacity_bar(pool))
+
+
+@register.simple_tag
+def running_operation(host) -> str:
+    """A link to the operation running on the host now (annotated on the host)."""
+    if not getattr(host, "running_operation_id", None):
+        return mark_safe('<span class="muted">nothing</span>')  # noqa: S308
+    return format_html('<a href="{}" class="running">#{} {}</a>',
+                       reverse("ops:operation", args=[host.running_operation_id]),
+                       host.running_operation_id, host.running_operation_kind)
