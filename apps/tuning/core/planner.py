@@ -62,11 +62,14 @@ def _position(change: Change) -> tuple[int, str, str]:
 
 
 def _link(change: Change, findings: tuple[Finding, ...]) -> Change:
+    """The findings a change can cause or cure (RELATED), on its own subject or host-wide;
+    those the plan introduces are the change's hazards."""
     related = RELATED.get((change.layer, change.key), ())
     host_wide = change.layer in ("module", "sysctl")
-    ids = sorted({f.id for f in findings if f.id in related
-                  and (host_wide or f.subject in (change.target, "host"))})
-    return replace(change, findings=tuple(ids))
+    linked = [f for f in findings if f.id in related
+              and (host_wide or f.subject in (change.target, "host"))]
+    hazards = tuple(f for f in linked if f.stage == "introduced") if change.supported else ()
+    return replace(change, findings=tuple(sorted({f.id for f in linked})), hazards=hazards)
 
 
 def _missing_acknowledgements(settings: ProfileSettings, changes: tuple[Change, ...],
