@@ -90,7 +90,12 @@ def _chart(key: str, label: str, unit: str, lines: list[_Line]) -> SafeString:
         'points="{}"/>',
         ((line.css, line.stroke, format_html(' stroke-dasharray="{}"', line.dash)
           if line.dash else "", " ".join(point(t, v) for t, v in seg))
-         for line in lines for seg in line.segments))
+         for line in lines for seg in line.segments if len(seg) > 1))
+    # A sample between two gaps is no line: mark it, or it would not be drawn at all.
+    dots = format_html_join(
+        "", '<circle class="point {}" r="2" fill="{}" cx="{}" cy="{}"/>',
+        ((line.css, line.stroke, *point(*seg[0]).split(","))
+         for line in lines for seg in line.segments if len(seg) == 1))
     names = " and ".join(line.name for line in lines if line.name)
     return format_html(
         '<svg class="chart" id="chart-{key}" viewBox="0 0 {w} {h}" width="{w}" height="{h}" '
@@ -108,7 +113,7 @@ def _chart(key: str, label: str, unit: str, lines: list[_Line]) -> SafeString:
         of=f" ({names})" if names else "", legend=_legend(lines) if legend else "",
         l=LEFT, t=top, b=top + plot_h, r=LEFT + plot_w, lx=LEFT - 4, ty=top + 10,
         mid=top + plot_h // 2, xl=height - 8, tmax=f"{t_max:g}", cx=LEFT + plot_w // 2,
-        lines=polylines)
+        lines=polylines + dots)
 
 
 def _legend(lines: list[_Line]) -> SafeString:
