@@ -22,6 +22,7 @@ from apps.ops.models import Operation
 from apps.tuning import steps
 from apps.tuning.core import advisor, drift, evaluate, planner
 from apps.tuning.core import rollback as rollback_core
+from apps.tuning.core.changes import Change
 from apps.tuning.core.profiles import BUILTINS, ProfileSettings
 from apps.tuning.models import Assignment, Plan, PlanChange, Profile, ProfileVersion
 
@@ -329,8 +330,7 @@ def _change_row(plan: Plan, position: int, change) -> PlanChange:
         current=change.current, desired=change.desired, formula=change.formula,
         method=change.method, supported=change.supported, reason=change.reason,
         fallback_for=change.fallback_for, risk=change.risk, findings=list(change.findings),
-        hazards=[{"id": f.id, "severity": f.severity, "title": f.title, "subject": f.subject}
-                 for f in change.hazards],
+        hazards=_hazards(change),
         status=PlanChange.Status.PENDING if change.supported else PlanChange.Status.UNSUPPORTED)
 
 
@@ -371,10 +371,25 @@ def rollback(plan: Plan, *, allow_restart: bool = False, trigger: str = Operatio
     back = Plan.objects.create(host=plan.host, profile_version=plan.profile_version,
                                kind=Plan.Kind.ROLLBACK, rollback_of=plan,
                                created_by=by if by and by.is_authenticated else None)
-    PlanChange.objects.bulk_create([
-        _undo(back, position, change)
-        for position, change in enumerate(applied.order_by("-position"))])
+    rows = [_undo(back, position, change)
+            for position, change in enumerate(applied.order_by("-position"))]
+    _advise_rollback(back, rows, frozenset(plan.acknowledged))
+    PlanChange.objects.bulk_create(rows)
     return back, apply_plan(back, allow_restart=allow_restart, trigger=trigger, by=by)
+
+
+def _advise_rollback(back: Plan, rows: list[PlanChange], acknowledged: frozenset[str]) -> None:
+    """A rollback is a plan too: the advisor judges the host as it would leave it."""
+    facts = back.host.typed_facts()
+    if facts is None:
+        return
+    changes = [Change(row.layer, row.target, row.key, row.current, row.desired, None,
+                      row.method, True, "", None, row.risk) for row in rows]
+    findings, linked = planner.judge(facts, changes, acknowledged)
+    for row, change in zip(rows, linked, strict=True):
+        row.findings, row.hazards = list(change.findings), _hazards(change)
+    back.findings = [_as_dict(f) for f in findings]
+    back.save(update_fields=["findings"])
 
 
 def _undo(plan: Plan, position: int, change: PlanChange) -> PlanChange:
@@ -383,6 +398,11 @@ def _undo(plan: Plan, position: int, change: PlanChange) -> PlanChange:
                       key=restore.key, current=restore.current, desired=restore.desired,
                       method=change.method, action=restore.action, risk=change.risk,
                       reason=f"restores what plan #{change.plan_id} changed")
+
+
+def _hazards(change: Change) -> list[dict]:
+    return [{"id": f.id, "severity": f.severity, "title": f.title, "subject": f.subject}
+            for f in change.hazards]
 
 
 def _as_dict(item) -> dict:

@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from apps.remote.facts.host import HostFacts
-from apps.tuning.core.advisor import RELATED, Finding, advise
+from apps.tuning.core.advisor import RELATED, Finding, advise, advise_changes
 from apps.tuning.core.changes import Change, compute_changes
 from apps.tuning.core.profiles import ProfileSettings
 
-__all__ = ["Change", "Plan", "plan", "ORDER"]
+__all__ = ["Change", "Plan", "plan", "judge", "ORDER"]
 
 # zfs first (online, reversible), then module parameters and sysctls, then the
 # PostgreSQL settings that reload, and the restart last, once, with all of its.
@@ -54,6 +54,15 @@ def plan(facts: HostFacts, settings: ProfileSettings,
         needs_restart=tuple(sorted({c.key for c in supported if c.method == "pg_restart"})),
         requires_acknowledgement=_missing_acknowledgements(settings, supported, acknowledged),
     )
+
+
+def judge(facts: HostFacts, changes: list[Change],
+          acknowledged: frozenset[str] = frozenset()) -> tuple[tuple[Finding, ...],
+                                                              tuple[Change, ...]]:
+    """The advisor around changes that come from no profile (a rollback's): the staged
+    findings, and each change linked to them with the hazards it would bring."""
+    findings = tuple(advise_changes(facts, changes, acknowledged))
+    return findings, tuple(_link(change, findings) for change in changes)
 
 
 def _position(change: Change) -> tuple[int, str, str]:

@@ -3,7 +3,8 @@ this host is marked, and the plan says what it resolves. From recorded facts."""
 
 from __future__ import annotations
 
-from apps.tuning.core.planner import plan
+from apps.tuning.core.changes import Change
+from apps.tuning.core.planner import judge, plan
 from apps.tuning.core.profiles import ProfileSettings, builtin
 from tests.tuning.core import hosts
 
@@ -53,3 +54,13 @@ def test_the_safe_profile_on_zfs_fuse_marks_shared_buffers():
     computed = plan(hosts.fuse(), builtin("oltp-safe").settings)
     marked = {c.key for c in computed.changes if c.hazards}
     assert marked == {"shared_buffers"}
+
+
+def test_a_rollback_is_judged_too_putting_back_a_large_dirty_ratio_is_marked():
+    facts = hosts.fuse()  # as the apply left it: 256MB of dirty bytes, the ratio zeroed
+    facts.sysctls.update({"vm.dirty_bytes": 256 * 1024**2, "vm.dirty_ratio": 0})
+    back = Change("sysctl", "kernel", "vm.dirty_ratio", "0", "20", None, "sysctl", True, "",
+                  None, "medium")
+    findings, (row,) = judge(facts, [back])
+    assert [(f.id, f.severity) for f in row.hazards] == [("dirty_limit_large", "warning")]
+    assert {f.id: f.stage for f in findings}["dirty_limit_large"] == "introduced"
