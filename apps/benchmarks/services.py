@@ -120,6 +120,18 @@ def run_benchmark(host: Host, cluster: PgCluster | None, params: dict, by=None,
     return bench
 
 
+def run_again(bench: Benchmark, *, by=None,
+              trigger: str = Operation.Trigger.API) -> Benchmark:
+    """A new run with `bench`'s parameters on its cluster (found again by data directory
+    after a rediscovery), to measure the same workload once more."""
+    cluster = bench.cluster or bench.host.clusters.filter(data_dir=bench.data_dir).first()
+    if cluster is None:
+        raise _refuse({"cluster": [f"{bench.data_dir} is no longer a cluster on "
+                                   f"{bench.host.name} (run discovery)"]})
+    params = {**bench.parameters, "database": bench.database}
+    return run_benchmark(bench.host, cluster, params, by=by, trigger=trigger)
+
+
 def validate(before: Benchmark, after: Benchmark, label: str = "") -> Validation:
     """Compare two finished runs on one host (the same workload before and after a change)."""
     errors = {}

@@ -9,4 +9,5 @@ urlpatterns = [
     path("<int:pk>/compare/", views.compare, name="compare"),
     path("hosts/<int:host_pk>/run/", views.run, name="run"),
     path("validations/<int:pk>/", views.validation_detail, name="validation"),
+    path("validations/<int:pk>/run-again/", views.run_again, name="run_again"),
 ]

@@ -70,7 +70,9 @@ def run(request, host_pk: int):
 
 
 def _flash(request, exc: DomainError) -> None:
-    for field, problem in field_messages(exc.fields):
+    if not exc.fields:  # e.g. the host is busy: the message is the whole story
+        messages.error(request, exc.message)
+    for field, problem in field_messages(exc.fields or {}):
         messages.error(request, f"{field.removeprefix('params.')}: {problem}")
 
 
@@ -88,8 +90,26 @@ def compare(request, pk: int):
 
 
 @login_required
+@require_POST
+def run_again(request, pk: int):
+    """The validation's workload once more, on the same host and cluster."""
+    validation = get_object_or_404(Validation.objects.select_related("after__host"), pk=pk)
+    try:
+        bench = services.run_again(validation.after, by=request.user,
+                                   trigger=Operation.Trigger.UI)
+    except DomainError as exc:
+        _flash(request, exc)
+        return redirect("benchmarks:validation", validation.pk)
+    messages.info(request, f"Running validation #{validation.pk}'s workload again: compare "
+                           "this run with an earlier one when it has finished.")
+    return redirect("benchmarks:benchmark", bench.pk)
+
+
+@login_required
 def validation_detail(request, pk: int):
     validation = get_object_or_404(
         Validation.objects.select_related("host", "before__operation", "after__operation"),
         pk=pk)
-    return render(request, "benchmarks/validation.html", {"validation": validation})
+    return render(request, "benchmarks/validation.html", {
+        "validation": validation, "before_label": f"before #{validation.before.pk}",
+        "after_label": f"after #{validation.after.pk}"})

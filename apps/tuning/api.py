@@ -81,7 +81,8 @@ class ProfileViewSet(viewsets.ModelViewSet):
 
 
 class HostProfileView(APIView):
-    """The profile a host follows, what it last got, and whether it drifted."""
+    """The profile a host follows, what it last got, and whether it drifted; DELETE
+    returns the host to "no profile" without touching the host."""
 
     @extend_schema(responses=AssignmentSerializer)
     def get(self, request, pk: int):
@@ -95,6 +96,13 @@ class HostProfileView(APIView):
         assignment = services.assign(get_object_or_404(Host, pk=pk),
                                      body.validated_data["profile"], by=request.user)
         return Response(AssignmentSerializer(assignment).data)
+
+    @extend_schema(responses={204: None}, description=(
+        'Return the host to "no profile". Nothing on the host changes: the values the '
+        "profile's plans wrote stay (roll a plan back to restore them). Idempotent."))
+    def delete(self, request, pk: int):
+        services.unassign(get_object_or_404(Host, pk=pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class HostFindingsView(APIView):

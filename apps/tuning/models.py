@@ -73,14 +73,39 @@ class Assignment(models.Model):
                                     on_delete=models.SET_NULL, related_name="+")
     drift = models.JSONField(default=list, blank=True,
                              help_text="Changes a plan would make now, from the last discovery.")
+    pending_restart = models.JSONField(
+        default=list, blank=True,
+        help_text="Settings written that wait for a PostgreSQL restart: current, pending value.")
     drift_checked_at = models.DateTimeField(null=True, blank=True)
+
+    class State(models.TextChoices):
+        UNCHECKED = "unchecked", "not compared yet"
+        IN_LINE = "in_line", "in line with the profile"
+        NOT_APPLIED = "not_applied", "not applied yet"
+        DRIFTED = "drifted"
 
     def __str__(self) -> str:
         return f"{self.host} -> {self.profile}"
 
     @property
+    def state(self) -> str:
+        """Drifted only when the host had the profile's current version and left it:
+        a profile never applied (or edited since) is "not applied yet"."""
+        if self.drift_checked_at is None:
+            return self.State.UNCHECKED
+        if not self.drift:
+            return self.State.IN_LINE
+        if self.applied_version_id is None or self.applied_version_id != self._current_id():
+            return self.State.NOT_APPLIED
+        return self.State.DRIFTED
+
+    def _current_id(self) -> int | None:
+        current = self.profile.current
+        return current.pk if current else None
+
+    @property
     def drifted(self) -> bool:
-        return bool(self.drift)
+        return self.state == self.State.DRIFTED
 
 
 class Plan(models.Model):
@@ -194,6 +219,10 @@ class PlanChange(models.Model):
     fallback_for = models.TextField(null=True, blank=True)  # noqa: DJ001
     risk = models.CharField(max_length=16, choices=Risk, default=Risk.LOW)
     findings = models.JSONField(default=list, blank=True)
+    hazards = models.JSONField(
+        default=list, blank=True,
+        help_text="Advisor findings this change would introduce on this host: id, severity, "
+                  "title, subject.")
     status = models.CharField(max_length=20, choices=Status, default=Status.PENDING)
     before = models.JSONField(null=True, blank=True,
                               help_text="What the host had, read just before writing.")

@@ -76,13 +76,18 @@ class AssignmentSerializer(ModelSerializer):
         queryset=Profile.objects.filter(archived_at=None),
         help_text="An active profile; archived ones cannot be assigned.")
     applied_version = ProfileVersionSerializer(read_only=True, allow_null=True)
-    drifted = StrictBooleanField(read_only=True)
+    state = serializers.ChoiceField(
+        choices=Assignment.State.choices, read_only=True,
+        help_text="drifted: the host had the profile's current version and left it; "
+                  "not_applied: `drift` lists what applying it would change.")
+    drifted = StrictBooleanField(read_only=True, help_text='state == "drifted"')
 
     class Meta:
         model = Assignment
-        fields = ["profile", "applied_version", "drifted", "drift", "drift_checked_at",
-                  "assigned_at"]
-        read_only_fields = ["applied_version", "drift", "drift_checked_at", "assigned_at"]
+        fields = ["profile", "applied_version", "state", "drifted", "drift", "pending_restart",
+                  "drift_checked_at", "assigned_at"]
+        read_only_fields = ["applied_version", "drift", "pending_restart", "drift_checked_at",
+                            "assigned_at"]
 
 
 class PlanChangeSerializer(ModelSerializer):

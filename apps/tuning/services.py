@@ -20,7 +20,9 @@ from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.tuning import steps
-from apps.tuning.core import advisor, evaluate, planner
+from apps.tuning.core import advisor, drift, evaluate, planner
+from apps.tuning.core import rollback as rollback_core
+from apps.tuning.core.changes import Change
 from apps.tuning.core.profiles import BUILTINS, ProfileSettings
 from apps.tuning.models import Assignment, Plan, PlanChange, Profile, ProfileVersion
 
@@ -213,6 +215,14 @@ def assign(host: Host, profile: Profile, *, by=None) -> Assignment:
     return assignment
 
 
+def unassign(host: Host) -> bool:
+    """Return the host to "no profile": PoZoL stops planning and checking drift for it.
+    Nothing on the host changes (roll back a plan to undo what it wrote). Says whether
+    the host had a profile."""
+    deleted, _ = Assignment.objects.filter(host=host).delete()
+    return bool(deleted)
+
+
 def _assigned_settings(host: Host) -> ProfileSettings | None:
     """The host's profile as settings; None when none is assigned or it is broken."""
     assignment = Assignment.objects.filter(host=host).select_related("profile").first()
@@ -269,10 +279,21 @@ def refresh_drift(host: Host) -> None:
     facts = host.typed_facts()
     if facts is None:
         return
-    computed = planner.plan(facts, settings)
-    assignment.drift = [_as_dict(c) for c in computed.changes if c.supported]
+    found = drift.assess(facts, settings, _written_awaiting_restart(host))
+    assignment.drift = [_as_dict(c) for c in found.differences]
+    assignment.pending_restart = [_as_dict(p) for p in found.pending]
     assignment.drift_checked_at = timezone.now()
-    assignment.save(update_fields=["drift", "drift_checked_at"])
+    assignment.save(update_fields=["drift", "pending_restart", "drift_checked_at"])
+
+
+def _written_awaiting_restart(host: Host) -> dict[tuple[str, str], str | None]:
+    """(data_dir, setting) -> the value PoZoL last wrote that waits for a restart; the
+    newest write wins, and a reset (a rollback's) leaves the value unknown (None)."""
+    rows = PlanChange.objects.filter(plan__host=host, layer=PlanChange.Layer.POSTGRES,
+                                     status=PlanChange.Status.AWAITING_RESTART) \
+        .order_by("plan__created_at", "plan_id")
+    return {(row.target, row.key): row.desired if row.action == "set" else None
+            for row in rows}
 
 
 # ---- plans -----------------------------------------------------------------------
@@ -309,6 +330,7 @@ def _change_row(plan: Plan, position: int, change) -> PlanChange:
         current=change.current, desired=change.desired, formula=change.formula,
         method=change.method, supported=change.supported, reason=change.reason,
         fallback_for=change.fallback_for, risk=change.risk, findings=list(change.findings),
+        hazards=_hazards(change),
         status=PlanChange.Status.PENDING if change.supported else PlanChange.Status.UNSUPPORTED)
 
 
@@ -327,10 +349,16 @@ def apply_plan(plan: Plan, *, allow_restart: bool = False, acknowledge: list[str
     plan.allow_restart = allow_restart
     plan.acknowledged = sorted(set(acknowledge))
     plan.operation = engine.start(steps.KIND.name, host=plan.host, trigger=trigger,
-                                  user=by, subject=f"{plan.host.name}: plan #{plan.pk}",
+                                  user=by, subject=_subject(plan),
                                   state={"plan": plan.pk})
     plan.save(update_fields=["status", "allow_restart", "acknowledged", "operation"])
     return plan.operation
+
+
+def _subject(plan: Plan) -> str:
+    if plan.kind == Plan.Kind.ROLLBACK:
+        return f"{plan.host.name}: rollback #{plan.pk} of plan #{plan.rollback_of_id}"
+    return f"{plan.host.name}: plan #{plan.pk}"
 
 
 @transaction.atomic
@@ -343,28 +371,38 @@ def rollback(plan: Plan, *, allow_restart: bool = False, trigger: str = Operatio
     back = Plan.objects.create(host=plan.host, profile_version=plan.profile_version,
                                kind=Plan.Kind.ROLLBACK, rollback_of=plan,
                                created_by=by if by and by.is_authenticated else None)
-    PlanChange.objects.bulk_create([
-        _undo(back, position, change)
-        for position, change in enumerate(applied.order_by("-position"))])
+    rows = [_undo(back, position, change)
+            for position, change in enumerate(applied.order_by("-position"))]
+    _advise_rollback(back, rows, frozenset(plan.acknowledged))
+    PlanChange.objects.bulk_create(rows)
     return back, apply_plan(back, allow_restart=allow_restart, trigger=trigger, by=by)
 
 
+def _advise_rollback(back: Plan, rows: list[PlanChange], acknowledged: frozenset[str]) -> None:
+    """A rollback is a plan too: the advisor judges the host as it would leave it."""
+    facts = back.host.typed_facts()
+    if facts is None:
+        return
+    changes = [Change(row.layer, row.target, row.key, row.current, row.desired, None,
+                      row.method, True, "", None, row.risk) for row in rows]
+    findings, linked = planner.judge(facts, changes, acknowledged)
+    for row, change in zip(rows, linked, strict=True):
+        row.findings, row.hazards = list(change.findings), _hazards(change)
+    back.findings = [_as_dict(f) for f in findings]
+    back.save(update_fields=["findings"])
+
+
 def _undo(plan: Plan, position: int, change: PlanChange) -> PlanChange:
-    before = change.before
-    key, desired, action = change.key, before["value"], "set"
-    if change.layer == "zfs" and before.get("source") not in {"local", "received"}:
-        action = "reset"  # it was inherited or default: inherit again
-    elif change.layer == "postgres" and not before.get("from_auto_conf"):
-        action = "reset"  # it came from postgresql.conf or a default: drop our line
-    elif change.layer in {"sysctl", "module"}:
-        action = "reset"  # the old value live, and PoZoL's persisted line removed
-        partner = before.get("partner")
-        if partner and desired == "0" and partner["value"] != "0":
-            key, desired = partner["name"], partner["value"]
+    restore = rollback_core.undo(change.layer, change.key, change.before, change.after)
     return PlanChange(plan=plan, position=position, layer=change.layer, target=change.target,
-                      key=key, current=change.after, desired=desired, method=change.method,
-                      action=action, risk=change.risk,
+                      key=restore.key, current=restore.current, desired=restore.desired,
+                      method=change.method, action=restore.action, risk=change.risk,
                       reason=f"restores what plan #{change.plan_id} changed")
+
+
+def _hazards(change: Change) -> list[dict]:
+    return [{"id": f.id, "severity": f.severity, "title": f.title, "subject": f.subject}
+            for f in change.hazards]
 
 
 def _as_dict(item) -> dict:

@@ -11,6 +11,7 @@ urlpatterns = [
     path("profiles/<int:pk>/copy/", views.profile_copy, name="profile_copy"),
     path("profiles/<int:pk>/delete/", views.profile_delete, name="profile_delete"),
     path("hosts/<int:host_pk>/assign/", views.assign, name="assign"),
+    path("hosts/<int:host_pk>/unassign/", views.unassign, name="unassign"),
     path("hosts/<int:host_pk>/plan/", views.make_plan, name="make_plan"),
     path("plans/<int:pk>/", views.plan_detail, name="plan"),
     path("plans/<int:pk>/apply/", views.plan_apply, name="plan_apply"),

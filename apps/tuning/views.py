@@ -95,6 +95,16 @@ def assign(request, host_pk: int):
 
 @login_required
 @require_POST
+def unassign(request, host_pk: int):
+    host = get_object_or_404(Host, pk=host_pk)
+    if services.unassign(host):
+        messages.info(request, f"{host.name} follows no profile now. Nothing on the host was "
+                               "changed: roll a plan back to restore what it wrote.")
+    return redirect("fleet:host", host.pk)
+
+
+@login_required
+@require_POST
 def make_plan(request, host_pk: int):
     try:
         plan = services.make_plan(get_object_or_404(Host, pk=host_pk), by=request.user)
@@ -107,8 +117,10 @@ def make_plan(request, host_pk: int):
 @login_required
 def plan_detail(request, pk: int):
     plan = get_object_or_404(Plan.objects.select_related("host", "operation"), pk=pk)
+    by_stage = {stage: [f for f in plan.findings if f.get("stage", "current") == stage]
+                for stage in ("introduced", "resolved", "current")}
     return render(request, "tuning/plan.html", {
-        "plan": plan, "changes": plan.changes.all(),
+        "plan": plan, "changes": plan.changes.all(), "findings": by_stage,
         "form": ApplyForm(required=plan.requires_acknowledgement)})
 
 

@@ -4,7 +4,7 @@ live partial stops htmx polling (286) once the run has ended."""
 import pytest
 
 from apps.benchmarks import commands
-from apps.benchmarks.models import Validation
+from apps.benchmarks.models import Benchmark, Validation
 from apps.benchmarks.steps import build_series
 from apps.benchmarks.templatetags.charts import line_chart, ratio
 from apps.ops.models import Operation
@@ -62,7 +62,8 @@ def test_the_run_form_starts_a_benchmark_or_says_why_not(signed_in, delivered):
 
 def test_chart_has_axes_labels_max_and_breaks_at_gaps():
     svg = line_chart({"t": [1, 2, 3, 4], "tps": [10, None, 30.5, 20]}, "tps", "TPS")
-    assert svg.count("<polyline") == 2 and ">30.5<" in svg and ">4 s<" in svg
+    assert svg.count("<polyline") == 1 and ">30.5<" in svg and ">4 s<" in svg
+    assert svg.count("<circle") == 1  # the lone sample before the gap is a dot
     assert "seconds since start" in svg and ">TPS<" in svg
     assert "No Dirty" in line_chart({"t": [], "dirty_bytes": []}, "dirty_bytes", "Dirty")
     assert ">8M<" in line_chart({"t": [1], "d": [8 * 1024**2]}, "d", "Dirty", "bytes")
@@ -117,3 +118,63 @@ def test_the_run_form_offers_what_the_service_takes(signed_in, replayed_host):
     assert [o.attrs["value"] for o in protocols] == list(commands.PROTOCOLS)
     clients = form.find("input", name="clients")
     assert (clients.attrs["min"], clients.attrs["max"]) == ("1", "1000")
+
+
+def test_a_validation_draws_before_and_after_on_shared_axes(signed_in):
+    host = factories.host()
+    before = factories.finished(host, 1000.0, 2.0, 400.0)
+    after = factories.finished(host, 3000.0, 1.0, 400.0)
+    after.series = {**after.series, "t": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+                    "tps": [3000.0] * 6}
+    after.save()
+    validation = Validation.objects.create(host=host, before=before, after=after)
+    page = parse(signed_in.get(f"/benchmarks/validations/{validation.pk}/").content)
+    charts = page.find("div", id="charts")
+    assert not [e for e in page.iter() if "style" in e.attrs]  # CSP: no inline styles
+    tps = charts.find("svg", id="chart-tps")
+    assert len(charts.find_all("svg", id="chart-tps")) == 1
+    # One y scale: the before run (at most 1100 tps) sits low in the after run's 3,000 scale;
+    # one time range: the x axis runs to the longer run's 6 s.
+    texts = [e.text for e in tps.find_all("text")]
+    assert "3,000" in texts and "6 s" in texts
+    legend = [g.text for g in tps.find_all("g")]
+    assert legend == [f"before #{before.pk}", f"after #{after.pk}"]
+    lines = {tuple(p.attrs["class"].split()): p.attrs["points"] for p in tps.find_all("polyline")}
+    before_ys = [float(xy.split(",")[1]) for xy in lines[("line", "before")].split()]
+    after_ys = [float(xy.split(",")[1]) for xy in lines[("line", "after")].split()]
+    assert min(before_ys) > max(after_ys)  # before's peak drawn below after's level
+    before_xs = [float(xy.split(",")[0]) for xy in lines[("line", "before")].split()]
+    after_xs = [float(xy.split(",")[0]) for xy in lines[("line", "after")].split()]
+    assert max(before_xs) == after_xs[2]  # t=3 falls at the same x in both series
+
+
+def test_run_again_starts_the_same_workload_on_the_same_cluster(signed_in, delivered):
+    host = factories.host()
+    cluster = factories.cluster(host)
+    before = factories.finished(host, 1000.0, 2.0, 400.0, clients=4, threads=2, duration=7,
+                                mode="select-only")
+    after = factories.finished(host, 1100.0, 1.8, 400.0, clients=4, threads=2, duration=7,
+                               mode="select-only")
+    Benchmark.objects.filter(pk__in=[before.pk, after.pk]).update(cluster=cluster,
+                                                                 database="bench1")
+    validation = Validation.objects.create(host=host, before=before, after=after)
+    page = parse(signed_in.get(f"/benchmarks/validations/{validation.pk}/").content)
+    form = page.find("form", id="run-again")
+    response = signed_in.post(form.attrs["action"])
+    again = Benchmark.objects.exclude(pk__in=[before.pk, after.pk]).get()
+    assert response.url == f"/benchmarks/{again.pk}/"
+    assert (again.cluster, again.database, again.parameters) == \
+        (cluster, "bench1", after.parameters)
+    assert again.operation.kind == "benchmarks.run" and again.operation.triggered_by_id
+
+
+def test_run_again_says_why_not_when_the_cluster_is_gone(signed_in, delivered):
+    host = factories.host()
+    before = factories.finished(host, 1000.0, 2.0, 400.0)
+    after = factories.finished(host, 1100.0, 1.8, 400.0)
+    validation = Validation.objects.create(host=host, before=before, after=after)
+    response = signed_in.post(f"/benchmarks/validations/{validation.pk}/run-again/",
+                              follow=True)
+    assert "no longer a cluster" in response.content.decode()
+    assert Benchmark.objects.count() == 2 and not delivered
+    assert signed_in.get(f"/benchmarks/validations/{validation.pk}/run-again/").status_code == 405

@@ -100,7 +100,9 @@ def test_safe_profile_plan_apply_replan_and_rollback(fleet_hosts, delivered, ker
         assert read_vm()[name] == kernel_restored[name], name
     assert not Path(fleet_host.etc_sysctl_dir, "90-pozol.conf").exists()
     rediscover(host)
-    assert host.assignment.drifted
+    # Rolled back: the profile is no longer applied, which is not drift.
+    assert (host.assignment.state, host.assignment.applied_version) == ("not_applied", None)
+    assert host.assignment.drift
 
 
 def test_a_restart_waits_for_leave(fleet_hosts, delivered, kernel_restored):
@@ -146,3 +148,44 @@ def test_a_failure_midway_stops_reports_and_rolls_back(fleet_hosts, delivered, k
     assert drive(services.rollback(plan)[1]).status == "succeeded"
     assert zfs_get(fleet_host, "atime", data) == atime
     assert show(fleet_host, "max_stack_depth") == "2MB"
+
+
+def test_drift_pending_restart_and_the_rollback_of_a_dirty_pair_are_true(
+        fleet_hosts, delivered, kernel_restored):
+    fleet_host = fleet_hosts[1]
+    data = fleet_host.pg_data_dataset
+    Path("/proc/sys/vm/dirty_ratio").write_text("20")  # ratio mode: dirty_bytes reads 0
+    host = discovered(fleet_host)
+    atime = zfs_get(fleet_host, "atime", data)
+    flipped = "off" if atime == "on" else "on"
+    profile = services.create_profile(name="Dirty bytes, bigger buffers", settings={
+        "zfs": {"data": {"atime": flipped}}, "module": {},
+        "sysctl": {"vm.dirty_bytes": "512MB"}, "postgres": {"shared_buffers": "256MB"}})
+    assignment = services.assign(host, profile)
+    assert (assignment.state, assignment.drifted) == ("not_applied", False)
+    assert {(d["target"], d["key"]) for d in assignment.drift} >= {(data, "atime")}
+
+    plan = services.make_plan(host)
+    assert drive(services.apply_plan(plan)).status == "succeeded"  # no leave to restart
+    assert plan.changes.get(key="shared_buffers").status == PlanChange.Status.AWAITING_RESTART
+    rediscover(host)
+    assignment.refresh_from_db()
+    # shared_buffers is written and waits for a restart: pending with its value, not drift.
+    assert (assignment.state, assignment.drift) == ("in_line", [])
+    pending = [(p["key"], p["current"], p["pending"]) for p in assignment.pending_restart]
+    assert pending == [("shared_buffers", show(fleet_host, "shared_buffers"), "256MB")]
+
+    run_on(fleet_host, f"zfs set atime={atime} {data}")  # someone undoes one value by hand
+    rediscover(host)
+    assignment.refresh_from_db()
+    assert assignment.state == "drifted"
+    assert [(d["target"], d["key"], d["current"], d["desired"]) for d in assignment.drift] == \
+        [(data, "atime", atime, flipped)]
+
+    back, operation = services.rollback(plan)
+    rows = {c.key: (c.current, c.desired) for c in back.changes.all()}
+    # The kernel zeroed vm.dirty_ratio when vm.dirty_bytes was written: its current is 0.
+    assert read_vm()["dirty_ratio"] == "0"
+    assert rows["vm.dirty_ratio"] == ("0", "20")
+    assert drive(operation).status == "succeeded", operation.error
+    assert (read_vm()["dirty_ratio"], read_vm()["dirty_bytes"]) == ("20", "0")

@@ -128,3 +128,29 @@ def test_the_host_page_shows_tuning_and_the_plan_page_shows_changes(api, client,
     assert "full_page_writes" in plan_page and "pg_restart" in plan_page
     assert 'id="apply"' in plan_page
     assert client.get("/tuning/profiles/").status_code == 200
+
+
+def test_a_host_is_returned_to_no_profile_without_touching_it(api, host, delivered):
+    api.put(f"/api/hosts/{host.pk}/profile/", {"profile": builtin("oltp-safe").pk},
+            format="json")
+    assigned = api.get(f"/api/hosts/{host.pk}/profile/").json()
+    assert (assigned["state"], assigned["drifted"]) == ("not_applied", False)
+    assert any(d["target"] == "tank/pg/data" and d["key"] == "recordsize"
+               for d in assigned["drift"])
+
+    assert api.delete(f"/api/hosts/{host.pk}/profile/").status_code == 204
+    assert api.get(f"/api/hosts/{host.pk}/profile/").status_code == 404
+    assert api.delete(f"/api/hosts/{host.pk}/profile/").status_code == 204  # idempotent
+    assert api.delete("/api/hosts/999999/profile/").status_code == 404
+    assert not Operation.objects.exists()  # nothing ran on the host
+    schema = api.get("/api/schema/", {"format": "json"}).json()
+    operation = schema["paths"]["/api/hosts/{id}/profile/"]["delete"]
+    assert "Nothing on the host changes" in operation["description"]
+
+
+def test_a_plan_row_carries_the_hazard_it_introduces(api, host):
+    plan = api.post(f"/api/hosts/{host.pk}/plan/", {"profile": builtin("oltp-safe").pk},
+                    format="json").json()
+    hazards = {c["key"]: [h["id"] for h in c["hazards"]] for c in plan["changes"] if c["hazards"]}
+    assert hazards["shared_buffers"][0] == "zfs_fuse_large_shared_buffers"
+    assert any(f["stage"] == "resolved" for f in plan["findings"])

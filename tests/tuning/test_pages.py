@@ -4,7 +4,7 @@ profile list, a profile, a plan with its changes, and the host page's card."""
 import pytest
 
 from apps.tuning import services
-from apps.tuning.models import Plan, PlanChange, Profile
+from apps.tuning.models import Assignment, Plan, PlanChange, Profile
 from tests.html import parse
 
 pytestmark = pytest.mark.django_db
@@ -80,4 +80,94 @@ def test_the_host_page_card_shows_the_assigned_profile_and_its_plans(signed_in, 
     assert selected == [Profile.objects.get(slug="oltp-safe").name]
     plan_links = [a.text for a in page.find_all("a") if a.attrs.get("href") ==
                   f"/tuning/plans/{plan.pk}/"]
-    assert plan_links == [f"#{plan.pk} apply"]
+    assert plan_links == [f"Plan #{plan.pk}"]
+
+
+def test_unassigning_returns_the_host_to_no_profile_and_says_nothing_changed(signed_in, host):
+    planned(host)
+    card = parse(signed_in.get(f"/hosts/{host.pk}/").content).find("div", id="tuning")
+    form = card.find("form", id="unassign")
+    assert "Nothing on the host changes" in form.attrs["data-confirm"]
+    response = signed_in.post(form.attrs["action"], follow=True)
+    assert not Assignment.objects.filter(host=host).exists()
+    page = parse(response.content)
+    assert "Nothing on the host was changed" in page.text
+    card = page.find("div", id="tuning")
+    assert [o.text for o in card.find_all("option") if "selected" in o.attrs] == ["No profile"]
+    assert not card.find_all("form", id="unassign")
+
+
+def applied_plan(host) -> Plan:
+    plan = planned(host)
+    Plan.objects.filter(pk=plan.pk).update(status=Plan.Status.APPLIED)
+    plan.changes.filter(key="vm.dirty_bytes").update(
+        status=PlanChange.Status.APPLIED, after="268435456",
+        before={"value": "0", "partner": {"name": "vm.dirty_ratio", "value": "20"}})
+    return plan
+
+
+def test_a_rollback_asks_first_and_is_called_a_rollback_everywhere(signed_in, host, delivered):
+    plan = applied_plan(host)
+    host.facts["sysctls"].update({"vm.dirty_bytes": 268435456, "vm.dirty_ratio": 0})
+    host.save()  # as discovery read the host after the apply
+    form = parse(signed_in.get(f"/tuning/plans/{plan.pk}/").content).find("form", id="rollback")
+    assert form.attrs["data-confirm"].startswith(f"Roll back plan #{plan.pk}")
+
+    response = signed_in.post(form.attrs["action"])
+    back = Plan.objects.get(rollback_of=plan)
+    assert back.operation.subject == f"db1: rollback #{back.pk} of plan #{plan.pk}"
+    page = parse(signed_in.get(f"/tuning/plans/{back.pk}/").content)
+    assert page.find("title").text.startswith(f"Rollback #{back.pk}")
+    assert page.find("h1").text.startswith(f"Rollback #{back.pk}")
+    # The kernel zeroed vm.dirty_ratio when vm.dirty_bytes was written: that is its current.
+    assert page.find("table", id="changes").rows()[0][2:4] == ["vm.dirty_ratio", "0"]
+    # Judged like any plan: a 20% dirty ratio of this host's RAM is more than its disks drain.
+    assert "introduces: kernel dirty limit larger than the storage drains" in \
+        page.find("tr", class_="hazard").text
+    host_page = parse(signed_in.get(f"/hosts/{host.pk}/").content)
+    assert host_page.find("ul", id="plans").find("li").text.startswith(
+        f"Rollback #{back.pk} of plan #{plan.pk}")
+    assert response.status_code == 302
+
+
+def test_a_profile_never_applied_is_not_called_drifted(signed_in, host):
+    planned(host)
+    card = parse(signed_in.get(f"/hosts/{host.pk}/").content).find("div", id="tuning")
+    assert card.find_all(id="not-applied") and not card.find_all(id="drifted")
+    drift = [li.text for li in card.find("ul", id="drift").find_all("li")]
+    assert "tank/pg/data recordsize 8192→16K" in drift
+
+
+def test_a_host_that_left_the_applied_profile_is_drifted(signed_in, host):
+    planned(host)
+    assignment = Assignment.objects.get(host=host)
+    assignment.applied_version = assignment.profile.current
+    assignment.save()
+    card = parse(signed_in.get(f"/hosts/{host.pk}/").content).find("div", id="tuning")
+    assert card.find(id="drifted") and not card.find_all(id="not-applied")
+
+
+def test_a_setting_waiting_for_a_restart_is_pending_with_its_value(signed_in, host):
+    plan = planned(host)
+    change = plan.changes.get(key="shared_buffers")
+    change.status = PlanChange.Status.AWAITING_RESTART
+    change.save()
+    rows = host.facts["clusters"][0]["settings"]
+    next(r for r in rows if r["name"] == "shared_buffers")["pending_restart"] = True
+    host.save()
+    services.refresh_drift(host)
+    card = parse(signed_in.get(f"/hosts/{host.pk}/").content).find("div", id="tuning")
+    assert f"shared_buffers 128MB→{change.desired}" in card.find("p", id="pending-restart").text
+    assert "shared_buffers" not in card.find("ul", id="drift").text
+
+
+def test_a_plan_row_that_introduces_a_hazard_is_marked(signed_in, host):
+    plan = planned(host)  # oltp-safe: shared_buffers = RAM/4, GBs on a zfs-fuse host
+    page = parse(signed_in.get(f"/tuning/plans/{plan.pk}/").content)
+    marked = {row.find_all("td")[2].text: row.find("div", class_="hazard-note").text
+              for row in page.find("table", id="changes").find_all("tr", class_="hazard")}
+    assert list(marked) == ["shared_buffers"]
+    assert "warning introduces: zfs-fuse stalls with large shared_buffers" in \
+        marked["shared_buffers"]
+    assert page.find(id="introduces")
+    assert page.find(id="findings-resolved")

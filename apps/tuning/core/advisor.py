@@ -13,11 +13,11 @@ from dataclasses import replace
 from apps.remote.facts.host import HostFacts
 from apps.remote.sizes import KiB, parse_zfs_size
 from apps.tuning.core import rules_postgres, rules_storage
-from apps.tuning.core.changes import compute_changes, project
+from apps.tuning.core.changes import Change, compute_changes, project
 from apps.tuning.core.findings import SEVERITIES, Context, Finding, Rule
 from apps.tuning.core.profiles import ProfileSettings
 
-__all__ = ["RULES", "RELATED", "Finding", "advise", "rule_ids"]
+__all__ = ["RULES", "RELATED", "Finding", "advise", "advise_changes", "rule_ids"]
 
 RULES: tuple[tuple[str, Rule], ...] = (*rules_storage.RULES, *rules_postgres.RULES)
 
@@ -53,12 +53,20 @@ def rule_ids() -> tuple[str, ...]:
 def advise(facts: HostFacts, desired: ProfileSettings | None = None,
            acknowledged: frozenset[str] = frozenset()) -> list[Finding]:
     """Findings for the host now or, with desired settings, around applying them."""
-    context = Context(facts, frozenset(acknowledged), _large_records(desired))
-    now = _run(context)
     if desired is None:
-        return now
-    after = _run(replace(context, facts=project(facts, compute_changes(facts, desired))))
-    return _staged(now, after)
+        return _run(Context(facts, frozenset(acknowledged)))
+    return advise_changes(facts, compute_changes(facts, desired), acknowledged,
+                          large_records_intended=_large_records(desired))
+
+
+def advise_changes(facts: HostFacts, changes: list[Change],
+                   acknowledged: frozenset[str] = frozenset(), *,
+                   large_records_intended: bool = False) -> list[Finding]:
+    """Findings staged around applying these changes, wherever they came from (a
+    profile's, or a rollback's before-values)."""
+    context = Context(facts, frozenset(acknowledged), large_records_intended)
+    after = _run(replace(context, facts=project(facts, changes)))
+    return _staged(_run(context), after)
 
 
 def _run(context: Context) -> list[Finding]:

@@ -17,6 +17,7 @@ from apps.remote.facts.zfs import PropertyValue
 from apps.remote.sizes import MiB, parse_zfs_size
 from apps.tuning.core import facts as r
 from apps.tuning.core import pgvalues
+from apps.tuning.core.findings import Finding
 from apps.tuning.core.formulas import (
     FormulaError,
     Variables,
@@ -53,6 +54,9 @@ class Change:
     fallback_for: str | None  # what the profile asked for when `desired` is a fallback
     risk: str  # "low" | "medium" | "high"
     findings: tuple[str, ...] = ()  # advisor finding ids this change relates to
+    # Findings that appear only once the plan is applied and that this change causes
+    # (severity, title, ...): the row that brings a hazard onto this host says so.
+    hazards: tuple[Finding, ...] = ()
 
     @property
     def acknowledgements(self) -> tuple[str, ...]:

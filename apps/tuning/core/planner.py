@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from apps.remote.facts.host import HostFacts
-from apps.tuning.core.advisor import RELATED, Finding, advise
+from apps.tuning.core.advisor import RELATED, Finding, advise, advise_changes
 from apps.tuning.core.changes import Change, compute_changes
 from apps.tuning.core.profiles import ProfileSettings
 
-__all__ = ["Change", "Plan", "plan", "ORDER"]
+__all__ = ["Change", "Plan", "plan", "judge", "ORDER"]
 
 # zfs first (online, reversible), then module parameters and sysctls, then the
 # PostgreSQL settings that reload, and the restart last, once, with all of its.
@@ -56,17 +56,29 @@ def plan(facts: HostFacts, settings: ProfileSettings,
     )
 
 
+def judge(facts: HostFacts, changes: list[Change],
+          acknowledged: frozenset[str] = frozenset()) -> tuple[tuple[Finding, ...],
+                                                              tuple[Change, ...]]:
+    """The advisor around changes that come from no profile (a rollback's): the staged
+    findings, and each change linked to them with the hazards it would bring."""
+    findings = tuple(advise_changes(facts, changes, acknowledged))
+    return findings, tuple(_link(change, findings) for change in changes)
+
+
 def _position(change: Change) -> tuple[int, str, str]:
     stage = change.method if change.layer == "postgres" else change.layer
     return ORDER.index(stage), change.target, change.key
 
 
 def _link(change: Change, findings: tuple[Finding, ...]) -> Change:
+    """The findings a change can cause or cure (RELATED), on its own subject or host-wide;
+    those the plan introduces are the change's hazards."""
     related = RELATED.get((change.layer, change.key), ())
     host_wide = change.layer in ("module", "sysctl")
-    ids = sorted({f.id for f in findings if f.id in related
-                  and (host_wide or f.subject in (change.target, "host"))})
-    return replace(change, findings=tuple(ids))
+    linked = [f for f in findings if f.id in related
+              and (host_wide or f.subject in (change.target, "host"))]
+    hazards = tuple(f for f in linked if f.stage == "introduced") if change.supported else ()
+    return replace(change, findings=tuple(sorted({f.id for f in linked})), hazards=hazards)
 
 
 def _missing_acknowledgements(settings: ProfileSettings, changes: tuple[Change, ...],
