@@ -5,7 +5,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
 from apps.ops import engine
-from apps.ops.filters import MAX_ID
+from apps.ops.filters import MAX_ID, OperationPageFilter
 from apps.ops.models import Operation
 from apps.ops.paging import uncounted_page
 
@@ -14,8 +14,18 @@ PER_PAGE = 50
 
 @login_required
 def operation_list(request):
-    page = uncounted_page(Operation.objects.for_table(), request.GET.get("page"), PER_PAGE)
-    return render(request, "ops/list.html", {"operations": page.rows, "page": page})
+    """Newest first, filtered by the form above the table; a bad filter is a 400 that says why."""
+    filters = OperationPageFilter(request.GET, queryset=Operation.objects.for_table())
+    if not filters.is_valid():
+        return render(request, "ops/list.html", {"filters": filters, "operations": []},
+                      status=400)
+    page = uncounted_page(filters.qs, request.GET.get("page"), PER_PAGE)
+    context = {"filters": filters, "operations": page.rows, "page": page,
+               "polling": any(operation.is_active for operation in page.rows)}
+    if request.htmx and request.htmx.target == "operations-live":
+        status = 200 if context["polling"] else HTMX_STOP_POLLING
+        return render(request, "ops/_live_list.html", context, status=status)
+    return render(request, "ops/list.html", context)
 
 
 @login_required
