@@ -117,3 +117,24 @@ def test_the_run_form_offers_what_the_service_takes(signed_in, replayed_host):
     assert [o.attrs["value"] for o in protocols] == list(commands.PROTOCOLS)
     clients = form.find("input", name="clients")
     assert (clients.attrs["min"], clients.attrs["max"]) == ("1", "1000")
+
+
+def test_the_list_polls_only_while_a_run_on_it_is_active(signed_in):
+    host = factories.host()
+    factories.finished(host, 100.0, 1.0, None)
+    live = parse(signed_in.get("/benchmarks/").content).find("div", id="benchmarks-live")
+    assert "hx-trigger" not in live.attrs
+
+    running = factories.finished(host, 100.0, 1.0, None, status=Operation.Status.RUNNING)
+    live = parse(signed_in.get("/benchmarks/").content).find("div", id="benchmarks-live")
+    assert live.attrs["hx-get"] == "/benchmarks/" and live.attrs["hx-swap"] == "outerHTML"
+    assert live.attrs["hx-trigger"].startswith("every")
+
+    poll = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "benchmarks-live"}
+    response = signed_in.get("/benchmarks/", **poll)
+    assert response.status_code == 200 and b"<html" not in response.content
+    Operation.objects.filter(pk=running.operation_id).update(status=Operation.Status.SUCCEEDED)
+    response = signed_in.get("/benchmarks/", **poll)
+    assert response.status_code == 286  # htmx: stop polling
+    live = parse(response.content).find("div", id="benchmarks-live")
+    assert "hx-trigger" not in live.attrs and "succeeded" in live.find("table").text
