@@ -5,7 +5,9 @@ seconds, polled every second, each poll logging its commands) on a real test
 host, while the browser sits on the operation's page. The log must grow by
 appending (the first line stays the very same DOM node, the line count only
 rises), stay scrolled to its newest line while "Follow" is ticked, and end
-with the operation's last line; scrolling up by hand stops following.
+with the operation's last line; scrolling up by hand stops following. The
+operations and benchmarks lists, opened meanwhile, show the end without a
+reload, and the operations list filters by kind.
 """
 
 import time
@@ -56,6 +58,11 @@ def test_follow_a_benchmark_log_to_its_end(live_server, worker, operator,  # noq
         browser, page = signed_in(playwright, live_server.url, operator)
         # A short window, so the log (at most 60% of it high) overflows within seconds.
         page.set_viewport_size({"width": 1000, "height": 520})
+        # The lists, opened while the run is active, must show its end without a reload.
+        session = browser.new_context(storage_state=page.context.storage_state())
+        lists = {path: session.new_page() for path in ("/operations/", "/benchmarks/")}
+        for path, listing in lists.items():
+            listing.goto(f"{live_server.url}{path}")
         page.goto(f"{live_server.url}/operations/{operation.pk}/")
         first = page.locator("#op-log span").first
         first.wait_for()
@@ -91,6 +98,19 @@ def test_follow_a_benchmark_log_to_its_end(live_server, worker, operator,  # noq
         page.locator("#follow-log").check()
         page.wait_for_function("""() => { const log = document.getElementById("op-log");
             return log.scrollHeight - log.scrollTop - log.clientHeight <= 8; }""")
+
+        for path, table in (("/operations/", "#operations"), ("/benchmarks/", "#benchmarks")):
+            row = lists[path].locator(f"{table} tbody tr").first
+            row.locator(".status.succeeded").wait_for(timeout=10_000)
+            assert lists[path].locator("[hx-trigger]").count() == 0, f"{path} still polls"
+
+        listing = lists["/operations/"]
+        listing.select_option("#id_kind", "benchmarks.run")
+        listing.click("#operation-filters button")
+        listing.wait_for_url("**kind=benchmarks.run**")
+        assert listing.locator("#operations tbody tr").count() == 1
+        assert listing.locator("#id_kind").input_value() == "benchmarks.run"
+        listing.screenshot(path=str(ARTIFACTS / "operations-filtered.png"), full_page=True)
         browser.close()
 
     # The ORM after Playwright: its sync API runs an event loop Django refuses to query in.
