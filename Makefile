@@ -7,12 +7,12 @@ PY := $(VENV)/bin/python
 # PostgreSQL 15 with pgbench, Redis, and Chromium for the browser tests.
 DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium
 
-.PHONY: run test bench bench-scale fuzz deps debs venv lint fleet-up fleet-down clean
+.PHONY: run test bench bench-scale fuzz deps debs venv node lint fleet-up fleet-down clean
 
-run: deps
+run: deps node
 	$(PY) -m apps.demo
 
-test: deps
+test: deps node
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Figures, not a test: "OLTP on ZFS (safe)" before/after on a fresh test host.
@@ -48,6 +48,23 @@ debs:
 
 venv: $(VENV)/.installed
 
+# Front-end tools the browser tests use (axe-core), pinned by package-lock.json.
+# npm ci runs only when node_modules is missing or older than the lock file.
+node: node_modules/.installed
+
+node_modules/.installed: package.json package-lock.json
+	@if ! command -v npm >/dev/null; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "PoZoL: npm is missing; run: sudo apt-get install -y npm"; \
+	    echo "PoZoL: the control plane still runs; the accessibility tests need it."; \
+	    exit 0; \
+	  fi; \
+	  echo "PoZoL: installing npm"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
+	fi; \
+	echo "PoZoL: npm ci (axe-core for the accessibility tests)"; \
+	npm ci --no-audit --no-fund --loglevel=error && touch $@
+
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
@@ -60,4 +77,4 @@ fleet-down: venv
 	$(PY) -m apps.demo.fleet down
 
 clean:
-	rm -rf $(VENV) .staticfiles
+	rm -rf $(VENV) .staticfiles node_modules

@@ -188,6 +188,9 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # Times, durations, sizes and pg_settings contexts in one format on every
+            # page, without a {% load %} in each template (pozol/formatting.py).
+            "builtins": ["pozol.formatting"],
         },
     },
 ]

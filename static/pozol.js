@@ -11,6 +11,29 @@ document.addEventListener("submit", (event) => {
   }
 });
 
+// ---- Boxes that scroll inside the page: wide tables on narrow screens (see
+// pozol.css) and long logs. A box that scrolls must be reachable by keyboard to be
+// scrolled without a mouse: give each one that overflows a tab stop, and take it
+// back when it fits.
+function markScrollingTables() {
+  for (const box of document.querySelectorAll("table.grid, pre.log")) {
+    const overflows = box.scrollWidth > box.clientWidth + 1
+      || box.scrollHeight > box.clientHeight + 1;
+    if (overflows) {
+      box.tabIndex = 0;
+    } else if (box.getAttribute("tabindex") === "0") {
+      box.removeAttribute("tabindex");
+    }
+  }
+}
+document.addEventListener("DOMContentLoaded", markScrollingTables);
+document.addEventListener("htmx:afterSettle", markScrollingTables);
+let resizeTimer;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(markScrollingTables, 150);
+});
+
 // ---- Following an operation's log (templates/ops/detail.html) -------------------
 // <input type="checkbox" data-follow-log="ID">: while ticked, the scrollable element
 // #ID stays scrolled to its newest line as htmx appends lines to it. Scrolling up by

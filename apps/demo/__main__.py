@@ -8,6 +8,7 @@ idempotent and hosts already registered are left as they are.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -23,6 +24,11 @@ ENV_FILE = STATE / "env"
 PY = sys.executable
 HOST, PORT = "127.0.0.1", int(os.environ.get("POZOL_DEMO_PORT", "8000"))
 FLEET_STATE = Path(os.environ.get("POZOL_FLEET_STATE_DIR", "/tmp/pozol-fleet"))
+# The fleet has one host more than the demo registers: the README adds it
+# through the API, with the request body written to SPARE_HOST_FILE.
+DEMO_HOSTS = 2
+SPARE_HOST = f"host{DEMO_HOSTS + 1}"
+SPARE_HOST_FILE = STATE / "spare-host.json"
 
 
 def say(text: str) -> None:
@@ -92,11 +98,27 @@ def write_env_file(env: dict[str, str]) -> None:
              if name.startswith("POZOL_") and "\n" not in value]
     text = "# written by `make run`; read when no POZOL_ variable is set\n"
     text += "".join(f"{line}\n" for line in lines)
-    # It holds the secret keys: never readable by others, not even for an instant.
-    ENV_FILE.unlink(missing_ok=True)
-    fd = os.open(ENV_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    write_private(ENV_FILE, text)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Secret keys inside: never readable by others, not even for an instant."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(text)
+
+
+def write_spare_host() -> None:
+    """The body of `POST /api/hosts/` for the fleet host the demo left unregistered."""
+    from apps.demo.fleet import status
+
+    (spare,) = [host for host in status(FLEET_STATE) if host.name == SPARE_HOST]
+    body = {"name": spare.name, "address": spare.address, "port": spare.port,
+            "user": spare.user, "work_dir": spare.work_dir,
+            "private_key": Path(spare.private_key_path).read_text(),
+            "expected_fingerprint": spare.host_key_fingerprint}
+    write_private(SPARE_HOST_FILE, json.dumps(body, indent=2) + "\n")
 
 
 def manage(env: dict[str, str], *args: str, capture: bool = False) -> str:
@@ -126,10 +148,12 @@ def start_fleet(env: dict[str, str]) -> bool:
     if problem:
         say(f"no demo fleet: {problem}. The control plane runs anyway.")
         return False
-    say("starting a demo fleet of 2 hosts (zfs-fuse + sshd + PostgreSQL 15 each)")
-    subprocess.run([PY, "-m", "apps.demo.fleet", "up", "--hosts", "2", "--state-dir",
-                    str(FLEET_STATE)], cwd=ROOT, env=env, check=True)
-    manage(env, "register_demo_fleet", str(FLEET_STATE))
+    say(f"starting a demo fleet of {DEMO_HOSTS + 1} hosts (zfs-fuse + sshd + PostgreSQL 15 "
+        f"each); {SPARE_HOST} is left for the README to add")
+    subprocess.run([PY, "-m", "apps.demo.fleet", "up", "--hosts", str(DEMO_HOSTS + 1),
+                    "--state-dir", str(FLEET_STATE)], cwd=ROOT, env=env, check=True)
+    manage(env, "register_demo_fleet", str(FLEET_STATE), "--spare", SPARE_HOST)
+    write_spare_host()
     return True
 
 

@@ -16,7 +16,7 @@ class OperationQuerySet(models.QuerySet):
     # these: state can hold a whole host's facts between discovery steps, and
     # joining the host would read its facts (about 68 KB) for every row.
     TABLE_COLUMNS = ("kind", "subject", "status", "progress", "message", "trigger",
-                     "triggered_by__username", "created_at")
+                     "triggered_by__username", "created_at", "started_at", "finished_at")
 
     def for_table(self) -> OperationQuerySet:
         return self.select_related("triggered_by").only(*self.TABLE_COLUMNS)

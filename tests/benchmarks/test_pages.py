@@ -22,7 +22,7 @@ def test_benchmark_page_shows_summary_and_charts(signed_in):
     bench = factories.finished(host, 1234.5, 1.25, 512.0)
     page = signed_in.get(f"/benchmarks/{bench.pk}/").content.decode()
     assert "1234.5 tps" in page and 'id="chart-tps"' in page and 'id="chart-dirty_bytes"' in page
-    assert "BEGIN;" in page and "512 bytes per transaction" in page
+    assert "BEGIN;" in page and "512 B per transaction" in page
     assert "hx-get" not in page  # finished: nothing to poll
 
 

@@ -41,7 +41,7 @@ def test_the_host_page_shows_datasets_with_ratios(signed_in, host):
     rows = {row[0]: row for row in page.find("table", id="datasets").rows()}
     assert rows[data.name][4] == f"{data.compressratio:.2f}x"
     settings = {row[0]: row for row in page.find("div", class_="cluster").rows()}
-    assert settings["shared_buffers"][3] == "postmaster"
+    assert settings["shared_buffers"][3] == "a restart"
     kernel = page.find("div", id="kernel")
     assert "hit ratio 97%" in kernel.find("p").text
     assert "vm.dirty_ratio=20" in [code.text for code in kernel.find_all("code")]

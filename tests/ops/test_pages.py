@@ -207,7 +207,7 @@ def test_a_bad_filter_says_which_and_why(signed_in, mixed, query, field):
     response = signed_in.get("/operations/?" + query)
     assert response.status_code == 400
     page = parse(response.content)
-    assert page.find("p", id=f"id_{field}_error").text
+    assert page.find("ul", id=f"id_{field}_error", class_="errorlist").text
     assert f"{field}:" in page.find("p", id="filter-errors").text
     assert not page.find_all("table", id="operations")
 

@@ -2,17 +2,12 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from apps.remote.sizes import format_human_size, unit_bytes
+from apps.remote.sizes import unit_bytes
+from pozol.formatting import zfs_size
 
 register = template.Library()
-
-
-@register.filter
-def zfs_size(value) -> str:
-    """Bytes the way zfs prints them (128K, 1.5G); "—" when not known."""
-    if value in (None, ""):
-        return "—"
-    return format_human_size(value)
+# Its home is pozol/formatting.py (a builtin); `{% load fleet %}` keeps offering it.
+register.filter("zfs_size", zfs_size)
 
 
 @register.simple_tag

@@ -3,6 +3,9 @@
 The fleet itself tells us each host's key fingerprint, so the demo pins keys
 it knows rather than trusting on first use. A fleet that was re-created has
 new keys; since it is our own demo fleet, its hosts are re-pinned here.
+
+A --spare host is not added: the README adds it through the API. Once added,
+it is refreshed like the others.
 """
 
 from pathlib import Path
@@ -20,11 +23,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("state_dir")
+        parser.add_argument("--spare", action="append", default=[], metavar="NAME",
+                            help="a fleet host not to add (refreshed if it was added)")
 
-    def handle(self, state_dir, **options):
+    def handle(self, state_dir, spare, **options):
         for fleet_host in status(state_dir):
             private_key = Path(fleet_host.private_key_path).read_text()
             host = Host.objects.filter(name=fleet_host.name).first()
+            if host is None and fleet_host.name in spare:
+                self.stdout.write(f"left {fleet_host.name} at {fleet_host.address} unregistered")
+                continue
             if host is None:
                 host, _ = services.add_host(
                     name=fleet_host.name, address=fleet_host.address, port=fleet_host.port,

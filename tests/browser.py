@@ -1,0 +1,117 @@
+"""Pages in Debian's Chromium as a person sees them, for the browser tests.
+
+axe-core (pinned in package-lock.json, installed by `make node`) is added to
+every page of a context with `add_init_script`: the browser puts it in before
+the page's own scripts through the DevTools protocol, so the page keeps its real
+Content-Security-Policy (script-src 'self' would refuse an inline <script> from
+`add_script_tag`, and bypass_csp would test pages that no user gets).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.test import Client
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 375, "height": 800}
+WIDTHS = {"desktop": DESKTOP, "375": PHONE}
+# What the suite refuses; "minor" and "moderate" findings are left to judgement.
+BLOCKING_IMPACTS = ("serious", "critical")
+
+
+@contextmanager
+def session() -> Iterator:
+    """Playwright, with the database usable while it runs.
+
+    Playwright's sync API keeps an event loop running in this thread, which Django
+    takes for async code and refuses ORM calls in; the tests' own data set-up is
+    plain synchronous code, so say so for as long as Playwright runs.
+    """
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            yield playwright
+    finally:
+        if before is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+
+
+def new_context(browser):
+    """A browser context whose every page carries axe-core."""
+    assert AXE.is_file(), f"{AXE} is missing: run `make node` (npm ci)"
+    context = browser.new_context(viewport=DESKTOP)
+    context.add_init_script(path=str(AXE))
+    return context
+
+
+def sign_in(context, base_url: str, user) -> None:
+    """Put a real Django session for `user` into the context: no login form per test."""
+    client = Client()
+    client.force_login(user)
+    context.clear_cookies()
+    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "url": base_url,
+                          "value": client.cookies[settings.SESSION_COOKIE_NAME].value}])
+
+
+def axe_violations(page) -> list[dict]:
+    """axe-core's violations on the page as it is now, serious and critical only."""
+    results = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    return [v for v in results["violations"] if v["impact"] in BLOCKING_IMPACTS]
+
+
+def describe(violations: list[dict]) -> str:
+    """One paragraph per rule: what it is, where, and axe's own explanation."""
+    lines = []
+    for violation in violations:
+        lines.append(f"{violation['id']} ({violation['impact']}): {violation['help']}"
+                     f" <{violation['helpUrl']}>")
+        for node in violation["nodes"][:8]:
+            lines.append(f"    at {' '.join(node['target'])}: {node['html'][:160]}")
+            lines.append(f"      {node['failureSummary'].replace(chr(10), ' ')[:300]}")
+        if len(violation["nodes"]) > 8:
+            lines.append(f"    ... and {len(violation['nodes']) - 8} more")
+    return "\n".join(lines)
+
+
+def sideways_scroll(page) -> int:
+    """How many pixels the page is wider than the window (0: no sideways scroll)."""
+    return page.evaluate(
+        "() => Math.max(0, document.documentElement.scrollWidth - window.innerWidth)")
+
+
+def widest_elements(page, limit: int = 5) -> list[str]:
+    """The elements that stick out past the window's right edge, for a failure message."""
+    return page.evaluate("""limit => [...document.querySelectorAll('body *')]
+        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+        .filter(e => !(e.parentElement && e.parentElement.closest('table.grid, pre')))
+        .slice(0, limit)
+        .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+             + (typeof e.className === 'string' && e.className
+                ? '.' + e.className.split(' ').join('.') : '')
+             + ' right=' + Math.round(e.getBoundingClientRect().right))""", limit)
+
+
+def screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,125 @@
+"""Every page in Debian's Chromium at desktop (1280x800) and phone (375x800) width,
+with data on it: axe-core finds no serious or critical accessibility violation, and
+at 375 px the page never scrolls sideways (wide tables scroll inside their box).
+
+Screenshots of the overview and the host page at both widths are saved to
+test-artifacts/ (overview-desktop.png, overview-375.png, host-desktop.png,
+host-375.png). One browser and one page serve the whole module.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.benchmarks import services as benchmarks
+from apps.ops.models import LogLine, Operation
+from apps.tuning import services as tuning
+from apps.tuning.models import Profile
+from tests import browser as chromium
+from tests.benchmarks import factories
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+# name: (address, with {ids} filled in from the data; signed in?)
+PAGES = {
+    "overview": ("/", True),
+    "host": ("/hosts/{host}/", True),
+    "profiles": ("/tuning/profiles/", True),
+    "profile": ("/tuning/profiles/{profile}/", True),
+    "plan": ("/tuning/plans/{plan}/", True),
+    "operation": ("/operations/{operation}/", True),
+    "operations": ("/operations/", True),
+    "benchmarks": ("/benchmarks/", True),
+    "benchmark": ("/benchmarks/{benchmark}/", True),
+    "validation": ("/benchmarks/validations/{validation}/", True),
+    "add-host": ("/hosts/add/", True),
+    "login": ("/login/", False),
+    "not-found": ("/hosts/999999/", True),
+}
+SCREENSHOTS = {"overview", "host"}
+
+
+@pytest.fixture(scope="module")
+def tab():
+    """One Chromium and one tab for the module; each test sets its own cookies."""
+    with chromium.session() as playwright:
+        browser = chromium.launch(playwright)
+        context = chromium.new_context(browser)
+        yield context.new_page()
+        browser.close()
+
+
+@pytest.fixture
+def site(replayed_host) -> dict:
+    """A fleet with something on every page: a host with real recorded facts, a plan,
+    an operation with its log, two benchmarks and the validation comparing them."""
+    host = replayed_host
+    profile = Profile.objects.get(slug="oltp-safe")
+    tuning.assign(host, profile)
+    plan = tuning.make_plan(host)
+    started = timezone.now() - timedelta(minutes=5)
+    operation = Operation.objects.create(
+        kind="tuning.apply", host=host, subject=host.name, step="apply", mutating=True,
+        status=Operation.Status.FAILED, progress=60, message="applying work_mem",
+        error='invalid value for parameter "work_mem": "lots"\nHINT: Valid units are kB, MB.',
+        started_at=started, finished_at=started + timedelta(seconds=72))
+    LogLine.objects.bulk_create([
+        LogLine(operation=operation, level=level, text=text) for level, text in [
+            ("info", "applying 3 changes"), ("command", "ALTER SYSTEM SET work_mem = 'lots'"),
+            ("error", 'invalid value for parameter "work_mem": "lots"')]])
+    factories.cluster(host, port=5433)
+    before = factories.finished(host, 1234.5, 1.6, 5321.0)
+    after = factories.finished(host, 1400.2, 1.4, 812.0)
+    validation = benchmarks.validate(before, after, "recordsize 16K")
+    return {"host": host.pk, "profile": profile.pk, "plan": plan.pk,
+            "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk}
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_the_page_is_accessible_and_fits_a_phone(name, tab, site, live_server, operator):
+    address, signed_in = PAGES[name]
+    if signed_in:
+        chromium.sign_in(tab.context, live_server.url, operator)
+    else:
+        tab.context.clear_cookies()
+    url = live_server.url + address.format(**site)
+
+    problems = []
+    for width, viewport in chromium.WIDTHS.items():
+        tab.set_viewport_size(viewport)
+        response = tab.goto(url)
+        assert response.status == (404 if name == "not-found" else 200), url
+        assert signed_in == (tab.locator("nav[aria-label=Sections]").count() == 1), \
+            f"{url}: expected to be signed {'in' if signed_in else 'out'}"
+        if violations := chromium.axe_violations(tab):
+            problems.append(f"at {width} width, axe-core found:\n{chromium.describe(violations)}")
+        if width == "375" and (extra := chromium.sideways_scroll(tab)):
+            problems.append(f"at {width} width the page scrolls sideways by {extra}px; "
+                            f"sticking out: {chromium.widest_elements(tab)}")
+        if name in SCREENSHOTS:
+            chromium.screenshot(tab, f"{name}-{width}")
+    assert not problems, f"{name} ({url}):\n" + "\n".join(problems)
+
+
+def test_form_errors_stand_next_to_their_fields_and_pass_axe(tab, live_server, operator):
+    chromium.sign_in(tab.context, live_server.url, operator)
+    problems = []
+    for width, viewport in chromium.WIDTHS.items():
+        tab.set_viewport_size(viewport)
+        tab.goto(f"{live_server.url}/hosts/add/")
+        # The server's own checks, not the browser's: submit the empty form as is.
+        tab.evaluate("() => document.querySelector('main form').noValidate = true")
+        tab.click("main form button")
+        name = tab.locator("input[name=name]")
+        assert name.get_attribute("aria-invalid") == "true"
+        error = tab.locator(f"#{name.get_attribute('aria-describedby').split()[0]}")
+        assert error.is_visible() and error.inner_text().strip()
+        assert error.evaluate("e => getComputedStyle(e).color") == "rgb(185, 28, 28)"
+        if violations := chromium.axe_violations(tab):
+            problems.append(f"at {width} width, axe-core found:\n{chromium.describe(violations)}")
+        if width == "375" and (extra := chromium.sideways_scroll(tab)):
+            problems.append(f"at 375 width the page scrolls sideways by {extra}px")
+    assert not problems, "\n".join(problems)
