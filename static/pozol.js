@@ -33,3 +33,42 @@ window.addEventListener("resize", () => {
   clearTimeout(resizeTimer);
   resizeTimer = setTimeout(markScrollingTables, 150);
 });
+
+// ---- Following an operation's log (templates/ops/detail.html) -------------------
+// <input type="checkbox" data-follow-log="ID">: while ticked, the scrollable element
+// #ID stays scrolled to its newest line as htmx appends lines to it. Scrolling up by
+// hand unticks it (the reader wants to stay where they are); ticking it again jumps
+// back to the newest line.
+(() => {
+  const SLACK = 8; // px from the bottom that still count as "at the bottom"
+  const toggles = () => document.querySelectorAll("input[data-follow-log]");
+  const logOf = (toggle) => document.getElementById(toggle.dataset.followLog);
+  const atBottom = (log) => log.scrollHeight - log.scrollTop - log.clientHeight <= SLACK;
+
+  function follow(toggle) {
+    const log = logOf(toggle);
+    if (log && toggle.checked) {
+      log.scrollTop = log.scrollHeight;
+    }
+  }
+  const followAll = () => toggles().forEach(follow);
+
+  document.addEventListener("DOMContentLoaded", followAll);
+  document.addEventListener("htmx:afterSettle", followAll);
+  document.addEventListener("htmx:oobAfterSwap", followAll);
+  document.addEventListener("change", (event) => {
+    if (event.target.matches("input[data-follow-log]")) {
+      follow(event.target);
+    }
+  });
+  // Scroll events do not bubble: listen in the capture phase. Following scrolls to
+  // the bottom itself, so only a scroll that leaves the bottom is the reader's.
+  document.addEventListener("scroll", (event) => {
+    toggles().forEach((toggle) => {
+      const log = logOf(toggle);
+      if (toggle.checked && log === event.target && !atBottom(log)) {
+        toggle.checked = false;
+      }
+    });
+  }, true);
+})();

@@ -65,4 +65,7 @@ def meminfo_sampler(until_file: str, duration: int) -> Command:
     """Samples Dirty and Writeback once a second until `until_file` exists (the
     pgbench unit's status file), and at most duration + SAMPLER_GRACE_SECONDS."""
     limit = integer(duration, minimum=1, maximum=3600) + SAMPLER_GRACE_SECONDS
-    return script(_SAMPLER, limit=limit, until_file=abs_path(until_file))
+    until_file = abs_path(until_file)
+    return script(_SAMPLER, limit=limit, until_file=until_file,
+                  shown=f"sample Dirty and Writeback in /proc/meminfo every second until "
+                        f"{until_file} exists (at most {limit} s)")

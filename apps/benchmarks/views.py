@@ -19,12 +19,17 @@ _NUMBERS = ("scale", "clients", "threads", "duration")
 def benchmark_list(request):
     # The list shows names and figures: never a host's facts (about 68 KB each), an
     # operation's step state or a run's per-second series.
-    benchmarks = (Benchmark.objects.select_related("host", "operation")
-                  .defer("series", "host__facts", "operation__state")[:100])
-    validations = (Validation.objects.select_related("host", "before", "after")
-                   .defer("host__facts", "before__series", "after__series")[:50])
-    return render(request, "benchmarks/list.html",
-                  {"benchmarks": benchmarks, "validations": validations})
+    benchmarks = list(Benchmark.objects.select_related("host", "operation")
+                      .defer("series", "host__facts", "operation__state")[:100])
+    context = {"benchmarks": benchmarks,
+               "polling": any(bench.is_active for bench in benchmarks)}
+    if request.htmx and request.htmx.target == "benchmarks-live":
+        # Only the runs refresh; validations are made by hand, from a finished run.
+        status = 200 if context["polling"] else HTMX_STOP_POLLING
+        return render(request, "benchmarks/_list_live.html", context, status=status)
+    context["validations"] = (Validation.objects.select_related("host", "before", "after")
+                              .defer("host__facts", "before__series", "after__series")[:50])
+    return render(request, "benchmarks/list.html", context)
 
 
 @login_required

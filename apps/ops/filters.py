@@ -78,9 +78,74 @@ class HostListFilter(django_filters.FilterSet):
 
 
 class OperationFilter(HostListFilter):
+    """The filters of the operations list, in the API and (OperationPageFilter) on its page."""
+
     status = EnumFilter(choices=Operation.Status.choices)
     kind = django_filters.CharFilter(max_length=64, help_text="e.g. fleet.discover")
+    trigger = EnumFilter(choices=Operation.Trigger.choices,
+                         help_text="how it was started: from the UI, the API, a schedule, "
+                                   "or by the system")
+    user = django_filters.CharFilter(field_name="triggered_by__username", max_length=150,
+                                     help_text="only those started by the user with this name")
 
     class Meta:
         model = Operation
-        fields = ["host", "status", "kind"]
+        fields = ["host", "status", "kind", "trigger", "user"]
+
+
+TRIGGER_WORDS = {"ui": "the web UI", "api": "the API", "schedule": "a schedule",
+                 "system": "the system"}
+
+
+class OperationPageFilter(OperationFilter):
+    """The same filters as a GET form above /operations/, each a list to choose from.
+
+    A form sends every field, the unused ones empty, so the page drops empty
+    values before filtering (`given`): there, empty means "any".
+    """
+
+    LABELS = {"host": ("Host", "any host"), "kind": ("Kind", "any kind"),
+              "status": ("Status", "any status"), "trigger": ("Started from", "anywhere"),
+              "user": ("Started by", "anyone")}
+
+    def __init__(self, data=None, *args, **kwargs) -> None:
+        super().__init__(given(data), *args, **kwargs)
+        # On this form's own fields: the declared filters (and the fields they
+        # cache) are shared with the API's filters.
+        for name, choices in self._choices().items():
+            field = self.form.fields[name]
+            field.label, anything = self.LABELS[name]
+            field.help_text = ""  # the choices say what is possible
+            choices = [("", anything), *choices]
+            if isinstance(field, forms.ChoiceField):
+                field.choices = choices
+            else:
+                field.widget = forms.Select(choices=choices)
+
+    @staticmethod
+    def _choices() -> dict[str, list[tuple[object, str]]]:
+        from django.contrib.auth import get_user_model
+
+        from apps.fleet.models import Host
+        from apps.ops.engine import KINDS
+
+        users = get_user_model().objects.order_by("username").values_list("username", flat=True)
+        return {"host": list(Host.objects.order_by("name").values_list("pk", "name")),
+                "kind": [(kind, kind) for kind in sorted(KINDS)],
+                "status": Operation.Status.choices,
+                "trigger": [(value, TRIGGER_WORDS[value]) for value in Operation.Trigger.values],
+                "user": [(name, name) for name in users]}
+
+
+def given(data):
+    """The query without its empty values (a form's unused fields) and its page number."""
+    if data is None:
+        return None
+    kept = data.copy()
+    for name in list(kept):
+        values = [value for value in kept.getlist(name) if value != ""]
+        if name == "page" or not values:
+            del kept[name]
+        else:
+            kept.setlist(name, values)
+    return kept

@@ -10,9 +10,11 @@ never runs the command twice.
 from __future__ import annotations
 
 from apps.ops.engine import StepContext
+from apps.ops.models import LogLine
 from apps.remote import detached
 from apps.remote.commands import Command
 from apps.remote.detached import UnitStatus
+from apps.remote.errors import RemoteError
 
 
 def unit_for(ctx: StepContext, name: str) -> str:
@@ -22,10 +24,26 @@ def unit_for(ctx: StepContext, name: str) -> str:
 
 
 def advance(ctx: StepContext, name: str, command: Command) -> UnitStatus:
-    """Start the unit if the host does not have it yet, and say where it stands."""
+    """Start the unit if the host does not have it yet, and say where it stands.
+
+    The log gets one line for the start: the command the unit runs, not the
+    wrapper script that launches it (that is in the worker's debug log). A
+    step run again finds the unit already there and adds no line.
+    """
+    from apps.remote.ssh import unobserved
+
     run, unit, work_dir = ctx.runner(), unit_for(ctx, name), ctx.host.work_dir
-    if detached.start(run, unit, command, work_dir, use_systemd=_has_systemd(ctx)):
-        ctx.log(f"started {unit} detached on {ctx.host.name}")
+    try:
+        with unobserved():
+            started = detached.start(run, unit, command, work_dir,
+                                     use_systemd=_has_systemd(ctx))
+    except RemoteError:
+        ctx.log(f"$ {command.redacted()}  -> could not be started as detached unit {unit}",
+                LogLine.Level.WARNING)
+        raise
+    if started:
+        ctx.log(f"$ {command.redacted()}  -> started on {ctx.host.name} as detached unit "
+                f"{unit}", LogLine.Level.COMMAND)
     return detached.poll(run, unit, work_dir)
 
 

@@ -195,11 +195,18 @@ class Command:
     stdin: bytes | None = field(default=None, repr=False)
 
     def redacted(self) -> str:
-        shown = self.text if self.shown is None else self.shown
+        """What the log says the command does (`shown`, or else its text), secrets hidden."""
+        return self._hide_secrets(self.text if self.shown is None else self.shown)
+
+    def redacted_text(self) -> str:
+        """The whole command line, wrappers and all, secrets hidden (for debug logs)."""
+        return self._hide_secrets(self.text)
+
+    def _hide_secrets(self, text: str) -> str:
         for secret in self.secrets:
             # Quoting rewrites a secret that contains a quote: hide both spellings.
-            shown = shown.replace(shlex.quote(secret), "***").replace(secret, "***")
-        return shown
+            text = text.replace(shlex.quote(secret), "***").replace(secret, "***")
+        return text
 
     def __str__(self) -> str:
         return self.redacted()

@@ -85,7 +85,9 @@ def bundle(probes: dict[str, Command]) -> Command:
                begin=f"{MARKER} {name}", probe=probe, end=f"\\n{MARKER} rc=%s\\n")
         for name, probe in probes.items()
     ]
-    return reduce(lambda first, second: script("{a}; {b}", a=first, b=second), framed)
+    whole = reduce(lambda first, second: script("{a}; {b}", a=first, b=second), framed)
+    # The log names what was read; the framing script is in the worker's debug log.
+    return Command(whole.text, shown=f"read facts: {', '.join(probes)}")
 
 
 def ask(run: Runner, probes: dict[str, Command]) -> dict[str, Section]:

@@ -66,6 +66,17 @@ code -1 and whatever output arrived before it ended.
 """
 
 
+@contextlib.contextmanager
+def unobserved() -> Iterator[None]:
+    """Commands run inside are not offered to `command_observer`: the caller logs
+    what they did itself, in words (a detached unit started, say)."""
+    token = command_observer.set(None)
+    try:
+        yield
+    finally:
+        command_observer.reset(token)
+
+
 @dataclass(frozen=True)
 class Target:
     """Where and as whom to connect. `host_key` is the pinned public key line."""
@@ -120,6 +131,10 @@ class Session:
         outcome = self._run(command, stdin, deadline=started + timeout)
         result = _result(command, outcome, time.monotonic() - started)
         _record(self.target, result, outcome, timeout)
+        if command.shown is not None and logger.isEnabledFor(logging.DEBUG):
+            # The log says what the command does; the wrapper that does it is here.
+            logger.debug("%s: `%s` ran as: %s", self.target.name, result.command,
+                         command.redacted_text())
         if outcome.timed_out:
             raise CommandTimeout(
                 f"{self.target.name}: `{result.command}` did not finish within {timeout:g} s"

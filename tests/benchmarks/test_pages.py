@@ -178,3 +178,24 @@ def test_run_again_says_why_not_when_the_cluster_is_gone(signed_in, delivered):
     assert "no longer a cluster" in response.content.decode()
     assert Benchmark.objects.count() == 2 and not delivered
     assert signed_in.get(f"/benchmarks/validations/{validation.pk}/run-again/").status_code == 405
+
+
+def test_the_list_polls_only_while_a_run_on_it_is_active(signed_in):
+    host = factories.host()
+    factories.finished(host, 100.0, 1.0, None)
+    live = parse(signed_in.get("/benchmarks/").content).find("div", id="benchmarks-live")
+    assert "hx-trigger" not in live.attrs
+
+    running = factories.finished(host, 100.0, 1.0, None, status=Operation.Status.RUNNING)
+    live = parse(signed_in.get("/benchmarks/").content).find("div", id="benchmarks-live")
+    assert live.attrs["hx-get"] == "/benchmarks/" and live.attrs["hx-swap"] == "outerHTML"
+    assert live.attrs["hx-trigger"].startswith("every")
+
+    poll = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "benchmarks-live"}
+    response = signed_in.get("/benchmarks/", **poll)
+    assert response.status_code == 200 and b"<html" not in response.content
+    Operation.objects.filter(pk=running.operation_id).update(status=Operation.Status.SUCCEEDED)
+    response = signed_in.get("/benchmarks/", **poll)
+    assert response.status_code == 286  # htmx: stop polling
+    live = parse(response.content).find("div", id="benchmarks-live")
+    assert "hx-trigger" not in live.attrs and "succeeded" in live.find("table").text

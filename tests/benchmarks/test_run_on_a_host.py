@@ -56,9 +56,13 @@ def test_pgbench_runs_end_to_end_and_two_runs_validate(fleet_hosts, delivered):
     assert [v for v in series["writeback_bytes"] if v is not None]
     assert first.wal_source == "pg_stat_wal" and first.wal_bytes_per_transaction > 0
     assert operation.progress == 100
-    started = operation.log_lines.filter(text__startswith=f"started op{operation.pk}-")
+    started = operation.log_lines.filter(text__contains=f" as detached unit op{operation.pk}-")
     units = [line.text for line in started]
     assert len(units) == 3  # init, pgbench and the sampler, each started once
+    # What ran, one line each: the pgbench command line, no wrapper or sampler script.
+    assert any(unit.startswith("$ pgbench -h ") and " -c 2 -j 1 -T 5 " in unit for unit in units)
+    assert not [line for line in operation.log_lines.all()
+                if "\n" in line.text or "awk" in line.text or "trap" in line.text]
 
     second = services.run_benchmark(host, None, {**PARAMS, "init": False})
     assert drive_in_real_time(second.operation).status == "succeeded"

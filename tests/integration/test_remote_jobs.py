@@ -27,4 +27,4 @@ def test_a_detached_job_is_started_once_and_polled_to_its_end(fleet_hosts, deliv
     assert done.status == "succeeded", done.error
     assert done.result["output"] == "slept"
     assert run_on(fleet_hosts[0], f"cat {done.result['marks']}").split() == ["ran"]
-    assert done.log_lines.filter(text__startswith=f"started op{done.pk}-").count() == 1
+    assert done.log_lines.filter(text__contains=f" as detached unit op{done.pk}-").count() == 1

@@ -75,6 +75,8 @@ def test_safe_profile_plan_apply_replan_and_rollback(fleet_hosts, delivered, ker
     operation = drive(services.apply_plan(plan, allow_restart=True))
     plan.refresh_from_db()
     assert operation.status == "succeeded", operation.error
+    logged = [line.text for line in operation.log_lines.all()]
+    assert any("alter system set \"full_page_writes\" = 'off'" in text for text in logged)
     assert plan.status == Plan.Status.APPLIED
     assert zfs_get(fleet_host, "recordsize", data) == "16384"
     assert zfs_get(fleet_host, "atime", data) == "off"

@@ -258,3 +258,10 @@ def test_facts_stored_with_gaps_read_back_with_the_gaps_unknown():
     assert read.disks[0].write_cache is None and read.clusters[0].settings == []
     empty = HostFacts.from_dict({})
     assert empty.mem_total is None and empty.zfs is None and empty.pools == []
+
+
+def test_the_log_names_the_facts_a_bundle_reads_not_its_framing_script():
+    bundle = gather.bundle({"os_release": cmd("cat", "/etc/os-release"),
+                            "uname_r": cmd("uname", "-r")})
+    assert bundle.redacted() == "read facts: os_release, uname_r"
+    assert "@@pozol@@" in bundle.text and "@@pozol@@" in bundle.redacted_text()

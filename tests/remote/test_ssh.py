@@ -262,6 +262,29 @@ def test_every_command_reaches_the_observer_and_the_log_redacted(
     assert "PRIVATE KEY" not in caplog.text and server.client_key not in caplog.text
 
 
+def test_a_shown_command_keeps_its_full_text_for_the_debug_log_only(
+    server: Sshd, caplog: pytest.LogCaptureFixture
+):
+    seen: list[Result] = []
+    token = ssh.command_observer.set(lambda host, result: seen.append(result))
+    caplog.set_level(logging.DEBUG, logger="pozol.remote")
+    try:
+        run = ssh.session(server.target())
+        run(script("sh -c {inner} sh {pw}", inner='echo "$1" > /dev/null', pw="s3cret-pw",
+                   secrets=("s3cret-pw",), shown="check the password s3cret-pw"))
+        with ssh.unobserved():
+            run(cmd("true"))
+    finally:
+        ssh.command_observer.reset(token)
+
+    assert [r.command for r in seen] == ["check the password ***"]  # `true` went unobserved
+    debug = [r.getMessage() for r in caplog.records
+             if r.name == "pozol.remote" and r.levelno == logging.DEBUG]
+    assert debug == ["testhost: `check the password ***` ran as: "
+                     "sh -c 'echo \"$1\" > /dev/null' sh ***"]
+    assert "s3cret-pw" not in caplog.text
+
+
 def test_a_timed_out_command_is_still_observed(server: Sshd):
     seen: list[Result] = []
     token = ssh.command_observer.set(lambda host, result: seen.append(result))
