@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from django.db.models import F, Func, IntegerField, QuerySet
+from django.db.models import F, Func, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.signals import post_delete, post_save
 
 from apps.fleet.models import Host
@@ -77,11 +77,16 @@ class _DriftLength(Func):
 
 
 def with_assignment(hosts: QuerySet) -> QuerySet:
-    """The assigned profile and its drift as columns of the hosts' own query."""
+    """The assigned profile and its drift as columns of the hosts' own query, with
+    what Assignment.state needs to tell "not applied yet" from "drifted"."""
+    newest_version = (ProfileVersion.objects.filter(profile_id=OuterRef("assignment__profile_id"))
+                      .order_by("-number").values("pk")[:1])
     return hosts.annotate(
         tuning_profile_id=F("assignment__profile_id"),
         tuning_profile_name=F("assignment__profile__name"),
         tuning_applied_version_id=F("assignment__applied_version_id"),
+        tuning_current_version_id=Subquery(newest_version),
+        tuning_drift_checked_at=F("assignment__drift_checked_at"),
         tuning_drift_count=_DriftLength(F("assignment__drift")),
     )
 

@@ -135,8 +135,9 @@ def follow_profiles(hosts: list[Host]) -> None:
 
     profile = Profile.objects.order_by("pk").first()
     version = profile.current
+    now = timezone.now()
     Assignment.objects.bulk_create(
-        [Assignment(host=h, profile=profile, applied_version=version,
+        [Assignment(host=h, profile=profile, applied_version=version, drift_checked_at=now,
                     drift=[{"key": "recordsize", "current": "128K", "desired": "16K"}] * (i % 2))
          for i, h in enumerate(hosts)], batch_size=BATCH)
     Host.objects.filter(pk__in=[h.pk for h in hosts]).update(

@@ -50,6 +50,23 @@ def test_the_profile_column_tells_not_applied_drifted_and_in_line(signed_in, rep
     assert row_of(signed_in)["Profile"] == f"{profile.name} in line"
 
 
+def test_the_profile_column_follows_the_assignments_own_state(signed_in, replayed_host):
+    """The overview reads its columns in SQL; they must agree with Assignment.state."""
+    profile = Profile.objects.get(slug="oltp-safe")
+    tuning.assign(replayed_host, profile)
+    first = profile.current
+    profile.versions.create(number=first.number + 1, settings=first.settings,
+                            note="edited after it was applied")
+    Assignment.objects.filter(host=replayed_host).update(
+        applied_version=first, drift=[{"key": "recordsize"}])
+    assignment = Assignment.objects.get(host=replayed_host)
+    assert assignment.state == Assignment.State.NOT_APPLIED
+    assert row_of(signed_in)["Profile"] == f"{profile.name} not applied"
+    Assignment.objects.filter(host=replayed_host).update(drift_checked_at=None)
+    assert Assignment.objects.get(host=replayed_host).state == Assignment.State.UNCHECKED
+    assert row_of(signed_in)["Profile"] == f"{profile.name} not compared yet"
+
+
 def test_findings_are_counted_at_discovery_and_when_the_profile_changes(
         signed_in, replayed_host, django_capture_on_commit_callbacks):
     assert row_of(signed_in)["Findings"] == "—"  # not counted yet
