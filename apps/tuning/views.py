@@ -100,7 +100,7 @@ def unassign(request, host_pk: int):
     if services.unassign(host):
         messages.info(request, f"{host.name} follows no profile now. Nothing on the host was "
                                "changed: roll a plan back to restore what it wrote.")
-    return redirect("fleet:host", host.pk)
+    return redirect("fleet:host_section", host.pk, "tuning")
 
 
 @login_required

@@ -66,7 +66,7 @@ def test_unassign_and_rollback_ask_first_and_pages_keep_the_policy(
         page.screenshot(path=str(ARTIFACTS / "tuning-rollback.png"), full_page=True)
         assert page.evaluate("window.__violations") == []
 
-        page.goto(f"{live_server.url}/hosts/{host.pk}/")
+        page.goto(f"{live_server.url}/hosts/{host.pk}/tuning/")
         page.locator("#tuning").screenshot(path=str(ARTIFACTS / "tuning-card.png"))
         answers.append(False)
         page.click("button:has-text('Unassign')")

@@ -85,7 +85,7 @@ def test_the_host_page_card_shows_the_assigned_profile_and_its_plans(signed_in, 
 
 def test_unassigning_returns_the_host_to_no_profile_and_says_nothing_changed(signed_in, host):
     planned(host)
-    card = parse(signed_in.get(f"/hosts/{host.pk}/").content).find("div", id="tuning")
+    card = parse(signed_in.get(f"/hosts/{host.pk}/tuning/").content).find("div", id="tuning")
     form = card.find("form", id="unassign")
     assert "Nothing on the host changes" in form.attrs["data-confirm"]
     response = signed_in.post(form.attrs["action"], follow=True)
@@ -124,7 +124,7 @@ def test_a_rollback_asks_first_and_is_called_a_rollback_everywhere(signed_in, ho
     # Judged like any plan: a 20% dirty ratio of this host's RAM is more than its disks drain.
     assert "introduces: kernel dirty limit larger than the storage drains" in \
         page.find("tr", class_="hazard").text
-    host_page = parse(signed_in.get(f"/hosts/{host.pk}/").content)
+    host_page = parse(signed_in.get(f"/hosts/{host.pk}/tuning/").content)
     assert host_page.find("ul", id="plans").find("li").text.startswith(
         f"Rollback #{back.pk} of plan #{plan.pk}")
     assert response.status_code == 302
@@ -132,7 +132,7 @@ def test_a_rollback_asks_first_and_is_called_a_rollback_everywhere(signed_in, ho
 
 def test_a_profile_never_applied_is_not_called_drifted(signed_in, host):
     planned(host)
-    card = parse(signed_in.get(f"/hosts/{host.pk}/").content).find("div", id="tuning")
+    card = parse(signed_in.get(f"/hosts/{host.pk}/tuning/").content).find("div", id="tuning")
     assert card.find_all(id="not-applied") and not card.find_all(id="drifted")
     drift = [li.text for li in card.find("ul", id="drift").find_all("li")]
     assert "tank/pg/data recordsize 8192→16K" in drift
@@ -143,7 +143,7 @@ def test_a_host_that_left_the_applied_profile_is_drifted(signed_in, host):
     assignment = Assignment.objects.get(host=host)
     assignment.applied_version = assignment.profile.current
     assignment.save()
-    card = parse(signed_in.get(f"/hosts/{host.pk}/").content).find("div", id="tuning")
+    card = parse(signed_in.get(f"/hosts/{host.pk}/tuning/").content).find("div", id="tuning")
     assert card.find(id="drifted") and not card.find_all(id="not-applied")
 
 
@@ -156,7 +156,7 @@ def test_a_setting_waiting_for_a_restart_is_pending_with_its_value(signed_in, ho
     next(r for r in rows if r["name"] == "shared_buffers")["pending_restart"] = True
     host.save()
     services.refresh_drift(host)
-    card = parse(signed_in.get(f"/hosts/{host.pk}/").content).find("div", id="tuning")
+    card = parse(signed_in.get(f"/hosts/{host.pk}/tuning/").content).find("div", id="tuning")
     assert f"shared_buffers 128MB→{change.desired}" in card.find("p", id="pending-restart").text
     assert "shared_buffers" not in card.find("ul", id="drift").text
 
