@@ -51,8 +51,33 @@ def session() -> Iterator:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
+# Collects what the page's policy blocked; init scripts are injected by the browser,
+# not the page, so this one is not blocked itself.
+WATCH_CSP = """window.__violations = [];
+document.addEventListener("securitypolicyviolation",
+  (e) => window.__violations.push(e.violatedDirective + " " + e.blockedURI));"""
+
+
 def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+
+
+def signed_in(playwright, url: str, operator):
+    """A new browser with one page signed in through the login form, as a person does
+    (the operator persona's password is set in tests/conftest.py)."""
+    browser = launch(playwright)
+    page = browser.new_page()
+    log_in(page, url, operator)
+    return browser, page
+
+
+def log_in(page, url: str, operator) -> None:
+    """The login form, filled and sent; works with JavaScript off too."""
+    page.goto(f"{url}/login/")
+    page.fill("input[name=username]", operator.username)
+    page.fill("input[name=password]", "pw-olga-123")
+    page.click("button:has-text('Sign in')")
+    page.wait_for_url(f"{url}/")
 
 
 def new_context(browser):

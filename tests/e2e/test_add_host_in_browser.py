@@ -12,13 +12,10 @@ from playwright.sync_api import sync_playwright
 
 from apps.accounts.models import ApiToken
 from apps.fleet.models import Host
+from tests.browser import ARTIFACTS, signed_in
 from tests.workers import Worker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
-
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def call(url: str, token: str, body: dict | None = None) -> dict:
@@ -28,25 +25,6 @@ def call(url: str, token: str, body: dict | None = None) -> dict:
         method="POST" if body is not None else "GET")
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.load(response)
-
-
-def signed_in(playwright, url: str, operator):
-    """Debian's Chromium, headless, signed in as the operator persona."""
-    browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                         args=CHROMIUM_FLAGS)
-    page = browser.new_page()
-    page.goto(f"{url}/login/")
-    page.fill("input[name=username]", operator.username)
-    page.fill("input[name=password]", "pw-olga-123")
-    page.click("button:has-text('Sign in')")
-    return browser, page
-
-
-@pytest.fixture
-def worker(tmp_path):
-    worker = Worker("pozol", "e2e", tmp_path)
-    yield worker
-    worker.stop()
 
 
 def test_add_a_host_by_api_and_see_it_in_the_browser(live_server, worker, operator,

@@ -17,7 +17,7 @@ from playwright.sync_api import sync_playwright
 
 from apps.benchmarks import services as benchmarks
 from apps.ops.models import Operation
-from tests.e2e.test_add_host_in_browser import ARTIFACTS, signed_in, worker  # noqa: F401
+from tests.browser import ARTIFACTS, signed_in
 from tests.integration.conftest import register
 from tests.workers import Worker
 

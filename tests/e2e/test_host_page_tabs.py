@@ -11,29 +11,15 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from apps.ops.models import Operation
-from tests.e2e.test_add_host_in_browser import ARTIFACTS, CHROMIUM_FLAGS
+from tests.browser import ARTIFACTS, PHONE, log_in, signed_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-PHONE = {"width": 375, "height": 800}
-
-
-def sign_in(page, url: str, operator) -> None:
-    page.goto(f"{url}/login/")
-    page.fill("input[name=username]", operator.username)
-    page.fill("input[name=password]", "pw-olga-123")
-    page.click("button:has-text('Sign in')")
-    page.wait_for_url(f"{url}/")
-
 
 def test_tabs_swap_the_section_and_keep_their_urls(live_server, operator, replayed_host):
     host_url = f"{live_server.url}/hosts/{replayed_host.pk}/"
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                             args=CHROMIUM_FLAGS)
-        page = browser.new_page()
-        sign_in(page, live_server.url, operator)
+        browser, page = signed_in(playwright, live_server.url, operator)
         page.goto(host_url)
         expect(page.locator("nav.tabs a[aria-current=page]")).to_have_text("Overview")
         page.evaluate("window.__sameDocument = true")  # gone if the page reloads
@@ -60,7 +46,7 @@ def test_tabs_swap_the_section_and_keep_their_urls(live_server, operator, replay
         assert section.evaluate("e => e.getBoundingClientRect().right") <= PHONE["width"]
 
         without_js = browser.new_context(java_script_enabled=False).new_page()
-        sign_in(without_js, live_server.url, operator)
+        log_in(without_js, live_server.url, operator)
         without_js.goto(host_url)
         without_js.click("nav.tabs a:has-text('PostgreSQL')")
         without_js.locator("div.cluster").first.wait_for()
@@ -74,10 +60,7 @@ def test_the_overview_keeps_up_with_a_running_operation(live_server, operator, r
                                        status=Operation.Status.RUNNING)
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                             args=CHROMIUM_FLAGS)
-        page = browser.new_page()
-        sign_in(page, live_server.url, operator)
+        browser, page = signed_in(playwright, live_server.url, operator)
         cell = page.locator("#hosts td.running")
         expect(cell).to_have_text(f"#{running.pk} benchmarks.run")
         page.screenshot(path=str(ARTIFACTS / "overview-running.png"), full_page=True)

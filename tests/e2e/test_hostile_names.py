@@ -12,17 +12,13 @@ from apps.benchmarks.models import Validation
 from apps.tuning import services as tuning
 from apps.tuning.models import Plan
 from tests.benchmarks import factories
-from tests.e2e.test_add_host_in_browser import CHROMIUM_FLAGS
+from tests.browser import WATCH_CSP, launch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 # Breaks out of a JavaScript string in an attribute, then out of the attribute and tag.
 IN_JS = "');alert(1)//<img src=x onerror=alert(2)>"
 IN_HTML = '"><script>alert(3)</script><svg onload=alert(4)>'
-# Collects what the policy blocked; init scripts are injected by the browser, not the page.
-WATCH = """window.__violations = [];
-document.addEventListener("securitypolicyviolation",
-  (e) => window.__violations.push(e.violatedDirective + " " + e.blockedURI));"""
 
 
 @pytest.fixture
@@ -62,10 +58,9 @@ def test_hostile_names_never_run_and_no_page_breaks_the_policy(live_server, oper
     operator.save()
     dialogs: list[str] = []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                             args=CHROMIUM_FLAGS)
+        browser = launch(playwright)
         page = browser.new_page()
-        page.add_init_script(WATCH)
+        page.add_init_script(WATCH_CSP)
         console: list[str] = []
         page.on("console", lambda message: console.append(message.text))
         page.on("dialog", lambda dialog: (dialogs.append(f"{dialog.type}: {dialog.message}"),

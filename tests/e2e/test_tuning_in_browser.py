@@ -12,8 +12,7 @@ from apps.benchmarks.models import Validation
 from apps.tuning import services
 from apps.tuning.models import Assignment, Plan, PlanChange, Profile
 from tests.benchmarks import factories
-from tests.e2e.test_add_host_in_browser import ARTIFACTS, signed_in
-from tests.e2e.test_hostile_names import WATCH
+from tests.browser import ARTIFACTS, WATCH_CSP, signed_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -48,7 +47,7 @@ def test_unassign_and_rollback_ask_first_and_pages_keep_the_policy(
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         browser, page = signed_in(playwright, live_server.url, operator)
-        page.add_init_script(WATCH)
+        page.add_init_script(WATCH_CSP)
         page.on("dialog", answer)
 
         page.goto(f"{live_server.url}/tuning/plans/{plan.pk}/")
