@@ -216,8 +216,8 @@ def main() -> None:
         processes = start_services(env)
         fleet = start_fleet(env)
         say(f"ready: http://{HOST}:{PORT}/  login: operator / {password}")
-        say("API token: .venv/bin/python manage.py create_api_token operator "
-            "(in any shell; it reads .pozol/env)")
+        say("API token, in any shell (it reads .pozol/env), as the README's REST API "
+            "section does: export TOKEN=$(.venv/bin/python manage.py create_api_token operator)")
         say("Ctrl-C stops everything this run started")
         while all(p.poll() is None for p in processes):
             time.sleep(1)
