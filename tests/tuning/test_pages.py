@@ -171,3 +171,13 @@ def test_a_plan_row_that_introduces_a_hazard_is_marked(signed_in, host):
         marked["shared_buffers"]
     assert page.find(id="introduces")
     assert page.find(id="findings-resolved")
+
+
+def test_the_advisor_folds_under_its_heading_with_its_count(signed_in, host):
+    planned(host)
+    page = parse(signed_in.get(f"/hosts/{host.pk}/tuning/").content)
+    advisor = page.find("details", id="advisor")
+    count = len(advisor.find("ul", class_="findings").find_all("li", class_="finding"))
+    assert "open" in advisor.attrs
+    noun = "finding" if count == 1 else "findings"
+    assert advisor.find("summary").text.split()[:3] == ["Advisor", str(count), f"{noun};"]

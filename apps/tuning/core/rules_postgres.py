@@ -73,7 +73,7 @@ def _dirty_limit(ctx: Context) -> tuple[int | None, str]:
     """The foreground dirty limit in bytes; ratios count against RAM (an upper bound)."""
     size, ratio = r.sysctl(ctx.facts, "vm.dirty_bytes"), r.sysctl(ctx.facts, "vm.dirty_ratio")
     if size:
-        return size, f"vm.dirty_bytes={size}"
+        return size, f"vm.dirty_bytes={size} ({gib(size)})"
     if ratio and ctx.ram:
         limit = ctx.ram * ratio // 100
         return limit, f"vm.dirty_ratio={ratio} (about {gib(limit)})"
@@ -108,7 +108,8 @@ def dirty_background_missing(ctx: Context) -> list[Finding]:
         return []
     return [Finding(
         "dirty_background_missing", "warning", "no useful background writeback threshold",
-        f"vm.dirty_background_bytes={size}, vm.dirty_background_ratio={ratio}",
+        f"vm.dirty_background_bytes={size}"
+        f"{f' ({gib(size)})' if size else ''}, vm.dirty_background_ratio={ratio}",
         "Without a background threshold below the dirty limit, writeback starts only when"
         " writers are already being stalled.",
         "Set vm.dirty_background_bytes to 25% of vm.dirty_bytes.", src.STAMPEDE)]

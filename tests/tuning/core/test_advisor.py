@@ -165,6 +165,10 @@ def test_dirty_limit_and_background():
                              "vm.dirty_background_bytes": 0, "vm.dirty_background_ratio": 0})
     assert "dirty_limit_large" not in ids(facts)
     assert only(facts, "dirty_background_missing")
+    facts.sysctls["vm.dirty_bytes"] = 40 * GiB
+    [finding] = only(facts, "dirty_limit_large")
+    assert finding.evidence.startswith("vm.dirty_bytes=42949672960 (40.0 GiB);")  # a size to read
+    facts.sysctls["vm.dirty_bytes"] = GiB
     facts.sysctls["vm.dirty_background_bytes"] = GiB // 4
     assert "dirty_background_missing" not in ids(facts)
 

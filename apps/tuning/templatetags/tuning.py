@@ -1,0 +1,20 @@
+"""How a plan's values read: byte counts (vm.dirty_bytes, zfs_arc_max ...) as
+sizes with the exact number on hover; every other value as the host spells it."""
+
+from django import template
+from django.utils.html import format_html
+
+from apps.tuning.core.changes import BYTE_VALUED
+from pozol.formatting import NOTHING, human_bytes
+
+register = template.Library()
+
+
+@register.simple_tag
+def plan_value(key: str, value) -> str:
+    if value is None or value == "":
+        return NOTHING
+    text = str(value)
+    if key in BYTE_VALUED and text.isdigit() and int(text) >= 1024:
+        return format_html('<span title="{} bytes">{}</span>', text, human_bytes(text))
+    return text
