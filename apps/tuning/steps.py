@@ -246,7 +246,8 @@ def _same_text(change: PlanChange, after: dict) -> bool:
 
 def _pg_reads_as(change: PlanChange, after: dict) -> bool:
     """In the setting's own unit, as the planner compares (psql prints a NULL unit as "")."""
-    return pgvalues.same(after["setting"], change.desired, after["vartype"], after["unit"] or None)
+    return pgvalues.same(after["setting"], change.desired, after["vartype"],
+                         after["unit"] or None, change.key)
 
 
 def _already_persistent(run, change: PlanChange) -> None:

@@ -245,7 +245,7 @@ def _pg_change(cluster: Cluster, key: str, expression: str, variables: Variables
             desired = pgvalues.desired_text(value, row.unit if row else None)
         except FormulaError as failure:
             error = str(failure)
-    if not error and row and pgvalues.same(row.setting, desired, row.vartype, row.unit):
+    if not error and row and pgvalues.same(row.setting, desired, row.vartype, row.unit, key):
         return None
     current = pgvalues.shown(row) if row else None
     error = error or _pg_refusal(cluster, key, desired, row)

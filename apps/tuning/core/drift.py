@@ -62,6 +62,7 @@ def _pending(facts: HostFacts, change: Change,
     if row is None or not row.pending_restart:
         return None
     value = written.get((change.target, change.key))
-    if value is not None and not pgvalues.same(value, change.desired, row.vartype, row.unit):
+    if value is not None and not pgvalues.same(value, change.desired, row.vartype, row.unit,
+                                                 change.key):
         return None  # what waits is not the profile's value: still a difference
     return Pending(change.target, change.key, change.current, value, change.desired)

@@ -18,6 +18,11 @@ _TIME_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "
 _TIME = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*(us|ms|s|min|h|d)?\s*\Z")
 RELOAD_CONTEXTS = ("sighup", "superuser", "user", "superuser-backend", "backend")
 ROUND_TO_MIB_FROM = 16 * MiB  # above this, whole MB read better and lose < 0.1%
+# Enums that take boolean spellings for one of their values: PostgreSQL 15 made
+# wal_compression an enum, and `on` is stored and shown as `pglz`.
+ENUM_SYNONYMS = {
+    "wal_compression": {**dict.fromkeys(_TRUE, "pglz"), **dict.fromkeys(_FALSE, "off")},
+}
 
 
 def desired_text(value: int | str, unit: str | None) -> str:
@@ -58,12 +63,15 @@ def in_setting_form(text: str, vartype: str | None, unit: str | None = None) -> 
     return text
 
 
-def same(setting: str, desired: str, vartype: str | None, unit: str | None) -> bool:
+def same(setting: str, desired: str, vartype: str | None, unit: str | None,
+         name: str = "") -> bool:
     """Whether pg_settings' `setting` (in its vartype and unit) already reads as desired.
 
     Takes the row's fields, not a row: the apply step compares what it read back
     from a server, which is no discovered Setting."""
     wanted = in_setting_form(desired, vartype, unit)
+    if vartype == "enum" and wanted is not None:
+        wanted = ENUM_SYNONYMS.get(name, {}).get(wanted, wanted)
     return wanted is not None and wanted == in_setting_form(setting, vartype, unit)
 
 

@@ -127,6 +127,19 @@ def test_openzfs_22_values_that_already_match_are_skipped():
     assert pg["shared_buffers"].current == "16GB"  # RAM/4 wanted
 
 
+def test_wal_compression_on_reads_as_the_pglz_postgresql_15_shows():
+    """PostgreSQL 15 stores `on` as pglz: a plan wanting `on` is met by pglz, and
+    an apply that wrote `on` reads back as done, not as a failed write."""
+    facts = hosts.fuse()
+    rows = cluster(facts).settings
+    at = next(i for i, row in enumerate(rows) if row.name == "wal_compression")
+    rows[at] = replace(rows[at], setting="pglz", vartype="enum")
+    settings = ProfileSettings.from_dict({"postgres": {"wal_compression": "on"}})
+    assert "wal_compression" not in by_key(plan(facts, settings), "postgres")
+    rows[at] = replace(rows[at], setting="off")
+    assert by_key(plan(facts, settings), "postgres")["wal_compression"].desired == "on"
+
+
 def test_openzfs_22_second_plan_after_applying_is_empty():
     facts = hosts.openzfs()
     for profile in BUILTINS:
