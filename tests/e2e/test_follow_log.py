@@ -144,6 +144,7 @@ def test_follow_a_tuning_apply_log_to_its_end(live_server, worker, operator, fle
     host = register(fleet_hosts[1], name="applied")
     discovery = wait_until_ended(host.operations.get(), worker, 60)
     assert discovery.status == "succeeded", discovery.error
+    host.refresh_from_db()  # the worker recorded its facts
     profile = tuning.create_profile(name="followed apply", settings=FOLLOWED_PROFILE)
     tuning.assign(host, profile)
     plan = tuning.make_plan(host)
