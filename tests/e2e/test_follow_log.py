@@ -70,6 +70,8 @@ def follow_to_the_end(page, url: str, operation: Operation, runner: Worker,
 
     final = snapshots[-1]
     assert final["status"] == "succeeded", runner.output()[-3000:]
+    # The times are part of what the poll replaces: the page says when it ended.
+    assert "finished not yet" not in page.locator("#op-times").inner_text()
     counts = [len(s["ids"]) for s in snapshots]
     assert counts == sorted(counts) and counts[-1] > counts[0], counts
     for earlier, later in zip(snapshots, snapshots[1:], strict=False):

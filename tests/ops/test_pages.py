@@ -31,6 +31,7 @@ def test_a_running_operation_can_be_cancelled_from_its_page(signed_in, running):
     page = parse(signed_in.get(f"/operations/{running.pk}/").content)
     assert not page.find_all("form", id="cancel-operation")
     assert page.find("span", id="op-status").text == "cancelled"
+    assert "finished not yet" not in page.find("p", id="op-times").text  # times swap too
 
 
 def test_an_ended_operation_stays_as_it_ended(signed_in, running):
