@@ -27,6 +27,16 @@ inherit user properties from their dataset, and `zfs list -o pozol:owner` prints
 inherited values without saying so: were `pozol:owner` ever set on a dataset,
 every hand-made snapshot of it would look like ours.
 
+Lessons taken from the tools operators use today:
+- sanoid and TrueNAS recognise their snapshots by name (`autosnap_..._daily`,
+  a naming schema), and zrepl has no notion of ownership at all (its docs say
+  user-made snapshots are pruned alike unless a regex rule keeps them). Here
+  the properties decide, so a look-alike is never pruned and a renamed one is.
+- sanoid's templates and counts per period (frequently with `frequent_period`
+  in minutes, hourly, daily, weekly, monthly) are kept, as is its 31-day month
+  for intervals; yearly is left out (monthly=120 already spans ten years).
+- counts are bounded: a typo of 100000 dailies is refused, not obeyed.
+
 A policy's `name` is its identity on ZFS (recorded in `pozol:policy`): renaming
 it would leave the old snapshots owned by nobody, never pruned. The app keeps it
 stable (a slug that cannot be edited, or a key derived from the primary key).

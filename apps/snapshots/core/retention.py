@@ -33,6 +33,13 @@ Replication: the sender protects the newest common snapshot of each link via
 (the link's own counts under the source policy's identity, as received
 snapshots carry pozol:owner/pozol:policy) and protects its newest common snapshot.
 
+Where this differs from sanoid: sanoid also keeps every snapshot younger than
+N periods (daily=30 keeps all dailies of the last 30 days, however many). With
+slots a burst is already harmless, so the counts are exact, and the preview a
+person reads before saving is exactly what the next prune does. zrepl's wish
+list ("prune at the granularity of the group of snapshots created at a given
+time", "hourly/daily/... trains plus a count") is what units and slots do here.
+
 plan_prune is idempotent: destroying its `destroy` list and planning again with
 the same inputs destroys nothing more.
 """
@@ -130,6 +137,24 @@ def _by_dataset(snapshots: list[SnapshotInfo]) -> dict[str, list[SnapshotInfo]]:
     return groups
 
 
+def refusals(snapshot: SnapshotInfo, protected: Mapping[str, str] | None = None
+             ) -> tuple[Reason, ...]:
+    """Why nobody may destroy `snapshot`, policy or person: held, cloned or protected.
+
+    The same guards as pruning, for a destroy asked for by hand (API or UI):
+    an empty tuple means it may go; otherwise each reason's text says why not.
+    """
+    reasons = []
+    if snapshot.userrefs > 0:
+        holds = "hold" if snapshot.userrefs == 1 else "holds"
+        reasons.append(Reason(Why.HELD, f"held ({snapshot.userrefs} {holds})"))
+    if snapshot.clones:
+        reasons.append(Reason(Why.CLONES, f"has clones: {', '.join(snapshot.clones)}"))
+    if protected and snapshot.full_name in protected:
+        reasons.append(Reason(Why.PROTECTED, protected[snapshot.full_name]))
+    return tuple(reasons)
+
+
 def _guards(policy: Policy, snapshot: SnapshotInfo, protected: Mapping[str, str],
             now: datetime) -> list[Reason]:
     """Reasons that keep a snapshot whatever the counts say."""
@@ -140,13 +165,7 @@ def _guards(policy: Policy, snapshot: SnapshotInfo, protected: Mapping[str, str]
         owner = snapshot.policy_name
         where = f"policy {owner!r}" if owner else "no policy (taken on demand)"
         reasons.append(Reason(Why.OTHER_POLICY, f"taken by PoZoL under {where}"))
-    if snapshot.userrefs > 0:
-        holds = "hold" if snapshot.userrefs == 1 else "holds"
-        reasons.append(Reason(Why.HELD, f"held ({snapshot.userrefs} {holds})"))
-    if snapshot.clones:
-        reasons.append(Reason(Why.CLONES, f"has clones: {', '.join(snapshot.clones)}"))
-    if snapshot.full_name in protected:
-        reasons.append(Reason(Why.PROTECTED, protected[snapshot.full_name]))
+    reasons += refusals(snapshot, protected)
     if snapshot.taken > now:
         reasons.append(Reason(Why.FUTURE, "taken after the current time (clock set back?)"))
     return reasons

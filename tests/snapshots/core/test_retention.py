@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from apps.snapshots.core.policy import Policy, PolicyError, SnapshotInfo, receiving
-from apps.snapshots.core.retention import Why, plan_prune, preview, stale
+from apps.snapshots.core.retention import Why, plan_prune, preview, refusals, stale
 from tests.snapshots.core.snaps import T0, hand_made, on_demand, ours
 
 NOW = T0 + timedelta(days=40)
@@ -245,3 +245,11 @@ def test_a_policy_that_takes_nothing_is_never_stale():
 def test_now_must_be_aware():
     with pytest.raises(ValueError, match="timezone-aware"):
         plan_prune(Policy("p"), [], None, datetime(2026, 3, 2))
+
+
+def test_refusals_give_a_hand_made_destroy_the_same_guards():
+    assert refusals(hand_made("tank/a", T0, "mine")) == ()
+    guarded = ours("tank/a", T0, userrefs=1, clones=("tank/c",))
+    assert [r.text for r in refusals(guarded, {guarded.full_name: "last common snapshot "
+                                                                  "of link 2"})] == [
+        "held (1 hold)", "has clones: tank/c", "last common snapshot of link 2"]
