@@ -47,7 +47,7 @@ the same inputs destroys nothing more.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -105,29 +105,36 @@ class PrunePlan:
 def plan_prune(policy: Policy, snapshots: Iterable[SnapshotInfo],
                protected: Mapping[str, str] | None, now: datetime) -> PrunePlan:
     now = utc(now)
-    given = _unique(snapshots)
-    reasons: dict[str, list[Reason]] = {
-        s.full_name: _guards(policy, s, protected or {}, now) for s in given}
+    listed = list(snapshots)
+    reasons: dict[str, list[Reason]] = defaultdict(list)
+    for snapshot in listed:  # a name listed twice keeps every guard of both entries
+        reasons[snapshot.full_name] += _guards(policy, snapshot, protected or {}, now)
+    given = _unique(listed)
     ours = [s for s in given if owned_by(s, policy)]
     for group in _by_dataset(ours).values():
         for snapshot, reason in _wanted(policy, group, now):
             reasons[snapshot.full_name].append(reason)
     _keep_units_whole(ours, reasons)
-    keep = tuple(Kept(s, tuple(reasons[s.full_name])) for s in _oldest_first(given)
+    order = _unit_order(given)
+    keep = tuple(Kept(s, tuple(reasons[s.full_name])) for s in sorted(given, key=order)
                  if reasons[s.full_name])
-    destroy = tuple(s for s in _oldest_first(ours) if not reasons[s.full_name])
+    destroy = tuple(s for s in sorted(ours, key=order) if not reasons[s.full_name])
     return PrunePlan(policy.name, keep, destroy)
 
 
-def _unique(snapshots: Iterable[SnapshotInfo]) -> list[SnapshotInfo]:
+def _unique(snapshots: list[SnapshotInfo]) -> list[SnapshotInfo]:
     seen: dict[str, SnapshotInfo] = {}
     for snapshot in snapshots:
         seen.setdefault(snapshot.full_name, snapshot)
     return list(seen.values())
 
 
-def _oldest_first(snapshots: list[SnapshotInfo]) -> list[SnapshotInfo]:
-    return sorted(snapshots, key=lambda s: (s.taken, s.name, s.dataset))
+def _unit_order(snapshots: list[SnapshotInfo]) -> Callable[[SnapshotInfo], tuple]:
+    """Oldest first, a unit's snapshots side by side even when their times differ."""
+    first: dict[str, datetime] = {}
+    for snapshot in snapshots:
+        first[snapshot.name] = min(first.get(snapshot.name, snapshot.taken), snapshot.taken)
+    return lambda s: (first[s.name], s.name, s.dataset)
 
 
 def _by_dataset(snapshots: list[SnapshotInfo]) -> dict[str, list[SnapshotInfo]]:
@@ -223,7 +230,7 @@ def preview(old: Policy, new: Policy, snapshots: Iterable[SnapshotInfo],
         raise PolicyError("name", f"A policy's name is its identity on ZFS: renaming "
                                   f"{old.name!r} to {new.name!r} would leave its snapshots "
                                   "to no policy, never pruned.")
-    given = _unique(snapshots)
+    given = list(snapshots)
     before = plan_prune(old, given, protected, now)
     after = plan_prune(new, given, protected, now)
     was = set(before.destroy_names())

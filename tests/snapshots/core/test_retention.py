@@ -253,3 +253,24 @@ def test_refusals_give_a_hand_made_destroy_the_same_guards():
     assert [r.text for r in refusals(guarded, {guarded.full_name: "last common snapshot "
                                                                   "of link 2"})] == [
         "held (1 hold)", "has clones: tank/c", "last common snapshot of link 2"]
+
+
+def test_a_snapshot_listed_twice_keeps_the_guards_of_both_entries():
+    old = hourly_for(2)[-1]
+    held_copy = SnapshotInfo(old.full_name, old.created, old.properties, userrefs=1)
+    plan = plan_prune(Policy("p", hourly=1), hourly_for(2) + [held_copy], None, NOW)
+    assert old.full_name not in plan.destroy_names()
+    assert whys(plan, old) == {Why.HELD}
+
+
+def test_a_units_halves_are_destroyed_side_by_side_even_when_their_times_differ():
+    def untimed(dataset: str, unit: int, late: int) -> SnapshotInfo:
+        # no pozol:taken, units two seconds apart, the WAL half created 3 s late
+        return SnapshotInfo(f"{dataset}@pozol_p_{unit}",
+                            T0 + timedelta(seconds=2 * unit + late),
+                            {"pozol:owner": "pozol", "pozol:policy": "p"})
+    snapshots = [untimed(d, u, late) for u in range(4)
+                 for d, late in (("tank/data", 0), ("tank/wal", 3))]
+    plan = plan_prune(Policy("p"), snapshots, None, NOW)
+    assert plan.destroy_names() == tuple(
+        f"{d}@pozol_p_{u}" for u in range(3) for d in ("tank/data", "tank/wal"))
