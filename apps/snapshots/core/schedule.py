@@ -104,7 +104,8 @@ def due(policy: Policy, snapshots: Iterable[SnapshotInfo], now: datetime,
     """
     now = utc(now)
     ours = [s for s in snapshots if owned_by(s, policy)]
-    target = set(datasets) | {s.dataset for s in ours}
+    named = {datasets} if isinstance(datasets, str) else set(datasets)  # one name, not letters
+    target = named | {s.dataset for s in ours}
     periods = tuple(p for p in policy.active_periods()
                     if _due_on_any(policy, p, ours, target, now))
     if not periods:

@@ -115,6 +115,7 @@ def test_a_cluster_is_due_while_one_of_its_datasets_lacks_the_slot():
     assert due(policy, data_only, now).periods == ()
     assert due(policy, data_only, now, datasets=("tank/data", "tank/wal")).periods == (
         Period.HOURLY,)
+    assert due(policy, data_only, now, datasets="tank/wal").periods == (Period.HOURLY,)
     both = [ours("tank/data", T0), ours("tank/wal", T0)]
     assert due(policy, both, now, datasets=("tank/data", "tank/wal")).periods == ()
 
