@@ -76,5 +76,5 @@ def test_operations_show_start_finish_and_duration(signed_in):
     row = parse(signed_in.get("/operations/").content).find("table", id="operations").rows()[0]
     assert row[-3].endswith("UTC") and row[-2].endswith("UTC") and row[-1] == "1 min 12 s"
     detail = parse(signed_in.get(f"/operations/{operation.pk}/").content)
-    assert "took 1 min 12 s" in detail.find("p", class_="muted").text
+    assert "took 1 min 12 s" in detail.find("p", id="op-times").text
     assert len(detail.find_all("time")) >= 3
