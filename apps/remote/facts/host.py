@@ -51,6 +51,7 @@ class Pool:
     spares: list[zpool.Vdev] = field(default_factory=list)
     has_log: bool = False
     has_cache: bool = False
+    last_scrub: str | None = None  # ISO, host's local time; None: never, or not known
 
 
 @dataclass
@@ -149,6 +150,7 @@ def pool_from(row: zpool.PoolRow, status: zpool.PoolStatus | None, ashift: str |
         spa_version=spa if spa and spa.isdigit() else None,
         exact_sizes=row.exact, vdevs=status.vdevs, logs=status.logs, cache=status.cache,
         spares=status.spares, has_log=status.has_log, has_cache=status.has_cache,
+        last_scrub=status.last_scrub,
     )
 
 
