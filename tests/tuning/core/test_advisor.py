@@ -6,6 +6,8 @@ host and its 2.1/2.3 variants), edited per test to show one thing.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from apps.remote.facts.host import HostFacts
@@ -27,7 +29,7 @@ def only(facts: HostFacts, rule: str, acknowledged: frozenset[str] = frozenset()
 
 
 def test_every_rule_is_registered_once_and_every_finding_cites_a_source():
-    assert len(set(advisor.rule_ids())) == len(advisor.rule_ids()) == 22
+    assert len(set(advisor.rule_ids())) == len(advisor.rule_ids()) == 38
     facts = hosts.openzfs("2.2.0")
     set_prop(facts, DATA, "sync", "disabled")
     known = {v for k, v in vars(sources).items() if k.isupper()}
@@ -47,15 +49,17 @@ def test_full_page_writes_off_where_the_data_is_not_on_zfs():
     assert only(facts, "full_page_writes_off_not_zfs")  # splits pages: not safe either
 
 
-def test_volatile_write_cache_with_fdatasync():
+def test_volatile_write_cache_is_about_power_loss_protection_not_the_sync_method():
     facts = hosts.openzfs()
     [finding] = only(facts, "volatile_write_cache_sync_method")
     assert "nvme0n1" in finding.evidence and "sda" in finding.evidence
     assert "nvme1n1" not in finding.evidence  # its controller says the cache is off
+    assert "power-loss protection" in finding.title and "power-loss" in finding.action
     assert "nvme set-feature -f 6 -v 0 /dev/nvme0n1" in finding.action
-    assert "wal_sync_method=fsync" in finding.action
-    assert "volatile_write_cache_sync_method" not in ids(set_setting(facts, "wal_sync_method",
-                                                                      "fsync"))
+    assert "fdatasync as for fsync" in finding.why and "txg sync" in finding.why
+    assert "wal_sync_method=fsync" not in finding.action  # no remedy: fsync flushes the same
+    assert only(set_setting(facts, "wal_sync_method", "fsync"),
+                "volatile_write_cache_sync_method")
     facts = hosts.fuse()  # one rotating virtio disk: nothing volatile to worry about
     assert "volatile_write_cache_sync_method" not in ids(facts)
 
@@ -110,21 +114,56 @@ def test_recordsize_small_and_large():
     facts = hosts.fuse()  # 8K: neither
     assert not {"recordsize_below_8k", "recordsize_large_for_oltp"} & ids(facts)
     set_prop(facts, WAL, "recordsize", "4096")
-    assert only(facts, "recordsize_below_8k")[0].subject == WAL
-    set_prop(facts, DATA, "recordsize", "131072")
+    [small] = only(facts, "recordsize_below_8k")
+    assert small.subject == WAL and "predates lz4" in small.why
+    set_prop(facts, DATA, "recordsize", str(1024 * 1024))
     [large] = only(facts, "recordsize_large_for_oltp")
     assert large.severity == "info" and "+20%" in large.why and "7.6x" in large.why
-    set_prop(facts, DATA, "recordsize", "32768")
+    assert "recordsize=32K on both the data and the WAL" in large.why
+    assert '"64K also work well, as does the 128K default"' in large.why
+    assert sources.OPENZFS_WORKLOAD_POSTGRES_RECORDSIZE in large.source
+
+
+@pytest.mark.parametrize("size", ["32768", "65536", "131072"])
+def test_upstreams_32k_to_128k_is_not_a_problem_on_oltp_data(size):
+    facts = set_prop(hosts.fuse(), DATA, "recordsize", size)
     assert "recordsize_large_for_oltp" not in ids(facts)
+
+
+def test_sources_quote_upstream_recordsize_for_data_and_wal_alike():
+    quote = sources.OPENZFS_WORKLOAD_POSTGRES_RECORDSIZE
+    assert "32K on both the data and the WAL" in quote and "predates lz4" in quote
+    cited = " ".join(builtin("oltp-safe").citations)
+    assert "for WAL" not in cited and quote in cited and "+20%" in cited
 
 
 def test_large_records_are_not_flagged_when_the_profile_asks_for_them():
     facts = hosts.fuse()
     assert "recordsize_large_for_oltp" not in {
         f.id for f in advise(facts, builtin("analytics").settings)}
-    introduced = {f.id: f.stage for f in advise(set_prop(facts, DATA, "recordsize", "131072"),
+    introduced = {f.id: f.stage for f in advise(set_prop(facts, DATA, "recordsize", "1M"),
                                                 builtin("oltp-safe").settings)}
     assert introduced["recordsize_large_for_oltp"] == "resolved"
+
+
+def test_primarycache_metadata_or_none_on_a_pg_dataset():
+    facts = hosts.openzfs()
+    assert "primarycache_not_all" not in ids(facts)
+    set_prop(facts, DATA, "primarycache", "metadata")
+    set_prop(facts, WAL, "primarycache", "none")
+    found = only(facts, "primarycache_not_all")
+    assert {f.subject for f in found} == {DATA, WAL}
+    assert all(f.severity == "warning" and "withdrawn" in f.why for f in found)
+
+
+def test_primarycache_metadata_in_a_profile_is_introduced():
+    profile = builtin("oltp-safe").settings
+    zfs = {role: {**props, "primarycache": "metadata"} for role, props in profile.zfs.items()}
+    staged = {(f.id, f.subject): f.stage
+              for f in advise(hosts.openzfs(), replace(profile, zfs=zfs))}
+    assert staged[("primarycache_not_all", DATA)] == "introduced"
+    assert ("primarycache_not_all", DATA) not in {
+        (f.id, f.subject) for f in advise(hosts.openzfs(), profile)}
 
 
 def test_data_and_wal_placement():
@@ -189,12 +228,16 @@ def test_wal_level_minimal_with_large_shared_buffers(version_num, severity, says
 
 
 @pytest.mark.parametrize(("version", "fires"), [
-    ("2.1.3", False), ("2.1.4", True), ("2.1.13", True), ("2.1.14", False),
-    ("2.2.0", True), ("2.2.1", True), ("2.2.2", False), ("2.3.0", False),
+    ("2.1.3", False), ("2.1.4", True), ("2.1.13", True), ("2.1.14", True), ("2.1.15", False),
+    ("2.2.0", True), ("2.2.1", True), ("2.2.2", True), ("2.2.3", True), ("2.2.4", False),
+    ("2.3.0", False),
 ])
 def test_openzfs_corruption_window(version, fires):
     facts = hosts.openzfs(version)
     assert ("zfs_corruption_bug" in ids(facts)) is fires
+    if fires:  # the window is the one the message names
+        [finding] = only(facts, "zfs_corruption_bug")
+        assert "2.1.15 and 2.2.4" in finding.why and "2.1.15 or later" in finding.action
 
 
 def test_corruption_workaround_lowers_the_severity():
