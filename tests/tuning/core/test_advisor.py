@@ -7,6 +7,7 @@ host and its 2.1/2.3 variants), edited per test to show one thing.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -295,3 +296,157 @@ def test_zfs_fuse_with_large_shared_buffers():
 def test_the_safe_profile_on_zfs_fuse_is_warned_about():
     found = {f.id: f for f in advise(hosts.fuse(), builtin("oltp-safe").settings)}
     assert found["zfs_fuse_large_shared_buffers"].stage == "introduced"
+
+
+# -- issue 12: lessons of the references not covered before ---------------------------------
+
+def test_database_at_the_pool_root():
+    facts = hosts.openzfs()
+    assert "database_at_pool_root" not in ids(facts)
+    cluster(facts).data_dataset = "tank"
+    [finding] = only(facts, "database_at_pool_root")
+    assert finding.subject == cluster(facts).data_dir and "zfs create tank/pg/data" in \
+        finding.action
+
+
+def test_ashift_below_12_on_solid_state():
+    facts = hosts.openzfs()  # ashift 12 on NVMe
+    assert "ashift_below_12" not in ids(facts)
+    facts.pools[0].ashift = 9
+    [finding] = only(facts, "ashift_below_12")
+    assert "512-byte" in finding.evidence and "nvme" in finding.evidence
+    for disk in facts.disks:
+        disk.rotational = True
+    assert "ashift_below_12" not in ids(facts)  # hard disks may really be 512-byte
+
+
+def test_pool_without_redundancy():
+    assert "pool_no_redundancy" not in ids(hosts.openzfs())  # a mirror
+    [finding] = only(hosts.fuse(), "pool_no_redundancy")  # tank is one file vdev
+    assert finding.subject == "tank" and "disk.img" in finding.evidence
+
+
+def test_scrub_overdue_after_35_days():
+    facts = hosts.openzfs()  # last scrub ended 2024-09-08
+    [finding] = only(facts, "scrub_overdue")
+    assert "2024-09-08" in finding.evidence and "zpool scrub tank" in finding.action
+    facts.pools[0].last_scrub = (datetime.now() - timedelta(days=34)).isoformat()
+    assert "scrub_overdue" not in ids(facts)
+    facts.pools[0].last_scrub = None  # never scrubbed
+    assert "not shown" in only(facts, "scrub_overdue")[0].evidence
+
+
+def test_slog_suggested_on_hard_disks_and_mirrored():
+    facts = hosts.openzfs()  # NVMe: no SLOG needed; its SLOG is one device
+    assert "slog_suggested_hdd" not in ids(facts)
+    [single] = only(facts, "slog_not_mirrored")
+    assert "nvme-INTEL" in single.evidence
+    facts.pools[0].logs[0].kind = "mirror"
+    assert "slog_not_mirrored" not in ids(facts)
+    facts = hosts.fuse()  # a rotating disk, pool tank without log
+    assert [f.subject for f in only(facts, "slog_suggested_hdd")] == ["tank"]
+
+
+def test_l2arc_is_information_on_pools_that_have_one():
+    [finding] = only(hosts.openzfs(), "l2arc_considerations")
+    assert "sda" in finding.evidence and "hybrid" in finding.action
+    assert "l2arc_considerations" not in ids(hosts.fuse())
+
+
+def test_prefetch_disabled_states_its_trade_off():
+    facts = hosts.openzfs()
+    assert "prefetch_disabled" not in ids(facts)
+    facts.module_params["zfs_prefetch_disable"] = "1"
+    assert "sequential" in only(facts, "prefetch_disabled")[0].why
+
+
+def test_txg_timeout_of_one_is_only_for_nvme():
+    facts = hosts.openzfs()
+    facts.module_params["zfs_txg_timeout"] = "1"
+    bounded = frozenset({"bounded_loss"})
+    assert only(facts, "txg_timeout_low", bounded)[0].severity == "info"  # NVMe
+    for disk in facts.disks:
+        disk.transport = "sata"
+    [finding] = only(facts, "txg_timeout_low", bounded)
+    assert finding.severity == "warning" and "ssd storage" in finding.evidence
+
+
+def test_zfs_dirty_data_is_read_from_its_module_parameter():
+    facts = hosts.openzfs()  # zfs_dirty_data_max 4GB on local NVMe: 4 s, fine
+    assert "zfs_dirty_data_large" not in ids(facts)
+    for disk in facts.disks:
+        disk.model = "Amazon Elastic Block Store" if disk.model else None
+    [finding] = only(facts, "zfs_dirty_data_large")  # 4GB at 125MB/s: 32 s
+    assert "zfs_dirty_data_max=4294967296" in finding.evidence and "cloud" in finding.evidence
+    del facts.module_params["zfs_dirty_data_max"]
+    facts.module_params["zfs_dirty_data_max_percent"] = "10"
+    assert "zfs_dirty_data_max_percent=10" in only(facts, "zfs_dirty_data_large")[0].evidence
+    assert "zfs_dirty_data_large" not in ids(hosts.fuse())  # no module parameters
+
+
+def test_cloud_volumes_seen_as_nvme_drain_slowly():
+    facts = hosts.openzfs()
+    facts.sysctls.update({"vm.dirty_bytes": 2 * GiB, "vm.dirty_ratio": 0})
+    assert "dirty_limit_large" not in ids(facts)  # 2GB on local NVMe: 2 s
+    for disk in facts.disks:
+        disk.model = "Google PersistentDisk" if disk.model else None
+    [finding] = only(facts, "dirty_limit_large")
+    assert "cloud storage drains about" in finding.evidence and "16 s" in finding.evidence
+
+
+def test_memory_budget_overcommitted():
+    facts = hosts.openzfs()  # 16GB buffers + 32GB ARC + 200 x 64MB + 7.9GB > 62.8GB
+    [finding] = only(facts, "memory_overcommitted")
+    assert "max_connections x work_mem 12.5 GiB" in finding.evidence
+    set_setting(facts, "work_mem", str(4 * 1024))
+    assert "memory_overcommitted" not in ids(facts)
+
+
+def test_the_built_in_profiles_do_not_overcommit_memory():
+    staged = {f.id: f.stage for f in advise(hosts.openzfs(), builtin("oltp-safe").settings)}
+    assert staged["memory_overcommitted"] == "resolved"
+    pgtune = replace(builtin("oltp-safe").settings, module={"zfs_arc_max": "ram - shared_buffers"
+                                                                " - max(1GB, ram / 8)"})
+    pgtune.postgres["work_mem"] = "max(4MB, (ram - shared_buffers) / ((connections + 8) * 3))"
+    assert "memory_overcommitted" in {f.id for f in advise(hosts.openzfs(), pgtune)}
+
+
+def test_huge_pages_sized_to_shared_buffers():
+    facts = hosts.openzfs()  # 16GB shared_buffers, vm.nr_hugepages=0
+    [finding] = only(facts, "huge_pages_not_sized")
+    assert "vm.nr_hugepages=8602" in finding.action
+    facts.sysctls["vm.nr_hugepages"] = 8602
+    assert "huge_pages_not_sized" not in ids(facts)
+
+
+def test_memory_overcommit_mode():
+    facts = hosts.openzfs()  # vm.overcommit_memory=2
+    assert "memory_overcommit_default" not in ids(facts)
+    facts.sysctls["vm.overcommit_memory"] = 0
+    assert "OOM killer" in only(facts, "memory_overcommit_default")[0].why
+
+
+def test_full_page_writes_off_on_a_standby():
+    facts = hosts.openzfs()  # full_page_writes=off, not a standby
+    assert "full_page_writes_off_standby" not in ids(facts)
+    cluster(facts).settings.append(hosts._row("primary_conninfo", "host=primary", None,
+                                              "sighup", "string"))
+    [finding] = only(facts, "full_page_writes_off_standby")
+    assert "pg_rewind" in finding.why and "cascading" in finding.why
+    set_setting(facts, "full_page_writes", "on")
+    assert "full_page_writes_off_standby" not in ids(facts)
+
+
+def test_wal_compression_on_a_compressed_dataset():
+    facts = hosts.openzfs()  # wal_compression=lz4, WAL dataset compressed
+    [finding] = only(facts, "wal_compression_on_zfs")
+    assert "wal_compression=lz4" in finding.evidence
+    set_setting(facts, "wal_compression", "off")
+    assert "wal_compression_on_zfs" not in ids(facts)
+
+
+def test_max_connections_high():
+    facts = hosts.openzfs()  # 200 connections
+    assert "max_connections_high" not in ids(facts)
+    set_setting(facts, "max_connections", "1000")
+    assert "PgBouncer" in only(facts, "max_connections_high")[0].action
