@@ -402,6 +402,42 @@ def l2arc_considerations(ctx: Context) -> list[Finding]:
     ) for p in _pg_pools(ctx) if p.has_cache]
 
 
+def autotrim_off_ssd(ctx: Context) -> list[Finding]:
+    kind = r.disk_kind(ctx.facts, (ctx.facts.clusters or [None])[0])
+    if kind == "hdd":
+        return []
+    return [Finding(
+        "autotrim_off_ssd", "info", f"autotrim off on {kind} pool {p.name}",
+        f"pool {p.name}: autotrim=off on {kind} devices",
+        "Without TRIM the SSD does not learn which blocks ZFS freed: copy-on-write frees"
+        " blocks all the time, so the drive's free pool shrinks and sustained writes slow"
+        " down as it garbage-collects.",
+        f"zpool set autotrim=on {p.name} (or a periodic `zpool trim {p.name}`).",
+        src.OPENZFS_ZPOOLCONCEPTS, subject=p.name,
+    ) for p in _pg_pools(ctx) if p.autotrim == "off"]
+
+
+# Models that name a RAID controller's logical drive rather than a disk.
+RAID_MODELS = ("PERC", "MegaRAID", "MR9", "LOGICAL VOLUME", "Smart Array", "ServeRAID",
+               "RAID")
+
+
+def raid_controller_below_zfs(ctx: Context) -> list[Finding]:
+    raided = [d for d in r.physical_disks(ctx.facts)
+              if any(marker in (d.model or "") for marker in RAID_MODELS)]
+    if not raided or not ctx.facts.pools:
+        return []
+    return [Finding(
+        "raid_controller_below_zfs", "warning", "disks behind a hardware RAID controller",
+        "; ".join(f"{d.name}: model {d.model}" for d in raided),
+        "A RAID controller's logical drive hides the disks from ZFS: ZFS cannot repair from"
+        " redundancy it does not see, the controller's cache may reorder or lose flushes, and"
+        " a single-disk RAID 0 is not a whole disk.",
+        "Put the controller in HBA/IT (pass-through) mode and give ZFS the disks themselves.",
+        f"{src.OPENZFS_HARDWARE}; {src.PG_PHRIDAY_ZFS}",
+    )]
+
+
 def prefetch_disabled(ctx: Context) -> list[Finding]:
     if r.module_param(ctx.facts, "zfs_prefetch_disable") != "1":
         return []
@@ -439,4 +475,6 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("slog_not_mirrored", slog_not_mirrored),
     ("l2arc_considerations", l2arc_considerations),
     ("prefetch_disabled", prefetch_disabled),
+    ("autotrim_off_ssd", autotrim_off_ssd),
+    ("raid_controller_below_zfs", raid_controller_below_zfs),
 )

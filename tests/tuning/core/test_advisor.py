@@ -30,7 +30,7 @@ def only(facts: HostFacts, rule: str, acknowledged: frozenset[str] = frozenset()
 
 
 def test_every_rule_is_registered_once_and_every_finding_cites_a_source():
-    assert len(set(advisor.rule_ids())) == len(advisor.rule_ids()) == 38
+    assert len(set(advisor.rule_ids())) == len(advisor.rule_ids()) == 40
     facts = hosts.openzfs("2.2.0")
     set_prop(facts, DATA, "sync", "disabled")
     known = {v for k, v in vars(sources).items() if k.isupper()}
@@ -405,9 +405,10 @@ def test_memory_budget_overcommitted():
 def test_the_built_in_profiles_do_not_overcommit_memory():
     staged = {f.id: f.stage for f in advise(hosts.openzfs(), builtin("oltp-safe").settings)}
     assert staged["memory_overcommitted"] == "resolved"
-    pgtune = replace(builtin("oltp-safe").settings, module={"zfs_arc_max": "ram - shared_buffers"
-                                                                " - max(1GB, ram / 8)"})
-    pgtune.postgres["work_mem"] = "max(4MB, (ram - shared_buffers) / ((connections + 8) * 3))"
+    safe = builtin("oltp-safe").settings  # the same, with the formulas before issue 12:
+    pgtune = replace(safe, module={"zfs_arc_max": "ram - shared_buffers - max(1GB, ram / 8)"},
+                     postgres={**safe.postgres, "work_mem": "max(4MB, (ram - shared_buffers)"
+                                                            " / ((connections + 8) * 3))"})
     assert "memory_overcommitted" in {f.id for f in advise(hosts.openzfs(), pgtune)}
 
 
@@ -450,3 +451,20 @@ def test_max_connections_high():
     assert "max_connections_high" not in ids(facts)
     set_setting(facts, "max_connections", "1000")
     assert "PgBouncer" in only(facts, "max_connections_high")[0].action
+
+
+def test_autotrim_off_on_solid_state_pools():
+    facts = hosts.openzfs()  # autotrim=off on NVMe
+    [finding] = only(facts, "autotrim_off_ssd")
+    assert finding.subject == "tank" and "zpool set autotrim=on tank" in finding.action
+    facts.pools[0].autotrim = "on"
+    assert "autotrim_off_ssd" not in ids(facts)
+    assert "autotrim_off_ssd" not in ids(hosts.fuse())  # zfs-fuse: no such property
+
+
+def test_disks_behind_a_raid_controller():
+    facts = hosts.openzfs()
+    assert "raid_controller_below_zfs" not in ids(facts)
+    facts.disks[-1].model = "PERC H730P Mini"
+    [finding] = only(facts, "raid_controller_below_zfs")
+    assert "PERC H730P Mini" in finding.evidence and "HBA" in finding.action
