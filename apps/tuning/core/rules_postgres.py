@@ -106,13 +106,14 @@ def zfs_dirty_data_large(ctx: Context) -> list[Finding]:
         return []
     size, evidence = limit
     return [Finding(
-        "zfs_dirty_data_large", "warning", "ZFS dirty data limit larger than the storage drains",
+        "zfs_dirty_data_large", "info", "ZFS dirty data limit larger than the storage drains",
         f"{evidence}; {kind} storage drains about {gib(DRAIN_RATE[kind])}/s, so this is about"
         f" {size // DRAIN_RATE[kind]} s of writes (heuristic limit {DRAIN_SECONDS} s)",
         "ZFS buffers file writes in its own dirty data (up to zfs_dirty_data_max), not in the"
-        " page cache Linux's vm.dirty_* settings govern. When it fills, ZFS delays every"
-        " writer until a transaction group drains it: the same throughput cliff the Stampede"
-        " article measured, with checkpoints' fsyncs stalling behind it.",
+        " page cache that Linux's vm.dirty_* settings (and /proc/meminfo's Dirty) cover. ZFS"
+        " throttles writers progressively as it fills (from zfs_delay_min_dirty_percent,"
+        " 60%), gentler than Linux's cliff the Stampede article measured, but a limit the"
+        " pool needs this long to write still means long stalls for checkpoints' fsyncs.",
         "Lower zfs_dirty_data_max to what the pool writes in a few seconds (e.g. 1GB on"
         " SSD-class or cloud storage), in /etc/modprobe.d/zfs.conf to keep it.",
         f"{src.STAMPEDE}; {src.OPENZFS_MODULE}")]
@@ -258,16 +259,25 @@ def huge_pages_not_sized(ctx: Context) -> list[Finding]:
     if pages * HUGE_PAGE >= buffers:
         return []
     modes = {r.setting_value(c, "huge_pages") for c in ctx.clusters()} - {None}
+    wanted, basis = _huge_pages_wanted(ctx, buffers)
     return [Finding(
         "huge_pages_not_sized", "info", "shared_buffers not backed by huge pages",
         f"shared_buffers {gib(buffers)}; vm.nr_hugepages={pages} ({gib(pages * HUGE_PAGE)});"
         f" huge_pages={'/'.join(sorted(modes)) or 'not known'}",
         "With 4K pages every backend maps shared_buffers with its own page tables (gigabytes"
         " on a large, busy server) and TLB misses cost CPU; huge pages avoid both.",
-        f"vm.nr_hugepages={buffers * 21 // 20 // HUGE_PAGE + 1} (shared_buffers + 5%, in 2MB"
-        " pages; `postgres -C shared_memory_size_in_huge_pages` gives the exact count on"
-        " 15+) and huge_pages=try (or on), then restart PostgreSQL.",
+        f"vm.nr_hugepages={wanted} ({basis}) and huge_pages=try (or on), then restart"
+        " PostgreSQL.",
         f"{src.CAMPOLI}; {src.PG_DOCS}")]
+
+
+def _huge_pages_wanted(ctx: Context, buffers: int) -> tuple[int, str]:
+    """PostgreSQL 15+ reports its own need (shared_memory_size_in_huge_pages); else +5%."""
+    exact = [r.setting_value(c, "shared_memory_size_in_huge_pages") for c in ctx.clusters()]
+    if exact and all(value and value.isdigit() and int(value) > 0 for value in exact):
+        return (sum(int(value or 0) for value in exact),
+                "what PostgreSQL reports as shared_memory_size_in_huge_pages")
+    return buffers * 21 // 20 // HUGE_PAGE + 1, "shared_buffers + 5%, in 2MB pages"
 
 
 def memory_overcommit_default(ctx: Context) -> list[Finding]:
@@ -287,25 +297,33 @@ def memory_overcommit_default(ctx: Context) -> list[Finding]:
 
 
 def full_page_writes_off_standby(ctx: Context) -> list[Finding]:
-    """A standby of this cluster, or this cluster as a standby, with full_page_writes=off."""
+    """full_page_writes=off on a standby, or on a primary that names synchronous standbys.
+
+    Attached asynchronous standbys and replication slots are not in the facts
+    (pg_stat_replication, pg_replication_slots): the action says to check them.
+    """
     found = []
     for c in ctx.clusters():
         if r.setting_value(c, "full_page_writes") != "off":
             continue
-        standby = bool(r.setting_value(c, "primary_conninfo"))
-        senders = r.setting_value(c, "max_wal_senders")
-        if not standby:
+        if r.setting_value(c, "primary_conninfo"):
+            role = "primary_conninfo is set (this cluster is a standby)"
+        elif names := r.setting_value(c, "synchronous_standby_names"):
+            role = f"synchronous_standby_names={names} (this primary has standbys)"
+        else:
             continue
         found.append(Finding(
-            "full_page_writes_off_standby", "warning", "full_page_writes=off on a standby",
-            f"{c.data_dir}: full_page_writes=off; primary_conninfo is set (a standby);"
-            f" max_wal_senders={senders}",
-            "Without full-page images, backups taken from a standby (pg_basebackup against"
-            " it) can be torn, a cascading standby cannot be rebuilt from it, and pg_rewind"
-            " needs them (or wal_log_hints): ZFS only protects this host's own pages.",
-            "Keep full_page_writes=on on clusters involved in replication and backups from"
-            " standbys; turn it off only on a stand-alone primary. Replication slots and"
-            " attached standbys are not in the facts yet: check pg_replication_slots too.",
+            "full_page_writes_off_standby", "warning",
+            "full_page_writes=off where replication is involved",
+            f"{c.data_dir}: full_page_writes=off; {role}",
+            "ZFS only protects this host's own pages. Without full-page images, backups"
+            " taken from a standby (pg_basebackup against it) can hold torn pages, a"
+            " cascading standby cannot be rebuilt from it, and pg_rewind after a failover"
+            " needs them (or wal_log_hints with data checksums).",
+            "Keep full_page_writes=on on clusters involved in replication or backed up from a"
+            " standby; turn it off only on a stand-alone primary. Replication slots and"
+            " asynchronous standbys are not in the facts yet: check pg_replication_slots and"
+            " pg_stat_replication before turning it off.",
             f"{src.PG_DOCS}; {src.NIMBUS}", subject=c.data_dir))
     return found
 

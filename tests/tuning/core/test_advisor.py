@@ -415,7 +415,11 @@ def test_the_built_in_profiles_do_not_overcommit_memory():
 def test_huge_pages_sized_to_shared_buffers():
     facts = hosts.openzfs()  # 16GB shared_buffers, vm.nr_hugepages=0
     [finding] = only(facts, "huge_pages_not_sized")
-    assert "vm.nr_hugepages=8602" in finding.action
+    assert "vm.nr_hugepages=8602 (shared_buffers + 5%" in finding.action
+    cluster(facts).settings.append(hosts._row("shared_memory_size_in_huge_pages", "8420", None,
+                                              "internal", "integer"))
+    assert "vm.nr_hugepages=8420 (what PostgreSQL reports" in only(
+        facts, "huge_pages_not_sized")[0].action
     facts.sysctls["vm.nr_hugepages"] = 8602
     assert "huge_pages_not_sized" not in ids(facts)
 
@@ -436,6 +440,10 @@ def test_full_page_writes_off_on_a_standby():
     assert "pg_rewind" in finding.why and "cascading" in finding.why
     set_setting(facts, "full_page_writes", "on")
     assert "full_page_writes_off_standby" not in ids(facts)
+    facts = hosts.openzfs()  # a primary that names synchronous standbys
+    cluster(facts).settings.append(hosts._row("synchronous_standby_names", "replica1", None,
+                                              "sighup", "string"))
+    assert "has standbys" in only(facts, "full_page_writes_off_standby")[0].evidence
 
 
 def test_wal_compression_on_a_compressed_dataset():
