@@ -302,6 +302,9 @@ def zfs_data_probes(facts: ZfsFacts, pools: list[str]) -> dict[str, Command]:
     return probes | {
         "zpool_list": cmd("zpool", "list", exact, "-o", ",".join(columns), *pools),
         "zpool_get": cmd("zpool", "get", *([] if fuse else ["-Hp"]), "ashift,version", *pools),
+        # Separate: a ZFS without autotrim (before 0.8, zfs-fuse) refuses the whole list.
+        **({} if fuse else {"zpool_get_autotrim": cmd("zpool", "get", "-Hp", "autotrim",
+                                                      *pools)}),
         "zpool_status": cmd("zpool", "status", *pools),
         "zfs_list": cmd("zfs", "list", "-Hp" if caps.list_parsable else "-H", "-r",
                         "-t", "filesystem,volume", "-o", ",".join(zfs.LIST_FIELDS), *pools),
@@ -354,7 +357,10 @@ def _pools(data: dict[str, Section], caps: zfs.Capabilities, names: list[str]) -
     status = zpool.parse_zpool_status(_text(data, "zpool_status"))
     ashift = zpool.parse_zpool_get(_text(data, "zpool_get"), "ashift")
     spa = zpool.parse_zpool_get(_text(data, "zpool_get"), "version")
-    return [pool_from(row, status.get(row.name), ashift.get(row.name), spa.get(row.name))
+    trim = zpool.parse_zpool_get(_text(data, "zpool_get_autotrim"), "autotrim") \
+        if _ok(data, "zpool_get_autotrim") else {}
+    return [pool_from(row, status.get(row.name), ashift.get(row.name), spa.get(row.name),
+                      autotrim=trim.get(row.name))
             for row in rows if row.name in names]
 
 

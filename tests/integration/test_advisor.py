@@ -30,7 +30,7 @@ def test_the_advisor_reports_what_the_host_really_has(fleet_hosts, delivered):
     assert {"compression_off", "atime_on", "data_checksums_off"} <= baseline
 
     run_on(fleet_host, f"zfs set recordsize=4K {data} && zfs set logbias=throughput {wal} "
-                       f"&& zfs set dedup=on {data}")
+                       f"&& zfs set dedup=on {data} && zfs set primarycache=metadata {data}")
     psql(fleet_host, "alter system set synchronous_commit = off")
     psql(fleet_host, "select pg_reload_conf()")
     try:
@@ -39,12 +39,12 @@ def test_the_advisor_reports_what_the_host_really_has(fleet_hosts, delivered):
         findings = {f["id"]: f for f in services.findings(host)}
     finally:
         run_on(fleet_host, f"zfs inherit recordsize {data} && zfs inherit logbias {wal} "
-                           f"&& zfs inherit dedup {data}")
+                           f"&& zfs inherit dedup {data} && zfs inherit primarycache {data}")
         psql(fleet_host, "alter system reset synchronous_commit")
         psql(fleet_host, "select pg_reload_conf()")
 
     for rule in ("recordsize_below_8k", "logbias_throughput_no_slog", "dedup_on",
-                 "bounded_loss_unacknowledged"):
+                 "bounded_loss_unacknowledged", "primarycache_not_all"):
         assert rule in findings, rule
         assert findings[rule]["evidence"] and findings[rule]["source"]
 
@@ -52,7 +52,7 @@ def test_the_advisor_reports_what_the_host_really_has(fleet_hosts, delivered):
     host.refresh_from_db()
     after = {f["id"] for f in services.findings(host)}
     assert not {"recordsize_below_8k", "logbias_throughput_no_slog", "dedup_on",
-                "bounded_loss_unacknowledged"} & after
+                "bounded_loss_unacknowledged", "primarycache_not_all"} & after
 
 
 def test_full_page_writes_off_off_zfs_is_critical(tmp_path, delivered):

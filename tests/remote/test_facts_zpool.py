@@ -68,3 +68,17 @@ def test_zfs_fuse_status_captured():
     assert [c.kind for c in fast.vdevs[0].children] == ["file", "file"]
     assert fast.has_log and not fast.has_cache
     assert pools["tank"].vdevs[0].name.endswith("disk.img")
+
+
+def test_last_completed_scrub_from_the_scan_line():
+    tank = zpool.parse_zpool_status(read("openzfs-2.2/zpool_status.txt"))["tank"]
+    assert tank.last_scrub == "2024-09-08T00:36:42"  # "Sun Sep  8": two spaces before 8
+    pools = zpool.parse_zpool_status(read("openzfs-2.3/zpool_status.txt"))
+    assert pools["tank"].last_scrub is None  # a resilver is no scrub
+    assert zpool.parse_scrub_end("scrub in progress since Sun Sep  8 00:24:01 2024") is None
+    assert zpool.parse_scrub_end("none requested") is None
+    assert zpool.parse_scrub_end(
+        "scrub repaired 0B in 0 days 03:02:11 with 0 errors on Sun Nov 10 03:26:12 2024"
+    ) == "2024-11-10T03:26:12"
+    fuse = zpool.parse_zpool_status(fuse_section("zpool_status"))
+    assert all(p.last_scrub is None for p in fuse.values())  # never scrubbed

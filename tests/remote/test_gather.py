@@ -74,6 +74,7 @@ def test_zfs_fuse_pools_and_datasets(fuse_facts):
     pools = {p.name: p for p in facts.pools}
     assert pools["fast"].has_log and pools["fast"].vdevs[0].kind == "mirror"
     assert pools["tank"].spa_version == "23" and pools["tank"].ashift is None
+    assert pools["tank"].autotrim is None  # zfs-fuse has no autotrim: not asked
     data = {d.name: d for d in facts.datasets}["tank/pg/data"]
     assert data.properties["recordsize"].value == "8192" and data.compressratio > 1.5
     assert "sync" not in data.properties and not data.exact_sizes
@@ -128,6 +129,7 @@ def test_openzfs_22_pool_and_datasets():
     [tank] = facts.pools
     assert (tank.ashift, tank.fragmentation, tank.spa_version) == (12, 12, None)
     assert tank.has_log and tank.has_cache and tank.spares[0].name == "sdb"
+    assert (tank.autotrim, tank.last_scrub) == ("off", "2024-09-08T00:36:42")
     wal = {d.name: d for d in facts.datasets}["tank/pg/wal"]
     assert wal.properties["sync"] == zfs.PropertyValue("standard", "default")
     assert wal.properties["redundant_metadata"].inherited_from == "tank"

@@ -51,6 +51,8 @@ class Pool:
     spares: list[zpool.Vdev] = field(default_factory=list)
     has_log: bool = False
     has_cache: bool = False
+    last_scrub: str | None = None  # ISO, host's local time; None: never, or not known
+    autotrim: str | None = None  # "on" / "off"; None where the ZFS has no such property
 
 
 @dataclass
@@ -139,7 +141,7 @@ class HostFacts:
 
 
 def pool_from(row: zpool.PoolRow, status: zpool.PoolStatus | None, ashift: str | None,
-          spa: str | None) -> Pool:
+              spa: str | None, autotrim: str | None = None) -> Pool:
     """A Pool from its `zpool list` row, `zpool status` tree and `zpool get` values."""
     status = status or zpool.PoolStatus(row.name, row.health)
     return Pool(
@@ -149,6 +151,7 @@ def pool_from(row: zpool.PoolRow, status: zpool.PoolStatus | None, ashift: str |
         spa_version=spa if spa and spa.isdigit() else None,
         exact_sizes=row.exact, vdevs=status.vdevs, logs=status.logs, cache=status.cache,
         spares=status.spares, has_log=status.has_log, has_cache=status.has_cache,
+        last_scrub=status.last_scrub, autotrim=autotrim if autotrim in ("on", "off") else None,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from apps.remote.facts.zfs import parse_size
 
@@ -94,6 +95,7 @@ class PoolStatus:
     spares: list[Vdev] = field(default_factory=list)
     special: list[Vdev] = field(default_factory=list)
     dedup: list[Vdev] = field(default_factory=list)
+    last_scrub: str | None = None  # ISO time the last completed scrub ended (host's local time)
 
     @property
     def has_log(self) -> bool:
@@ -118,16 +120,36 @@ def _parse_block(block: str) -> PoolStatus | None:
     header = dict(_header_lines(block))
     if "pool" not in header:
         return None
-    status = PoolStatus(header["pool"], header.get("state", "UNKNOWN"), header.get("errors", ""))
+    status = PoolStatus(header["pool"], header.get("state", "UNKNOWN"), header.get("errors", ""),
+                        last_scrub=parse_scrub_end(header.get("scan", "")))
     _read_config(status, _config_lines(block))
     return status
 
 
 def _header_lines(block: str):
     for line in block.splitlines():
-        match = re.match(r"\s*(pool|state|errors): ?(.*)\Z", line)
+        match = re.match(r"\s*(pool|state|scan|errors): ?(.*)\Z", line)
         if match:
             yield match[1], match[2].strip()
+
+
+_SCRUB_DONE = re.compile(r"scrub repaired .* on (\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})")
+
+
+def parse_scrub_end(scan: str) -> str | None:
+    """When the last completed scrub ended, from the `scan:` line, as ISO text.
+
+    "scrub repaired 0B in 00:12:41 with 0 errors on Sun Sep  8 00:36:42 2024"; a
+    resilver, a scrub in progress or "none requested" tell nothing about the last scrub.
+    """
+    match = _SCRUB_DONE.search(scan)
+    if not match:
+        return None
+    try:
+        ended = datetime.strptime(" ".join(match[1].split()), "%a %b %d %H:%M:%S %Y")
+    except ValueError:
+        return None
+    return ended.isoformat()
 
 
 def _config_lines(block: str) -> list[str]:

@@ -145,6 +145,27 @@ def disk_kind(facts: HostFacts, cluster: Cluster | None = None) -> str:
     return "ssd"
 
 
+# Cloud block storage shows up as NVMe (or SCSI) with these models: a network volume
+# whose throughput is provisioned, often 125-250 MiB/s, never local-NVMe speed.
+CLOUD_VOLUME_MODELS = (
+    "Amazon Elastic Block Store", "Google PersistentDisk", "Google EphemeralDisk",
+    "Microsoft NVMe Direct Disk", "Virtual Disk", "Virtual disk", "QEMU HARDDISK",
+    "BlockVolume", "Hyperdisk",
+)
+
+
+def storage_class(facts: HostFacts, cluster: Cluster | None = None) -> str:
+    """disk_kind, or "cloud" when the disks are network volumes that merely look local.
+
+    Only the drain-rate heuristic uses it: a cloud volume's model names it (EBS,
+    Persistent Disk, Azure's NVMe disk, a virtual disk); anything else keeps its kind.
+    """
+    disks = _pool_disks(facts, cluster) or physical_disks(facts)
+    if disks and any((d.model or "").startswith(CLOUD_VOLUME_MODELS) for d in disks):
+        return "cloud"
+    return disk_kind(facts, cluster)
+
+
 def _pool_disks(facts: HostFacts, cluster: Cluster | None) -> list[Disk]:
     data = cluster.data_dataset if cluster else None
     pool = pools(facts).get(pool_of(data)) if data else None

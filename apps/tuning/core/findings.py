@@ -8,7 +8,8 @@ reasoning, the action, and the source that taught it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from apps.remote.facts.host import Cluster, Dataset, HostFacts
 from apps.tuning.core import facts as r
@@ -37,6 +38,9 @@ class Context:
     facts: HostFacts
     acknowledged: frozenset[str]
     large_records_intended: bool = False  # the desired profile asks for >= 64K data records
+    # Scrub ages are judged against it; zpool status prints the host's local time, so
+    # this is naive local time too (a day's precision is all a monthly rule needs).
+    now: datetime = field(default_factory=datetime.now)
 
     @property
     def ram(self) -> int | None:

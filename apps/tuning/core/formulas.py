@@ -78,15 +78,25 @@ PGTUNE_WORKERS = "(cpus if cpus >= 4 else 8)"
 SHARED_BUFFERS = "ram / 4"
 EFFECTIVE_CACHE_SIZE = "ram * 3 / 4"
 MAINTENANCE_WORK_MEM = "min(ram / 16, 2GB)"  # the May 2025 cap; HEAD caps at 8GB
-WORK_MEM = f"max(4MB, (ram - shared_buffers) / ((connections + {PGTUNE_WORKERS}) * 3))"
+# PGTune's own work_mem, kept for reference: it divides "RAM minus shared_buffers" as if
+# nothing else used it, while the ARC formula below spends the same memory again.
+PGTUNE_WORK_MEM = (
+    f"max(4MB, (ram - shared_buffers) / ((connections + {PGTUNE_WORKERS}) * 3))"
+)
 # 3% of shared_buffers, at most 16MB (14MB-16MB rounds up to 16MB), at least 32kB.
 WAL_BUFFERS = (
     "16MB if shared_buffers * 3 / 100 >= 14MB else max(32kB, shared_buffers * 3 / 100)"
 )
-# ARC and shared_buffers cache the same pages; what is left must hold the kernel,
-# backends (work_mem per sort), page tables: at least 1GB or 1/8 of RAM. 64MB is
-# OpenZFS's minimum zfs_arc_max; below it the value is silently ignored.
-ZFS_ARC_MAX = "max(64MB, ram - shared_buffers - max(1GB, ram / 8))"
+# RAM is budgeted once: shared_buffers, the OS (kernel, page tables, backends' own
+# memory: at least 1GB or 1/8 of RAM), then what remains split evenly between the ARC
+# and the sorts and hashes of every connection (PGTune's three work_mem per connection
+# and worker). So shared_buffers + ARC + (connections + workers) x 3 x work_mem + OS
+# adds up to RAM, not more. 64MB is OpenZFS's minimum zfs_arc_max; below it the value
+# is silently ignored.
+OS_RESERVE = "max(1GB, ram / 8)"
+CACHE_ROOM = f"(ram - shared_buffers - {OS_RESERVE})"
+ZFS_ARC_MAX = f"max(64MB, {CACHE_ROOM} / 2)"
+WORK_MEM = f"max(4MB, {CACHE_ROOM} / 2 / ((connections + {PGTUNE_WORKERS}) * 3))"
 # Size the kernel's dirty limit to what the storage drains in seconds, not to RAM
 # ("PG Phriday: Steady Storage Stampede", Shaun Thomas: 1GB for SSD-class storage
 # with no controller cache; background writeback from 25% of it).

@@ -10,7 +10,8 @@ from apps.tuning.core import sources as src
 from apps.tuning.core.findings import Context, Finding, Rule
 
 # Conservative write rates per storage kind, to turn a dirty limit into a drain time.
-DRAIN_RATE = {"hdd": 100 * MiB, "ssd": 300 * MiB, "nvme": 1 * GiB}
+# "cloud": network block storage seen as NVMe (EBS gp3's baseline is 125 MiB/s).
+DRAIN_RATE = {"hdd": 100 * MiB, "ssd": 300 * MiB, "nvme": 1 * GiB, "cloud": 125 * MiB}
 DRAIN_SECONDS = 10  # Steady Storage Stampede: 1GB took 30s on slow cloud storage, <10s on fast
 LARGE_BUFFERS_FOR_MINIMAL = 4 * GiB
 
@@ -82,7 +83,7 @@ def _dirty_limit(ctx: Context) -> tuple[int | None, str]:
 
 def dirty_limit_large(ctx: Context) -> list[Finding]:
     limit, evidence = _dirty_limit(ctx)
-    kind = r.disk_kind(ctx.facts, (ctx.facts.clusters or [None])[0])
+    kind = r.storage_class(ctx.facts, (ctx.facts.clusters or [None])[0])
     budget = DRAIN_RATE[kind] * DRAIN_SECONDS
     if limit is None or limit <= budget:
         return []
@@ -95,6 +96,42 @@ def dirty_limit_large(ctx: Context) -> list[Finding]:
         " limit (zfs_dirty_data_max); this one governs every non-ZFS filesystem on the host.",
         "Set vm.dirty_bytes to what the storage writes in a few seconds (1GB on SSD-class"
         " storage) and vm.dirty_background_bytes to 25% of it.", src.STAMPEDE)]
+
+
+def zfs_dirty_data_large(ctx: Context) -> list[Finding]:
+    """ZFS file data never shows in the page cache's Dirty: ZFS has its own limit."""
+    limit = _zfs_dirty_limit(ctx)
+    kind = r.storage_class(ctx.facts, (ctx.facts.clusters or [None])[0])
+    if limit is None or not ctx.facts.clusters or limit[0] <= DRAIN_RATE[kind] * DRAIN_SECONDS:
+        return []
+    size, evidence = limit
+    return [Finding(
+        "zfs_dirty_data_large", "info", "ZFS dirty data limit larger than the storage drains",
+        f"{evidence}; {kind} storage drains about {gib(DRAIN_RATE[kind])}/s, so this is about"
+        f" {size // DRAIN_RATE[kind]} s of writes (heuristic limit {DRAIN_SECONDS} s)",
+        "ZFS buffers file writes in its own dirty data (up to zfs_dirty_data_max), not in the"
+        " page cache that Linux's vm.dirty_* settings (and /proc/meminfo's Dirty) cover. ZFS"
+        " throttles writers progressively as it fills (from zfs_delay_min_dirty_percent,"
+        " 60%), gentler than Linux's cliff the Stampede article measured, but a limit the"
+        " pool needs this long to write still means long stalls for checkpoints' fsyncs.",
+        "Lower zfs_dirty_data_max to what the pool writes in a few seconds (e.g. 1GB on"
+        " SSD-class or cloud storage), in /etc/modprobe.d/zfs.conf to keep it.",
+        f"{src.STAMPEDE}; {src.OPENZFS_MODULE}")]
+
+
+def _zfs_dirty_limit(ctx: Context) -> tuple[int, str] | None:
+    """zfs_dirty_data_max (bytes), else its percent of RAM; capped by _max_max when set."""
+    size = r.module_param(ctx.facts, "zfs_dirty_data_max")
+    percent = r.module_param(ctx.facts, "zfs_dirty_data_max_percent")
+    if size and size.isdigit() and int(size) > 0:
+        return int(size), f"zfs_dirty_data_max={size} ({gib(int(size))})"
+    if percent and percent.isdigit() and ctx.ram:
+        limit = ctx.ram * int(percent) // 100
+        cap = r.module_param(ctx.facts, "zfs_dirty_data_max_max")
+        if cap and cap.isdigit() and int(cap) > 0:
+            limit = min(limit, int(cap))
+        return limit, f"zfs_dirty_data_max_percent={percent} (about {gib(limit)})"
+    return None
 
 
 def dirty_background_missing(ctx: Context) -> list[Finding]:
@@ -180,6 +217,153 @@ def zfs_fuse_large_shared_buffers(ctx: Context) -> list[Finding]:
         if (size := r.setting_bytes(c, "shared_buffers") or 0) > ZFS_FUSE_SAFE_BUFFERS]
 
 
+def _os_reserve(ram: int) -> int:
+    return max(GiB, ram // 8)  # as formulas.OS_RESERVE
+
+
+def memory_overcommitted(ctx: Context) -> list[Finding]:
+    """shared_buffers + ARC + one work_mem per connection + the OS must fit in RAM."""
+    ram, arc = ctx.ram, r.arc_max(ctx.facts)
+    clusters = ctx.clusters()
+    if not ram or not arc or not clusters:
+        return []
+    buffers = _shared_buffers_total(ctx)
+    sorts = sum(_connections(c) * (r.setting_bytes(c, "work_mem") or 4 * MiB) for c in clusters)
+    total = buffers + arc + sorts + _os_reserve(ram)
+    if total <= ram:
+        return []
+    return [Finding(
+        "memory_overcommitted", "warning", "memory budget exceeds RAM",
+        f"shared_buffers {gib(buffers)} + ARC max {gib(arc)} + max_connections x work_mem"
+        f" {gib(sorts)} + OS reserve {gib(_os_reserve(ram))} = {gib(total)} of {gib(ram)} RAM",
+        "Each of these is sized as if it had the memory to itself: when every connection"
+        " sorts at once the ARC cannot shrink fast enough and the OOM killer picks"
+        " PostgreSQL (one query may even use several work_mem).",
+        "Lower work_mem, max_connections or zfs_arc_max until the sum fits; PoZoL's profiles"
+        " split what shared_buffers and the OS leave between the ARC and work_mem.",
+        f"{src.PGTUNE}; {src.CAMPOLI}")]
+
+
+def _connections(cluster) -> int:
+    value = r.setting_value(cluster, "max_connections")
+    return int(value) if value and value.isdigit() else 100
+
+
+HUGE_PAGE = 2 * MiB
+
+
+def huge_pages_not_sized(ctx: Context) -> list[Finding]:
+    buffers, pages = _shared_buffers_total(ctx), r.sysctl(ctx.facts, "vm.nr_hugepages")
+    if pages is None or buffers < 8 * GiB:
+        return []  # small buffers: page tables stay small, the gain is not worth the setup
+    if pages * HUGE_PAGE >= buffers:
+        return []
+    modes = {r.setting_value(c, "huge_pages") for c in ctx.clusters()} - {None}
+    wanted, basis = _huge_pages_wanted(ctx, buffers)
+    return [Finding(
+        "huge_pages_not_sized", "info", "shared_buffers not backed by huge pages",
+        f"shared_buffers {gib(buffers)}; vm.nr_hugepages={pages} ({gib(pages * HUGE_PAGE)});"
+        f" huge_pages={'/'.join(sorted(modes)) or 'not known'}",
+        "With 4K pages every backend maps shared_buffers with its own page tables (gigabytes"
+        " on a large, busy server) and TLB misses cost CPU; huge pages avoid both.",
+        f"vm.nr_hugepages={wanted} ({basis}) and huge_pages=try (or on), then restart"
+        " PostgreSQL.",
+        f"{src.CAMPOLI}; {src.PG_DOCS}")]
+
+
+def _huge_pages_wanted(ctx: Context, buffers: int) -> tuple[int, str]:
+    """PostgreSQL 15+ reports its own need (shared_memory_size_in_huge_pages); else +5%."""
+    exact = [r.setting_value(c, "shared_memory_size_in_huge_pages") for c in ctx.clusters()]
+    if exact and all(value and value.isdigit() and int(value) > 0 for value in exact):
+        return (sum(int(value or 0) for value in exact),
+                "what PostgreSQL reports as shared_memory_size_in_huge_pages")
+    return buffers * 21 // 20 // HUGE_PAGE + 1, "shared_buffers + 5%, in 2MB pages"
+
+
+def memory_overcommit_default(ctx: Context) -> list[Finding]:
+    mode = r.sysctl(ctx.facts, "vm.overcommit_memory")
+    if mode is None or mode == 2 or not ctx.clusters():
+        return []
+    return [Finding(
+        "memory_overcommit_default", "info", f"vm.overcommit_memory={mode}",
+        f"vm.overcommit_memory={mode}; vm.overcommit_ratio="
+        f"{r.sysctl(ctx.facts, 'vm.overcommit_ratio')}",
+        "With heuristic overcommit the kernel promises more memory than it has and, when"
+        " the promise is called, the OOM killer ends the postmaster or a backend (a crash"
+        " and recovery for every session); with mode 2 an allocation fails cleanly instead.",
+        "vm.overcommit_memory=2 with vm.overcommit_ratio sized so swap + RAM x ratio covers"
+        " shared_buffers, the ARC and the backends (check CommitLimit in /proc/meminfo).",
+        f"{src.CAMPOLI}; {src.PG_DOCS}")]
+
+
+def full_page_writes_off_standby(ctx: Context) -> list[Finding]:
+    """full_page_writes=off on a standby, or on a primary that names synchronous standbys.
+
+    Attached asynchronous standbys and replication slots are not in the facts
+    (pg_stat_replication, pg_replication_slots): the action says to check them.
+    """
+    found = []
+    for c in ctx.clusters():
+        if r.setting_value(c, "full_page_writes") != "off":
+            continue
+        if r.setting_value(c, "primary_conninfo"):
+            role = "primary_conninfo is set (this cluster is a standby)"
+        elif names := r.setting_value(c, "synchronous_standby_names"):
+            role = f"synchronous_standby_names={names} (this primary has standbys)"
+        else:
+            continue
+        found.append(Finding(
+            "full_page_writes_off_standby", "warning",
+            "full_page_writes=off where replication is involved",
+            f"{c.data_dir}: full_page_writes=off; {role}",
+            "ZFS only protects this host's own pages. Without full-page images, backups"
+            " taken from a standby (pg_basebackup against it) can hold torn pages, a"
+            " cascading standby cannot be rebuilt from it, and pg_rewind after a failover"
+            " needs them (or wal_log_hints with data checksums).",
+            "Keep full_page_writes=on on clusters involved in replication or backed up from a"
+            " standby; turn it off only on a stand-alone primary. Replication slots and"
+            " asynchronous standbys are not in the facts yet: check pg_replication_slots and"
+            " pg_stat_replication before turning it off.",
+            f"{src.PG_DOCS}; {src.NIMBUS}", subject=c.data_dir))
+    return found
+
+
+def wal_compression_on_zfs(ctx: Context) -> list[Finding]:
+    found = []
+    datasets = r.datasets(ctx.facts)
+    for c in ctx.clusters():
+        method = r.setting_value(c, "wal_compression")
+        wal = datasets.get(c.wal_dataset or c.data_dataset or "")
+        compression = r.prop(wal, "compression")
+        if method in (None, "off") or compression in (None, "off"):
+            continue
+        found.append(Finding(
+            "wal_compression_on_zfs", "info", "WAL compressed twice",
+            f"wal_compression={method}; {wal.name} compression={compression}",
+            "ZFS already compresses the WAL dataset; compressing full-page images in"
+            " PostgreSQL as well spends CPU in the backends for little more saving (and with"
+            " full_page_writes=off there is almost nothing left to compress).",
+            "Set wal_compression=off and leave compression to ZFS (the same holds for"
+            " TOAST: default_toast_compression matters less on a compressed dataset).",
+            f"{src.NIMBUS}; {src.PG_PHRIDAY_ZFS}", subject=c.data_dir))
+    return found
+
+
+def max_connections_high(ctx: Context) -> list[Finding]:
+    cpus = ctx.facts.cpus or 0
+    limit = max(200, cpus * 4)
+    return [Finding(
+        "max_connections_high", "info", f"max_connections={n}",
+        f"{c.data_dir}: max_connections={n} with {cpus or 'unknown'} CPUs",
+        "Each connection is a process with its own memory and its own work_mem budget;"
+        " hundreds of active ones contend for CPUs and locks, and size every per-connection"
+        " setting down.",
+        f"Put a pooler (PgBouncer) in front and keep max_connections near a few times the"
+        f" CPU count (here about {limit} at most).",
+        f"{src.PGTUNE}; {src.PG_DOCS}", subject=c.data_dir,
+    ) for c in ctx.clusters() if (n := _connections(c)) > limit]
+
+
 RULES: tuple[tuple[str, Rule], ...] = (
     ("zfs_fuse_large_shared_buffers", zfs_fuse_large_shared_buffers),
     ("full_page_writes_off_not_zfs", full_page_writes_off_not_zfs),
@@ -189,4 +373,11 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("dirty_background_missing", dirty_background_missing),
     ("wal_level_minimal_copy", wal_level_minimal_copy),
     ("data_checksums_off", data_checksums_off),
+    ("zfs_dirty_data_large", zfs_dirty_data_large),
+    ("memory_overcommitted", memory_overcommitted),
+    ("huge_pages_not_sized", huge_pages_not_sized),
+    ("memory_overcommit_default", memory_overcommit_default),
+    ("full_page_writes_off_standby", full_page_writes_off_standby),
+    ("wal_compression_on_zfs", wal_compression_on_zfs),
+    ("max_connections_high", max_connections_high),
 )

@@ -20,3 +20,17 @@ OPENZFS_MODULE = "zfs(4) module parameters — OpenZFS man page"
 POZOL_FLEET = ("PoZoL test fleet: zfs-fuse 0.7.0 (Debian 12) with PostgreSQL 15 under pgbench,"
                " 2026 (our own measurement)")
 PGTUNE = "PGTune (le0pard/pgtune) configurationSlice.js — Alexey Vasiliev"
+OPENZFS_WORKLOAD_POSTGRES_RECORDSIZE = (
+    "Workload Tuning → PostgreSQL — OpenZFS documentation (current): recordsize=32K on both"
+    ' the data and the WAL datasets ("64K also work well, as does the 128K default"); the'
+    " older 8K advice predates lz4 compression"
+)
+OPENZFS_HARDWARE = (
+    "Hardware → Hardware RAID controllers, Power failure protection — OpenZFS documentation"
+)
+OPENZFS_ZPOOLCONCEPTS = "zpoolconcepts(7), zpoolprops(7) (ashift, autotrim) — OpenZFS man pages"
+LINUX_BLOCK_FLUSH = (
+    "Documentation/block/writeback_cache_control.rst: fsync and fdatasync both issue a cache"
+    " flush (REQ_PREFLUSH) — Linux kernel"
+)
+PG_DOCS = "PostgreSQL documentation (runtime-config: WAL, resources, connections)"

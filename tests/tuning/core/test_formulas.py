@@ -21,7 +21,7 @@ def test_pgtune_worked_example():
     assert resolve(f.EFFECTIVE_CACHE_SIZE, PGTUNE_64) == 48 * GiB
     assert resolve(f.WAL_BUFFERS, PGTUNE_64) == 16 * MiB
     # (64GB - 16GB) / ((200 + 16) * 3) = 77672kB in PGTune (it floors in kB)
-    assert resolve(f.WORK_MEM, PGTUNE_64) // KiB == 77672
+    assert resolve(f.PGTUNE_WORK_MEM, PGTUNE_64) // KiB == 77672
     assert resolve(f.MAINTENANCE_WORK_MEM, PGTUNE_64) == 2 * GiB  # the 2025 cap
 
 
@@ -36,9 +36,26 @@ def test_pgtune_floors_and_small_hosts():
 
 
 def test_arc_max_leaves_room_for_shared_buffers_and_the_rest():
-    assert resolve(f.ZFS_ARC_MAX, PGTUNE_64) == 64 * GiB - 16 * GiB - 8 * GiB
+    assert resolve(f.ZFS_ARC_MAX, PGTUNE_64) == (64 * GiB - 16 * GiB - 8 * GiB) // 2
     tiny = Variables(ram=1 * GiB, cpus=1, connections=100, shared_buffers=256 * MiB, disk="ssd")
     assert resolve(f.ZFS_ARC_MAX, tiny) == 64 * MiB  # OpenZFS's minimum
+
+
+def test_memory_is_budgeted_once_on_a_64gb_host_with_100_connections():
+    """shared_buffers + ARC + connections and workers x 3 sorts + the OS fit in RAM.
+
+    Before: the ARC took RAM - shared_buffers - 8GB (40GB) and work_mem divided
+    RAM - shared_buffers again, promising about 141MB per sort with 8GB left.
+    """
+    host = Variables(ram=64 * GiB, cpus=8, connections=100, shared_buffers=None, disk="ssd")
+    buffers = resolve(f.SHARED_BUFFERS, host)
+    sized = Variables(ram=64 * GiB, cpus=8, connections=100, shared_buffers=buffers,
+                      disk="ssd")
+    arc, work_mem = resolve(f.ZFS_ARC_MAX, sized), resolve(f.WORK_MEM, sized)
+    backends = (100 + 8) * 3 * work_mem
+    total = buffers + arc + backends + max(GiB, 64 * GiB // 8)
+    assert 63 * GiB < total <= 64 * GiB  # all of it, and not more
+    assert arc == 20 * GiB and work_mem // MiB == 63
 
 
 def test_dirty_bytes_follow_the_storage():

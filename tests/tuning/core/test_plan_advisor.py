@@ -22,7 +22,7 @@ def test_large_shared_buffers_on_zfs_fuse_mark_their_row():
     rows = {c.key: c for c in computed.changes}
     hazards = {f.id: f.severity for f in rows["shared_buffers"].hazards}
     assert hazards == {"zfs_fuse_large_shared_buffers": "warning",
-                       "shared_buffers_over_40pct": "warning"}
+                       "shared_buffers_over_40pct": "warning", "huge_pages_not_sized": "info"}
     assert rows["work_mem"].hazards == ()
 
 

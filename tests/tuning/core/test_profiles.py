@@ -145,3 +145,10 @@ def test_from_dict_refuses_with_a_clear_message(data, message):
 
 def test_every_risk_is_explained():
     assert all(profiles.RISKS[r] for r in ("bounded_loss", "unsafe_fsync"))
+
+
+def test_oltp_profiles_set_planner_costs_for_the_storage_too():
+    for slug in ("oltp-safe", "oltp-bounded-loss", "analytics"):
+        postgres = builtin(slug).settings.postgres
+        assert postgres["random_page_cost"] == "4 if disk == 'hdd' else 1.1"
+        assert "1000 if disk == 'nvme'" in postgres["effective_io_concurrency"]
