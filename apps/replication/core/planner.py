@@ -182,17 +182,21 @@ _RANK = (Action.IN_SYNC, Action.ROLLBACK, Action.INCREMENTAL, Action.RESUME, Act
 
 def plan_link(link: Link, sources: Mapping[str, SourceState],
               targets: Mapping[str, TargetState], source_caps: ReplicationCapabilities,
-              target_caps: ReplicationCapabilities, held: Iterable[str] = ()) -> LinkPlan:
+              target_caps: ReplicationCapabilities, held: Iterable[str] = (),
+              resume_failed: bool = False) -> LinkPlan:
     """One run of `link`. `sources`/`targets` are keyed by the source dataset;
     `held`: snapshots (full names; prefix "source:" or "target:") this link's
-    tag may still hold from an interrupted run."""
+    tag may still hold from an interrupted run; `resume_failed`: the last run's
+    `zfs send -t` failed (token stale, snapshot gone), so partial receives are
+    discarded rather than resumed again and again."""
     _check_inputs(link, sources, targets)
     sending = _sending_name(link, sources)
     notes = _link_notes(link, source_caps, target_caps)
     plans = []
     for source in link.sources:
         plans.append(_plan_dataset(link, source, link.target_of(source), sources[source],
-                                   targets[source], sending, source_caps, target_caps))
+                                   targets[source], sending, source_caps, target_caps,
+                                   resume_failed))
     plans = [_with_holds(p, sources[p.source], targets[p.source]) for p in plans]
     action = _link_action(plans)
     if action is Action.REFUSED:
@@ -232,7 +236,7 @@ def _sending_name(link: Link, sources: Mapping[str, SourceState]) -> str | None:
 
 def _plan_dataset(link: Link, source: str, target: str, src: SourceState, tgt: TargetState,
                   sending: str | None, source_caps: ReplicationCapabilities,
-                  target_caps: ReplicationCapabilities) -> DatasetPlan:
+                  target_caps: ReplicationCapabilities, resume_failed: bool) -> DatasetPlan:
     plan = DatasetPlan(source, target, Action.REFUSED)
     snaps = ordered(src.snapshots)
     if not snaps:
@@ -244,12 +248,12 @@ def _plan_dataset(link: Link, source: str, target: str, src: SourceState, tgt: T
     notes: list[str] = []
     prefix: list[Step] = []
     if tgt.resume_token:
-        if source_caps.resumable and target_caps.resumable:
+        if source_caps.resumable and target_caps.resumable and not resume_failed:
             return _resume(plan, tgt.resume_token)
+        why = "resuming it failed" if resume_failed else "the source cannot resume it"
         prefix.append(Step(StepKind.DISCARD_PARTIAL, Side.TARGET, target,
-                           f"zfs recv -A {target}: discard the partial receive, which the "
-                           "source cannot resume"))
-        notes.append("An interrupted transfer cannot be resumed here; it restarts from the "
+                           f"zfs recv -A {target}: discard the partial receive ({why})"))
+        notes.append(f"An interrupted transfer is not resumed ({why}); it restarts from the "
                      "newest common snapshot.")
         # discarding an interrupted first (full) receive removes the half-made dataset
         tgt = replace(tgt, exists=tgt.exists and bool(tgt.snapshots), resume_token=None)

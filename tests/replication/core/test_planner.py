@@ -201,6 +201,13 @@ class TestResume:
         assert kinds(p).index(StepKind.DISCARD_PARTIAL) < kinds(p).index(StepKind.SEND)
         assert "restarts" in " ".join(p.datasets[0].notes)
 
+    def test_a_failed_resume_is_discarded_not_retried(self):
+        p = plan_link(single(), {"tank/db": source(*SRC)},
+                      {"tank/db": target(*SRC[:1], token="1-abc")}, OZ, OZ, resume_failed=True)
+        assert p.action is Action.INCREMENTAL
+        assert StepKind.DISCARD_PARTIAL in kinds(p)
+        assert "resuming it failed" in " ".join(p.datasets[0].notes)
+
     def test_discarded_partial_first_receive_becomes_a_full_send(self):
         p = plan(tgt=target(token="1-abc"), caps=(FUSE, OZ))
         assert p.action is Action.FULL
