@@ -21,6 +21,7 @@ from apps.replication.core.planner import (
     Snap,
     StepKind,
     TargetState,
+    ordered,
     plan_link,
 )
 from tests.replication.core.helpers import FUSE, OZ, snap, source
@@ -130,7 +131,14 @@ def test_executing_a_plan_converges_to_in_sync(case):
 
 
 def _apply(plan, src: tuple[Snap, ...], tgt: TargetState) -> TargetState:
-    snaps = list(tgt.snapshots)
+    """What ZFS would do. A received snapshot gets the target's next txg (its createtxg
+    is the target pool's), while `creation` travels with it."""
+    snaps = ordered(tgt.snapshots)
+
+    def received(*new: Snap) -> list[Snap]:
+        txg = max((s.createtxg or 0 for s in snaps), default=0)
+        return [replace(s, createtxg=txg + 1 + i) for i, s in enumerate(new)]
+
     exists, token, written = tgt.exists, tgt.resume_token, tgt.written
     by_name = {f"tank/db@{s.name}": s for s in src}
     for step in plan.steps:
@@ -143,15 +151,17 @@ def _apply(plan, src: tuple[Snap, ...], tgt: TargetState) -> TargetState:
             snaps, written = snaps[:keep + 1], 0
         elif step.kind is StepKind.SEND and step.send:
             send = step.send
-            if send.resume_token:  # the resumed transfer lands the newest source snapshot
+            if send.resume_token:  # lands the newest source snapshot, if ZFS could take it
                 token, exists = None, True
-                snaps.append(src[-1])
+                if not {s.name for s in snaps} & {src[-1].name}:
+                    snaps += received(src[-1])
                 continue
             to = by_name[send.snapshot]
             if send.from_snapshot is None:
-                snaps, exists = [to], True
+                snaps, exists = [], True
+                snaps = received(to)
             else:
                 start = src.index(by_name[send.from_snapshot])
                 new = src[start + 1:src.index(to) + 1] if send.intermediates else (to,)
-                snaps += list(new)
+                snaps += received(*new)
     return TargetState(exists, tuple(snaps), written, token)
