@@ -29,7 +29,12 @@ Decisions, per dataset:
 - with the opt-in, a diverged target is rolled back first:
   `zfs rollback -r target@common`, the destroyed snapshots listed in the plan.
   `zfs recv -F` is never used: it would roll back (and with -I destroy)
-  silently, which is syncoid's pitfall (it passes -F unless --no-rollback).
+  silently. That is syncoid's pitfall: 1.4 ran `zfs rollback -R` (clones
+  too) and `receive -F` on every incremental; later versions made it opt-out
+  (--no-rollback), here it is opt-in.
+- busy: a receive is already running into a target dataset (another run or
+  another link; syncoid checks `ps` for the same reason): nothing is done
+  this time, the plan is BUSY and the next run decides again.
 - where `written` is unknown (zfs-fuse has no such property) the plan says so;
   a receive without -F is then refused by ZFS itself if the target changed
   ("destination has been modified"), so nothing is lost either way.
@@ -97,6 +102,7 @@ class TargetState:
     snapshots: tuple[Snap, ...] = ()
     written: int | None = None  # bytes written since its newest snapshot; None: unknown
     resume_token: str | None = None  # receive_resume_token, None for "-"
+    busy: bool = False  # a zfs recv into it is running (ps, or the app's lock)
 
 
 class Action(StrEnum):
@@ -105,6 +111,7 @@ class Action(StrEnum):
     RESUME = "resume"
     ROLLBACK = "rollback"  # diverged, opted in, and nothing newer to send
     IN_SYNC = "in_sync"
+    BUSY = "busy"  # a receive into the target is running: try again later
     REFUSED = "refused"
 
 
@@ -162,7 +169,8 @@ class DatasetPlan:
 @dataclass(frozen=True)
 class LinkPlan:
     link: str
-    action: Action  # REFUSED if any dataset is; IN_SYNC if all are; else the "largest"
+    action: Action  # REFUSED, else BUSY, if any dataset is; IN_SYNC if all are; else the
+    # largest of ROLLBACK < INCREMENTAL < RESUME < FULL
     datasets: tuple[DatasetPlan, ...]
     sending: str | None  # the snapshot name being replicated to
     notes: tuple[str, ...] = ()
@@ -199,7 +207,7 @@ def plan_link(link: Link, sources: Mapping[str, SourceState],
                                    resume_failed))
     plans = [_with_holds(p, sources[p.source], targets[p.source]) for p in plans]
     action = _link_action(plans)
-    if action is Action.REFUSED:
+    if action in (Action.REFUSED, Action.BUSY):
         steps: tuple[Step, ...] = ()
     else:
         steps = _stale_releases(plans, held) + _once(s for p in plans for s in p.steps)
@@ -245,6 +253,10 @@ def _plan_dataset(link: Link, source: str, target: str, src: SourceState, tgt: T
     if sending is None:
         return _refuse(plan, "the source datasets have no snapshot name in common: a "
                              "cluster is replicated from one `zfs snapshot -r` of its parent.")
+    if tgt.busy:
+        return replace(plan, action=Action.BUSY,
+                       reason=f"a receive into {target} is already running; the next run "
+                              "decides again.")
     notes: list[str] = []
     prefix: list[Step] = []
     if tgt.resume_token:
@@ -483,8 +495,9 @@ def _stale_releases(plans: list[DatasetPlan], held: Iterable[str]) -> tuple[Step
 
 
 def _link_action(plans: Sequence[DatasetPlan]) -> Action:
-    if any(p.action is Action.REFUSED for p in plans):
-        return Action.REFUSED
+    for blocking in (Action.REFUSED, Action.BUSY):
+        if any(p.action is blocking for p in plans):
+            return blocking
     return max((p.action for p in plans), key=_RANK.index)
 
 

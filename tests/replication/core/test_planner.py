@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from apps.replication.core.link import Mode, ReplicationError
@@ -246,6 +248,22 @@ class TestCluster:
     def test_missing_listing_is_an_error(self):
         with pytest.raises(ReplicationError):
             plan_link(cluster(), {DATA: source()}, {DATA: MISSING}, OZ, OZ)
+
+
+class TestBusy:
+    def test_a_running_receive_makes_the_link_wait(self):
+        link = cluster()
+        p = plan_link(link, {DATA: source(*chain("a", "b")),
+                             WAL: source(*chain("a", "b", base=50))},
+                      {DATA: target(*chain("a")), WAL: replace(MISSING, busy=True)}, OZ, OZ)
+        assert p.action is Action.BUSY and p.steps == ()
+        assert "already running" in p.datasets[1].reason
+
+    def test_refusal_wins_over_busy(self):
+        link = cluster()
+        p = plan_link(link, {DATA: source(), WAL: source(*chain("a"))},
+                      {DATA: MISSING, WAL: replace(MISSING, busy=True)}, OZ, OZ)
+        assert p.action is Action.REFUSED
 
 
 class TestHoldsAndProtection:
