@@ -1,0 +1,94 @@
+"""What a host's ZFS dialect offers to replication, derived from gathered facts.
+
+The facts layer (apps.remote.facts.zfs) already tells the dialect, the version
+and the general `Capabilities` (resumable_send, multi_snapshot, ...). This
+module narrows them to the questions a replication plan asks, so the planner
+and the command builders read one small frozen value per host.
+
+Facts behind the table (zfs-fuse read from its own usage text on the test
+hosts: `send [-RDp] [-[iI] snapshot] <snapshot>`, `receive [-vnF]`):
+
+                          zfs-fuse (pool v23)   OpenZFS 0.7   OpenZFS 0.8 / 2.x
+  send -p (properties)    yes                   yes           yes
+  send -I (intermediates) yes                   yes           yes
+  send -nvP (estimate)    no                    yes           yes
+  recv -s / send -t       no                    yes           yes
+  recv -u (no mount)      no                    yes           yes
+  recv -o / -x            no                    yes           yes
+  `written` property      no                    yes           yes
+  multi-snapshot          no                    yes           yes
+
+An OpenZFS host whose version is unknown (no `zfs version`, which arrived in
+0.8) is treated as 0.7: every row above is yes from 0.7 on. Probes that the
+facts layer made (with_observed) win over the table, for the rows it probes
+(resumable_send, multi_snapshot).
+
+`pv` and `mbuffer` are not ZFS but decide the bandwidth limit and the byte
+counter; the caller passes the tools it found on the host (`command -v`).
+The test hosts have neither, so there the counter is GNU dd and no limit can
+be applied (the plan says so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from apps.remote.facts.zfs import OPENZFS, ZFS_FUSE, Capabilities, ZfsVersion, version_tuple
+
+
+@dataclass(frozen=True)
+class ReplicationCapabilities:
+    dialect: str  # "openzfs" or "zfs-fuse"
+    send_properties: bool = True  # zfs send -p
+    send_intermediates: bool = True  # zfs send -I
+    send_estimate: bool = True  # zfs send -nvP prints "size\t<bytes>"
+    resumable: bool = True  # zfs recv -s, receive_resume_token, zfs send -t
+    recv_no_mount: bool = True  # zfs recv -u
+    recv_properties: bool = True  # zfs recv -o readonly=on -x mountpoint
+    written_property: bool = True  # `written` (bytes written since the newest snapshot)
+    multi_snapshot: bool = True  # zfs snapshot a@s b@s
+    pv: bool = False  # pv installed: counter and -L limit in one process
+    mbuffer: bool = False  # mbuffer installed: -r limit
+
+    @property
+    def can_limit_bandwidth(self) -> bool:
+        return self.pv or self.mbuffer
+
+
+ZFS_FUSE_CAPABILITIES = ReplicationCapabilities(
+    dialect=ZFS_FUSE, send_estimate=False, resumable=False, recv_no_mount=False,
+    recv_properties=False, written_property=False, multi_snapshot=False,
+)
+OPENZFS_CAPABILITIES = ReplicationCapabilities(dialect=OPENZFS)
+
+
+def replication_capabilities(dialect: str, version: ZfsVersion | None = None,
+                             observed: Capabilities | None = None,
+                             tools: Iterable[str] = ()) -> ReplicationCapabilities:
+    """From the facts of one host: its dialect, its version, the gathered capabilities
+    (probes included) and the names of the helper tools found on it."""
+    found = set(tools)
+    if dialect == ZFS_FUSE:
+        base = ZFS_FUSE_CAPABILITIES
+    elif dialect == OPENZFS:
+        base = _openzfs(version)
+    else:
+        raise ValueError(f"Unknown ZFS dialect {dialect!r}")
+    resumable = base.resumable and (observed.resumable_send if observed else True)
+    multi = observed.multi_snapshot if observed else base.multi_snapshot
+    return ReplicationCapabilities(
+        dialect=base.dialect, send_properties=base.send_properties,
+        send_intermediates=base.send_intermediates, send_estimate=base.send_estimate,
+        resumable=resumable, recv_no_mount=base.recv_no_mount,
+        recv_properties=base.recv_properties, written_property=base.written_property,
+        multi_snapshot=multi, pv="pv" in found, mbuffer="mbuffer" in found,
+    )
+
+
+def _openzfs(version: ZfsVersion | None) -> ReplicationCapabilities:
+    userland = version_tuple(version.userland) if version else None
+    if userland is not None and userland < (0, 7, 0):
+        # 0.6 had -nvP, recv -u and `written`, but neither resumable receive nor recv -o/-x.
+        return ReplicationCapabilities(dialect=OPENZFS, resumable=False, recv_properties=False)
+    return OPENZFS_CAPABILITIES

@@ -1,0 +1,232 @@
+"""Commands a replication plan runs, and the restricted key that lets it receive.
+
+All values pass apps.remote.commands (validated, then shlex-quoted); templates
+are literals here. Nothing is run.
+
+The data path: the SOURCE host runs, detached (apps.remote.detached, so a
+worker dying does not stop it),
+
+    { zfs send [-p] [-I|-i from] snap || echo "pozol: zfs send failed ($?)" >&2; }
+      | <counter> [| <limiter>] | ssh -i KEY -o ... user@target pozol-recv target/ds
+
+`/bin/sh` on Debian is dash, which has no `pipefail`: a failed send shows as
+the marker line in the unit's stderr (send_failed() finds it); the pipeline's
+status is the receive's, which fails too on a cut stream.
+
+Counter and limiter: `pv -n -b -i 1 [-L rate]` where pv is installed (one
+process counts and limits); else GNU `dd bs=1M status=progress` only counts
+(LC_ALL=C so its line parses), and `mbuffer -q -r rate` limits where installed.
+With neither pv nor mbuffer the planner says the limit cannot be applied.
+
+The restricted key. The source reaches the target over SSH with a key PoZoL
+made for this link; its line in the target's authorized_keys is
+
+    restrict,command="/bin/sh -c '<wrapper>'" ssh-ed25519 AAAA... pozol-link-<name>
+
+`restrict` turns off forwarding, pty, X11 and agent; sshd runs the forced
+command instead of whatever the client asked, and puts the client's words in
+SSH_ORIGINAL_COMMAND. The client asks `pozol-recv <target dataset>`; the
+wrapper (one line, no quotes of its own in the key file) accepts only that
+shape, only for the datasets of this link, only with ZFS name characters,
+turns off globbing and never evals: it then execs `zfs recv` with flags fixed
+when the key was made (-s, -u, -o readonly=on, -o canmount=noauto,
+-x mountpoint where the target supports them). -F is never among them, so the
+key cannot roll back, destroy or write anywhere else.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from apps.remote.commands import (
+    Command,
+    InvalidValue,
+    abs_path,
+    cmd,
+    dataset_name,
+    integer,
+    os_user,
+    quote,
+    script,
+    snapshot_name,
+)
+from apps.replication.core.capabilities import ReplicationCapabilities
+from apps.replication.core.link import Link, ReplicationError
+from apps.replication.core.planner import Send, Step, StepKind
+
+RECV_VERB = "pozol-recv"
+SEND_FAILED = "pozol: zfs send failed"
+_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}\Z|\[?[0-9A-Fa-f:.]{2,45}\]?\Z")
+_TOKEN = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,16383}\Z")
+_KEY_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+              "ecdsa-sha2-nistp521", "ssh-rsa")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}\Z")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """How the source reaches the target: all paths are on the SOURCE host."""
+
+    host: str
+    key_path: str  # the link's private key
+    known_hosts_path: str  # the target's pinned host key
+    user: str = "root"
+    port: int = 22
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.host, str) or not _HOST.match(self.host):
+            raise ReplicationError("host", f"Not a host name or address: {self.host!r}.")
+        for name in ("key_path", "known_hosts_path"):
+            try:
+                abs_path(getattr(self, name))
+            except InvalidValue as error:
+                raise ReplicationError(name, f"Bad path: {error.reason}.") from None
+        try:
+            os_user(self.user)
+            integer(self.port, minimum=1, maximum=65535)
+        except InvalidValue as error:
+            raise ReplicationError(error.kind, str(error)) from None
+
+
+def recv_flags(caps: ReplicationCapabilities) -> list[str]:
+    """The receive flags the target's wrapper fixes, by what the target supports."""
+    flags = []
+    if caps.resumable:
+        flags.append("-s")
+    if caps.recv_no_mount:
+        flags.append("-u")
+    if caps.recv_properties:
+        flags += ["-o", "readonly=on", "-o", "canmount=noauto", "-x", "mountpoint"]
+    return flags
+
+
+def send_argv(send: Send) -> list[str]:
+    if send.resume_token:
+        return ["zfs", "send", "-t", resume_token(send.resume_token)]
+    argv = ["zfs", "send"]
+    if send.properties:
+        argv.append("-p")
+    if send.from_snapshot:
+        argv += ["-I" if send.intermediates else "-i", snapshot_name(send.from_snapshot)]
+    argv.append(snapshot_name(send.snapshot))
+    return argv
+
+
+def estimate_command(send: Send) -> Command:
+    """`zfs send -nvP ...` (OpenZFS only): prints "size\\t<bytes>" on stdout."""
+    argv = send_argv(send)
+    return cmd(*argv[:2], "-nvP", *argv[2:])
+
+
+def pipeline(send: Send, endpoint: Endpoint, source_caps: ReplicationCapabilities,
+             bandwidth_limit: int | None = None) -> Command:
+    """The source-side send | count | limit | ssh pipeline, for a detached unit."""
+    dataset_name(send.target)
+    stages = [_counter(source_caps, bandwidth_limit)]
+    if bandwidth_limit and not source_caps.pv and source_caps.mbuffer:
+        stages.append(cmd("mbuffer", "-q", "-m", "64M", "-r", bandwidth_limit))
+    stages.append(_ssh(endpoint, send.target))
+    return script("{{ {send} || echo {failed} \"($?)\" >&2; }} | {rest}",
+                  send=cmd(*send_argv(send)), failed=SEND_FAILED,
+                  rest=Command(" | ".join(stage.text for stage in stages)))
+
+
+def _counter(caps: ReplicationCapabilities, bandwidth_limit: int | None) -> Command:
+    if caps.pv:
+        limit = ("-L", bandwidth_limit) if bandwidth_limit else ()
+        return cmd("pv", "-n", "-b", "-i", 1, *limit)
+    return script("LC_ALL=C dd bs=1M status=progress")
+
+
+def _ssh(endpoint: Endpoint, target: str) -> Command:
+    return cmd("ssh", "-i", endpoint.key_path, "-p", endpoint.port,
+               "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+               "-o", "StrictHostKeyChecking=yes",
+               "-o", f"UserKnownHostsFile={endpoint.known_hosts_path}",
+               "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4",
+               "-l", endpoint.user, "--", endpoint.host.strip("[]"), RECV_VERB, target)
+
+
+def send_failed(stderr: str) -> bool:
+    return SEND_FAILED in stderr
+
+
+def resume_token(value: object) -> str:
+    if not isinstance(value, str) or not _TOKEN.match(value):
+        raise ReplicationError("resume_token", "Not a receive_resume_token.")
+    return value
+
+
+# One line; `{...}` are filled with quoted, validated values. The script has no
+# quote of its own but the double quotes around "$d", escaped for sshd below.
+_WRAPPER = (
+    "set -f; "
+    "no() {{ echo \"pozol: refused: $1\" >&2; exit 1; }}; "
+    "c=$SSH_ORIGINAL_COMMAND; "
+    "case $c in {verb}\\ *) ;; *) no \"this key only runs: {verb} DATASET\";; esac; "
+    "d=${{c#{verb} }}; "
+    "case $d in *[!A-Za-z0-9_.:/-]*|*/|*//*) no \"bad dataset name\";; esac; "
+    "case /$d in */[!A-Za-z0-9]*) no \"bad dataset name\";; esac; "
+    "case $d in {allowed}) ;; *) no \"not a target of this link\";; esac; "
+    "exec zfs recv {flags} \"$d\""
+)
+
+
+def recv_wrapper(link: Link, target_caps: ReplicationCapabilities) -> str:
+    """The forced command's shell script, one line (see the module docstring)."""
+    allowed = "|".join(quote(dataset_name(t)) for t in link.targets().values())
+    text = _WRAPPER.format(verb=RECV_VERB, allowed=allowed,
+                           flags=" ".join(quote(f) for f in recv_flags(target_caps)))
+    if "'" in text or "\\\"" in text or "\n" in text:
+        raise AssertionError("the wrapper must stay one line without single quotes")
+    return text
+
+
+def authorized_keys_line(link: Link, public_key: str,
+                         target_caps: ReplicationCapabilities) -> str:
+    """The target's authorized_keys line for the link's key: receive only, nothing else."""
+    kind, blob = _public_key(public_key)
+    command = f"/bin/sh -c '{recv_wrapper(link, target_caps)}'".replace('"', '\\"')
+    return f'restrict,command="{command}" {kind} {blob} pozol-link-{link.name}'
+
+
+def _public_key(text: object) -> tuple[str, str]:
+    parts = text.split() if isinstance(text, str) else []
+    if len(parts) < 2 or parts[0] not in _KEY_TYPES or not _BASE64.match(parts[1]):
+        raise ReplicationError("public_key", "Not an OpenSSH public key line.")
+    return parts[0], parts[1]
+
+
+def step_command(step: Step, link: Link, endpoint: Endpoint,
+                 source_caps: ReplicationCapabilities) -> Command:
+    """The command of one plan step; a SEND is the pipeline (run it detached)."""
+    tag = link.hold_tag
+    match step.kind:
+        case StepKind.SEND if step.send is not None:
+            return pipeline(step.send, endpoint, source_caps, link.bandwidth_limit)
+        case StepKind.HOLD:
+            return cmd("zfs", "hold", tag, snapshot_name(step.dataset))
+        case StepKind.RELEASE | StepKind.RELEASE_STALE:
+            return cmd("zfs", "release", tag, snapshot_name(step.dataset))
+        case StepKind.ROLLBACK:
+            return cmd("zfs", "rollback", "-r", snapshot_name(step.dataset))
+        case StepKind.DISCARD_PARTIAL:
+            return cmd("zfs", "recv", "-A", dataset_name(step.dataset))
+        case StepKind.ENSURE_PARENT:
+            return cmd("zfs", "create", "-p", "-o", "readonly=on", "-o", "canmount=off",
+                       dataset_name(step.dataset))
+        case StepKind.FIX_PROPERTIES:
+            ds = dataset_name(step.dataset)
+            return script("zfs set readonly=on {ds} && zfs set canmount=noauto {ds}", ds=ds)
+    raise ReplicationError("step", f"No command for step {step.kind}.")
+
+
+def hold_already_there(stderr: str) -> bool:
+    """`zfs hold` of a tag the snapshot already has (a re-run): not an error for us."""
+    return "tag already exists" in stderr
+
+
+def hold_not_there(stderr: str) -> bool:
+    """`zfs release` of a tag that is gone (an earlier release did run): not an error."""
+    return "no such tag" in stderr
