@@ -1,9 +1,9 @@
 """The inventory follows the host: each listing replaces what a host's snapshots were.
 
 A listing is one `zfs get` of the whole host (apps.snapshots.commands.listing),
-run by every snapshot operation after it changed something, and by the
-`snapshots.refresh` operation that discovery starts (the facts_recorded
-signal: fleet knows nothing of snapshots). Rows are upserted and the ones a
+run by every snapshot operation after it changed something, and by discovery
+itself (the `discovered` signal its record step sends: fleet knows nothing of
+snapshots), so discovery costs one SSH round trip more. Rows are upserted and the ones a
 listing no longer finds are deleted, so 10,000 snapshots cost a few queries.
 """
 
@@ -48,6 +48,22 @@ def refresh(host: Host, runner) -> dict[str, int]:
     return record(host, list_host(runner))
 
 
+def add(host: Host, runner, snapshots: list[str]) -> int:
+    """Record just these snapshots (just taken), read in one command.
+
+    A snapshot just taken has no clones yet and changes nothing else, so
+    "snapshot now" need not read the whole host (10,000 snapshots take seconds
+    to list); the next discovery or destroy lists everything again.
+    """
+    rows = parse_listing(runner(commands.listing(snapshots), timeout=120).stdout)
+    now = timezone.now()
+    objects = [_snapshot(host, row, now) for row in rows if _valid(row)]
+    Snapshot.objects.bulk_create(objects, update_conflicts=True,
+                                 unique_fields=["host", "dataset", "name"],
+                                 update_fields=_FIELDS)
+    return len(objects)
+
+
 def _valid(row: SnapshotRow) -> bool:
     try:
         remote_commands.snapshot_name(row.full_name)
@@ -67,14 +83,16 @@ def _snapshot(host: Host, row: SnapshotRow, now: datetime) -> Snapshot:
     )
 
 
-def _on_facts(sender, host: Host, **kwargs) -> None:
-    if (host.facts or {}).get("zfs"):
-        from apps.snapshots import services
-
-        services.start_refresh(host)
+def _on_discovered(sender, host: Host, runner, log, **kwargs) -> dict[str, int]:
+    """Discovery's own listing of the host's snapshots: one round trip more, in its log."""
+    if not (host.facts or {}).get("zfs"):
+        return {}
+    summary = refresh(host, runner)
+    log(f"recorded {summary['snapshots']} snapshots ({summary['gone']} gone)")
+    return {"snapshots": summary["snapshots"]}
 
 
 def connect() -> None:
-    from apps.fleet.signals import facts_recorded
+    from apps.fleet.signals import discovered
 
-    facts_recorded.connect(_on_facts, dispatch_uid="snapshots.refresh_after_discovery")
+    discovered.connect(_on_discovered, dispatch_uid="snapshots.list_after_discovery")

@@ -1,7 +1,9 @@
 """The snapshot operations: take, destroy, hold/release, and refresh the inventory.
 
 Each ends by listing the host again (one `zfs get`), so the inventory shows
-what ZFS has, including what others did meanwhile. None is mutating in the
+what ZFS has, including what others did meanwhile; taking a snapshot lists
+just the snapshots it made (one `zfs get` of those names), so "snapshot now"
+costs the same on a host with 10,000 snapshots. None is mutating in the
 engine's sense: a snapshot, a hold or a destroy does not disturb a tuning
 apply or a benchmark (a snapshot under load is the point), and ZFS serialises
 its own administrative commands; serialising them behind a one-hour pgbench
@@ -39,9 +41,9 @@ def take(ctx: StepContext) -> Done | Fail:
     taken = [f"{dataset}@{name}" for dataset in chosen.covered]
     if ctx.state.get("hold"):
         _hold(ctx, run, taken)
-    summary = inventory.refresh(ctx.host, run)
+    recorded = inventory.add(ctx.host, run, taken)
     return Done({"snapshots": taken, "method": chosen.method, "held": bool(ctx.state.get("hold")),
-                 "inventory": summary},
+                 "recorded": recorded},
                 message=f"{len(taken)} snapshot{'s' if len(taken) > 1 else ''} @{name} "
                         f"({chosen.method})")
 

@@ -35,13 +35,18 @@ def test_snapshot_now_of_a_cluster_runs_one_atomic_command_then_lists(shell, del
     # (jsonb keeps the properties sorted by name)
     shell.on(f"zfs snapshot -r -o pozol:label=x -o pozol:owner=pozol -o pozol:policy=manual "
              f"tank/pg@{name}")
-    for dataset in ("tank/pg", "tank/pg/data", "tank/pg/wal"):
-        shell.on(f"zfs hold pozol {dataset}@{name}")
-    shell.on(commands.listing(), LISTING)
+    taken = [f"{dataset}@{name}" for dataset in ("tank/pg", "tank/pg/data", "tank/pg/wal")]
+    for full_name in taken:
+        shell.on(f"zfs hold pozol {full_name}")
+    answer = "".join(f"{full_name}\tcreation\t1795461216\t-\n"
+                     f"{full_name}\tuserrefs\t1\t-\n"
+                     f"{full_name}\tpozol:owner\tpozol\tlocal\n" for full_name in taken)
+    shell.on(commands.listing(taken), answer)
     operation = drive(operation)
     assert operation.status == Operation.Status.SUCCEEDED, operation.error
     assert operation.result["method"] == "recursive"
-    assert Snapshot.objects.filter(host=host).count() == 7
+    assert sorted(s.full_name for s in Snapshot.objects.filter(host=host, userrefs=1,
+                                                               origin="pozol")) == sorted(taken)
     log = " ".join(operation.log_lines.values_list("text", flat=True))
     assert "method recursive: data and WAL sit alone under tank/pg" in log
 
@@ -65,7 +70,7 @@ def test_backup_mode_wraps_both_snapshots_in_one_psql_session(monkeypatch, deliv
     assert script.index("pg_backup_start") < script.index("zfs snapshot") \
         < script.index("pg_backup_stop")
     assert script.count("zfs snapshot") == 2  # zfs-fuse refuses several names at once
-    assert scripts[1] == commands.listing().text
+    assert scripts[1].startswith(commands.listing().text + " ")  # the two new snapshots
     log = " ".join(operation.log_lines.values_list("text", flat=True))
     assert "START WAL LOCATION" in log and "tank/pg also holds tank/pg/other" in log
 
