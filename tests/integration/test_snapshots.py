@@ -119,9 +119,8 @@ def test_the_inventory_matches_zfs_with_holds_clones_and_origins(fleet_hosts, de
         assert full_name not in zfs_snapshots(fleet_host)
         assert not Snapshot.objects.filter(pk=mine.pk).exists()
     finally:
-        run_anyway(fleet_host, "zfs destroy tank/inventory_clone; zfs release keep "
-                           "tank/pg/wal@byhand; zfs destroy tank/pg/wal@byhand; "
-                           "zfs destroy tank/pg/data@cloned")
+        run_anyway(fleet_host, "zfs release keep tank/pg/wal@byhand")
+        destroy(fleet_host, "tank/inventory_clone", "tank/pg/wal@byhand", "tank/pg/data@cloned")
 
 
 def test_postgres_starts_from_a_cluster_snapshot_taken_under_write_load(write_load, delivered):
@@ -152,8 +151,8 @@ def test_postgres_starts_from_a_cluster_snapshot_taken_under_write_load(write_lo
         assert until >= committed
     finally:
         drop_clone(fleet_host)
-        for dataset in ("tank/pg/data", "tank/pg/wal", "tank/pg"):
-            run_anyway(fleet_host, f"zfs destroy {dataset}@{name}")
+        destroy(fleet_host, *(f"{dataset}@{name}"
+                              for dataset in ("tank/pg/data", "tank/pg/wal", "tank/pg")))
 
 
 def rows_on_a_clone(fleet_host, name: str, committed: int) -> tuple[int, int]:
@@ -184,8 +183,17 @@ def _base(fleet_host) -> str:
 
 
 def drop_clone(fleet_host) -> None:
+    """Stop the clone's PostgreSQL and destroy both clones, waiting for the unmount."""
     data = run_anyway(fleet_host, "zfs get -H -o value mountpoint tank/snaptest_data").strip()
     run_anyway(fleet_host, (
         f"cd / && runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/pg_ctl -D "
-        f"{data}/pgdata -m immediate -w stop; "
-        "zfs destroy tank/snaptest_data; zfs destroy tank/snaptest_wal"))
+        f"{data}/pgdata -m immediate -w stop"))
+    destroy(fleet_host, "tank/snaptest_data", "tank/snaptest_wal")
+
+
+def destroy(fleet_host, *names: str) -> None:
+    """Destroy each, in order, retrying while zfs-fuse still holds a mount busy."""
+    run_on(fleet_host, (
+        f"for d in {' '.join(names)}; do i=0; "
+        "while zfs list -t all \"$d\" >/dev/null 2>&1; do zfs destroy -f \"$d\" && break; "
+        "i=$((i+1)); [ $i -ge 40 ] && exit 1; sleep 0.25; done; done"))
