@@ -123,8 +123,25 @@ def test_the_inventory_matches_zfs_with_holds_clones_and_origins(fleet_hosts, de
         destroy(fleet_host, "tank/inventory_clone", "tank/pg/wal@byhand", "tank/pg/data@cloned")
 
 
-def test_postgres_starts_from_a_cluster_snapshot_taken_under_write_load(write_load, delivered):
+@pytest.mark.parametrize(("sibling", "method", "why"), [
+    (False, "recursive", "data and WAL sit alone under tank/pg"),
+    # Another dataset under tank/pg rules -r out, and zfs-fuse refuses several
+    # snapshots in one command: pg_backup_start/stop around two snapshots.
+    (True, "backup", "tank/pg also holds tank/pg/other"),
+])
+def test_postgres_starts_from_a_cluster_snapshot_taken_under_write_load(
+        write_load, delivered, sibling, method, why):
     fleet_host = write_load
+    if sibling:
+        run_on(fleet_host, "zfs create tank/pg/other")
+    try:
+        snapshot_clone_and_count(fleet_host, method, why)
+    finally:
+        if sibling:
+            destroy(fleet_host, "tank/pg/other")
+
+
+def snapshot_clone_and_count(fleet_host, method: str, why: str) -> None:
     host = discovered(fleet_host)
     cluster = host.clusters.get()
     time.sleep(1.0)  # the load is writing
@@ -132,9 +149,9 @@ def test_postgres_starts_from_a_cluster_snapshot_taken_under_write_load(write_lo
     assert committed > 0
     operation = drive(services.snapshot_now(host, cluster=cluster, label="under load"))
     assert operation.status == Operation.Status.SUCCEEDED, operation.error
-    assert operation.result["method"] == "recursive"  # tank/pg holds only data and WAL
+    assert operation.result["method"] == method
     log = " ".join(operation.log_lines.values_list("text", flat=True))
-    assert "data and WAL sit alone under tank/pg" in log
+    assert why in log
     name = operation.state["snapshot"]
     after = int(psql(fleet_host, f"SELECT max(id) FROM {TABLE}"))
     assert after > committed, "the load must still be writing"
@@ -151,8 +168,8 @@ def test_postgres_starts_from_a_cluster_snapshot_taken_under_write_load(write_lo
         assert until >= committed
     finally:
         drop_clone(fleet_host)
-        destroy(fleet_host, *(f"{dataset}@{name}"
-                              for dataset in ("tank/pg/data", "tank/pg/wal", "tank/pg")))
+        run_anyway(fleet_host, f"zfs destroy tank/pg@{name}")  # only -r made it
+        destroy(fleet_host, *(f"{dataset}@{name}" for dataset in ("tank/pg/data", "tank/pg/wal")))
 
 
 def rows_on_a_clone(fleet_host, name: str, committed: int) -> tuple[int, int]:
