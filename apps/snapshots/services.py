@@ -68,6 +68,10 @@ def _cluster_plan(host: Host, cluster: PgCluster,
         raise _refuse("cluster", "that cluster is not on this host")
     if cluster.data_dataset is None:
         raise _refuse("cluster", f"{cluster.data_dir} is not on a ZFS dataset")
+    wal_inside = not cluster.wal_dir or cluster.wal_dir.startswith(cluster.data_dir + "/")
+    if cluster.wal_dataset is None and not wal_inside:
+        raise _refuse("cluster", f"its WAL ({cluster.wal_dir}) is not on a ZFS dataset: a "
+                                 "snapshot of the data alone would not be consistent")
     names = list(host.datasets.values_list("name", flat=True))
     caps = ((host.facts or {}).get("zfs") or {}).get("capabilities") or {}
     wal = cluster.wal_dataset.name if cluster.wal_dataset else None

@@ -78,6 +78,15 @@ def test_a_cluster_of_another_host_is_refused(api, delivered, db_host):
     assert "cluster" in refused(snap_now(api, db_host, cluster=other.pk))["fields"]
 
 
+def test_a_cluster_whose_wal_is_not_on_zfs_is_refused(api, delivered, db_host):
+    cluster = factories.cluster(db_host, wal=None, wal_dir="/var/lib/pg_wal")
+    error = refused(snap_now(api, db_host, cluster=cluster.pk))
+    assert "not on a ZFS dataset" in error["fields"]["cluster"][0]
+    inside = factories.cluster(db_host, port=5433, wal=None,
+                               wal_dir="/tank/pg5433/data/pg_wal")
+    assert snap_now(api, db_host, cluster=inside.pk).status_code == 202
+
+
 def test_an_unknown_host_is_a_404(api, delivered):
     assert api.get("/api/hosts/999/snapshots/").status_code == 404
     assert api.post("/api/hosts/999/snapshots/", {"dataset": "tank"}).status_code == 404
