@@ -107,3 +107,18 @@ def test_refresh_replaces_the_inventory(shell, delivered):
     held = Snapshot.objects.get(host=host, dataset="tank/pg/data", name="hand1")
     assert held.userrefs == 1 and held.clones == ["tank/clone1"] and held.origin == "hand"
     assert Snapshot.objects.get(host=host, dataset="tank/recv", name="s2").origin == "received"
+
+
+def test_checkpoint_first_runs_before_the_snapshot(shell, delivered):
+    host = factories.host()
+    cluster = factories.cluster(host)
+    operation = services.snapshot_now(host, cluster=cluster, checkpoint=True)
+    name = operation.state["snapshot"]
+    checkpoint = cluster.target().psql("CHECKPOINT")
+    snapshot = (f"zfs snapshot -r -o pozol:owner=pozol -o pozol:policy=manual "
+                f"tank/pg@{name}")
+    shell.on(checkpoint).on(snapshot)
+    taken = [f"{d}@{name}" for d in ("tank/pg", "tank/pg/data", "tank/pg/wal")]
+    shell.on(commands.listing(taken), "")
+    assert drive(operation).status == Operation.Status.SUCCEEDED
+    assert shell.calls[:2] == [checkpoint.text, snapshot]
