@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # PostgreSQL 15 with pgbench, Redis, and Chromium for the browser tests.
 DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium
 
-.PHONY: run test bench bench-scale fuzz deps debs venv node lint fleet-up fleet-down clean
+.PHONY: run test bench bench-scale bench-snapshots fuzz deps debs venv node lint fleet-up fleet-down clean
 
 run: deps node
 	$(PY) -m apps.demo
@@ -28,6 +28,11 @@ fuzz: deps
 # Figures, not a test: page time and size at 2, 200 and 1,000 hosts (a database of its own).
 bench-scale: venv
 	$(PY) -m tests.bench.fleet_scale $(BENCH_ARGS)
+
+# Figures, not a test: listing 10,000 snapshots against a bare ssh, and "snapshot now"
+# from the API request to its end with a real worker (a fresh test host, a database of its own).
+bench-snapshots: deps
+	$(PY) -m tests.bench.snapshot_listing $(BENCH_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -155,6 +155,7 @@ INSTALLED_APPS = [
     "apps.fleet",
     "apps.tuning",
     "apps.benchmarks",
+    "apps.snapshots",
     "axes",
     "csp",
 ]

@@ -7,6 +7,7 @@ from apps.accounts.docs import ApiSchemaView, api_docs
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
+from apps.snapshots.api import HostSnapshotsView, SnapshotViewSet
 from apps.tuning import api as tuning_api
 
 api = DefaultRouter()
@@ -16,6 +17,7 @@ api.register("profiles", tuning_api.ProfileViewSet, basename="profile")
 api.register("plans", tuning_api.PlanViewSet, basename="plan")
 api.register("benchmarks", BenchmarkViewSet, basename="benchmark")
 api.register("validations", ValidationViewSet, basename="validation")
+api.register("snapshots", SnapshotViewSet, basename="snapshot")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -26,10 +28,12 @@ urlpatterns = [
     path("api/hosts/<int:pk>/profile/", tuning_api.HostProfileView.as_view()),
     path("api/hosts/<int:pk>/findings/", tuning_api.HostFindingsView.as_view()),
     path("api/hosts/<int:pk>/plan/", tuning_api.HostPlanView.as_view()),
+    path("api/hosts/<int:pk>/snapshots/", HostSnapshotsView.as_view()),
     path("api/", include(api.urls)),
     path("operations/", include("apps.ops.urls")),
     path("tuning/", include("apps.tuning.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
+    path("snapshots/", include("apps.snapshots.urls")),
     path("", include("apps.fleet.urls")),
 ]
 

@@ -72,3 +72,38 @@ window.addEventListener("resize", () => {
     });
   }, true);
 })();
+
+// ---- Sortable tables (the host page's Snapshots tab): a table[data-sortable]
+// whose header buttons (data-sort-column) sort its rows by each cell's
+// data-sort-value, numbers as numbers; a second click reverses. The server
+// sends them newest first, so the page works without this too.
+(() => {
+  function sortBy(button) {
+    const table = button.closest("table[data-sortable]");
+    const column = Number(button.dataset.sortColumn);
+    const header = button.closest("th");
+    const ascending = header.getAttribute("aria-sort") !== "ascending";
+    const value = (row) => {
+      const cell = row.cells[column];
+      return cell ? (cell.dataset.sortValue ?? cell.textContent) : "";
+    };
+    const compare = (a, b) => {
+      const x = value(a), y = value(b);
+      const numeric = x !== "" && y !== "" && !isNaN(x) && !isNaN(y);
+      const order = numeric ? Number(x) - Number(y) : x.localeCompare(y);
+      return ascending ? order : -order;
+    };
+    const body = table.tBodies[0];
+    const rows = Array.from(body.rows).filter((row) => !row.querySelector("td.empty"));
+    rows.sort(compare).forEach((row) => body.appendChild(row));
+    table.querySelectorAll("th[aria-sort]").forEach((th) => th.removeAttribute("aria-sort"));
+    header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+  }
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("table[data-sortable] button[data-sort-column]");
+    if (button) {
+      sortBy(button);
+    }
+  });
+})();

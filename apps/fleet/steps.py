@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool
-from apps.fleet.signals import facts_recorded
+from apps.fleet.signals import discovered, facts_recorded
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.remote.errors import CommandFailed, HostKeyMismatch, RemoteError
 from apps.remote.gather import discover
@@ -80,6 +80,13 @@ def record(ctx: StepContext) -> Done:
     facts = ctx.state.pop("facts")
     summary = record_facts(ctx.host, facts)
     ctx.log("recorded " + ", ".join(f"{n} {k}" for k, n in summary.items()))
+    for receiver, outcome in discovered.send_robust(sender=Host, host=ctx.host,
+                                                    runner=ctx.runner(), log=ctx.log):
+        if isinstance(outcome, Exception):
+            ctx.log(f"{getattr(receiver, '__module__', receiver)}: {outcome}",
+                    level="warning")
+        elif isinstance(outcome, dict):
+            summary.update(outcome)
     return Done(summary, message="discovery complete")
 
 

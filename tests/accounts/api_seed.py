@@ -13,6 +13,7 @@ from apps.tuning import services as tuning
 from apps.tuning.models import Profile
 from tests.benchmarks import factories
 from tests.remote.fixtures.hosts import replay_transcript
+from tests.snapshots import factories as snapshot_factories
 
 
 def seed(user) -> tuple[str, dict[str, int]]:
@@ -28,10 +29,12 @@ def seed(user) -> tuple[str, dict[str, int]]:
     before = factories.finished(host, tps=1000, latency=2.0, wal_per_tx=500)
     after = factories.finished(host, tps=1100, latency=1.8, wal_per_tx=400)
     validation = benchmarks.validate(before, after, "fuzz")
+    snapshot = snapshot_factories.snapshot(host, "tank/pg/data@pozol_manual_20261123T190000Z")
     _, token = ApiToken.objects.issue(user, "fuzz")
     ids = {"HOST": host, "SPARE_HOST": spare_host, "PROFILE": profile,
            "SPARE_PROFILE": spare_profile, "PLAN": plan, "BENCHMARK": after,
-           "VALIDATION": validation, "OPERATION": Operation.objects.filter(host=host).first()}
+           "VALIDATION": validation, "OPERATION": Operation.objects.filter(host=host).first(),
+           "SNAPSHOT": snapshot}
     return token, {name: row.pk for name, row in ids.items()}
 
 

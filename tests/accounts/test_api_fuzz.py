@@ -34,6 +34,7 @@ ID_PARAMETERS = [
     ("^/api/benchmarks/\\{id\\}/", "", "BENCHMARK"),
     ("^/api/validations/\\{id\\}/", "", "VALIDATION"),
     ("^/api/operations/\\{id\\}/", "", "OPERATION"),
+    ("^/api/snapshots/\\{id\\}/", "", "SNAPSHOT"),
     ("^/api/profiles/\\{id\\}/", 'exclude-method = "DELETE"', "PROFILE"),
     ("^/api/profiles/\\{id\\}/$", 'include-method = "DELETE"', "SPARE_PROFILE"),
 ]

@@ -20,6 +20,7 @@ from apps.tuning import services as tuning
 from apps.tuning.models import Profile
 from tests import browser as chromium
 from tests.benchmarks import factories
+from tests.snapshots import factories as snapshot_factories
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -28,7 +29,8 @@ PAGES = {
     "overview": ("/", True),
     "host": ("/hosts/{host}/", True),
     **{f"host-{section}": (f"/hosts/{{host}}/{section}/", True)
-       for section in ("datasets", "postgresql", "tuning", "benchmarks", "operations")},
+       for section in ("datasets", "postgresql", "tuning", "benchmarks", "snapshots",
+                       "operations")},
     "host-never-reached": ("/hosts/{fresh}/", True),
     "host-never-reached-datasets": ("/hosts/{fresh}/datasets/", True),
     "profiles": ("/tuning/profiles/", True),
@@ -75,6 +77,12 @@ def site(replayed_host) -> dict:
             ("info", "applying 3 changes"), ("command", "ALTER SYSTEM SET work_mem = 'lots'"),
             ("error", 'invalid value for parameter "work_mem": "lots"')]])
     factories.cluster(host, port=5433)
+    for full_name, changes in [
+            ("tank/pg@pozol_manual_20261123T190000Z", {"userrefs": 1, "label": "before upgrade"}),
+            ("tank/pg/data@hand1", {"origin": "hand", "properties": {},
+                                    "clones": ["tank/clone1"]}),
+            ("tank/recv@s2", {"origin": "received"})]:
+        snapshot_factories.snapshot(host, full_name, **changes)
     before = factories.finished(host, 1234.5, 1.6, 5321.0)
     after = factories.finished(host, 1400.2, 1.4, 812.0)
     validation = benchmarks.validate(before, after, "recordsize 16K")

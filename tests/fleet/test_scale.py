@@ -17,6 +17,7 @@ from apps.ops.models import Operation
 from apps.tuning.models import Plan, PlanChange
 from tests.bench import seed
 from tests.benchmarks import factories
+from tests.snapshots import factories as snapshot_factories
 
 pytestmark = pytest.mark.django_db
 
@@ -56,6 +57,14 @@ def assert_flat(small: list[str], large: list[str], *, reads_facts: bool = False
     assert len(small) == len(large), "\n".join(large)
     if not reads_facts:
         assert not [sql for sql in large if FACTS_COLUMN in sql]
+
+
+def snapshots(hosts: list[Host]) -> None:
+    """A held, a cloned and a plain snapshot per host (per mention of the host)."""
+    for host in hosts:
+        start = host.snapshots.count()
+        for number, changes in enumerate([{"userrefs": 1}, {"clones": ["tank/c"]}, {}]):
+            snapshot_factories.snapshot(host, f"tank/pg/data@s{start + number}", **changes)
 
 
 def no_rows(hosts: list[Host]) -> None:
@@ -105,14 +114,16 @@ def test_the_overview_with_profiles_findings_and_running_work(signed_in, replaye
 
 
 @pytest.mark.parametrize("section", ["overview", "datasets", "postgresql", "tuning",
-                                     "benchmarks", "operations"])
+                                     "benchmarks", "snapshots", "operations"])
 def test_each_host_page_section(signed_in, replayed_host, users, section):
     def add(hosts):
         with_everything(hosts)
         seed.seed_operations(hosts, per_host=2, users=users)
         finished_benchmarks(users)(hosts)
         plans(users)(hosts)
+        snapshots(hosts)
         if replayed_host not in hosts:  # the host shown has more rows the second time
+            snapshots([replayed_host] * 9)
             seed.seed_operations([replayed_host], per_host=12, users=users)
             finished_benchmarks(users)([replayed_host] * 4)
             plans(users)([replayed_host] * 3)

@@ -29,7 +29,7 @@ README = ROOT / "README.md"
 # `make run` on 8000). Every other character runs as written.
 README_ORIGIN = "http://127.0.0.1:8000"
 
-RUN = {"REST API"}
+RUN = {"REST API", "Snapshots"}
 NOT_RUN = {
     "Two commands": "`make run` is what the test starts (python -m apps.demo, after "
                     "`make deps`); `make test` is the suite this test is part of",
@@ -141,6 +141,12 @@ def _compared(result: Result, shell: NewShell) -> None:
     assert result.json["after"]["id"] == int(shell.value("AFTER"))
 
 
+def _snapshots(result: Result, shell: NewShell) -> None:
+    rows = result.json["results"]
+    assert any(row["label"] == "readme" and row["origin"] == "pozol" and row["held"]
+               for row in rows), rows
+
+
 EXPECTED = [
     Expect("a token from manage.py in a new shell", r"manage\.py create_api_token", _token),
     Expect("adding a host (201)", r"-X POST \S+/api/hosts/ ", _http(201)),
@@ -162,6 +168,10 @@ EXPECTED = [
     Expect("comparing two benchmarks (201)", r"/api/validations/", _compared),
     Expect("rolling back (202)", r"/api/plans/\$\w+/rollback/", _http(202)),
     Expect("the rollback, read until applied", r"^curl .*/api/plans/\$BACK/", _status("applied")),
+    Expect("snapshot now (202)", r"-X POST .*/api/hosts/\$\w+/snapshots/", _http(202)),
+    Expect("the host's snapshots, held and labelled", r"/snapshots/\?origin=pozol", _snapshots),
+    Expect("a release (202)", r"/api/snapshots/\$\w+/release/", _http(202)),
+    Expect("a destroy (202)", r"-X DELETE .*/api/snapshots/\$\w+/", _http(202)),
 ]
 
 

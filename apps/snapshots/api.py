@@ -1,0 +1,80 @@
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from apps.fleet.models import Host
+from apps.ops.models import Operation
+from apps.ops.serializers import OperationSerializer
+from apps.snapshots import services
+from apps.snapshots.filters import SnapshotFilter
+from apps.snapshots.models import Snapshot
+from apps.snapshots.serializers import SnapshotCreateSerializer, SnapshotSerializer
+
+FORCE = OpenApiParameter(
+    "force", OpenApiTypes.BOOL, description="Destroy a snapshot PoZoL did not make (by hand, "
+    "or received). Held snapshots and snapshots with clones are refused whatever this says.")
+
+
+def _accepted(operation: Operation) -> Response:
+    return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+
+class HostSnapshotsView(generics.ListAPIView):
+    """The snapshots of one host as its last listing found them (newest first), and
+    "snapshot now" (POST): a cluster's data and WAL together, or one dataset."""
+
+    serializer_class = SnapshotSerializer
+    filterset_class = SnapshotFilter
+
+    def get_queryset(self):
+        host = get_object_or_404(Host.objects.only("pk"), pk=self.kwargs["pk"])
+        return Snapshot.objects.filter(host=host)
+
+    @extend_schema(request=SnapshotCreateSerializer, responses={202: OperationSerializer})
+    def post(self, request, pk: int):
+        host = get_object_or_404(Host, pk=pk)
+        body = SnapshotCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        operation = services.snapshot_now(
+            host, cluster=data.get("cluster"), dataset=data.get("dataset"),
+            label=data["label"], hold=data["hold"], checkpoint=data["checkpoint"],
+            by=request.user, trigger=Operation.Trigger.API)
+        return _accepted(operation)
+
+
+class SnapshotViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                      mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    """Snapshots of every host; destroy (with guards), hold and release start operations."""
+
+    queryset = Snapshot.objects.all()
+    serializer_class = SnapshotSerializer
+    filterset_class = SnapshotFilter
+
+    def filter_queryset(self, queryset):
+        return super().filter_queryset(queryset) if self.action == "list" else queryset
+
+    @extend_schema(parameters=[FORCE], responses={202: OperationSerializer})
+    def destroy(self, request, *args, **kwargs):
+        force = request.query_params.get("force", "false")
+        if force not in ("true", "false"):
+            raise ValidationError({"force": ["true or false"]})
+        operation = services.destroy(self.get_object(), force=force == "true", by=request.user,
+                                     trigger=Operation.Trigger.API)
+        return _accepted(operation)
+
+    @extend_schema(request=None, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"])
+    def hold(self, request, pk=None):
+        return _accepted(services.hold(self.get_object(), by=request.user,
+                                       trigger=Operation.Trigger.API))
+
+    @extend_schema(request=None, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"])
+    def release(self, request, pk=None):
+        return _accepted(services.release(self.get_object(), by=request.user,
+                                          trigger=Operation.Trigger.API))

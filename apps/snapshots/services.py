@@ -1,0 +1,148 @@
+"""What the UI and the API ask of snapshots: take one now, destroy, hold, release, refresh.
+
+None opens SSH: each checks its input and the inventory, then starts an
+Operation (apps.snapshots.steps). Names and labels are checked against the
+naming rules before anything is recorded, so a hostile value never reaches
+a command; a refusal is a SnapshotError naming the field at fault.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.fleet.models import Host, PgCluster
+from apps.ops import engine
+from apps.ops.errors import Conflict, DomainError
+from apps.ops.models import Operation
+from apps.remote.commands import InvalidValue, dataset_name
+from apps.snapshots import commands, guards, plan, steps
+from apps.snapshots.core import naming
+from apps.snapshots.models import Snapshot
+
+OWNER = "pozol"
+
+
+class SnapshotError(DomainError):
+    """A snapshot request refused; `fields` names the inputs at fault."""
+
+
+def _refuse(field: str, text: str, *, code: str = "invalid", status: int = 400) -> SnapshotError:
+    return SnapshotError(f"{field}: {text}", fields={field: [text]}, code=code, status=status)
+
+
+@transaction.atomic
+def snapshot_now(host: Host, *, cluster: PgCluster | None = None, dataset: str | None = None,
+                 label: str = "", hold: bool = False, checkpoint: bool = False, by=None,
+                 trigger: str = Operation.Trigger.API) -> Operation:
+    """Start taking one snapshot of a cluster (data and WAL together) or of a dataset."""
+    try:
+        label = commands.label(label)
+    except InvalidValue as exc:
+        raise _refuse("label", exc.reason) from None
+    if (cluster is None) == (dataset is None):
+        raise SnapshotError("name a cluster or a dataset (one of them)",
+                            fields={"cluster": ["or dataset"], "dataset": ["or cluster"]})
+    if checkpoint and cluster is None:
+        raise _refuse("checkpoint", "a CHECKPOINT needs a cluster, not a dataset")
+    chosen, state = (_cluster_plan(host, cluster, checkpoint) if cluster is not None
+                     else _dataset_plan(host, dataset))
+    name = naming.snapshot_name(timezone.now())
+    if Snapshot.objects.filter(host=host, dataset__in=chosen.covered, name=name).exists():
+        raise Conflict(f"a snapshot @{name} exists already: try again in a second")
+    properties = {"pozol:owner": OWNER, "pozol:policy": naming.MANUAL}
+    if label:
+        properties["pozol:label"] = label
+    subject = f"{host.name}: snapshot {', '.join(chosen.datasets)} @{name}"
+    return engine.start(
+        steps.TAKE.name, host=host, subject=subject[:200], trigger=trigger, user=by,
+        state={**state, "plan": asdict(chosen), "snapshot": name, "properties": properties,
+               "hold": bool(hold), "checkpoint": bool(checkpoint)})
+
+
+def _cluster_plan(host: Host, cluster: PgCluster,
+                  checkpoint: bool) -> tuple[plan.SnapshotPlan, dict]:
+    if cluster.host_id != host.pk:
+        raise _refuse("cluster", "that cluster is not on this host")
+    if cluster.data_dataset is None:
+        raise _refuse("cluster", f"{cluster.data_dir} is not on a ZFS dataset")
+    wal_inside = not cluster.wal_dir or cluster.wal_dir.startswith(cluster.data_dir + "/")
+    if cluster.wal_dataset is None and not wal_inside:
+        raise _refuse("cluster", f"its WAL ({cluster.wal_dir}) is not on a ZFS dataset: a "
+                                 "snapshot of the data alone would not be consistent")
+    names = list(host.datasets.values_list("name", flat=True))
+    caps = ((host.facts or {}).get("zfs") or {}).get("capabilities") or {}
+    wal = cluster.wal_dataset.name if cluster.wal_dataset else None
+    chosen = plan.for_cluster(cluster.data_dataset.name, wal, names,
+                              multi_snapshot=bool(caps.get("multi_snapshot")))
+    state: dict = {"cluster": cluster.pk, "server_version_num": cluster.server_version_num}
+    if chosen.method == plan.BACKUP or checkpoint:
+        try:  # psql runs: checked now, not on the host
+            cluster.target()
+        except InvalidValue as exc:
+            raise _refuse("cluster", f"cannot reach it with psql: {exc}") from None
+        state["target"] = {"owner": cluster.owner, "bin_dir": cluster.bin_dir,
+                           "socket_dir": cluster.socket_dir, "port": cluster.port}
+    return chosen, state
+
+
+def _dataset_plan(host: Host, name: object) -> tuple[plan.SnapshotPlan, dict]:
+    try:
+        name = dataset_name(name)
+    except InvalidValue as exc:
+        raise _refuse("dataset", exc.reason) from None
+    if not host.datasets.filter(name=name).exists():
+        raise _refuse("dataset", f"{name} is not a dataset of {host.name} (run discovery)")
+    return plan.for_dataset(name), {}
+
+
+def destroy(snapshot: Snapshot, *, force: bool = False, by=None,
+            trigger: str = Operation.Trigger.API) -> Operation:
+    """Start destroying one snapshot, unless a guard refuses it (409 with the reason)."""
+    refusal = guards.destroy_refusal(full_name=snapshot.full_name, userrefs=snapshot.userrefs,
+                                     clones=snapshot.clones, origin=snapshot.origin, force=force)
+    if refusal:
+        raise Conflict(refusal.message, code=refusal.code)
+    return engine.start(steps.DESTROY.name, host=snapshot.host, trigger=trigger, user=by,
+                        subject=f"{snapshot.host.name}: destroy {snapshot.full_name}"[:200],
+                        state={"snapshot": snapshot.full_name, "force": bool(force)})
+
+
+def hold(snapshot: Snapshot, *, by=None, trigger: str = Operation.Trigger.API) -> Operation:
+    return _hold_or_release(snapshot, "hold", by, trigger)
+
+
+def release(snapshot: Snapshot, *, by=None, trigger: str = Operation.Trigger.API) -> Operation:
+    if not snapshot.held:
+        raise Conflict(f"{snapshot.full_name} is not held", code="not_held")
+    return _hold_or_release(snapshot, "release", by, trigger)
+
+
+def _hold_or_release(snapshot: Snapshot, action: str, by, trigger: str) -> Operation:
+    return engine.start(steps.HOLD.name, host=snapshot.host, trigger=trigger, user=by,
+                        subject=f"{snapshot.host.name}: {action} {snapshot.full_name}"[:200],
+                        state={"snapshot": snapshot.full_name, "action": action})
+
+
+def start_refresh(host: Host, *, by=None, trigger: str = Operation.Trigger.SYSTEM) -> Operation:
+    return engine.start(steps.REFRESH.name, host=host, trigger=trigger, user=by,
+                        subject=f"{host.name}: list snapshots")
+
+
+def guard_of(snapshot: Snapshot, force: bool = False) -> guards.Refusal | None:
+    """Why the UI should not offer to destroy it (the same guard the service applies)."""
+    return guards.destroy_refusal(full_name=snapshot.full_name, userrefs=snapshot.userrefs,
+                                  clones=snapshot.clones, origin=snapshot.origin, force=force)
+
+
+def dataset_choices(host: Host) -> list[str]:
+    return list(host.datasets.filter(type="filesystem").values_list("name", flat=True))
+
+
+def has_zfs(host: Host) -> bool:
+    return bool((host.facts or {}).get("zfs"))
+
+
+__all__ = ["SnapshotError", "snapshot_now", "destroy", "hold", "release", "start_refresh"]

@@ -1,0 +1,143 @@
+"""The snapshot operations: take, destroy, hold/release, and refresh the inventory.
+
+Each ends by listing the host again (one `zfs get`), so the inventory shows
+what ZFS has, including what others did meanwhile; taking a snapshot lists
+just the snapshots it made (one `zfs get` of those names), so "snapshot now"
+costs the same on a host with 10,000 snapshots. None is mutating in the
+engine's sense: a snapshot, a hold or a destroy does not disturb a tuning
+apply or a benchmark (a snapshot under load is the point), and ZFS serialises
+its own administrative commands; serialising them behind a one-hour pgbench
+would make "snapshot now" useless.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from apps.ops.engine import Done, Fail, Kind, StepContext, register
+from apps.remote.cluster import ClusterTarget
+from apps.remote.commands import Command, script
+from apps.remote.facts.snapshots import already_exists, is_busy
+from apps.snapshots import commands, guards, inventory, plan
+
+TAIL = 600
+
+
+def take(ctx: StepContext) -> Done | Fail:
+    chosen = plan.SnapshotPlan(**{**ctx.state["plan"], "datasets": tuple(
+        ctx.state["plan"]["datasets"]), "covered": tuple(ctx.state["plan"]["covered"])})
+    name = ctx.state["snapshot"]
+    ctx.log(f"method {chosen.method}: {chosen.reason}")
+    run = ctx.runner()
+    if ctx.state.get("checkpoint"):
+        run(commands.checkpoint(_target(ctx)), timeout=600)
+        ctx.log("CHECKPOINT done before the snapshot")
+    result = run(_snapshot_command(ctx, chosen, name), timeout=300, check=False)
+    if not result.ok and not (already_exists(result.stderr) and _taken_before(ctx, chosen, name)):
+        return Fail(f"zfs snapshot failed: {_tail(result)}", code="snapshot_failed")
+    if chosen.method == plan.BACKUP and result.ok:
+        ctx.log("backup_label returned by pg_backup_stop (a restore from these snapshots "
+                "needs it as backup_label in the data directory):\n" + result.stdout.strip())
+    taken = [f"{dataset}@{name}" for dataset in chosen.covered]
+    if ctx.state.get("hold"):
+        _hold(ctx, run, taken)
+    recorded = inventory.add(ctx.host, run, taken)
+    return Done({"snapshots": taken, "method": chosen.method, "held": bool(ctx.state.get("hold")),
+                 "recorded": recorded},
+                message=f"{len(taken)} snapshot{'s' if len(taken) > 1 else ''} @{name} "
+                        f"({chosen.method})")
+
+
+def _snapshot_command(ctx: StepContext, chosen: plan.SnapshotPlan, name: str) -> Command:
+    properties = ctx.state["properties"]
+    if chosen.method == plan.RECURSIVE:
+        return commands.take(chosen.names(name), properties, recursive=True)
+    if chosen.method in (plan.SINGLE, plan.MULTI):
+        return commands.take(chosen.names(name), properties)
+    each = [commands.take([full], properties) for full in chosen.names(name)]
+    both = script("{first} && {second}", first=each[0], second=each[1])
+    return commands.in_backup_mode(_target(ctx), ctx.state.get("server_version_num"), name,
+                                   both)
+
+
+def _taken_before(ctx: StepContext, chosen: plan.SnapshotPlan, name: str) -> bool:
+    """The step ran again after its snapshot was made (a worker died): not a failure."""
+    rows = {row.full_name: row for row in inventory.list_host(ctx.runner())}
+    ours = all(f"{dataset}@{name}" in rows
+               and rows[f"{dataset}@{name}"].properties.get("pozol:owner")
+               for dataset in chosen.datasets)
+    if ours:
+        ctx.log(f"@{name} already exists with pozol:owner: taken by an earlier run of this step")
+    return ours
+
+
+def _hold(ctx: StepContext, run, names: list[str]) -> None:
+    for full_name in names:
+        result = run(commands.hold([full_name]), check=False)
+        if not result.ok and "tag already exists" not in result.stderr:
+            result.check()
+    ctx.log(f"held with tag '{commands.HOLD_TAG}': {', '.join(names)}")
+
+
+def destroy(ctx: StepContext) -> Done | Fail:
+    run = ctx.runner()
+    full_name = ctx.state["snapshot"]
+    rows = inventory.list_host(run)
+    inventory.record(ctx.host, rows)
+    row = next((r for r in rows if r.full_name == full_name), None)
+    if row is None:
+        return Done({"destroyed": full_name, "already_gone": True},
+                    message=f"{full_name} no longer exists")
+    refusal = guards.destroy_refusal(full_name=full_name, userrefs=row.userrefs,
+                                     clones=row.clones, origin=row.origin,
+                                     force=bool(ctx.state.get("force")))
+    if refusal:
+        return Fail(refusal.message, code=refusal.code)
+    result = run(commands.destroy(full_name), check=False)
+    if not result.ok:
+        code = "busy" if is_busy(result.stderr) else "destroy_failed"
+        return Fail(f"zfs destroy {full_name} failed, skipped: {_tail(result)}", code=code)
+    who = ctx.operation.triggered_by or ctx.operation.get_trigger_display()
+    ctx.log(f"destroyed {full_name}, asked by {who}")
+    inventory.refresh(ctx.host, run)
+    return Done({"destroyed": full_name}, message=f"destroyed {full_name}")
+
+
+def hold(ctx: StepContext) -> Done | Fail:
+    run = ctx.runner()
+    full_name, action = ctx.state["snapshot"], ctx.state["action"]
+    if action == "hold":
+        _hold(ctx, run, [full_name])
+    else:
+        result = run(commands.release(full_name), check=False)
+        if not result.ok:
+            if "no such tag" in result.stderr:
+                return Fail(f"{full_name} has no hold tagged '{commands.HOLD_TAG}' (holds "
+                            "under other tags are not PoZoL's to release)", code="not_held")
+            return Fail(f"zfs release failed: {_tail(result)}", code="release_failed")
+        ctx.log(f"released the '{commands.HOLD_TAG}' hold on {full_name}")
+    inventory.refresh(ctx.host, run)
+    return Done({"snapshot": full_name, "action": action}, message=f"{action} {full_name}")
+
+
+def refresh(ctx: StepContext) -> Done:
+    summary = inventory.refresh(ctx.host, ctx.runner())
+    return Done(summary, message=f"{summary['snapshots']} snapshots listed")
+
+
+def _target(ctx: StepContext) -> ClusterTarget:
+    return ClusterTarget.of(**ctx.state["target"])
+
+
+def _tail(result) -> str:
+    return (result.stderr or result.stdout).strip()[-TAIL:]
+
+
+TAKE = register(Kind(name="snapshots.take", steps={"take": take}, first_step="take",
+                     mutating=False, deadline=timedelta(minutes=30)))
+DESTROY = register(Kind(name="snapshots.destroy", steps={"destroy": destroy},
+                        first_step="destroy", mutating=False, deadline=timedelta(minutes=30)))
+HOLD = register(Kind(name="snapshots.hold", steps={"hold": hold}, first_step="hold",
+                     mutating=False, deadline=timedelta(minutes=10)))
+REFRESH = register(Kind(name="snapshots.refresh", steps={"refresh": refresh},
+                        first_step="refresh", mutating=False, deadline=timedelta(minutes=30)))

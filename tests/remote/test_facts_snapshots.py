@@ -1,0 +1,57 @@
+"""The snapshot listing parser on output captured from a real zfs-fuse host."""
+
+from pathlib import Path
+
+from apps.remote.facts.snapshots import HAND, POZOL, RECEIVED, parse_listing
+
+LISTING = (Path(__file__).parent / "fixtures/zfs-fuse/captured/snapshots/listing.txt").read_text()
+
+
+def rows():
+    return {row.full_name: row for row in parse_listing(LISTING)}
+
+
+def test_every_snapshot_and_nothing_else():
+    assert set(rows()) == {"tank/pg@hand1", "tank/pg/data@t1", "tank/pg/data@hand1",
+                           "tank/pg/wal@hand1", "tank/pg/wal@s2", "tank/recv@s2",
+                           "tank/recv2@s2"}
+
+
+def test_numbers_are_exact():
+    row = rows()["tank/pg/data@t1"]
+    assert row.dataset == "tank/pg/data" and row.name == "t1"
+    assert row.creation == 1795461216 and row.used == 0 and row.referenced == 47316992
+    assert row.userrefs == 0
+
+
+def test_holds_and_clones():
+    held = rows()["tank/pg/data@hand1"]
+    assert held.userrefs == 1 and held.clones == ("tank/clone1",)
+    assert rows()["tank/pg@hand1"].clones == ()
+
+
+def test_origin_is_what_the_properties_say():
+    found = rows()
+    assert found["tank/pg/data@t1"].origin == POZOL
+    assert found["tank/pg/wal@hand1"].origin == POZOL  # set by hand afterwards: ZFS says so
+    assert found["tank/pg@hand1"].origin == HAND
+    assert found["tank/recv@s2"].origin == RECEIVED  # sent with -p
+    assert found["tank/recv2@s2"].origin == HAND  # sent without properties
+    assert found["tank/pg/wal@s2"].properties == {
+        "pozol:owner": "pozol", "pozol:policy": "manual", "pozol:label": "x"}
+
+
+def test_bookmarks_odd_lines_and_dashes_are_skipped():
+    text = ("tank/a#bm\tcreation\t1\t-\n"
+            "garbage line\n"
+            "tank/a@s\tcreation\t5\t-\n"
+            "tank/a@s\tused\t-\t-\n"
+            "tank/a@s\tuserrefs\t-\t-\n")
+    [row] = parse_listing(text)
+    assert row.full_name == "tank/a@s" and row.used is None and row.userrefs == 0
+
+
+def test_a_label_with_tabs_cannot_shift_columns():
+    text = "tank/a@s\tpozol:label\tx\ty\tlocal\n"
+    # five fields: not a row of this listing
+    assert parse_listing(text) == []

@@ -1,0 +1,124 @@
+"""The snapshot steps against a strict fake shell: the exact commands, the inventory
+after them, and refusals found on the host at the last moment."""
+
+from pathlib import Path
+
+import pytest
+
+from apps.ops.engine import StepContext
+from apps.ops.models import Operation
+from apps.remote.shell import Result
+from apps.snapshots import commands, services
+from apps.snapshots.models import Snapshot
+from tests.driving import drive
+from tests.remote.fakeshell import FakeShell
+from tests.snapshots import factories
+
+pytestmark = [pytest.mark.django_db]
+
+LISTING = (Path(__file__).parents[1] / "remote/fixtures/zfs-fuse/captured/snapshots/"
+           "listing.txt").read_text()
+
+
+@pytest.fixture
+def shell(monkeypatch):
+    fake = FakeShell()
+    monkeypatch.setattr(StepContext, "runner", lambda self: fake)
+    return fake
+
+
+def test_snapshot_now_of_a_cluster_runs_one_atomic_command_then_lists(shell, delivered):
+    host = factories.host()
+    operation = services.snapshot_now(host, cluster=factories.cluster(host), label="x",
+                                      hold=True)
+    name = operation.state["snapshot"]
+    # (jsonb keeps the properties sorted by name)
+    shell.on(f"zfs snapshot -r -o pozol:label=x -o pozol:owner=pozol -o pozol:policy=manual "
+             f"tank/pg@{name}")
+    taken = [f"{dataset}@{name}" for dataset in ("tank/pg", "tank/pg/data", "tank/pg/wal")]
+    for full_name in taken:
+        shell.on(f"zfs hold pozol {full_name}")
+    answer = "".join(f"{full_name}\tcreation\t1795461216\t-\n"
+                     f"{full_name}\tuserrefs\t1\t-\n"
+                     f"{full_name}\tpozol:owner\tpozol\tlocal\n" for full_name in taken)
+    shell.on(commands.listing(taken), answer)
+    operation = drive(operation)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    assert operation.result["method"] == "recursive"
+    assert sorted(s.full_name for s in Snapshot.objects.filter(host=host, userrefs=1,
+                                                               origin="pozol")) == sorted(taken)
+    log = " ".join(operation.log_lines.values_list("text", flat=True))
+    assert "method recursive: data and WAL sit alone under tank/pg" in log
+
+
+def test_backup_mode_wraps_both_snapshots_in_one_psql_session(monkeypatch, delivered):
+    host = factories.host(datasets=("tank", "tank/pg", "tank/pg/data", "tank/pg/wal",
+                                    "tank/pg/other"))
+    operation = services.snapshot_now(host, cluster=factories.cluster(host))
+    assert operation.state["plan"]["method"] == "backup"
+    scripts: list[str] = []
+
+    def runner(command, **kwargs):
+        scripts.append(command.text)
+        stdout = "started\nSTART WAL LOCATION: 0/3000028\n" if len(scripts) == 1 else ""
+        return Result(command.redacted(), 0, stdout, "")
+
+    monkeypatch.setattr(StepContext, "runner", lambda self: runner)
+    operation = drive(operation)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    script = scripts[0]
+    assert script.index("pg_backup_start") < script.index("zfs snapshot") \
+        < script.index("pg_backup_stop")
+    assert script.count("zfs snapshot") == 2  # zfs-fuse refuses several names at once
+    assert scripts[1].startswith(commands.listing().text + " ")  # the two new snapshots
+    log = " ".join(operation.log_lines.values_list("text", flat=True))
+    assert "START WAL LOCATION" in log and "tank/pg also holds tank/pg/other" in log
+
+
+def test_destroy_rechecks_the_host_and_refuses_a_hold_found_there(shell, delivered):
+    host = factories.host()
+    snap = factories.snapshot(host, "tank/pg/data@hand1", origin="hand", properties={})
+    operation = services.destroy(snap, force=True)
+    shell.on(commands.listing(), LISTING)  # the host says: held and cloned
+    operation = drive(operation)
+    assert operation.status == Operation.Status.FAILED and operation.error_code == "held"
+    assert "zfs destroy" not in " ".join(shell.calls)
+
+
+def test_destroy_that_zfs_refuses_as_busy_is_reported(shell, delivered):
+    host = factories.host()
+    snap = factories.snapshot(host, "tank/pg/data@t1")
+    operation = services.destroy(snap)
+    shell.on(commands.listing(), LISTING)
+    shell.on("zfs destroy tank/pg/data@t1", exit_code=1,
+             stderr="cannot destroy 'tank/pg/data@t1': dataset is busy\n")
+    operation = drive(operation)
+    assert operation.status == Operation.Status.FAILED and operation.error_code == "busy"
+    assert "dataset is busy" in operation.error
+
+
+def test_refresh_replaces_the_inventory(shell, delivered):
+    host = factories.host()
+    factories.snapshot(host, "tank/gone@x")
+    shell.on(commands.listing(), LISTING)
+    operation = drive(services.start_refresh(host))
+    assert operation.status == Operation.Status.SUCCEEDED
+    assert not Snapshot.objects.filter(dataset="tank/gone").exists()
+    held = Snapshot.objects.get(host=host, dataset="tank/pg/data", name="hand1")
+    assert held.userrefs == 1 and held.clones == ["tank/clone1"] and held.origin == "hand"
+    assert Snapshot.objects.get(host=host, dataset="tank/recv", name="s2").origin == "received"
+
+
+def test_checkpoint_first_runs_before_the_snapshot(shell, delivered):
+    host = factories.host()
+    cluster = factories.cluster(host)
+    operation = services.snapshot_now(host, cluster=cluster, checkpoint=True)
+    name = operation.state["snapshot"]
+    checkpoint = cluster.target().psql("CHECKPOINT")
+    snapshot = (f"zfs snapshot -r -o pozol:owner=pozol -o pozol:policy=manual "
+                f"tank/pg@{name}")
+    shell.on(checkpoint).on(snapshot)
+    taken = [f"{d}@{name}" for d in ("tank/pg", "tank/pg/data", "tank/pg/wal")]
+    shell.on(commands.listing(taken), "")
+    assert drive(operation).status == Operation.Status.SUCCEEDED
+    assert shell.calls[:2] == [checkpoint.text, snapshot]
