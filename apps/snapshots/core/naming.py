@@ -16,11 +16,12 @@ STAMP = "%Y%m%dT%H%M%SZ"
 _NAME = re.compile(r"pozol_(?P<policy>[A-Za-z0-9][A-Za-z0-9_.:-]*)_(?P<stamp>\d{8}T\d{6}Z)\Z")
 
 
-def snapshot_name(at: datetime, policy: str | None = None) -> str:
-    """The name after '@' for a snapshot taken at `at` (an aware datetime) under `policy`."""
+def snapshot_name(at: datetime, policy: str | None = None, prefix: str = PREFIX) -> str:
+    """The name after '@' for a snapshot taken at `at` (an aware datetime) under
+    `policy`; a policy may choose its own prefix."""
     if at.tzinfo is None:
         raise ValueError("the time of a snapshot name must be timezone-aware")
-    return f"{PREFIX}_{policy or MANUAL}_{at.astimezone(UTC).strftime(STAMP)}"
+    return f"{prefix}_{policy or MANUAL}_{at.astimezone(UTC).strftime(STAMP)}"
 
 
 def parse_name(name: str) -> tuple[str, datetime] | None:

@@ -51,13 +51,15 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from types import MappingProxyType
 
+from apps.snapshots.core import naming
+
 OWNER_PROPERTY = "pozol:owner"
 OWNER = "pozol"
 POLICY_PROPERTY = "pozol:policy"
 TAKEN_PROPERTY = "pozol:taken"
 PERIODS_PROPERTY = "pozol:periods"
 
-TIMESTAMP_FORMAT = "%Y%m%dT%H%M%SZ"  # sortable, UTC, the suffix of every name we make
+TIMESTAMP_FORMAT = naming.STAMP  # sortable, UTC, the suffix of every name we make
 
 NAME_MAX = 64
 PREFIX_MAX = 32

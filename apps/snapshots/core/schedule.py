@@ -31,6 +31,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from apps.snapshots.core import naming
 from apps.snapshots.core.policy import (
     OWNER,
     OWNER_PROPERTY,
@@ -89,7 +90,7 @@ class Due:
 
 def snapshot_name(policy: Policy, taken: datetime) -> str:
     """`<prefix>_<policy>_<YYYYmmddTHHMMSSZ>`: sortable by time, UTC."""
-    return f"{policy.prefix}_{policy.name}_{utc(taken, 'taken').strftime(TIMESTAMP_FORMAT)}"
+    return naming.snapshot_name(utc(taken, "taken"), policy.name, policy.prefix)
 
 
 def due(policy: Policy, snapshots: Iterable[SnapshotInfo], now: datetime,
