@@ -95,6 +95,14 @@ class SnapshotPolicy(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            saved = type(self).objects.filter(pk=self.pk).values_list("name", flat=True).first()
+            if saved is not None and saved != self.name:
+                raise ValueError(f"policy {saved!r} cannot be renamed: its name is its "
+                                 "identity on ZFS")
+        super().save(*args, **kwargs)
+
     def core_values(self) -> dict:
         """The fields of apps.snapshots.core.policy.Policy (which validates them)."""
         return {field: getattr(self, field) for field in (
