@@ -146,6 +146,9 @@ def tick(now: datetime | None = None) -> list[Operation]:
             stale_hosts.setdefault(assignment.host_id, []).append(late)
     for host_id, host in checked_hosts.items():
         _alert(host, stale_hosts.get(host_id, []))
+    # A host left with no enabled policy has nothing that can be late.
+    Alert.objects.filter(kind=Alert.Kind.SNAPSHOTS_STALE, resolved_at=None).exclude(
+        host_id__in=list(checked_hosts)).update(resolved_at=timezone.now())
     return started
 
 

@@ -76,6 +76,15 @@ def test_a_stale_policy_raises_an_alert_on_the_host_and_resolves_it_when_fresh(
     assert alert.resolved_at is not None
 
 
+def test_disabling_the_only_policy_resolves_its_alert(delivered, assigned, db_host):
+    PolicyAssignment.objects.filter(pk=assigned.pk).update(assigned_at=NOW - timedelta(hours=1))
+    policies.tick(NOW)
+    assigned.policy.enabled = False
+    assigned.policy.save()
+    policies.tick(NOW + timedelta(minutes=1))
+    assert not Alert.objects.filter(kind=Alert.Kind.SNAPSHOTS_STALE, resolved_at=None).exists()
+
+
 def test_the_preview_lists_exactly_what_lower_counts_would_prune(api, assigned, db_host):
     for minute in range(4):
         ours(db_host, f"pozol_often_2026112319{minute:02}00Z", NOW + timedelta(minutes=minute))
