@@ -56,7 +56,9 @@ def _preview(policy: SnapshotPolicy | None, form: PolicyForm) -> list[dict]:
     if policy is None:
         return []  # a new policy has no snapshots yet
     changes = {k: v for k, v in form.proposed().items() if k != "name"}
-    return policies.preview(policy, changes)
+    # The form's validation wrote the posted values onto its instance: compare
+    # against the policy as saved.
+    return policies.preview(SnapshotPolicy.objects.get(pk=policy.pk), changes)
 
 
 def _destroys(targets: list[dict]) -> bool:

@@ -70,6 +70,7 @@ def test_the_htmx_preview_lists_what_would_go(signed_in, policy):
     fragment = signed_in.post(f"/snapshots/policies/{policy.pk}/preview/",
                               {**FORM, "frequently": "2"}).content.decode()
     assert "tank/pg/data@pozol_often_0" in fragment and "pozol_often_1" not in fragment
+    assert "new with this change" in fragment  # kept as saved, destroyed as proposed
 
 
 def test_the_name_cannot_change_in_the_form(signed_in, policy):
