@@ -14,8 +14,8 @@ from apps.snapshots.filters import SnapshotFilter
 from apps.snapshots.models import PolicyAssignment, Snapshot, SnapshotPolicy
 from apps.snapshots.serializers import (
     PolicyAssignmentSerializer,
+    PolicyPreviewResultSerializer,
     PolicyPreviewSerializer,
-    PreviewTargetSerializer,
     SnapshotCreateSerializer,
     SnapshotPolicySerializer,
     SnapshotSerializer,
@@ -94,7 +94,7 @@ class SnapshotPolicyViewSet(viewsets.ModelViewSet):
     serializer_class = SnapshotPolicySerializer
 
     @extend_schema(request=PolicyPreviewSerializer,
-                   responses={200: PreviewTargetSerializer(many=True)})
+                   responses={200: PolicyPreviewResultSerializer})
     @action(detail=True, methods=["post"])
     def preview(self, request, pk=None):
         """Per assigned target, exactly which existing snapshots the proposed values
@@ -102,7 +102,7 @@ class SnapshotPolicyViewSet(viewsets.ModelViewSet):
         body = PolicyPreviewSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         targets = policies.preview(self.get_object(), body.validated_data)
-        return Response(PreviewTargetSerializer(targets, many=True).data)
+        return Response(PolicyPreviewResultSerializer({"targets": targets}).data)
 
 
 class PolicyAssignmentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,

@@ -102,3 +102,7 @@ class PolicyAssignmentSerializer(ModelSerializer):
         model = PolicyAssignment
         fields = ["id", "policy", "host", "cluster_data_dir", "dataset", "assigned_at"]
         read_only_fields = ["id", "assigned_at"]
+
+
+class PolicyPreviewResultSerializer(serializers.Serializer):
+    targets = PreviewTargetSerializer(many=True, help_text="One entry per assigned target.")

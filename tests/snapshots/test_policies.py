@@ -92,7 +92,7 @@ def test_the_preview_lists_exactly_what_lower_counts_would_prune(api, assigned, 
     response = api.post(f"/api/snapshot-policies/{assigned.policy.pk}/preview/",
                         {"frequently": 1}, format="json")
     assert response.status_code == 200, response.content
-    [target] = response.json()
+    [target] = response.json()["targets"]
     assert target["target"].startswith("cluster ")
     assert target["destroy"] == [f"tank/pg/data@pozol_often_2026112319{m:02}00Z"
                                  for m in (0, 1, 2)]
