@@ -347,6 +347,8 @@ POZOL = {
     # alone makes 96 a day per host), unless a plan or a benchmark refers to them.
     "OPERATION_RETENTION_DAYS": env_int("OPERATION_RETENTION_DAYS", 30, minimum=1),
     "OPERATION_PURGE_INTERVAL": env_int("OPERATION_PURGE_INTERVAL", 3600, minimum=60),
+    # How often snapshot policies are checked (a policy's own periods decide what is due).
+    "SNAPSHOT_POLICY_INTERVAL": env_int("SNAPSHOT_POLICY_INTERVAL", 60, minimum=10),
 }
 
 LOGGING = {

@@ -7,7 +7,12 @@ from apps.accounts.docs import ApiSchemaView, api_docs
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
-from apps.snapshots.api import HostSnapshotsView, SnapshotViewSet
+from apps.snapshots.api import (
+    HostSnapshotsView,
+    PolicyAssignmentViewSet,
+    SnapshotPolicyViewSet,
+    SnapshotViewSet,
+)
 from apps.tuning import api as tuning_api
 
 api = DefaultRouter()
@@ -18,6 +23,8 @@ api.register("plans", tuning_api.PlanViewSet, basename="plan")
 api.register("benchmarks", BenchmarkViewSet, basename="benchmark")
 api.register("validations", ValidationViewSet, basename="validation")
 api.register("snapshots", SnapshotViewSet, basename="snapshot")
+api.register("snapshot-policies", SnapshotPolicyViewSet, basename="snapshot-policy")
+api.register("policy-assignments", PolicyAssignmentViewSet, basename="policy-assignment")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -226,6 +226,7 @@ class Alert(models.Model):
     class Kind(models.TextChoices):
         HOST_KEY_CHANGED = "host_key_changed"
         UNREACHABLE = "unreachable"
+        SNAPSHOTS_STALE = "snapshots_stale"
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="alerts")
     kind = models.CharField(max_length=32, choices=Kind)

@@ -13,6 +13,8 @@ PERIODIC = {
     "pozol: re-deliver lost and due operation steps": ("ops.sweep", "SWEEP_INTERVAL"),
     "pozol: discover every host": ("fleet.discover_all", "DISCOVERY_INTERVAL"),
     "pozol: delete operations past their retention": ("ops.purge", "OPERATION_PURGE_INTERVAL"),
+    "pozol: take and prune policy snapshots": ("snapshots.policy_tick",
+                                               "SNAPSHOT_POLICY_INTERVAL"),
 }
 
 

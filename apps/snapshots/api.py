@@ -9,10 +9,17 @@ from rest_framework.response import Response
 from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
-from apps.snapshots import services
+from apps.snapshots import policies, services
 from apps.snapshots.filters import SnapshotFilter
-from apps.snapshots.models import Snapshot
-from apps.snapshots.serializers import SnapshotCreateSerializer, SnapshotSerializer
+from apps.snapshots.models import PolicyAssignment, Snapshot, SnapshotPolicy
+from apps.snapshots.serializers import (
+    PolicyAssignmentSerializer,
+    PolicyPreviewResultSerializer,
+    PolicyPreviewSerializer,
+    SnapshotCreateSerializer,
+    SnapshotPolicySerializer,
+    SnapshotSerializer,
+)
 
 FORCE = OpenApiParameter(
     "force", OpenApiTypes.BOOL, description="Destroy a snapshot PoZoL did not make (by hand, "
@@ -78,3 +85,36 @@ class SnapshotViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def release(self, request, pk=None):
         return _accepted(services.release(self.get_object(), by=request.user,
                                           trigger=Operation.Trigger.API))
+
+
+class SnapshotPolicyViewSet(viewsets.ModelViewSet):
+    """Snapshot policies (CRUD) and the prune preview of a proposed change."""
+
+    queryset = SnapshotPolicy.objects.all()
+    serializer_class = SnapshotPolicySerializer
+
+    @extend_schema(request=PolicyPreviewSerializer,
+                   responses={200: PolicyPreviewResultSerializer})
+    @action(detail=True, methods=["post"])
+    def preview(self, request, pk=None):
+        """Per assigned target, exactly which existing snapshots the proposed values
+        would have the next prune destroy; nothing is saved."""
+        body = PolicyPreviewSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        targets = policies.preview(self.get_object(), body.validated_data)
+        return Response(PolicyPreviewResultSerializer({"targets": targets}).data)
+
+
+class PolicyAssignmentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
+                              mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
+                              viewsets.GenericViewSet):
+    """Which policy each target has: a cluster (data and WAL together) or a dataset."""
+
+    queryset = PolicyAssignment.objects.select_related("policy", "host")
+    serializer_class = PolicyAssignmentSerializer
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = policies.assign(
+            data["policy"], data["host"], cluster_data_dir=data["cluster_data_dir"],
+            dataset=data["dataset"])

@@ -14,7 +14,8 @@ def context(host: Host) -> dict:
     snapshots = list(Snapshot.objects.filter(host=host)[:SHOWN + 1])
     return {"clusters": host.clusters.all(), "snapshots": snapshots[:SHOWN],
             "more": len(snapshots) > SHOWN, "shown": SHOWN,
-            "datasets": host.datasets.filter(type="filesystem").values_list("name", flat=True)}
+            "datasets": host.datasets.filter(type="filesystem").values_list("name", flat=True),
+            "assignments": host.policy_assignments.select_related("policy")}
 
 
 def register() -> None:

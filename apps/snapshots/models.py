@@ -58,3 +58,90 @@ class Snapshot(models.Model):
     @property
     def held(self) -> bool:
         return self.userrefs > 0
+
+
+class SnapshotPolicy(models.Model):
+    """A named template of snapshots (apps.snapshots.core.policy.Policy, stored).
+
+    `name` is the policy's identity on ZFS (`pozol:policy` on every snapshot it
+    takes): it cannot change once saved, or its snapshots would belong to no
+    policy and never be pruned. Everything else may change; a change of counts
+    is previewed before it is saved (apps.snapshots.policies.preview).
+    """
+
+    name = models.SlugField(max_length=64, unique=True,
+                            help_text="Its identity on ZFS (pozol:policy); cannot be changed.")
+    prefix = models.CharField(max_length=32, default="pozol",
+                              help_text="The start of the snapshot names it makes.")
+    frequently = models.PositiveIntegerField(default=0)
+    frequent_minutes = models.PositiveIntegerField(default=15)
+    hourly = models.PositiveIntegerField(default=0)
+    daily = models.PositiveIntegerField(default=0)
+    weekly = models.PositiveIntegerField(default=0)
+    monthly = models.PositiveIntegerField(default=0)
+    checkpoint = models.BooleanField(default=False,
+                                     help_text="CHECKPOINT in PostgreSQL before a cluster's "
+                                               "snapshot.")
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    COUNTS = ("frequently", "hourly", "daily", "weekly", "monthly")
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "snapshot policies"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            saved = type(self).objects.filter(pk=self.pk).values_list("name", flat=True).first()
+            if saved is not None and saved != self.name:
+                raise ValueError(f"policy {saved!r} cannot be renamed: its name is its "
+                                 "identity on ZFS")
+        super().save(*args, **kwargs)
+
+    def core_values(self) -> dict:
+        """The fields of apps.snapshots.core.policy.Policy (which validates them)."""
+        return {field: getattr(self, field) for field in (
+            "name", "prefix", *self.COUNTS, "frequent_minutes", "checkpoint")}
+
+
+class PolicyAssignment(models.Model):
+    """A policy given to one target of a host: a PostgreSQL cluster (its data and WAL
+    datasets together) or one dataset; one policy per target.
+
+    The cluster is named by its data directory, not a foreign key: discovery
+    replaces a host's cluster and dataset rows as a whole, and an assignment
+    must outlive them.
+    """
+
+    policy = models.ForeignKey(SnapshotPolicy, on_delete=models.CASCADE,
+                               related_name="assignments")
+    host = models.ForeignKey("fleet.Host", on_delete=models.CASCADE,
+                             related_name="policy_assignments")
+    cluster_data_dir = models.CharField(max_length=1024, blank=True,
+                                        help_text="The cluster's data directory, or empty.")
+    dataset = models.CharField(max_length=255, blank=True,
+                               help_text="The dataset's name, or empty for a cluster.")
+    assigned_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["host__name", "cluster_data_dir", "dataset"]
+        constraints = [
+            models.UniqueConstraint(fields=["host", "cluster_data_dir", "dataset"],
+                                    name="policy_per_target"),
+            models.CheckConstraint(
+                condition=(models.Q(cluster_data_dir="") & ~models.Q(dataset=""))
+                | (~models.Q(cluster_data_dir="") & models.Q(dataset="")),
+                name="policy_target_is_cluster_or_dataset"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.policy} on {self.host}: {self.target_label}"
+
+    @property
+    def target_label(self) -> str:
+        return f"cluster {self.cluster_data_dir}" if self.cluster_data_dir else self.dataset

@@ -4,11 +4,13 @@ from apps.accounts.api_fields import (
     ModelSerializer,
     StrictBooleanField,
     StrictCharField,
+    StrictIntegerField,
     StrictPrimaryKeyRelatedField,
 )
-from apps.fleet.models import PgCluster
+from apps.fleet.models import Host, PgCluster
 from apps.snapshots.commands import MAX_LABEL
-from apps.snapshots.models import Snapshot
+from apps.snapshots.core.policy import Policy, PolicyError
+from apps.snapshots.models import PolicyAssignment, Snapshot, SnapshotPolicy
 
 
 class SnapshotSerializer(ModelSerializer):
@@ -39,3 +41,68 @@ class SnapshotCreateSerializer(serializers.Serializer):
                               help_text="Hold the new snapshot(s) (tag 'pozol').")
     checkpoint = StrictBooleanField(required=False, default=False,
                                     help_text="Run CHECKPOINT on the cluster first.")
+
+
+class SnapshotPolicySerializer(ModelSerializer):
+    """A snapshot policy; `name` is its identity on ZFS and cannot change once created."""
+
+    class Meta:
+        model = SnapshotPolicy
+        fields = ["id", "name", "prefix", "frequently", "frequent_minutes", "hourly", "daily",
+                  "weekly", "monthly", "checkpoint", "enabled", "created_at", "updated_at"]
+        read_only_fields = ["id", "created_at", "updated_at"]
+
+    def validate(self, attrs: dict) -> dict:
+        if self.instance is not None and attrs.get("name", self.instance.name) \
+                != self.instance.name:
+            raise serializers.ValidationError(
+                {"name": ["a policy's name is its identity on ZFS and cannot change"]})
+        base = self.instance.core_values() if self.instance else {}
+        core = {k: v for k, v in attrs.items() if k in Policy.__dataclass_fields__}
+        try:
+            Policy(**{**base, **core})
+        except PolicyError as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from None
+        return attrs
+
+
+class PolicyPreviewSerializer(serializers.Serializer):
+    """The proposed values (any of them); the others stay as saved."""
+
+    prefix = StrictCharField(required=False, max_length=32)
+    frequently = StrictIntegerField(required=False, min_value=0)
+    frequent_minutes = StrictIntegerField(required=False, min_value=1)
+    hourly = StrictIntegerField(required=False, min_value=0)
+    daily = StrictIntegerField(required=False, min_value=0)
+    weekly = StrictIntegerField(required=False, min_value=0)
+    monthly = StrictIntegerField(required=False, min_value=0)
+
+
+class PreviewTargetSerializer(serializers.Serializer):
+    host = serializers.CharField()
+    target = serializers.CharField()
+    destroy = serializers.ListField(child=serializers.CharField(),
+                                    help_text="What the next prune would destroy.")
+    added = serializers.ListField(child=serializers.CharField(),
+                                  help_text="Destroyed under the change, kept as saved.")
+    spared = serializers.ListField(child=serializers.CharField(),
+                                   help_text="Kept under the change, destroyed as saved.")
+
+
+class PolicyAssignmentSerializer(ModelSerializer):
+    """A policy given to a cluster (by data directory) or to one dataset of a host."""
+
+    policy = StrictPrimaryKeyRelatedField(queryset=SnapshotPolicy.objects.all())
+    host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all())
+    cluster_data_dir = StrictCharField(required=False, allow_blank=True, default="",
+                                       max_length=1024)
+    dataset = StrictCharField(required=False, allow_blank=True, default="", max_length=255)
+
+    class Meta:
+        model = PolicyAssignment
+        fields = ["id", "policy", "host", "cluster_data_dir", "dataset", "assigned_at"]
+        read_only_fields = ["id", "assigned_at"]
+
+
+class PolicyPreviewResultSerializer(serializers.Serializer):
+    targets = PreviewTargetSerializer(many=True, help_text="One entry per assigned target.")

@@ -47,8 +47,7 @@ def snapshot_now(host: Host, *, cluster: PgCluster | None = None, dataset: str |
                             fields={"cluster": ["or dataset"], "dataset": ["or cluster"]})
     if checkpoint and cluster is None:
         raise _refuse("checkpoint", "a CHECKPOINT needs a cluster, not a dataset")
-    chosen, state = (_cluster_plan(host, cluster, checkpoint) if cluster is not None
-                     else _dataset_plan(host, dataset))
+    chosen, state = plan_target(host, cluster=cluster, dataset=dataset, checkpoint=checkpoint)
     name = naming.snapshot_name(timezone.now())
     if Snapshot.objects.filter(host=host, dataset__in=chosen.covered, name=name).exists():
         raise Conflict(f"a snapshot @{name} exists already: try again in a second")
@@ -60,6 +59,15 @@ def snapshot_now(host: Host, *, cluster: PgCluster | None = None, dataset: str |
         steps.TAKE.name, host=host, subject=subject[:200], trigger=trigger, user=by,
         state={**state, "plan": asdict(chosen), "snapshot": name, "properties": properties,
                "hold": bool(hold), "checkpoint": bool(checkpoint)})
+
+
+def plan_target(host: Host, *, cluster: PgCluster | None = None, dataset: str | None = None,
+                checkpoint: bool = False) -> tuple[plan.SnapshotPlan, dict]:
+    """How a cluster's (or a dataset's) snapshot is taken on `host`, and the step state
+    it needs; a SnapshotError when the target cannot be snapshotted."""
+    if cluster is not None:
+        return _cluster_plan(host, cluster, checkpoint)
+    return _dataset_plan(host, dataset)
 
 
 def _cluster_plan(host: Host, cluster: PgCluster,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from apps.ops.engine import Done, Fail, Kind, StepContext, register
+from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, script
 from apps.remote.facts.snapshots import already_exists, is_busy
@@ -46,6 +46,48 @@ def take(ctx: StepContext) -> Done | Fail:
                  "recorded": recorded},
                 message=f"{len(taken)} snapshot{'s' if len(taken) > 1 else ''} @{name} "
                         f"({chosen.method})")
+
+
+def take_for_policy(ctx: StepContext) -> Next | Fail:
+    """A policy's snapshot, then its prune in the same operation (one per target)."""
+    outcome = take(ctx)
+    if isinstance(outcome, Fail):
+        return outcome
+    ctx.state["taken"] = outcome.result["snapshots"]
+    return Next("prune", message=outcome.message, progress=50)
+
+
+def prune(ctx: StepContext) -> Done:
+    """Destroy what the policy no longer keeps, each logged; a refused or busy destroy
+    is reported and skipped (the next run plans again from a fresh listing)."""
+    from apps.snapshots import policies
+
+    run = ctx.runner()
+    rows = inventory.list_host(run)
+    inventory.record(ctx.host, rows)
+    policy = policies.core_policy(ctx.state["policy"])
+    chosen = policies.prune_plan(policy, rows, ctx.state["plan"]["covered"],
+                                 policies.moment(ctx.state["now"]))
+    by_name = {row.full_name: row for row in rows}
+    destroyed, skipped = [], []
+    for snapshot in chosen.destroy:
+        row = by_name[snapshot.full_name]
+        refusal = guards.destroy_refusal(full_name=row.full_name, userrefs=row.userrefs,
+                                         clones=row.clones, origin=row.origin, force=False)
+        result = None if refusal else run(commands.destroy(row.full_name), check=False)
+        if refusal or not result.ok:
+            why = refusal.message if refusal else _tail(result)
+            ctx.log(f"skipped {row.full_name}: {why}", level="warning")
+            skipped.append({"snapshot": row.full_name, "reason": why})
+            continue
+        ctx.log(f"destroyed {row.full_name} (policy {policy.name})")
+        destroyed.append(row.full_name)
+    if destroyed:
+        inventory.refresh(ctx.host, run)
+    return Done({"snapshots": ctx.state.get("taken", []), "destroyed": destroyed,
+                 "skipped": skipped},
+                message=f"took @{ctx.state['snapshot']}, destroyed {len(destroyed)}"
+                        + (f", skipped {len(skipped)}" if skipped else ""))
 
 
 def _snapshot_command(ctx: StepContext, chosen: plan.SnapshotPlan, name: str) -> Command:
@@ -141,3 +183,5 @@ HOLD = register(Kind(name="snapshots.hold", steps={"hold": hold}, first_step="ho
                      mutating=False, deadline=timedelta(minutes=10)))
 REFRESH = register(Kind(name="snapshots.refresh", steps={"refresh": refresh},
                         first_step="refresh", mutating=False, deadline=timedelta(minutes=30)))
+POLICY = register(Kind(name="snapshots.policy", steps={"take": take_for_policy, "prune": prune},
+                       first_step="take", mutating=False, deadline=timedelta(minutes=30)))

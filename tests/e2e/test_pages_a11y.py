@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from apps.benchmarks import services as benchmarks
 from apps.ops.models import LogLine, Operation
+from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
 from apps.tuning import services as tuning
 from apps.tuning.models import Profile
 from tests import browser as chromium
@@ -42,6 +43,8 @@ PAGES = {
     "benchmark": ("/benchmarks/{benchmark}/", True),
     "validation": ("/benchmarks/validations/{validation}/", True),
     "add-host": ("/hosts/add/", True),
+    "snapshot-policies": ("/snapshots/policies/", True),
+    "snapshot-policy": ("/snapshots/policies/{policy}/", True),
     "login": ("/login/", False),
     "not-found": ("/hosts/999999/", True),
 }
@@ -87,8 +90,11 @@ def site(replayed_host) -> dict:
     after = factories.finished(host, 1400.2, 1.4, 812.0)
     validation = benchmarks.validate(before, after, "recordsize 16K")
     fresh = factories.host("fresh")  # never reached: its page says so
+    policy = SnapshotPolicy.objects.create(name="hourly", hourly=24, daily=7)
+    PolicyAssignment.objects.create(policy=policy, host=host, dataset="tank/pg")
     return {"host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
-            "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk}
+            "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk,
+            "policy": policy.pk}
 
 
 @pytest.mark.parametrize("name", PAGES)

@@ -12,6 +12,8 @@ def test_migrate_leaves_the_sweeper_and_discovery_scheduled(settings):
     tasks = {task.task: task for task in PeriodicTask.objects.all()}
     assert tasks["fleet.discover_all"].interval.every == settings.POZOL["DISCOVERY_INTERVAL"]
     assert tasks["ops.sweep"].interval.every == settings.POZOL["SWEEP_INTERVAL"]
+    assert tasks["snapshots.policy_tick"].interval.every == \
+        settings.POZOL["SNAPSHOT_POLICY_INTERVAL"]
 
 
 def test_a_changed_interval_is_applied_on_the_next_migrate(settings):

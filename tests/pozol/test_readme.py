@@ -29,7 +29,7 @@ README = ROOT / "README.md"
 # `make run` on 8000). Every other character runs as written.
 README_ORIGIN = "http://127.0.0.1:8000"
 
-RUN = {"REST API", "Snapshots"}
+RUN = {"REST API", "Snapshots", "Snapshot policies"}
 NOT_RUN = {
     "Two commands": "`make run` is what the test starts (python -m apps.demo, after "
                     "`make deps`); `make test` is the suite this test is part of",

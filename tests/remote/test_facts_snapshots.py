@@ -55,3 +55,14 @@ def test_a_label_with_tabs_cannot_shift_columns():
     text = "tank/a@s\tpozol:label\tx\ty\tlocal\n"
     # five fields: not a row of this listing
     assert parse_listing(text) == []
+
+
+def test_a_property_inherited_from_the_dataset_does_not_make_a_snapshot_ours():
+    text = ("tank/x@hand\tcreation\t1795461216\t-\n"
+            "tank/x@hand\tpozol:owner\tpozol\tinherited from tank/x\n"
+            "tank/x@ours\tpozol:owner\tpozol\tlocal\n"
+            "tank/x@ours\tpozol:taken\t20261123T190000Z\tlocal\n")
+    found = {row.full_name: row for row in parse_listing(text)}
+    assert found["tank/x@hand"].origin == HAND and found["tank/x@hand"].properties == {}
+    assert found["tank/x@ours"].properties == {"pozol:owner": "pozol",
+                                               "pozol:taken": "20261123T190000Z"}

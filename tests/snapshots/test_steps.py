@@ -122,3 +122,42 @@ def test_checkpoint_first_runs_before_the_snapshot(shell, delivered):
     shell.on(commands.listing(taken), "")
     assert drive(operation).status == Operation.Status.SUCCEEDED
     assert shell.calls[:2] == [checkpoint.text, snapshot]
+
+
+def test_a_policy_run_takes_then_prunes_and_skips_a_busy_destroy(shell, delivered):
+    from datetime import UTC, datetime
+
+    from apps.snapshots import policies
+    from apps.snapshots.models import SnapshotPolicy
+
+    host = factories.host()
+    policy = SnapshotPolicy.objects.create(name="often", frequently=1, frequent_minutes=1)
+    policies.assign(policy, host, dataset="tank/pg/data")
+    [operation] = policies.tick(datetime(2026, 11, 23, 19, 3, 5, tzinfo=UTC))
+    new = "tank/pg/data@pozol_often_20261123T190305Z"
+    # (jsonb orders keys by length, then bytes)
+    shell.on("zfs snapshot -o pozol:owner=pozol -o pozol:taken=20261123T190305Z "
+             "-o pozol:policy=often -o pozol:periods=frequently " + new)
+
+    def row(name: str, taken: str) -> str:
+        full = f"tank/pg/data@{name}"
+        return (f"{full}\tcreation\t1795461216\t-\n{full}\tuserrefs\t0\t-\n"
+                f"{full}\tpozol:owner\tpozol\tlocal\n{full}\tpozol:policy\toften\tlocal\n"
+                f"{full}\tpozol:taken\t{taken}\tlocal\n")
+
+    shell.on(commands.listing([new]), row(new.partition("@")[2], "20261123T190305Z"))
+    shell.on(commands.listing(), row("pozol_often_20261123T190000Z", "20261123T190000Z")
+             + row("pozol_often_20261123T190100Z", "20261123T190100Z")
+             + row(new.partition("@")[2], "20261123T190305Z"))
+    shell.on("zfs destroy tank/pg/data@pozol_often_20261123T190000Z", exit_code=1,
+             stderr="cannot destroy snapshot: dataset is busy\n")
+    shell.on("zfs destroy tank/pg/data@pozol_often_20261123T190100Z")
+    operation = drive(operation)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    assert operation.result["destroyed"] == ["tank/pg/data@pozol_often_20261123T190100Z"]
+    [skipped] = operation.result["skipped"]
+    assert skipped["snapshot"] == "tank/pg/data@pozol_often_20261123T190000Z"
+    assert "dataset is busy" in skipped["reason"]
+    log = " ".join(operation.log_lines.values_list("text", flat=True))
+    assert "destroyed tank/pg/data@pozol_often_20261123T190100Z (policy often)" in log
+    assert "skipped tank/pg/data@pozol_often_20261123T190000Z" in log

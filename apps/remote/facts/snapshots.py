@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-USER_PROPERTIES = ("pozol:owner", "pozol:policy", "pozol:label")
+USER_PROPERTIES = ("pozol:owner", "pozol:policy", "pozol:label", "pozol:taken")
 LISTING_PROPERTIES = ("creation", "used", "referenced", "userrefs", "origin", *USER_PROPERTIES)
 LISTING_FIELDS = "name,property,value,source"
 
@@ -67,6 +67,8 @@ def parse_listing(text: str) -> list[SnapshotRow]:
         if "@" not in name:
             continue
         props = values.setdefault(name, {})
+        if prop in USER_PROPERTIES and source not in ("local", "received"):
+            continue  # inherited from the dataset: says nothing about this snapshot
         if value != "-":
             props[prop] = value
             if source == "received" and prop in USER_PROPERTIES:
