@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tests.bench.database import database_of_its_own
+
 DATABASE = "pozol_scalebench"
 PER_HOST_PER_DAY = 96  # scheduled discovery every 15 minutes
 
@@ -40,19 +42,12 @@ class Figures:
 
 def main() -> None:
     args = _arguments()
-    server = _create_database()
-    os.environ["POZOL_DATABASE_URL"] = f"{server}/{DATABASE}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.django_settings")
-    import django
+    with database_of_its_own(_server(), DATABASE):
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.django_settings")
+        import django
 
-    django.setup()
-    try:
+        django.setup()
         _run(args)
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        _drop_database(server)
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -167,23 +162,6 @@ def _server() -> str:
     from apps.demo.services import postgres_url
 
     return postgres_url().rsplit("/", 1)[0]
-
-
-def _create_database() -> str:
-    import psycopg
-
-    server = _server()
-    with psycopg.connect(server + "/postgres", autocommit=True) as conn:
-        conn.execute(f"drop database if exists {DATABASE}")
-        conn.execute(f"create database {DATABASE}")
-    return server
-
-
-def _drop_database(server: str) -> None:
-    import psycopg
-
-    with psycopg.connect(server + "/postgres", autocommit=True) as conn:
-        conn.execute(f"drop database if exists {DATABASE} with (force)")
 
 
 def _arguments() -> argparse.Namespace:

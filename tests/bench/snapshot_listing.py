@@ -29,17 +29,22 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.bench.database import database_of_its_own
+
 DATABASE = "pozol_snapbench"
 
 
 def main() -> None:
     args = _arguments()
-    server = _create_database()
-    os.environ["POZOL_DATABASE_URL"] = f"{server}/{DATABASE}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.django_settings")
-    import django
+    with database_of_its_own(_server(), DATABASE):
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.django_settings")
+        import django
 
-    django.setup()
+        django.setup()
+        _measure_on_a_fresh_host(args)
+
+
+def _measure_on_a_fresh_host(args) -> None:
     from django.core.management import call_command
 
     from apps.demo.fleet import down, up
@@ -56,10 +61,6 @@ def main() -> None:
         if worker:
             worker.stop()
         down(state_dir)
-        from django.db import connections
-
-        connections.close_all()
-        _drop_database(server)
 
 
 def _measure(fleet_host, args) -> None:
@@ -177,23 +178,6 @@ def _server() -> str:
     from apps.demo.services import postgres_url
 
     return postgres_url(os.environ.get("POZOL_TEST_DATABASE_URL")).rsplit("/", 1)[0]
-
-
-def _create_database() -> str:
-    import psycopg
-
-    server = _server()
-    with psycopg.connect(server + "/postgres", autocommit=True) as conn:
-        conn.execute(f"drop database if exists {DATABASE}")
-        conn.execute(f"create database {DATABASE}")
-    return server
-
-
-def _drop_database(server: str) -> None:
-    import psycopg
-
-    with psycopg.connect(server + "/postgres", autocommit=True) as conn:
-        conn.execute(f"drop database if exists {DATABASE} with (force)")
 
 
 def _arguments() -> argparse.Namespace:
