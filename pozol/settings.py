@@ -156,6 +156,7 @@ INSTALLED_APPS = [
     "apps.tuning",
     "apps.benchmarks",
     "apps.snapshots",
+    "apps.replication",
     "axes",
     "csp",
 ]

@@ -116,6 +116,7 @@ def write_spare_host() -> None:
     (spare,) = [host for host in status(FLEET_STATE) if host.name == SPARE_HOST]
     body = {"name": spare.name, "address": spare.address, "port": spare.port,
             "user": spare.user, "work_dir": spare.work_dir,
+            "authorized_keys_file": spare.authorized_keys_path or "",
             "private_key": Path(spare.private_key_path).read_text(),
             "expected_fingerprint": spare.host_key_fingerprint}
     write_private(SPARE_HOST_FILE, json.dumps(body, indent=2) + "\n")

@@ -19,7 +19,7 @@ class AddHostForm(forms.ModelForm):
 
     class Meta:
         model = Host
-        fields = ["name", "address", "port", "user", "work_dir"]
+        fields = ["name", "address", "port", "user", "work_dir", "authorized_keys_file"]
 
     def clean_expected_fingerprint(self) -> str:
         value = self.cleaned_data["expected_fingerprint"].strip()
@@ -40,6 +40,7 @@ class AddHostForm(forms.ModelForm):
         data = self.cleaned_data
         return {"name": data["name"], "address": data["address"], "port": data["port"],
                 "user": data["user"], "work_dir": data["work_dir"],
+                "authorized_keys_file": data.get("authorized_keys_file") or "",
                 "private_key": data["private_key"] if data["key_source"] == "paste" else "",
                 "generate_key": data["key_source"] == "generate",
                 "expected_fingerprint": data["expected_fingerprint"]}

@@ -59,6 +59,12 @@ class Host(models.Model):
     work_dir = models.CharField(max_length=255, default=default_work_dir,
                                 validators=[work_dir_validator],
                                 help_text="Where PoZoL keeps its own files on the host.")
+    authorized_keys_file = models.CharField(
+        max_length=255, blank=True,
+        validators=[work_dir_validator, validators.authorized_keys_file],
+        help_text="Where this host's sshd reads the SSH user's authorized keys (a "
+                  "replication link installs its receive-only key there); empty: "
+                  "~/.ssh/authorized_keys.")
     credential_kind = models.CharField(max_length=16, choices=CredentialKind)
     private_key_encrypted = models.TextField(editable=False)
     public_key = models.TextField(blank=True, help_text="Install in authorized_keys.")
@@ -227,6 +233,8 @@ class Alert(models.Model):
         HOST_KEY_CHANGED = "host_key_changed"
         UNREACHABLE = "unreachable"
         SNAPSHOTS_STALE = "snapshots_stale"
+        POOL_CAPACITY = "pool_capacity"
+        REPLICATION_LAG = "replication_lag"
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="alerts")
     kind = models.CharField(max_length=32, choices=Kind)

@@ -29,12 +29,14 @@ class HostSerializer(ModelSerializer):
 
     class Meta:
         model = Host
-        fields = ["id", "name", "address", "port", "user", "work_dir", "credential_kind",
+        fields = ["id", "name", "address", "port", "user", "work_dir",
+                  "authorized_keys_file", "credential_kind",
                   "public_key", "host_key_fingerprint", "host_key_state",
                   "presented_fingerprint", "reachable", "last_seen_at", "last_discovery_at",
                   "last_error", "last_error_code", "zfs_version", "open_alerts",
                   "created_at"]
-        read_only_fields = [f for f in fields if f not in {"user", "work_dir"}]
+        read_only_fields = [f for f in fields
+                            if f not in {"user", "work_dir", "authorized_keys_file"}]
 
     # Big columns no field above shows: facts (about 68 KB, served by
     # /api/hosts/{id}/facts/), the encrypted key and the raw host-key lines.
@@ -60,7 +62,8 @@ class HostCreateSerializer(ModelSerializer):
 
     class Meta:
         model = Host
-        fields = ["name", "address", "port", "user", "work_dir", "private_key",
+        fields = ["name", "address", "port", "user", "work_dir", "authorized_keys_file",
+                  "private_key",
                   "generate_key", "expected_fingerprint", "trust_on_first_use"]
         # A taken name is a conflict (409) that services.add_host reports,
         # also when two requests race for it; not a 400 from here.
@@ -68,6 +71,7 @@ class HostCreateSerializer(ModelSerializer):
 
     validate_address = _rule(validators.host_address)
     validate_work_dir = _rule(validators.work_dir)
+    validate_authorized_keys_file = _rule(validators.authorized_keys_file)
 
     def validate_private_key(self, value: str) -> str:
         try:
@@ -98,10 +102,11 @@ class HostUpdateSerializer(ModelSerializer):
 
     class Meta:
         model = Host
-        fields = ["user", "work_dir", "private_key"]
+        fields = ["user", "work_dir", "authorized_keys_file", "private_key"]
 
     validate_private_key = HostCreateSerializer.validate_private_key
     validate_work_dir = HostCreateSerializer.validate_work_dir
+    validate_authorized_keys_file = HostCreateSerializer.validate_authorized_keys_file
 
     def update(self, host, data):
         if "private_key" in data:

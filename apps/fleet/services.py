@@ -18,7 +18,8 @@ from apps.remote.keys import generate_keypair
 
 @transaction.atomic
 def add_host(*, name: str, address: str, port: int = 22, user: str = "root",
-             work_dir: str | None = None, private_key: str = "", generate_key: bool = False,
+             work_dir: str | None = None, authorized_keys_file: str = "",
+             private_key: str = "", generate_key: bool = False,
              expected_fingerprint: str = "", trust_on_first_use: bool = False,
              trigger: str = Operation.Trigger.API, by=None) -> tuple[Host, Operation]:
     """Record a host and start its first discovery (which first pins its host key)."""
@@ -30,6 +31,7 @@ def add_host(*, name: str, address: str, port: int = 22, user: str = "root",
                 created_by=by if by and by.is_authenticated else None)
     if work_dir:
         host.work_dir = work_dir
+    host.authorized_keys_file = authorized_keys_file
     if generate_key:
         private, public = generate_keypair(f"pozol@{name}")
         host.credential_kind = Host.CredentialKind.GENERATED

@@ -80,3 +80,14 @@ def work_dir(value: str) -> None:
         commands.abs_path(value)
     except commands.InvalidValue as exc:
         raise ValidationError(f"The work directory {exc.reason}.", code="work_dir") from None
+
+
+def authorized_keys_file(value: str) -> None:
+    """Empty (the SSH user's ~/.ssh/authorized_keys) or an absolute path."""
+    if not value:
+        return
+    try:
+        commands.abs_path(value)
+    except commands.InvalidValue as exc:
+        raise ValidationError(f"The authorized_keys file {exc.reason}.",
+                              code="authorized_keys_file") from None

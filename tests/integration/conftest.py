@@ -29,6 +29,7 @@ def register(fleet_host, **changes) -> Host:
     arguments = {
         "name": fleet_host.name, "address": fleet_host.address, "port": fleet_host.port,
         "user": fleet_host.user, "work_dir": fleet_host.work_dir,
+        "authorized_keys_file": fleet_host.authorized_keys_path or "",
         "private_key": Path(fleet_host.private_key_path).read_text(),
         "expected_fingerprint": fleet_host.host_key_fingerprint,
     }

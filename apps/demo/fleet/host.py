@@ -110,6 +110,7 @@ def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_US
         work_dir=str(layout.work_dir),
         etc_sysctl_dir=_etc_backing(layout, PRIVATE_ETC_DIRS[0]),
         etc_modprobe_dir=_etc_backing(layout, PRIVATE_ETC_DIRS[1]),
+        authorized_keys_path=str(cfg.authorized_keys),
     )
 
 

@@ -50,6 +50,7 @@ class Host:
     # Defaults only so that a host.json written before they existed still loads (for down).
     etc_sysctl_dir: str | None = None
     etc_modprobe_dir: str | None = None
+    authorized_keys_path: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

@@ -37,6 +37,7 @@ class Command(BaseCommand):
                 host, _ = services.add_host(
                     name=fleet_host.name, address=fleet_host.address, port=fleet_host.port,
                     user=fleet_host.user, work_dir=fleet_host.work_dir, private_key=private_key,
+                    authorized_keys_file=fleet_host.authorized_keys_path or "",
                     expected_fingerprint=fleet_host.host_key_fingerprint,
                     trigger=Operation.Trigger.SYSTEM)
                 self.stdout.write(f"registered {host.name} at {host.address}")

@@ -1,0 +1,338 @@
+"""What the UI, the API and the scheduler ask of replication links.
+
+None opens SSH. Making or changing a link checks every value against the pure
+core (apps.replication.core.link, the snapshot policy's count rules) and the
+inventory before anything is saved; running one starts a `replication.run`
+Operation on the source host (apps.replication.steps). A refusal is a
+LinkError naming the field at fault, or a Conflict (409) for state.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.fleet.models import Host
+from apps.ops import engine
+from apps.ops.errors import Conflict, DomainError
+from apps.ops.models import Operation
+from apps.replication import steps
+from apps.replication.core import lag as core_lag
+from apps.replication.core.link import Link, ReplicationError
+from apps.replication.core.planner import Snap
+from apps.replication.models import ReplicationLink
+from apps.snapshots.core.policy import Policy, PolicyError
+from apps.snapshots.models import Snapshot
+
+MAX_INTERVAL_MINUTES = 366 * 24 * 60
+EDITABLE = ("mode", "interval_minutes", "after_policy", *ReplicationLink.KEEP_COUNTS,
+            "bandwidth_limit", "lag_threshold_minutes")
+
+
+class LinkError(DomainError):
+    """A link request refused; `fields` names the inputs at fault."""
+
+
+def _refuse(field: str, text: str, *, code: str = "invalid", status: int = 400) -> LinkError:
+    return LinkError(f"{field}: {text}", fields={field: [text]}, code=code, status=status)
+
+
+# ---- making and changing links -------------------------------------------------------
+
+@transaction.atomic
+def create_link(*, name: str, source_host: Host, target_host: Host, target_parent: str,
+                cluster_data_dir: str = "", dataset: str = "", by=None,
+                **settings) -> ReplicationLink:
+    """Record a link from a cluster (by data directory) or a dataset of `source_host` to
+    `target_parent` on `target_host`. `settings`: any of EDITABLE."""
+    _unknown(settings)
+    if source_host.pk == target_host.pk:
+        raise _refuse("target_host", "the target must be another host than the source")
+    sources = _sources(source_host, cluster_data_dir, dataset)
+    link = ReplicationLink(name=name, source_host=source_host, target_host=target_host,
+                           target_parent=target_parent, cluster_data_dir=cluster_data_dir,
+                           sources=list(sources),
+                           created_by=by if by and by.is_authenticated else None)
+    _apply(link, settings)
+    core = core_link(link)
+    _check_target(link, core, target_host)
+    if ReplicationLink.objects.filter(name=name).exists():
+        raise _refuse("name", f"a link named {name!r} exists already", code="conflict",
+                      status=409)
+    try:
+        with transaction.atomic():
+            link.save()
+    except IntegrityError:
+        raise _refuse("name", f"a link named {name!r} exists already", code="conflict",
+                      status=409) from None
+    return link
+
+
+@transaction.atomic
+def update_link(link: ReplicationLink, changes: dict, by=None) -> ReplicationLink:
+    """Change what may change; name, hosts, sources and target are the link's identity."""
+    fixed = set(changes) & {"name", "source_host", "target_host", "target_parent",
+                            "cluster_data_dir", "dataset", "sources"}
+    if fixed:
+        field = sorted(fixed)[0]
+        raise _refuse(field, "cannot be changed once the link exists (make a new link)")
+    _unknown(changes)
+    link = ReplicationLink.objects.select_for_update().get(pk=link.pk)
+    _apply(link, changes)
+    core_link(link)
+    link.save()
+    return link
+
+
+def _unknown(values: dict) -> None:
+    unknown = sorted(set(values) - set(EDITABLE))
+    if unknown:
+        raise _refuse(unknown[0], "not a setting of a link")
+
+
+def _apply(link: ReplicationLink, values: dict) -> None:
+    for field, value in values.items():
+        setattr(link, field, value)
+    interval = link.interval_minutes
+    if isinstance(interval, bool) or not isinstance(interval, int) or not (
+            0 <= interval <= MAX_INTERVAL_MINUTES):
+        raise _refuse("interval_minutes", f"a whole number of minutes from 0 (on demand) to "
+                                          f"{MAX_INTERVAL_MINUTES}")
+    threshold = link.lag_threshold_minutes
+    low, high = (int(core_lag.MIN_THRESHOLD.total_seconds() // 60),
+                 int(core_lag.MAX_THRESHOLD.total_seconds() // 60))
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or not (
+            low <= threshold <= high):
+        raise _refuse("lag_threshold_minutes", f"a whole number of minutes from {low} to {high}")
+    try:
+        Policy(name="link", **link.keep_counts())
+    except PolicyError as exc:
+        raise _refuse(f"keep_{exc.field}", str(exc)) from None
+
+
+def core_link(link: ReplicationLink) -> Link:
+    """The pure core's Link of a row; a LinkError for any value it refuses."""
+    try:
+        return Link(name=link.name, sources=tuple(link.sources),
+                    target_parent=link.target_parent, mode=link.mode,
+                    rollback_opt_in=link.rollback_opt_in,
+                    bandwidth_limit=link.bandwidth_limit)
+    except ReplicationError as exc:
+        raise _refuse(exc.field, str(exc)) from None
+
+
+def _sources(host: Host, cluster_data_dir: str, dataset: str) -> tuple[str, ...]:
+    if bool(cluster_data_dir) == bool(dataset):
+        raise LinkError("name a cluster or a dataset (one of them)",
+                        fields={"cluster_data_dir": ["or dataset"],
+                                "dataset": ["or cluster_data_dir"]})
+    if dataset:
+        try:
+            Link(name="check", sources=(dataset,), target_parent="check")
+        except ReplicationError as exc:
+            raise _refuse("dataset", str(exc)) from None
+        if not host.datasets.filter(name=dataset).exists():
+            raise _refuse("dataset", f"{dataset} is not a dataset of {host.name} (run "
+                                     "discovery)")
+        return (dataset,)
+    cluster = host.clusters.filter(data_dir=cluster_data_dir).select_related(
+        "data_dataset", "wal_dataset").first()
+    if cluster is None:
+        raise _refuse("cluster_data_dir", f"no cluster at {cluster_data_dir!r} on {host.name}")
+    if cluster.data_dataset is None:
+        raise _refuse("cluster_data_dir", f"{cluster.data_dir} is not on a ZFS dataset")
+    wal_inside = not cluster.wal_dir or cluster.wal_dir.startswith(cluster.data_dir + "/")
+    if cluster.wal_dataset is None and not wal_inside:
+        raise _refuse("cluster_data_dir", f"its WAL ({cluster.wal_dir}) is not on a ZFS "
+                                          "dataset: a copy of the data alone would not start")
+    if cluster.wal_dataset and cluster.wal_dataset_id != cluster.data_dataset_id:
+        return (cluster.data_dataset.name, cluster.wal_dataset.name)
+    return (cluster.data_dataset.name,)
+
+
+def _check_target(link: ReplicationLink, core: Link, target_host: Host) -> None:
+    pool = link.target_parent.split("/")[0]
+    if not target_host.pools.filter(name=pool).exists():
+        raise _refuse("target_parent", f"{target_host.name} has no pool {pool!r} (run "
+                                       "discovery)")
+    mine = set(core.targets().values())
+    others = ReplicationLink.objects.filter(target_host=target_host).exclude(pk=link.pk)
+    for other in others:
+        theirs = set(core_link(other).targets().values())
+        clash = sorted(a for a in mine for b in theirs
+                       if a == b or a.startswith(b + "/") or b.startswith(a + "/"))
+        if clash:
+            raise _refuse("target_parent", f"link {other.name} already receives into "
+                                           f"{clash[0]}: two links into one target would "
+                                           "destroy each other's history",
+                          code="conflict", status=409)
+
+
+# ---- running, pausing, rollback opt-in ------------------------------------------------
+
+def run_now(link: ReplicationLink, *, by=None,
+            trigger: str = Operation.Trigger.API) -> Operation:
+    """Start one run of the link (plan, transfer, prune the target); 409 while one runs."""
+    with transaction.atomic():
+        link = ReplicationLink.objects.select_for_update().get(pk=link.pk)
+        running = active_run(link)
+        if running is not None:
+            raise Conflict(f"link {link.name} is running already (operation #{running.pk})",
+                           code="running")
+        if link.paused and trigger in (Operation.Trigger.SCHEDULE, Operation.Trigger.SYSTEM):
+            raise Conflict(f"link {link.name} is paused", code="paused")
+        operation = engine.start(
+            steps.RUN.name, host=link.source_host, trigger=trigger, user=by,
+            subject=f"replicate {link.name}: {link.source_host.name} -> "
+                    f"{link.target_host.name}:{link.target_parent}"[:200],
+            state={"link": link.pk})
+        link.last_operation = operation
+        link.save(update_fields=["last_operation", "updated_at"])
+        return operation
+
+
+def active_run(link: ReplicationLink) -> Operation | None:
+    return (Operation.objects.active().filter(kind=steps.RUN.name, state__link=link.pk)
+            .order_by("-pk").first())
+
+
+def pause(link: ReplicationLink, *, by=None) -> ReplicationLink:
+    """Stop scheduled runs (a running transfer finishes); run now still works."""
+    return _set(link, paused=True)
+
+
+def resume(link: ReplicationLink, *, by=None) -> ReplicationLink:
+    return _set(link, paused=False)
+
+
+def opt_in_rollback(link: ReplicationLink, *, by) -> ReplicationLink:
+    """Allow runs to roll a diverged target back to the common snapshot (destroying what
+    diverged); who and when are recorded and written into each rollback's log."""
+    return _set(link, rollback_opt_in=True, rollback_opted_in_at=timezone.now(),
+                rollback_opted_in_by=by if by and by.is_authenticated else None)
+
+
+def opt_out_rollback(link: ReplicationLink, *, by=None) -> ReplicationLink:
+    return _set(link, rollback_opt_in=False, rollback_opted_in_at=None,
+                rollback_opted_in_by=None)
+
+
+def _set(link: ReplicationLink, **values) -> ReplicationLink:
+    with transaction.atomic():
+        link = ReplicationLink.objects.select_for_update().get(pk=link.pk)
+        for field, value in values.items():
+            setattr(link, field, value)
+        link.save(update_fields=[*values, "updated_at"])
+    return link
+
+
+@transaction.atomic
+def delete_link(link: ReplicationLink, *, by=None,
+                trigger: str = Operation.Trigger.API) -> Operation:
+    """Forget the link and start removing what it left on the hosts: its key line on
+    the target, its key on the source and its holds. Refused while it runs."""
+    link = ReplicationLink.objects.select_for_update().get(pk=link.pk)
+    running = active_run(link)
+    if running is not None:
+        raise Conflict(f"link {link.name} is running (operation #{running.pk}): wait for it "
+                       "or cancel it first", code="running")
+    operation = engine.start(
+        steps.REMOVE.name, host=link.target_host, trigger=trigger, user=by,
+        subject=f"remove link {link.name} from {link.target_host.name} and "
+                f"{link.source_host.name}"[:200],
+        state=steps.removal_state(link))
+    link.delete()
+    return operation
+
+
+# ---- the schedule ----------------------------------------------------------------------
+
+def tick(now: datetime | None = None) -> list[Operation]:
+    """Start the runs that are due at `now` (interval passed since the last run) and
+    raise or resolve lag alerts."""
+    now = now or timezone.now()
+    started = []
+    for link in ReplicationLink.objects.filter(paused=False).select_related(
+            "source_host", "target_host"):
+        _alert_lag(link, now)
+        if link.interval_minutes and _due(link, now):
+            try:
+                started.append(run_now(link, trigger=Operation.Trigger.SCHEDULE))
+            except Conflict:
+                continue
+    return started
+
+
+def _due(link: ReplicationLink, now: datetime) -> bool:
+    if link.last_run_at is None:
+        return True
+    return now - link.last_run_at >= timedelta(minutes=link.interval_minutes)
+
+
+def after_policy_snapshot(host: Host, datasets: list[str]) -> list[Operation]:
+    """A policy took snapshots of `datasets` on `host`: run the links that wait for it."""
+    started = []
+    query = Q()
+    for dataset in datasets:
+        query |= Q(sources__contains=[dataset])
+    for link in ReplicationLink.objects.filter(query, source_host=host, after_policy=True,
+                                               paused=False):
+        try:
+            started.append(run_now(link, trigger=Operation.Trigger.SCHEDULE))
+        except Conflict:
+            continue
+    return started
+
+
+# ---- lag -------------------------------------------------------------------------------
+
+def lag_of(link: ReplicationLink, now: datetime | None = None) -> core_lag.Lag:
+    now = now or timezone.now()
+    newest = None
+    if link.newest_received and link.newest_received_at:
+        newest = Snap(name=link.newest_received, guid=0, created=link.newest_received_at)
+    return core_lag.lag(newest, now, timedelta(minutes=link.lag_threshold_minutes),
+                        link_created=link.created_at)
+
+
+def _alert_lag(link: ReplicationLink, now: datetime) -> None:
+    from apps.fleet.models import Alert
+
+    kind = Alert.Kind.REPLICATION_LAG
+    late = [other for other in ReplicationLink.objects.filter(source_host=link.source_host,
+                                                              paused=False)
+            if lag_of(other, now).alert]
+    open_alert = Alert.objects.filter(host=link.source_host, kind=kind, resolved_at=None)
+    if late:
+        text = "; ".join(f"link {other.name}: {lag_of(other, now).text}" for other in late)
+        alert = Alert.raise_once(link.source_host, kind, text)
+        if alert.message != text:
+            Alert.objects.filter(pk=alert.pk).update(message=text)
+    else:
+        open_alert.update(resolved_at=now)
+
+
+# ---- what pruning must spare ----------------------------------------------------------
+
+def protected_snapshots(host: Host, datasets: list[str]) -> dict[str, str]:
+    """full name -> reason: the newest snapshot common to each link's source and target,
+    on either side, for the pruners (source policies and the target's keep rules)."""
+    protected: dict[str, str] = {}
+    links = ReplicationLink.objects.filter(Q(source_host=host) | Q(target_host=host)).exclude(
+        common_snapshot="")
+    for link in links:
+        core = core_link(link)
+        for source, target in core.targets().items():
+            dataset = source if link.source_host_id == host.pk else target
+            if dataset in datasets:
+                protected[f"{dataset}@{link.common_snapshot}"] = (
+                    f"last common snapshot of link {link.name}")
+    return protected
+
+
+def received_snapshots(link: ReplicationLink) -> list[Snapshot]:
+    targets = list(core_link(link).targets().values())
+    return list(Snapshot.objects.filter(host=link.target_host, dataset__in=targets))
