@@ -195,7 +195,8 @@ def run_now(link: ReplicationLink, *, by=None,
 
 
 def active_run(link: ReplicationLink) -> Operation | None:
-    return (Operation.objects.active().filter(kind=steps.RUN.name, state__link=link.pk)
+    return (Operation.objects.filter(status__in=Operation.ACTIVE, kind=steps.RUN.name,
+                                     state__link=link.pk)
             .order_by("-pk").first())
 
 
