@@ -6,4 +6,8 @@ class ReplicationConfig(AppConfig):
     label = "replication"
 
     def ready(self) -> None:
-        from apps.replication import steps  # noqa: F401  registers kinds
+        from apps.replication import services, steps  # noqa: F401  registers kinds
+        from apps.snapshots import protection
+
+        protection.PROTECTORS.append(services.protected_snapshots)
+        protection.LISTENERS.append(services.after_policy_snapshot)

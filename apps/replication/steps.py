@@ -1,25 +1,463 @@
 """Replication's operation kinds: run a link, and remove what a deleted link left.
 
-(Work in progress: the steps are filled in by the replication engine change.)
+`replication.run` (on the source host), as zrepl's loop does:
+  key      the link's key pair exists; its receive-only line is in the
+           target's authorized_keys and its private key and the target's
+           pinned host key are in the source's work dir (idempotent, each run)
+  plan     both sides listed (one command per host), planned by the pure
+           planner; refused, busy or in sync ends here
+  execute  the plan's steps in order, one per call; a SEND runs detached on
+           the source (`op<id>-send<i>`), so a worker that dies does not stop
+           it and the step, run again, polls the same unit
+  finish   both inventories refreshed, the newest common snapshot and the
+           newest received recorded (lag counts from it)
+  prune    the target's keep rules (the link's counts, each received
+           snapshot's policy identity), sparing the newest common snapshot
+
+What a run holds is recorded on the link (`held`) as it holds it, so a run
+killed mid-transfer leaves a record the next plan releases.
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import asdict
 from datetime import timedelta
 
-from apps.ops.engine import Fail, Kind, StepContext, register
+from django.conf import settings
+from django.utils import timezone
+
+from apps.fleet import credentials
+from apps.fleet.models import Host
+from apps.ops import remote_jobs
+from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
+from apps.ops.models import LogLine
+from apps.remote import detached, keys
+from apps.remote.commands import cmd, script, snapshot_name
+from apps.remote.errors import RemoteError
+from apps.remote.facts.zfs import ZfsVersion
+from apps.replication.core import commands, listing, progress
+from apps.replication.core.capabilities import ReplicationCapabilities, replication_capabilities
+from apps.replication.core.lag import newest_received
+from apps.replication.core.planner import (
+    Action,
+    Send,
+    Side,
+    Step,
+    StepKind,
+    ordered,
+    plan_link,
+)
+from apps.replication.models import ReplicationLink
+
+POLL_SECONDS = 1.0
+TAIL = 600
 
 
-def removal_state(link) -> dict:
+class LinkFailure(RemoteError):
+    """A run cannot go on for a reason a person must fix (it fails the operation)."""
+
+    code = "replication_failed"
+
+
+# ---- key ----------------------------------------------------------------------------------
+
+def key(ctx: StepContext) -> Next | Fail:
+    link = _link(ctx)
+    if link is None:
+        return Fail("the link was deleted", code="link_gone")
+    if not link.private_key_encrypted:
+        private, public = keys.generate_keypair(commands.key_comment(link.name))
+        link.private_key_encrypted = credentials.encrypt(private)
+        link.public_key = public
+        link.save(update_fields=["private_key_encrypted", "public_key", "updated_at"])
+    target = link.target_host
+    if not target.host_key:
+        return Fail(f"{target.name}'s host key is not pinned yet: discover it first",
+                    code="target_not_pinned")
+    target_caps = capabilities_of(target)
+    line = commands.authorized_keys_line(core_link(link), link.public_key, target_caps)
+    _on(target)(commands.install_key(target.authorized_keys_file, core_link(link), line))
+    endpoint = _endpoint(link)
+    known = commands.known_hosts_line(target.address, target.port, target.host_key)
+    ctx.runner()(commands.write_source_files(
+        endpoint, known, credentials.decrypt(link.private_key_encrypted)))
+    if link.key_installed_at is None:
+        ReplicationLink.objects.filter(pk=link.pk).update(key_installed_at=timezone.now())
+    return Next("plan", message="key in place", progress=5)
+
+
+# ---- plan ---------------------------------------------------------------------------------
+
+def plan(ctx: StepContext) -> Next | Done | Fail:
+    link = _link(ctx)
+    if link is None:
+        return Fail("the link was deleted", code="link_gone")
+    core = core_link(link)
+    source_caps, target_caps, chosen = _plan(ctx, link, core)
+    ctx.state["plan_action"] = chosen.action.value
+    for dataset in chosen.datasets:
+        ctx.log(f"{dataset.source} -> {dataset.target}: {dataset.action.value}: "
+                f"{dataset.reason}")
+    for note in chosen.notes + tuple(n for d in chosen.datasets for n in d.notes):
+        ctx.log(f"note: {note}")
+    if chosen.action is Action.REFUSED:
+        reasons = "; ".join(chosen.reasons())
+        _record_outcome(link, ReplicationLink.State.REFUSED, reasons)
+        return Fail(f"refused: {reasons}", code="refused")
+    if chosen.action is Action.BUSY:
+        _record_outcome(link, ReplicationLink.State.BUSY,
+                        "; ".join(d.reason for d in chosen.datasets if d.action is Action.BUSY))
+        return Done({"action": chosen.action.value}, message="target busy: nothing done")
+    ctx.state["steps"] = [_step_dict(s) for s in chosen.steps]
+    ctx.state["index"] = 0
+    ctx.state["sending"] = chosen.sending
+    ctx.state["source_caps"] = asdict(source_caps)
+    ctx.state["target_caps"] = asdict(target_caps)
+    ctx.state["transfer"] = {"bytes": 0, "seconds": 0.0}
+    if link.resume_failed:
+        ReplicationLink.objects.filter(pk=link.pk).update(resume_failed=False)
+    return Next("execute", message=f"{chosen.action.value}: {len(chosen.steps)} steps",
+                progress=10)
+
+
+def _plan(ctx: StepContext, link: ReplicationLink, core) -> tuple:
+    source_caps = capabilities_of(link.source_host)
+    target_caps = capabilities_of(link.target_host)
+    targets = core.targets()
+    source_text = ctx.runner()(listing.source_command(core.sources), timeout=300).stdout
+    target_text = _on(link.target_host)(
+        listing.target_command(targets.values(), target_caps), timeout=300).stdout
+    sources = listing.parse_source(source_text, core.sources)
+    tools = sources.tools
+    source_caps = replication_capabilities_with_tools(source_caps, tools)
+    on_target = listing.parse_target(target_text, targets.values())
+    target_states = {source: on_target.targets[target] for source, target in targets.items()}
+    chosen = plan_link(core, sources.sources, target_states, source_caps, target_caps,
+                       held=link.held, resume_failed=link.resume_failed)
+    return source_caps, target_caps, chosen
+
+
+def replication_capabilities_with_tools(caps: ReplicationCapabilities,
+                                        tools: tuple[str, ...]) -> ReplicationCapabilities:
+    values = asdict(caps)
+    values.update(pv="pv" in tools, mbuffer="mbuffer" in tools)
+    return ReplicationCapabilities(**values)
+
+
+# ---- execute ------------------------------------------------------------------------------
+
+def execute(ctx: StepContext) -> Next | Wait | Fail:
+    link = _link(ctx)
+    if link is None:
+        return Fail("the link was deleted", code="link_gone")
+    planned = [_step_of(s) for s in ctx.state["steps"]]
+    index = ctx.state["index"]
+    if index >= len(planned):
+        return Next("finish", progress=90)
+    step = planned[index]
+    if step.kind is StepKind.SEND:
+        outcome = _send(ctx, link, step, index, len(planned))
+        if outcome is not None:
+            return outcome
+    else:
+        failure = _run_step(ctx, link, step)
+        if failure is not None:
+            _release_after_failure(ctx, link, planned[index + 1:])
+            return failure
+    ctx.state["index"] = index + 1
+    return Next("execute", message=step.text[:300],
+                progress=10 + int(80 * (index + 1) / len(planned)))
+
+
+def _run_step(ctx: StepContext, link: ReplicationLink, step: Step) -> Fail | None:
+    run = ctx.runner() if step.side is Side.SOURCE else _on(link.target_host)
+    command = commands.step_command(step, core_link(link), _endpoint(link),
+                                    _caps(ctx, "source_caps"))
+    if step.kind is StepKind.ROLLBACK:
+        who = link.rollback_opted_in_by or "an operator"
+        when = link.rollback_opted_in_at.isoformat() if link.rollback_opted_in_at else "?"
+        ctx.log(f"rolling back {step.dataset} (opted in by {who} at {when}): {step.text}",
+                LogLine.Level.WARNING)
+    result = run(command, timeout=600, check=False)
+    if step.kind is StepKind.HOLD:
+        if result.ok or commands.hold_already_there(result.stderr):
+            _note_held(link, f"{step.side.value}:{step.dataset}", add=True)
+            return None
+    elif step.kind in (StepKind.RELEASE, StepKind.RELEASE_STALE):
+        if result.ok or commands.hold_not_there(result.stderr) or "dataset does not exist" in (
+                result.stderr):
+            _note_held(link, f"{step.side.value}:{step.dataset}", add=False)
+            return None
+    elif result.ok:
+        return None
+    why = (result.stderr or result.stdout).strip()[-TAIL:]
+    _record_outcome(link, ReplicationLink.State.FAILED, f"{step.text}: {why}")
+    return Fail(f"{step.text} failed: {why}", code=f"{step.kind.value}_failed")
+
+
+def _send(ctx: StepContext, link: ReplicationLink, step: Step, index: int,
+          total: int) -> Wait | Fail | None:
+    """None when the transfer is done; Wait while it runs; Fail when it failed."""
+    assert step.send is not None
+    name = f"send{index}"
+    expected = ctx.state.setdefault("expected", {}).get(name)
+    if expected is None:
+        expected = _expected(ctx, link, step.send)
+        ctx.state["expected"][name] = expected
+        ctx.state.setdefault("started", {})[name] = time.time()
+    command = commands.pipeline(step.send, _endpoint(link), _caps(ctx, "source_caps"),
+                                link.bandwidth_limit)
+    status = remote_jobs.advance(ctx, name, command)
+    err, _ = remote_jobs.output(ctx, name, stream="stderr")
+    sent = progress.parse_counter(err) or 0
+    if status.state == "running":
+        shown = progress.Progress(sent, _expected_of(expected))
+        fraction = shown.fraction
+        label = f"{_size(sent)} of {_size(expected['bytes'])} {expected['label']}" if expected \
+            else f"{_size(sent)} sent"
+        share = 80 / total
+        ctx.progress(10 + int(share * index + share * (fraction or 0)),
+                     f"{step.text}: {label}")
+        return Wait(POLL_SECONDS)
+    seconds = time.time() - ctx.state["started"].get(name, time.time())
+    failed = status.state != "succeeded" or commands.send_failed(err)
+    _forget(ctx, name)
+    if failed:
+        why = _stderr_tail(err) or f"the transfer unit ended {status.state}"
+        if step.send.resume_token:
+            ReplicationLink.objects.filter(pk=link.pk).update(resume_failed=True)
+        _record_outcome(link, ReplicationLink.State.FAILED, f"{step.text}: {why}")
+        _release_after_failure(ctx, link, [_step_of(s) for s in ctx.state["steps"][index + 1:]])
+        return Fail(f"{step.text} failed (exit {status.exit_code}): {why}",
+                    code="transfer_failed")
+    transfer = ctx.state["transfer"]
+    transfer["bytes"] += sent
+    transfer["seconds"] += seconds
+    ctx.log(f"{step.text}: {_size(sent)} in {seconds:.1f} s"
+            + (f" ({_size(int(sent / seconds))}/s)" if seconds > 0 else ""))
+    return None
+
+
+def _expected(ctx: StepContext, link: ReplicationLink, send: Send) -> dict | None:
+    caps = _caps(ctx, "source_caps")
+    if caps.send_estimate and not send.resume_token:
+        result = ctx.runner()(commands.estimate_command(send), timeout=300, check=False)
+        size = progress.parse_send_estimate(result.stdout) if result.ok else None
+        if size is not None:
+            return {"bytes": size, "exact": True, "label": "expected"}
+    if send.snapshot is None:
+        return None
+    text = ctx.runner()(listing.source_command([send.source]), timeout=300).stdout
+    snaps = listing.parse_source(text, [send.source]).sources[send.source].snapshots
+    to = send.snapshot.partition("@")[2]
+    from_ = send.from_snapshot.partition("@")[2] if send.from_snapshot else None
+    estimate = progress.estimate_from_listing(snaps, to, from_)
+    if estimate is None:
+        return None
+    return {"bytes": estimate.bytes, "exact": False, "label": estimate.label}
+
+
+def _expected_of(expected: dict | None) -> progress.Expected | None:
+    return progress.Expected(expected["bytes"], expected["exact"]) if expected else None
+
+
+def _forget(ctx: StepContext, name: str) -> None:
+    try:
+        detached.forget(ctx.runner(), remote_jobs.unit_for(ctx, name), ctx.host.work_dir)
+    except detached.UnitStillRunning:
+        pass
+
+
+def _release_after_failure(ctx: StepContext, link: ReplicationLink, rest: list[Step]) -> None:
+    """Release the holds of a failed run now; what cannot be released stays in `held`
+    for the next run's plan."""
+    for step in rest:
+        if step.kind is not StepKind.RELEASE:
+            continue
+        run = ctx.runner() if step.side is Side.SOURCE else _on(link.target_host)
+        command = commands.step_command(step, core_link(link), _endpoint(link),
+                                        _caps(ctx, "source_caps"))
+        try:
+            result = run(command, timeout=120, check=False)
+        except RemoteError as exc:  # the run failed already; the next plan releases it
+            ctx.log(f"could not release {step.dataset} now ({exc}); the next run will",
+                    LogLine.Level.WARNING)
+            continue
+        if result.ok or commands.hold_not_there(result.stderr):
+            _note_held(link, f"{step.side.value}:{step.dataset}", add=False)
+
+
+# ---- finish and prune ---------------------------------------------------------------------
+
+def finish(ctx: StepContext) -> Next:
+    from apps.snapshots import inventory
+
+    link = _link(ctx)
+    core = core_link(link)
+    targets = core.targets()
+    target_caps = _caps(ctx, "target_caps")
+    source_text = ctx.runner()(listing.source_command(core.sources), timeout=300).stdout
+    target_text = _on(link.target_host)(
+        listing.target_command(targets.values(), target_caps), timeout=300).stdout
+    sources = listing.parse_source(source_text, core.sources).sources
+    on_target = listing.parse_target(target_text, targets.values()).targets
+    common = _common_name(core.sources, targets, sources, on_target)
+    received = newest_received({t: on_target[t].snapshots for t in targets.values()})
+    now = timezone.now()
+    transfer = {**ctx.state.get("transfer", {}), "action": ctx.state.get("plan_action"),
+                "snapshot": ctx.state.get("sending"), "finished_at": now.isoformat()}
+    ReplicationLink.objects.filter(pk=link.pk).update(
+        state=ReplicationLink.State.IN_SYNC, last_error="", last_success_at=now,
+        last_run_at=now, common_snapshot=common or "", last_transfer=transfer,
+        newest_received=received.name if received else "",
+        newest_received_at=received.created if received else None, updated_at=now)
+    inventory.refresh(ctx.host, ctx.runner())
+    inventory.refresh(link.target_host, _on(link.target_host))
+    ctx.log(f"in sync: newest common snapshot @{common}" if common else
+            "no snapshot is common to every dataset yet")
+    return Next("prune", progress=95)
+
+
+def _common_name(sources: tuple[str, ...], targets: dict[str, str], source_states: dict,
+                 target_states: dict) -> str | None:
+    """The newest snapshot name common (by guid) to every source and its target."""
+    names: set[str] | None = None
+    order: list[str] = []
+    for source in sources:
+        mine = {s.guid: s.name for s in source_states[source].snapshots}
+        theirs = ordered(target_states[targets[source]].snapshots)
+        common = [mine[s.guid] for s in theirs if s.guid in mine]
+        names = set(common) if names is None else names & set(common)
+        order = common
+    kept = [name for name in order if names and name in names]
+    return kept[-1] if kept else None
+
+
+def prune(ctx: StepContext) -> Done:
+    from apps.replication import pruning
+
+    link = _link(ctx)
+    result = pruning.prune_target(ctx, link, _on(link.target_host))
+    return Done({**result, "action": ctx.state.get("plan_action"),
+                 "snapshot": ctx.state.get("sending"),
+                 "transfer": ctx.state.get("transfer")},
+                message=f"{ctx.state.get('plan_action')}: in sync"
+                        + (f", pruned {len(result['destroyed'])} on the target"
+                           if result["destroyed"] else ""))
+
+
+# ---- remove (a deleted link) --------------------------------------------------------------
+
+def removal_state(link: ReplicationLink) -> dict:
     return {"link": link.name, "source_host": link.source_host_id,
-            "target_host": link.target_host_id, "held": list(link.held)}
+            "target_host": link.target_host_id, "held": list(link.held),
+            "work_dir": link.source_host.work_dir,
+            "authorized_keys_file": link.target_host.authorized_keys_file}
 
 
-def _not_yet(ctx: StepContext) -> Fail:
-    return Fail("replication steps are not built yet", code="not_built")
+def remove(ctx: StepContext) -> Done:
+    """Remove the key line on the target (this operation's host), the key files on the
+    source, and the holds the link may have left; a host that is gone is skipped."""
+    name = ctx.state["link"]
+    ctx.runner()(commands.remove_key(ctx.state["authorized_keys_file"], name))
+    source = Host.objects.filter(pk=ctx.state["source_host"]).first()
+    tag = f"pozol-link-{name}"
+    for entry in ctx.state.get("held", []):
+        side, _, snapshot = entry.partition(":")
+        host = ctx.host if side == Side.TARGET else source
+        if host is not None:
+            _on(host)(cmd("zfs", "release", tag, snapshot_name(snapshot)), check=False)
+    if source is not None:
+        directory = commands.link_dir(ctx.state["work_dir"], name)
+        _on(source)(script("rm -rf -- {dir}", dir=directory,
+                           shown=f"remove {directory} on {source.name}"))
+    return Done({"link": name}, message=f"link {name} removed from the hosts")
 
 
-RUN = register(Kind(name="replication.run", steps={"plan": _not_yet}, first_step="plan",
-                    mutating=False, deadline=timedelta(hours=24)))
-REMOVE = register(Kind(name="replication.remove", steps={"remove": _not_yet},
+# ---- helpers ------------------------------------------------------------------------------
+
+def _link(ctx: StepContext) -> ReplicationLink | None:
+    return ReplicationLink.objects.select_related(
+        "source_host", "target_host", "rollback_opted_in_by").filter(
+        pk=ctx.state["link"]).first()
+
+
+def core_link(link: ReplicationLink):
+    from apps.replication.services import core_link as of_row
+
+    return of_row(link)
+
+
+def capabilities_of(host: Host) -> ReplicationCapabilities:
+    facts = host.typed_facts()
+    if facts is None or facts.zfs is None:
+        raise LinkFailure(f"{host.name} has no ZFS facts: run discovery")
+    version = ZfsVersion(userland=facts.zfs.userland_version, kernel=facts.zfs.kernel_version)
+    return replication_capabilities(facts.zfs.dialect, version, facts.zfs.capabilities)
+
+
+def _caps(ctx: StepContext, name: str) -> ReplicationCapabilities:
+    return ReplicationCapabilities(**ctx.state[name])
+
+
+def _on(host: Host):
+    from apps.remote import ssh
+
+    return ssh.session(host.ssh_target(), connect_timeout=settings.POZOL["SSH_CONNECT_TIMEOUT"])
+
+
+def _endpoint(link: ReplicationLink) -> commands.Endpoint:
+    directory = commands.link_dir(link.source_host.work_dir, link.name)
+    target = link.target_host
+    return commands.Endpoint(host=target.address, key_path=f"{directory}/id",
+                             known_hosts_path=f"{directory}/known_hosts", user=target.user,
+                             port=target.port)
+
+
+def _note_held(link: ReplicationLink, entry: str, *, add: bool) -> None:
+    from django.db import transaction
+
+    with transaction.atomic():
+        row = ReplicationLink.objects.select_for_update().get(pk=link.pk)
+        held = [h for h in row.held if h != entry] + ([entry] if add else [])
+        ReplicationLink.objects.filter(pk=link.pk).update(held=held)
+
+
+def _record_outcome(link: ReplicationLink, state: str, error: str) -> None:
+    now = timezone.now()
+    ReplicationLink.objects.filter(pk=link.pk).update(state=state, last_error=error[:4000],
+                                                      last_run_at=now, updated_at=now)
+
+
+def _step_dict(step: Step) -> dict:
+    return {"kind": step.kind.value, "side": step.side.value, "dataset": step.dataset,
+            "text": step.text, "destroys": list(step.destroys),
+            "send": asdict(step.send) if step.send else None}
+
+
+def _step_of(values: dict) -> Step:
+    send = Send(**values["send"]) if values.get("send") else None
+    return Step(StepKind(values["kind"]), Side(values["side"]), values["dataset"],
+                values["text"], send, tuple(values.get("destroys", ())))
+
+
+def _stderr_tail(err: str) -> str:
+    lines = [line for line in err.replace("\r", "\n").splitlines()
+             if line.strip() and "copied," not in line and not line.strip().isdigit()]
+    return "\n".join(lines)[-TAIL:]
+
+
+def _size(n: int | None) -> str:
+    from pozol.formatting import human_bytes
+
+    return human_bytes(n) if n is not None else "?"
+
+
+RUN = register(Kind(name="replication.run",
+                    steps={"key": key, "plan": plan, "execute": execute, "finish": finish,
+                           "prune": prune},
+                    first_step="key", mutating=False, deadline=timedelta(hours=24)))
+REMOVE = register(Kind(name="replication.remove", steps={"remove": remove},
                        first_step="remove", mutating=False, deadline=timedelta(minutes=30)))
+

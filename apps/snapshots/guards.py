@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-HELD, HAS_CLONES, NOT_OURS = "held", "has_clones", "not_ours"
+HELD, HAS_CLONES, NOT_OURS, PROTECTED = "held", "has_clones", "not_ours", "protected"
 
 
 @dataclass(frozen=True)
@@ -21,11 +21,13 @@ class Refusal:
 
 
 def destroy_refusal(*, full_name: str, userrefs: int, clones: list[str] | tuple[str, ...],
-                    origin: str, force: bool) -> Refusal | None:
+                    origin: str, force: bool,
+                    protected: dict[str, str] | None = None) -> Refusal | None:
     """Why `full_name` may not be destroyed, or None.
 
-    Held and cloned snapshots are refused whatever `force` says (release the
-    hold, destroy the clone first). A snapshot PoZoL did not make (made by
+    Held and cloned snapshots, and the ones `protected` names (full name -> why:
+    a replication link's last common snapshot), are refused whatever `force`
+    says (release the hold, destroy the clone first). A snapshot PoZoL did not make (made by
     hand, or received) is someone else's: destroyed only when forced.
     """
     if userrefs:
@@ -33,6 +35,9 @@ def destroy_refusal(*, full_name: str, userrefs: int, clones: list[str] | tuple[
                              f"{'s' if userrefs > 1 else ''}): release it first")
     if clones:
         return Refusal(HAS_CLONES, f"{full_name} has clones: {', '.join(clones)}")
+    if protected and full_name in protected:
+        return Refusal(PROTECTED, f"{full_name} is the {protected[full_name]}: replication "
+                                  "would have to start over without it")
     if origin != "pozol" and not force:
         what = "was made by hand" if origin == "hand" else "was received"
         return Refusal(NOT_OURS, f"{full_name} {what}, not by PoZoL: pass force to destroy it")

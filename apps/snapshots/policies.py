@@ -75,10 +75,11 @@ def infos(host: Host, datasets: Iterable[str]) -> list[SnapshotInfo]:
 
 
 def prune_plan(policy: Policy, rows: Iterable[SnapshotRow], datasets: Iterable[str],
-               now: datetime) -> retention.PrunePlan:
+               now: datetime, protected: dict[str, str] | None = None
+               ) -> retention.PrunePlan:
     wanted = set(datasets)
     return retention.plan_prune(policy, [info_of_row(r) for r in rows if r.dataset in wanted],
-                                None, now)
+                                protected, now)
 
 
 # ---- targets ------------------------------------------------------------------------------

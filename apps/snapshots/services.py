@@ -18,7 +18,7 @@ from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue, dataset_name
-from apps.snapshots import commands, guards, plan, steps
+from apps.snapshots import commands, guards, plan, protection, steps
 from apps.snapshots.core import naming
 from apps.snapshots.models import Snapshot
 
@@ -110,7 +110,9 @@ def destroy(snapshot: Snapshot, *, force: bool = False, by=None,
             trigger: str = Operation.Trigger.API) -> Operation:
     """Start destroying one snapshot, unless a guard refuses it (409 with the reason)."""
     refusal = guards.destroy_refusal(full_name=snapshot.full_name, userrefs=snapshot.userrefs,
-                                     clones=snapshot.clones, origin=snapshot.origin, force=force)
+                                     clones=snapshot.clones, origin=snapshot.origin, force=force,
+                                     protected=protection.protected(snapshot.host,
+                                                                    [snapshot.dataset]))
     if refusal:
         raise Conflict(refusal.message, code=refusal.code)
     return engine.start(steps.DESTROY.name, host=snapshot.host, trigger=trigger, user=by,

@@ -18,7 +18,7 @@ from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, script
 from apps.remote.facts.snapshots import already_exists, is_busy
-from apps.snapshots import commands, guards, inventory, plan
+from apps.snapshots import commands, guards, inventory, plan, protection
 
 TAIL = 600
 
@@ -66,14 +66,17 @@ def prune(ctx: StepContext) -> Done:
     rows = inventory.list_host(run)
     inventory.record(ctx.host, rows)
     policy = policies.core_policy(ctx.state["policy"])
-    chosen = policies.prune_plan(policy, rows, ctx.state["plan"]["covered"],
-                                 policies.moment(ctx.state["now"]))
+    covered = list(ctx.state["plan"]["covered"])
+    spared = protection.protected(ctx.host, covered)
+    chosen = policies.prune_plan(policy, rows, covered, policies.moment(ctx.state["now"]),
+                                 spared)
     by_name = {row.full_name: row for row in rows}
     destroyed, skipped = [], []
     for snapshot in chosen.destroy:
         row = by_name[snapshot.full_name]
         refusal = guards.destroy_refusal(full_name=row.full_name, userrefs=row.userrefs,
-                                         clones=row.clones, origin=row.origin, force=False)
+                                         clones=row.clones, origin=row.origin, force=False,
+                                         protected=spared)
         result = None if refusal else run(commands.destroy(row.full_name), check=False)
         if refusal or not result.ok:
             why = refusal.message if refusal else _tail(result)
@@ -84,6 +87,7 @@ def prune(ctx: StepContext) -> Done:
         destroyed.append(row.full_name)
     if destroyed:
         inventory.refresh(ctx.host, run)
+    protection.policy_snapshot_taken(ctx.host, covered)
     return Done({"snapshots": ctx.state.get("taken", []), "destroyed": destroyed,
                  "skipped": skipped},
                 message=f"took @{ctx.state['snapshot']}, destroyed {len(destroyed)}"
@@ -132,7 +136,8 @@ def destroy(ctx: StepContext) -> Done | Fail:
                     message=f"{full_name} no longer exists")
     refusal = guards.destroy_refusal(full_name=full_name, userrefs=row.userrefs,
                                      clones=row.clones, origin=row.origin,
-                                     force=bool(ctx.state.get("force")))
+                                     force=bool(ctx.state.get("force")),
+                                     protected=protection.protected(ctx.host, [row.dataset]))
     if refusal:
         return Fail(refusal.message, code=refusal.code)
     result = run(commands.destroy(full_name), check=False)

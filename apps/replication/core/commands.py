@@ -230,3 +230,66 @@ def hold_already_there(stderr: str) -> bool:
 def hold_not_there(stderr: str) -> bool:
     """`zfs release` of a tag that is gone (an earlier release did run): not an error."""
     return "no such tag" in stderr
+
+
+# ---- installing and removing the link's key ----------------------------------------------
+
+# $HOME of the SSH user when the host names no file; `cat >` keeps the file's inode, owner
+# and mode (sshd's StrictModes checks them); awk keeps every line but this link's.
+_INSTALL_KEY = """\
+f={file}; [ -n "$f" ] || f="$HOME/.ssh/authorized_keys"
+umask 077; mkdir -p "$(dirname "$f")" && touch "$f" || exit 1
+awk -v c={comment} '$NF != c' "$f" > "$f.pozol-tmp" || exit 1
+{append}
+cat "$f.pozol-tmp" > "$f" && rm -f "$f.pozol-tmp"
+"""
+
+
+def install_key(authorized_keys_file: str, link: Link, line: str) -> Command:
+    """Put the link's line in the target's authorized_keys, replacing an older one."""
+    return script(_INSTALL_KEY, file=_keys_file(authorized_keys_file),
+                  comment=key_comment(link.name),
+                  append=script("printf '%s\\n' {line} >> \"$f.pozol-tmp\"", line=line),
+                  shown=f"install the receive-only key of link {link.name} in "
+                        f"{authorized_keys_file or '~/.ssh/authorized_keys'}")
+
+
+def remove_key(authorized_keys_file: str, link_name: str) -> Command:
+    return script(_INSTALL_KEY, file=_keys_file(authorized_keys_file),
+                  comment=key_comment(link_name), append=Command(":"),
+                  shown=f"remove the key of link {link_name} from "
+                        f"{authorized_keys_file or '~/.ssh/authorized_keys'}")
+
+
+def key_comment(link_name: str) -> str:
+    return f"pozol-link-{link_name}"
+
+
+def _keys_file(value: str) -> str:
+    return abs_path(value) if value else ""
+
+
+_SOURCE_FILES = """\
+umask 077 && mkdir -p {dir} && cat > {key}.tmp && mv -f {key}.tmp {key} \
+&& printf '%s\\n' {known} > {known_file}
+"""
+
+
+def link_dir(work_dir: str, link_name: str) -> str:
+    return f"{abs_path(work_dir).rstrip('/')}/links/{link_name}"
+
+
+def write_source_files(endpoint: Endpoint, known_hosts_line: str, private_key: str) -> Command:
+    """The link's private key (from stdin, never on a command line) and the target's
+    pinned host key, on the source, where the send pipeline's ssh reads them."""
+    directory = endpoint.key_path.rsplit("/", 1)[0]
+    return Command(script(_SOURCE_FILES, dir=abs_path(directory), key=endpoint.key_path,
+                          known=known_hosts_line, known_file=endpoint.known_hosts_path).text,
+                   shown=f"write the link's key and {endpoint.host}'s host key under "
+                         f"{directory}", stdin=private_key.encode())
+
+
+def known_hosts_line(address: str, port: int, host_key: str) -> str:
+    kind, blob = _public_key(host_key)
+    where = address if port == 22 else f"[{address}]:{port}"
+    return f"{where} {kind} {blob}"
