@@ -350,6 +350,8 @@ POZOL = {
     "OPERATION_PURGE_INTERVAL": env_int("OPERATION_PURGE_INTERVAL", 3600, minimum=60),
     # How often snapshot policies are checked (a policy's own periods decide what is due).
     "SNAPSHOT_POLICY_INTERVAL": env_int("SNAPSHOT_POLICY_INTERVAL", 60, minimum=10),
+    # How often links are checked (each link's own interval decides when it runs).
+    "REPLICATION_TICK_INTERVAL": env_int("REPLICATION_TICK_INTERVAL", 60, minimum=10),
 }
 
 LOGGING = {

@@ -15,6 +15,8 @@ PERIODIC = {
     "pozol: delete operations past their retention": ("ops.purge", "OPERATION_PURGE_INTERVAL"),
     "pozol: take and prune policy snapshots": ("snapshots.policy_tick",
                                                "SNAPSHOT_POLICY_INTERVAL"),
+    "pozol: run due replication links, check their lag": ("replication.tick",
+                                                           "REPLICATION_TICK_INTERVAL"),
 }
 
 

@@ -224,7 +224,7 @@ def _send(ctx: StepContext, link: ReplicationLink, step: Step, index: int,
     failed = status.state != "succeeded" or commands.send_failed(err)
     _forget(ctx, name)
     if failed:
-        why = _stderr_tail(err) or f"the transfer unit ended {status.state}"
+        why = progress.pipeline_messages(err, TAIL) or f"the transfer unit ended {status.state}"
         if step.send.resume_token:
             ReplicationLink.objects.filter(pk=link.pk).update(resume_failed=True)
         _record_outcome(link, ReplicationLink.State.FAILED, f"{step.text}: {why}")
@@ -442,10 +442,6 @@ def _step_of(values: dict) -> Step:
                 values["text"], send, tuple(values.get("destroys", ())))
 
 
-def _stderr_tail(err: str) -> str:
-    lines = [line for line in err.replace("\r", "\n").splitlines()
-             if line.strip() and "copied," not in line and not line.strip().isdigit()]
-    return "\n".join(lines)[-TAIL:]
 
 
 def _size(n: int | None) -> str:

@@ -237,3 +237,34 @@ def wait_until(predicate, timeout: float, what: str):
             return value
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_full_target_pool_fails_clearly_and_the_next_run_recovers(pair):
+    source, target, hosts = pair
+    host1, _ = hosts
+    link = make_link(hosts)
+    base = target.pg_data_dir.rsplit("/pg/data/", 1)[0]
+    run_on(source, f"dd if=/dev/urandom of={source.pg_data_dir}/../ballast bs=1M count=120 "
+                   "status=none")
+    # Leave the target pool less room than the transfer needs.
+    free = int(run_on(target, "zfs get -Hp -o value available tank").strip())
+    run_on(target, f"dd if=/dev/zero of={base}/filler bs=1M count={free // 2**20 - 40} "
+                   "status=none || true")
+    try:
+        name = snapshot(host1, host1.clusters.get())
+        failed = run_link(link)
+        assert failed.status == Operation.Status.FAILED
+        assert failed.error_code == "transfer_failed"
+        assert "space" in failed.error, failed.error
+        link.refresh_from_db()
+        assert link.state == ReplicationLink.State.FAILED and "space" in link.last_error
+        assert link.held == []  # the failed run released what it held
+        assert name in snapshots_of(source, "tank/pg/data")  # nothing lost on the source
+
+        run_on(target, f"rm -f {base}/filler")
+        operation = run_link(link)
+        assert operation.status == Operation.Status.SUCCEEDED, operation.error
+        assert snapshots_of(target, TARGETS[0]) == [name]
+    finally:
+        run_anyway(target, f"rm -f {base}/filler")
+        run_anyway(source, f"rm -f {source.pg_data_dir}/../ballast")

@@ -14,6 +14,8 @@ def test_migrate_leaves_the_sweeper_and_discovery_scheduled(settings):
     assert tasks["ops.sweep"].interval.every == settings.POZOL["SWEEP_INTERVAL"]
     assert tasks["snapshots.policy_tick"].interval.every == \
         settings.POZOL["SNAPSHOT_POLICY_INTERVAL"]
+    assert tasks["replication.tick"].interval.every == \
+        settings.POZOL["REPLICATION_TICK_INTERVAL"]
 
 
 def test_a_changed_interval_is_applied_on_the_next_migrate(settings):

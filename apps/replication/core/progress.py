@@ -96,3 +96,16 @@ def parse_counter(stderr: str) -> int | None:
         if match:
             newest = int(match[1])
     return newest
+
+
+def pipeline_messages(err: str, limit: int = 600) -> str:
+    """What the pipeline's programs said, without the byte counter's records (dd writes
+    them without a newline, so a message of zfs recv may follow one on the same line)."""
+    text = _COUNTER_RECORD.sub("\n", err)
+    lines = [line.strip() for line in text.replace("\r", "\n").splitlines()]
+    return "\n".join(line for line in lines if line and not line.isdigit())[-limit:]
+
+
+_COUNTER_RECORD = re.compile(
+    r"\d+ bytes(?: \([^)]*\))? copied, [0-9.]+ s, [0-9.,]+ ?[kMGTP]?i?B/s"
+    r"|\d+\+\d+ records (?:in|out)")

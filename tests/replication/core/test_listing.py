@@ -1,0 +1,81 @@
+"""Both sides of a link from the listing commands' real output (captured from zfs-fuse
+test hosts: host1's cluster, host2 holding a received data dataset with a clone of its
+snapshot, and no WAL dataset yet)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from apps.remote.commands import InvalidValue
+from apps.replication.core.capabilities import OPENZFS_CAPABILITIES, ZFS_FUSE_CAPABILITIES
+from apps.replication.core.listing import (
+    parse_source,
+    parse_target,
+    source_command,
+    target_command,
+)
+from apps.replication.core.progress import parse_counter, pipeline_messages
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SOURCES = ["tank/pg/data", "tank/pg/wal"]
+TARGETS = ["tank/backup/host1/pg/data", "tank/backup/host1/pg/wal"]
+
+
+def test_the_source_listing_gives_each_dataset_its_snapshots():
+    listed = parse_source((FIXTURES / "zfs-fuse-source.txt").read_text(), SOURCES)
+    data = listed.sources["tank/pg/data"].snapshots
+    assert [(s.name, s.guid, s.createtxg, s.userrefs) for s in data] == [
+        ("s1", 7595933110844600657, 27, 1)]
+    assert data[0].referenced == 47316992 and data[0].used == 675840
+    assert listed.sources["tank/pg/wal"].snapshots[0].guid == 11143533972532583347
+    # The mountpoint is inherited from the pool, not set here: -p may be sent.
+    assert listed.sources["tank/pg/data"].local_properties == frozenset()
+    assert listed.tools == ()
+
+
+def test_the_target_listing_tells_missing_datasets_clones_and_unknown_written():
+    listed = parse_target((FIXTURES / "zfs-fuse-target.txt").read_text(), TARGETS)
+    data, wal = listed.targets[TARGETS[0]], listed.targets[TARGETS[1]]
+    assert data.exists and not wal.exists
+    assert data.snapshots[0].guid == 7595933110844600657  # the same snapshot as the source's
+    assert data.snapshots[0].clones == ("tank/clone1",)
+    assert data.written is None and data.resume_token is None and not data.busy
+
+
+def test_markers_for_tools_busy_targets_and_resume_tokens():
+    text = ("pozol-tool\tpv\n"
+            "tank/b/db\tguid\t1\t-\ntank/b/db\tcreation\t1700000000\t-\n"
+            "tank/b/db\twritten\t4096\t-\ntank/b/db\treceive_resume_token\t1-abc-def\t-\n"
+            "pozol-busy\ttank/b/db\n")
+    target = parse_target(text, ["tank/b/db"]).targets["tank/b/db"]
+    assert target.busy and target.written == 4096 and target.resume_token == "1-abc-def"
+    assert parse_source(text, ["tank/db"]).tools == ("pv",)
+
+
+def test_properties_a_host_lacks_are_not_asked_for():
+    assert "written" not in target_command(TARGETS, ZFS_FUSE_CAPABILITIES).text
+    assert "receive_resume_token" in target_command(TARGETS, OPENZFS_CAPABILITIES).text
+
+
+@pytest.mark.parametrize("hostile", ["tank/a;reboot", "tank/$(id)", "-tank", "tank/a\nb",
+                                     "tank/'x'"])
+def test_hostile_names_never_reach_a_command(hostile):
+    with pytest.raises(InvalidValue):
+        source_command([hostile])
+    with pytest.raises(InvalidValue):
+        target_command([hostile], OPENZFS_CAPABILITIES)
+
+
+def test_the_receivers_message_is_kept_when_it_follows_a_counter_record():
+    err = ("\r1048576 bytes (1.0 MB, 1.0 MiB) copied, 1.0 s, 1.0 MB/s"
+           "\r95420416 bytes (95 MB, 91 MiB) copied, 2 s, 47.7 MB/s"
+           "cannot receive new filesystem stream: out of space\n"
+           "warning: cannot send 'tank/pg/data@s': Broken pipe\npozol: zfs send failed (141)\n"
+           "0+3099 records in\n0+3099 records out\n"
+           "95420416 bytes (95 MB, 91 MiB) copied, 2.3 s, 41.5 MB/s\n")
+    assert pipeline_messages(err).splitlines() == [
+        "cannot receive new filesystem stream: out of space",
+        "warning: cannot send 'tank/pg/data@s': Broken pipe", "pozol: zfs send failed (141)"]
+    assert parse_counter(err) == 95420416
