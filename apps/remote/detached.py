@@ -137,6 +137,22 @@ def poll(run: Runner, unit: str, work_dir: str) -> UnitStatus:
     return _parse_status(result.stdout)
 
 
+_WAIT = """\
+cd {dir} 2>/dev/null || exit 0
+i=0
+while [ ! -e {status} ] && [ "$i" -lt {tenths} ]; do sleep 0.1; i=$((i + 1)); done
+"""
+
+
+def wait(run: Runner, unit: str, work_dir: str, seconds: float) -> None:
+    """Block up to `seconds` until the unit has ended: a poller that sleeps between polls
+    notices the end up to a whole interval late, this within a tenth of a second."""
+    unit, work_dir = unit_name(unit), abs_path(work_dir)
+    tenths = integer(int(seconds * 10), minimum=0, maximum=6000)
+    run(script(_WAIT, dir=work_dir, status=f"{unit}.status", tenths=tenths,
+               shown=f"detached {unit}: wait up to {seconds:g} s"), timeout=seconds + 30)
+
+
 def read_output(
     run: Runner, unit: str, work_dir: str, offset: int = 0, stream: Stream = "stdout",
 ) -> tuple[str, int]:

@@ -36,6 +36,7 @@ from apps.remote import detached, keys
 from apps.remote.commands import cmd, script, snapshot_name
 from apps.remote.errors import RemoteError
 from apps.remote.facts.zfs import ZfsVersion
+from apps.remote.ssh import unobserved
 from apps.replication.core import commands, listing, progress
 from apps.replication.core.capabilities import ReplicationCapabilities, replication_capabilities
 from apps.replication.core.lag import newest_received
@@ -50,7 +51,7 @@ from apps.replication.core.planner import (
 )
 from apps.replication.models import ReplicationLink
 
-POLL_SECONDS = 1.0
+WAIT_SECONDS = 3.0  # a step waits this long on the host for a transfer to end
 TAIL = 600
 
 
@@ -209,7 +210,14 @@ def _send(ctx: StepContext, link: ReplicationLink, step: Step, index: int,
     command = commands.pipeline(step.send, _endpoint(link), _caps(ctx, "source_caps"),
                                 link.bandwidth_limit)
     status = remote_jobs.advance(ctx, name, command)
-    err, _ = remote_jobs.output(ctx, name, stream="stderr")
+    if status.state == "running":
+        with unobserved():  # waits and reads every few seconds are not worth log lines
+            detached.wait(ctx.runner(), remote_jobs.unit_for(ctx, name), ctx.host.work_dir,
+                          WAIT_SECONDS)
+            status = detached.poll(ctx.runner(), remote_jobs.unit_for(ctx, name),
+                                   ctx.host.work_dir)
+    with unobserved():
+        err, _ = remote_jobs.output(ctx, name, stream="stderr")
     sent = progress.parse_counter(err) or 0
     if status.state == "running":
         shown = progress.Progress(sent, _expected_of(expected))
@@ -219,7 +227,7 @@ def _send(ctx: StepContext, link: ReplicationLink, step: Step, index: int,
         share = 80 / total
         ctx.progress(10 + int(share * index + share * (fraction or 0)),
                      f"{step.text}: {label}")
-        return Wait(POLL_SECONDS)
+        return Wait(0)
     seconds = time.time() - ctx.state["started"].get(name, time.time())
     failed = status.state != "succeeded" or commands.send_failed(err)
     _forget(ctx, name)

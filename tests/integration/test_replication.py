@@ -63,7 +63,10 @@ def pair(fleet_hosts):
     source, target = fleet_hosts[0], fleet_hosts[1]
     hosts = discovered(source), discovered(target)
     yield source, target, hosts
-    run_anyway(target, f"zfs destroy -r {TARGET_PARENT}")
+    run_on(target, (  # zfs-fuse may hold a mount busy for a moment after a receive
+        f"i=0; while zfs list {TARGET_PARENT} >/dev/null 2>&1; do "
+        f"zfs destroy -r -f {TARGET_PARENT} && break; i=$((i+1)); [ $i -ge 40 ] && exit 1; "
+        "sleep 0.25; done"))
     psql(source, f"DROP TABLE IF EXISTS {TABLE}")
     names = run_anyway(source, "zfs list -H -t snapshot -o name -r tank/pg").split()
     for name in names:  # a failed run may have left its holds
@@ -197,16 +200,13 @@ def test_a_worker_killed_during_a_transfer_is_survived(pair, settings, tmp_path)
         doomed = Worker("tests.worker_app", "doomed", tmp_path, POZOL_OPERATION_LEASE=LEASE)
         try:
             operation = services.run_now(link)
-            wait_until(lambda: Operation.objects.get(pk=operation.pk).state.get("started"),
-                       60, "the transfer to start")
-            doomed.kill()
-            units = run_on(source, f"cd {source.work_dir} && ls").split()
+            units = wait_until(lambda: _sending(source, operation.pk), 60,
+                               "the transfer to start on the host")
+            doomed.kill()  # inside the step that waits for the transfer
         finally:
             doomed.stop()
         assert Operation.objects.get(pk=operation.pk).is_active
-        sends = [u for u in units if u.startswith(f"op{operation.pk}-send")]
-        assert any(u.endswith(".pid") for u in sends), units
-        assert not any(u.endswith(".status") for u in sends), "killed after the transfer"
+        assert not any(u.endswith(".status") for u in units), "killed after the transfer"
 
         rescuer = Worker("tests.worker_app", "rescuer", tmp_path, POZOL_OPERATION_LEASE=LEASE)
         try:
@@ -218,6 +218,7 @@ def test_a_worker_killed_during_a_transfer_is_survived(pair, settings, tmp_path)
         finally:
             rescuer.stop()
         assert done.status == Operation.Status.SUCCEEDED, (done.error, rescuer.output()[-2000:])
+        assert done.log_lines.filter(text__contains="expired; re-running step").exists()
         # The rescuer followed the same transfer: it was started once, never again.
         starts = done.log_lines.filter(text__contains="as detached unit")
         assert starts.count() == len({line.text for line in starts}), list(starts)
@@ -227,6 +228,13 @@ def test_a_worker_killed_during_a_transfer_is_survived(pair, settings, tmp_path)
         assert link.state == ReplicationLink.State.IN_SYNC
     finally:
         run_anyway(source, f"rm -f {source.pg_data_dir}/../ballast")
+
+
+def _sending(fleet_host, operation_id: int) -> list[str]:
+    """The files of the operation's transfer units on the host, once one has started."""
+    names = run_on(fleet_host, f"ls {fleet_host.work_dir}").split()
+    units = [n for n in names if n.startswith(f"op{operation_id}-send")]
+    return units if any(n.endswith(".pid") for n in units) else []
 
 
 def wait_until(predicate, timeout: float, what: str):
@@ -254,7 +262,7 @@ def test_a_full_target_pool_fails_clearly_and_the_next_run_recovers(pair):
         name = snapshot(host1, host1.clusters.get())
         failed = run_link(link)
         assert failed.status == Operation.Status.FAILED
-        assert failed.error_code == "transfer_failed"
+        assert failed.error_code == "transfer_failed", failed.error
         assert "space" in failed.error, failed.error
         link.refresh_from_db()
         assert link.state == ReplicationLink.State.FAILED and "space" in link.last_error
