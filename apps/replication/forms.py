@@ -31,7 +31,8 @@ class LinkSettingsForm(forms.ModelForm):
                   "keep_weekly": "Weekly to keep", "keep_monthly": "Monthly to keep",
                   "bandwidth_limit": "Bandwidth limit (bytes per second)",
                   "lag_threshold_minutes": "Alert when lag exceeds (minutes)"}
-        help_texts = {"interval_minutes": "0: only on demand or after a policy snapshot.",
+        help_texts = {"after_policy": "",
+                      "interval_minutes": "0: only on demand or after a policy snapshot.",
                       "keep_frequently": "The target's own retention; all 0 keeps "
                                          "everything received.",
                       "bandwidth_limit": "Empty: unlimited; otherwise 65536 (64 KiB/s) or "
