@@ -59,7 +59,7 @@ def test_the_list_shows_each_link_as_it_stands(signed_in, hosts):
     assert "cannot receive: out of space" in page and "second line hidden" not in page
     assert ">paused<" in page and "failed" in page
     # Never run: said as such, never as a fact about the data.
-    assert "never replicated" in page and "never run" in page
+    assert '<span class="lag">lag not known: never run</span>' in page
     assert f'href="/hosts/{source.pk}/"' in page and "cluster /tank/pg5432/data" in page
     assert 'href="/replication/"' in page and 'aria-current="page">Replication' in page
 
@@ -154,6 +154,12 @@ def test_run_now_and_its_runs_on_the_page(signed_in, hosts, delivered):
     assert Operation.objects.count() == 1
     assert "is running already" in again.content.decode()
     assert signed_in.get(f"/replication/{link.pk}/run/").status_code == 405
+    live = signed_in.get(f"/replication/{link.pk}/", HTTP_HX_REQUEST="true",
+                         HTTP_HX_TARGET="link-live")
+    assert live.status_code == 200 and live.content.decode().startswith('<div id="link-live"')
+    Operation.objects.update(status=Operation.Status.SUCCEEDED)
+    assert signed_in.get(f"/replication/{link.pk}/", HTTP_HX_REQUEST="true",
+                         HTTP_HX_TARGET="link-live").status_code == 286
 
 
 def test_pause_resume_and_the_rollback_opt_in(signed_in, hosts):
@@ -196,7 +202,7 @@ def test_the_host_tab_lists_both_directions(signed_in, hosts):
     page = signed_in.get(f"/hosts/{source.pk}/replication/").content.decode()
     sent, received = page.split("Received into db1")
     assert ">out<" in sent and "20 min behind" in sent and "returned" not in sent
-    assert ">returned<" in received and "never replicated" in received
+    assert ">returned<" in received and "lag not known: never run" in received
     assert ">out<" not in received
     assert "elsewhere" not in page
     empty = signed_in.get(f"/hosts/{factories.target('db7').pk}/replication/").content
@@ -229,3 +235,11 @@ def test_lists_cost_the_same_queries_at_1_and_20_links(signed_in, api, hosts, ad
             factories.running(row)
     assert ReplicationLink.objects.count() == 20
     assert queries(lambda: client.get(url)) == one
+
+
+def test_a_link_never_run_but_older_than_its_threshold_is_late(signed_in, hosts):
+    link = factories.link(*hosts, lag_threshold_minutes=5)
+    ReplicationLink.objects.filter(pk=link.pk).update(
+        created_at=link.created_at - timedelta(hours=2))
+    page = signed_in.get("/replication/").content.decode()
+    assert '<span class="lag late">never replicated (the link is 2 h old)</span>' in page
