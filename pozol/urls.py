@@ -7,6 +7,7 @@ from apps.accounts.docs import ApiSchemaView, api_docs
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
+from apps.replication.api import ReplicationLinkViewSet
 from apps.snapshots.api import (
     HostSnapshotsView,
     PolicyAssignmentViewSet,
@@ -25,6 +26,7 @@ api.register("validations", ValidationViewSet, basename="validation")
 api.register("snapshots", SnapshotViewSet, basename="snapshot")
 api.register("snapshot-policies", SnapshotPolicyViewSet, basename="snapshot-policy")
 api.register("policy-assignments", PolicyAssignmentViewSet, basename="policy-assignment")
+api.register("replication-links", ReplicationLinkViewSet, basename="replication-link")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -41,6 +43,7 @@ urlpatterns = [
     path("tuning/", include("apps.tuning.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("snapshots/", include("apps.snapshots.urls")),
+    path("replication/", include("apps.replication.urls")),
     path("", include("apps.fleet.urls")),
 ]
 

@@ -6,8 +6,9 @@ class ReplicationConfig(AppConfig):
     label = "replication"
 
     def ready(self) -> None:
-        from apps.replication import services, steps  # noqa: F401  registers kinds
+        from apps.replication import host_page, services, steps  # noqa: F401  registers kinds
         from apps.snapshots import protection
 
+        host_page.register()
         protection.PROTECTORS.append(services.protected_snapshots)
         protection.LISTENERS.append(services.after_policy_snapshot)

@@ -58,10 +58,12 @@ def create_link(*, name: str, source_host: Host, target_host: Host, target_paren
                            created_by=by if by and by.is_authenticated else None)
     _apply(link, settings)
     core = core_link(link)
-    _check_target(link, core, target_host)
+    # The name first: a second request for the same link would otherwise read as a
+    # clash of targets with itself.
     if ReplicationLink.objects.filter(name=name).exists():
         raise _refuse("name", f"a link named {name!r} exists already", code="conflict",
                       status=409)
+    _check_target(link, core, target_host)
     try:
         with transaction.atomic():
             link.save()

@@ -13,6 +13,7 @@ from apps.tuning import services as tuning
 from apps.tuning.models import Profile
 from tests.benchmarks import factories
 from tests.remote.fixtures.hosts import replay_transcript
+from tests.replication import factories as replication_factories
 from tests.snapshots import factories as snapshot_factories
 
 
@@ -30,11 +31,17 @@ def seed(user) -> tuple[str, dict[str, int]]:
     after = factories.finished(host, tps=1100, latency=1.8, wal_per_tx=400)
     validation = benchmarks.validate(before, after, "fuzz")
     snapshot = snapshot_factories.snapshot(host, "tank/pg/data@pozol_manual_20261123T190000Z")
+    link_target = replication_factories.target("fuzz-backup")
+    link = replication_factories.synced(host, link_target, "fuzz-link", sources=["tank/pg"],
+                                        cluster_data_dir="", target_parent="backup/fuzz")
+    spare_link = replication_factories.link(host, link_target, "fuzz-spare",
+                                            sources=["tank"], cluster_data_dir="",
+                                            target_parent="backup/spare")
     _, token = ApiToken.objects.issue(user, "fuzz")
     ids = {"HOST": host, "SPARE_HOST": spare_host, "PROFILE": profile,
            "SPARE_PROFILE": spare_profile, "PLAN": plan, "BENCHMARK": after,
            "VALIDATION": validation, "OPERATION": Operation.objects.filter(host=host).first(),
-           "SNAPSHOT": snapshot}
+           "SNAPSHOT": snapshot, "LINK": link, "SPARE_LINK": spare_link}
     return token, {name: row.pk for name, row in ids.items()}
 
 

@@ -35,6 +35,10 @@ ID_PARAMETERS = [
     ("^/api/validations/\\{id\\}/", "", "VALIDATION"),
     ("^/api/operations/\\{id\\}/", "", "OPERATION"),
     ("^/api/snapshots/\\{id\\}/", "", "SNAPSHOT"),
+    ("^/api/replication-links/\\{id\\}/", 'exclude-method = "DELETE"', "LINK"),
+    ("^/api/replication-links/\\{id\\}/$", 'include-method = "DELETE"', "SPARE_LINK"),
+    ("^/api/replication-links/\\{id\\}/rollback-opt-in/$", 'include-method = "DELETE"',
+     "LINK"),
     ("^/api/profiles/\\{id\\}/", 'exclude-method = "DELETE"', "PROFILE"),
     ("^/api/profiles/\\{id\\}/$", 'include-method = "DELETE"', "SPARE_PROFILE"),
 ]

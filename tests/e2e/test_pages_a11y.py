@@ -16,11 +16,13 @@ from django.utils import timezone
 
 from apps.benchmarks import services as benchmarks
 from apps.ops.models import LogLine, Operation
+from apps.replication.models import ReplicationLink
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
 from apps.tuning import services as tuning
 from apps.tuning.models import Profile
 from tests import browser as chromium
 from tests.benchmarks import factories
+from tests.replication import factories as replication_factories
 from tests.snapshots import factories as snapshot_factories
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -31,7 +33,7 @@ PAGES = {
     "host": ("/hosts/{host}/", True),
     **{f"host-{section}": (f"/hosts/{{host}}/{section}/", True)
        for section in ("datasets", "postgresql", "tuning", "benchmarks", "snapshots",
-                       "operations")},
+                       "operations", "replication")},
     "host-never-reached": ("/hosts/{fresh}/", True),
     "host-never-reached-datasets": ("/hosts/{fresh}/datasets/", True),
     "profiles": ("/tuning/profiles/", True),
@@ -45,6 +47,10 @@ PAGES = {
     "add-host": ("/hosts/add/", True),
     "snapshot-policies": ("/snapshots/policies/", True),
     "snapshot-policy": ("/snapshots/policies/{policy}/", True),
+    "replication": ("/replication/", True),
+    "replication-new": ("/replication/new/", True),
+    "replication-link": ("/replication/{link}/", True),
+    "replication-link-opted-in": ("/replication/{opted_in}/", True),
     "login": ("/login/", False),
     "not-found": ("/hosts/999999/", True),
 }
@@ -92,9 +98,30 @@ def site(replayed_host) -> dict:
     fresh = factories.host("fresh")  # never reached: its page says so
     policy = SnapshotPolicy.objects.create(name="hourly", hourly=24, daily=7)
     PolicyAssignment.objects.create(policy=policy, host=host, dataset="tank/pg")
+    link, opted_in = _links(host, operation)
     return {"host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
             "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk,
-            "policy": policy.pk}
+            "policy": policy.pk, "link": link.pk, "opted_in": opted_in.pk}
+
+
+def _links(host, operation) -> tuple[ReplicationLink, ReplicationLink]:
+    """A late link that failed, one running, and one never run (to and from `host`)."""
+    target = replication_factories.target("backup1")
+    late = replication_factories.synced(
+        host, target, "nightly-copy-of-the-main-cluster", sources=["tank/pg"],
+        cluster_data_dir="", target_parent="backup/db1", behind=timedelta(hours=7),
+        lag_threshold_minutes=60, state=ReplicationLink.State.FAILED, last_operation=operation,
+        last_error="cannot receive incremental stream: destination backup/db1/pg has been "
+                   "modified since most recent snapshot\nsecond line", paused=True,
+        public_key="ssh-ed25519 " + "A" * 68 + " pozol-link-nightly")
+    replication_factories.running(replication_factories.synced(
+        host, target, "hourly", sources=["tank/pg/data"], cluster_data_dir="",
+        target_parent="backup/hourly"))
+    opted_in = replication_factories.link(target, host, "back", sources=["backup"],
+                                          cluster_data_dir="", target_parent="tank/back",
+                                          rollback_opt_in=True,
+                                          rollback_opted_in_at=timezone.now())
+    return late, opted_in
 
 
 @pytest.mark.parametrize("name", PAGES)
