@@ -58,7 +58,7 @@ def sample_probes(spec: SampleSpec) -> dict[str, Command]:
     if spec.zfs and spec.pools:
         probes |= {
             ZPOOL_LIST: _if_tool("zpool", zpool_list(spec)),
-            ZPOOL_STATUS: _if_tool("zpool", cmd("zpool", "status", *spec.pools)),
+            ZPOOL_STATUS: _if_tool("zpool", zpool_status(spec)),
             ZFS_GET: _if_tool("zfs", zfs_get(spec)),
             **{TXGS_PREFIX + pool: _file(f"{KSTAT_DIR}/{pool}/txgs") for pool in spec.pools},
         }
@@ -75,6 +75,11 @@ def zpool_list_columns(spec: SampleSpec) -> tuple[str, ...]:
 def zpool_list(spec: SampleSpec) -> Command:
     return cmd("zpool", "list", "-Hp" if spec.zpool_parsable else "-H",
                "-o", ",".join(zpool_list_columns(spec)), *spec.pools)
+
+
+def zpool_status(spec: SampleSpec) -> Command:
+    # -p: exact error counts (1234, not 1.2K) on OpenZFS; zfs-fuse has no -p.
+    return cmd("zpool", "status", *(["-p"] if spec.zpool_parsable else []), *spec.pools)
 
 
 def dataset_properties(spec: SampleSpec) -> tuple[str, ...]:

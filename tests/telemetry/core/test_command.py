@@ -34,6 +34,7 @@ def test_zfs_fuse_command_forms():
     assert ("zfs get -Hp -r -o name,property,value,source "
             "used,usedbysnapshots,compressratio tank") in probes["zfs_get"]
     assert "/proc/spl/kstat/zfs/tank/txgs" in probes["txgs:tank"]
+    assert "then zpool status tank;" in probes["zpool_status"]
 
 
 def test_openzfs_command_forms():
@@ -42,6 +43,7 @@ def test_openzfs_command_forms():
             in probes["zpool_list"])
     assert ("zfs get -Hp -r -t filesystem,volume -o name,property,value,source "
             "used,usedbysnapshots,compressratio,logicalused tank") in probes["zfs_get"]
+    assert "then zpool status -p tank;" in probes["zpool_status"]
     assert "pg_stat_wal" in probes["pg:0"] and "pg_stat_bgwriter" in probes["pg:0"]
 
 
