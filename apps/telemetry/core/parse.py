@@ -33,7 +33,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from types import MappingProxyType
 
 from apps.remote.facts import arc as arcfacts
 from apps.remote.facts import system, zfs, zpool
@@ -101,7 +100,7 @@ def parse_sample(output: str, spec: SampleSpec, taken_at: datetime) -> Sample:
         clusters=tuple(
             Cluster(cluster.key, _optional(parse_pg_stats, reader.text(f"{sc.PG_PREFIX}{i}")))
             for i, cluster in enumerate(spec.clusters)),
-        missing=MappingProxyType(dict(reader.missing)),
+        missing=dict(reader.missing),
     )
 
 

@@ -32,7 +32,6 @@ documented views and are exercised by their SQL text only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 _WAL_POSITION = (
     "pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
@@ -131,8 +130,7 @@ class PgStats:
     standby_lag_bytes_max: int | None
     standby_lag_seconds_max: float | None
     replay_age_seconds: float | None  # on a standby: since the last replayed transaction
-    connections: MappingProxyType[str, int] = field(
-        default_factory=lambda: MappingProxyType({}))
+    connections: dict[str, int] = field(default_factory=dict)  # client backends by state
 
 
 _FLOATS = {"postmaster_start", "checkpoint_write_ms", "checkpoint_sync_ms",
@@ -156,7 +154,7 @@ def parse_pg_stats(text: str) -> PgStats:
             values[key] = value
     fields_ = {name: _typed(name, values.get(name, ""))
                for name in PgStats.__dataclass_fields__ if name != "connections"}
-    return PgStats(**fields_, connections=MappingProxyType(connections))
+    return PgStats(**fields_, connections=connections)
 
 
 def _typed(name: str, text: str) -> int | float | bool | None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from types import MappingProxyType
 
 from apps.telemetry.core.pgstats import PgStats
 from apps.telemetry.core.sample import Arc, DmuTx, Pool, Sample, Txg
@@ -115,8 +114,7 @@ class Rates:
     arc: ArcRates | None = None
     throttle: ThrottleRates | None = None
     pools: tuple[PoolRates, ...] = ()
-    clusters: MappingProxyType[str, PgRates] = field(
-        default_factory=lambda: MappingProxyType({}))
+    clusters: dict[str, PgRates] = field(default_factory=dict)  # by cluster key
 
 
 def rates(previous: Sample | None, current: Sample,
@@ -128,10 +126,10 @@ def rates(previous: Sample | None, current: Sample,
         return Rates(None, False, CLOCK)
     gap = expected_interval is not None and seconds > (
         GAP_FACTOR * expected_interval.total_seconds())
-    clusters = MappingProxyType({
+    clusters = {
         cluster.key: pg_rates(cluster.key, before.stats, cluster.stats, seconds)
         for cluster in current.clusters
-        if (before := previous.cluster(cluster.key)) and before.stats and cluster.stats})
+        if (before := previous.cluster(cluster.key)) and before.stats and cluster.stats}
     if rebooted(previous, current):
         return Rates(seconds, gap, REBOOT, clusters=clusters)
     return Rates(

@@ -4,13 +4,18 @@ None always means "not available on this host" or "not read this time" (the
 Sample's `missing` says which, and why); it is never written as zero. Counters
 stay raw (since boot, or since the server's statistics were reset): rates are
 made from two samples by apps.telemetry.core.rates.
+
+`Sample.to_dict()` is plain JSON-ready data (the time as ISO text) and
+`Sample.from_dict()` types it again, so raw samples can be stored as they are.
+Dicts inside a sample are not to be changed: a Sample is a value.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime
-from types import MappingProxyType
 
 from apps.telemetry.core.pgstats import PgStats
 
@@ -155,10 +160,51 @@ class Sample:
     pools: tuple[Pool, ...] | None
     datasets: tuple[Dataset, ...] | None
     clusters: tuple[Cluster, ...] = ()
-    missing: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    missing: dict[str, str] = field(default_factory=dict)  # source -> why it has no value
 
     def pool(self, name: str) -> Pool | None:
         return next((p for p in self.pools or () if p.name == name), None)
 
     def cluster(self, key: str) -> Cluster | None:
         return next((c for c in self.clusters if c.key == key), None)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["taken_at"] = self.taken_at.isoformat()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Sample:
+        """What to_dict() made (through JSON or not); a missing field reads as unknown."""
+        return _build(cls, data)
+
+
+def _build(cls: type, data: dict):
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for f in fields(cls):
+        if f.name in data:
+            values[f.name] = _typed(hints[f.name], data[f.name])
+        elif f.default is MISSING and f.default_factory is MISSING:
+            values[f.name] = None  # stored before the field existed: not known
+    return cls(**values)
+
+
+def _typed(hint, value):
+    if value is None:
+        return None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        [hint] = [arg for arg in args if arg is not type(None)]
+        return _typed(hint, value)
+    if is_dataclass(hint):
+        return _build(hint, value)  # type: ignore[arg-type]
+    if origin is tuple:
+        return tuple(_typed(args[0], item) for item in value)
+    if origin is dict:
+        return {key: _typed(args[1], item) for key, item in value.items()}
+    if hint is datetime:
+        return datetime.fromisoformat(value)
+    if hint is float:
+        return float(value)
+    return value

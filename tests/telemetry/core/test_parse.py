@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from apps.telemetry.core.parse import (
@@ -15,7 +17,7 @@ from apps.telemetry.core.parse import (
     parse_uptime,
 )
 from apps.telemetry.core.pgstats import parse_pg_stats
-from apps.telemetry.core.sample import NOT_AVAILABLE
+from apps.telemetry.core.sample import NOT_AVAILABLE, Sample
 from tests.telemetry.core.helpers import PG_KEY, T0, fuse_spec, openzfs_spec
 from tests.telemetry.fixtures import (
     ABSENT,
@@ -245,3 +247,19 @@ def test_pg_stats_empty_unknown_and_garbage_values():
     assert stats.wal_bytes is None  # not a whole number: not a counter
     assert stats.in_recovery is None and stats.checkpoint_write_ms is None
     assert dict(stats.connections) == {}
+
+
+def test_a_sample_survives_json_and_back(fuse_sample):
+    openzfs = parse_sample(frame(openzfs_sections()), openzfs_spec(), T0)
+    for sample in (fuse_sample, openzfs):
+        stored = json.loads(json.dumps(sample.to_dict()))
+        assert Sample.from_dict(stored) == sample
+
+
+def test_a_sample_stored_before_a_field_existed_reads_it_as_unknown(fuse_sample):
+    stored = json.loads(json.dumps(fuse_sample.to_dict()))
+    del stored["arc"]["iohits"], stored["clusters"][0]["stats"]["wal_fpi"], stored["uptime"]
+    again = Sample.from_dict(stored)
+    assert again.arc.iohits is None and again.uptime is None
+    assert again.clusters[0].stats.wal_fpi is None
+    assert again.clusters[0].stats.xact_commit == fuse_sample.clusters[0].stats.xact_commit

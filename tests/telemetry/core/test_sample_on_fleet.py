@@ -12,6 +12,7 @@ from apps.remote import ssh
 from apps.remote.gather import discover
 from apps.telemetry.core.command import SAMPLE_TIMEOUT, sample_command
 from apps.telemetry.core.parse import parse_sample
+from apps.telemetry.core.pgstats import parse_pg_stats, stats_query
 from apps.telemetry.core.rates import rates
 from apps.telemetry.core.sample import NOT_AVAILABLE
 from apps.telemetry.core.spec import spec_from_facts
@@ -63,3 +64,13 @@ def test_one_round_trip_samples_everything_the_host_has_and_pgbench_moves_the_ra
     assert pg.tps > 0 and pg.wal_bytes_per_second > 0
     assert 0 < pg.cache_hit_ratio <= 1
     assert interval.arc.reads_per_second is not None
+
+
+def test_the_query_for_servers_before_14_runs_and_reads_wal_from_its_position(host):
+    """PostgreSQL 15 runs the pre-14 form too (it only leaves pg_stat_wal out)."""
+    run = _session(host)
+    [cluster] = spec_from_facts(discover(run)).clusters
+    answer = run(cluster.target.psql(stats_query(130000)), timeout=60)
+    stats = parse_pg_stats(answer.stdout)
+    assert stats.wal_bytes is None and stats.wal_position > 0
+    assert stats.checkpoints_timed is not None and stats.xact_commit > 0
