@@ -78,8 +78,8 @@ def zpool_list(spec: SampleSpec) -> Command:
 
 
 def zpool_status(spec: SampleSpec) -> Command:
-    # -p: exact error counts (1234, not 1.2K) on OpenZFS; zfs-fuse has no -p.
-    return cmd("zpool", "status", *(["-p"] if spec.zpool_parsable else []), *spec.pools)
+    # -p: exact error counts (1234, not 1.2K) from OpenZFS 0.8 on; zfs-fuse has no -p.
+    return cmd("zpool", "status", *(["-p"] if spec.zpool_status_parsable else []), *spec.pools)
 
 
 def dataset_properties(spec: SampleSpec) -> tuple[str, ...]:

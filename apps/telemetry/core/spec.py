@@ -8,6 +8,10 @@ answer, in the form its tools accept:
   `fragmentation` column, nor the `logicalused` property (captured on the test
   host: "invalid option 'p'", "bad property list: invalid property
   'logicalused'"), and its `zfs get` has no `-t`;
+- `zpool status -p` (exact error counts) arrived in OpenZFS 0.8.0, a release
+  after `zpool list -p` (0.7.0), together with `zfs version` (usage texts of
+  cmd/zpool/zpool_main.c at zfs-0.7.0 and zfs-0.8.0): discovery's
+  `version_command` capability tells it;
 - each cluster is reached as its owner through apps.remote.cluster, and its
   statistics views depend on its server version (apps.telemetry.core.pgstats).
 
@@ -40,6 +44,7 @@ class ClusterSpec:
 class SampleSpec:
     zfs: bool
     zpool_parsable: bool  # `zpool list -p`
+    zpool_status_parsable: bool  # `zpool status -p`
     zpool_fragmentation: bool
     logicalused: bool
     zfs_get_types: bool  # `zfs get -t filesystem,volume`
@@ -56,13 +61,15 @@ def spec_from_facts(facts: HostFacts) -> SampleSpec:
                      if spec is not None)
     zfs = facts.zfs
     if zfs is None:
-        return SampleSpec(zfs=False, zpool_parsable=False, zpool_fragmentation=False,
+        return SampleSpec(zfs=False, zpool_parsable=False, zpool_status_parsable=False,
+                          zpool_fragmentation=False,
                           logicalused=False, zfs_get_types=False, clusters=clusters,
                           skipped=tuple(skipped))
     fuse = zfs.dialect == ZFS_FUSE
     return SampleSpec(
         zfs=True,
         zpool_parsable=zfs.capabilities.zpool_list_parsable,
+        zpool_status_parsable=zfs.capabilities.version_command,
         zpool_fragmentation=zfs.capabilities.zpool_fragmentation,
         logicalused=not fuse,
         zfs_get_types=not fuse,

@@ -27,7 +27,8 @@ def fuse_spec() -> SampleSpec:
 def openzfs_spec() -> SampleSpec:
     target = ClusterTarget(owner="postgres", bin_dir="/usr/lib/postgresql/16/bin",
                            socket_dir="/var/run/postgresql", port=5432)
-    return SampleSpec(zfs=True, zpool_parsable=True, zpool_fragmentation=True,
+    return SampleSpec(zfs=True, zpool_parsable=True, zpool_status_parsable=True,
+                      zpool_fragmentation=True,
                       logicalused=True, zfs_get_types=True, pools=("tank",),
                       clusters=(ClusterSpec(PG_KEY, target, 160004),))
 

@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from apps.remote.facts.sections import split_sections
+from apps.remote.facts.zfs import OPENZFS, ZfsVersion, baseline_capabilities
 from apps.telemetry.core.command import ABSENT, sample_command, sample_probes
 from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.sample import NOT_AVAILABLE
@@ -93,7 +94,8 @@ def test_a_host_without_zfs_samples_the_kernel_only():
 
 def test_the_script_runs_in_a_real_shell_and_absent_sources_print_the_marker():
     """This machine has /proc but no ZFS: the ZFS kstats come back as ABSENT."""
-    spec = SampleSpec(zfs=False, zpool_parsable=False, zpool_fragmentation=False,
+    spec = SampleSpec(zfs=False, zpool_parsable=False, zpool_status_parsable=False,
+                      zpool_fragmentation=False,
                       logicalused=False, zfs_get_types=False)
     done = subprocess.run(["sh", "-c", sample_command(spec).text], capture_output=True,
                           text=True, timeout=30, check=True)
@@ -106,3 +108,14 @@ def test_the_script_runs_in_a_real_shell_and_absent_sources_print_the_marker():
     assert sample.memory is not None and sample.memory.total > 0
     assert sample.uptime is not None and sample.uptime > 0
     assert sample.load is not None
+
+
+def test_openzfs_0_7_gets_zpool_list_p_but_not_zpool_status_p():
+    facts = fuse_facts()
+    caps = dataclasses.replace(baseline_capabilities(OPENZFS, ZfsVersion(None, None)),
+                               version_command=False)  # no `zfs version` before 0.8
+    facts.zfs = dataclasses.replace(facts.zfs, dialect=OPENZFS, capabilities=caps)
+    probes = {name: probe.text for name, probe in sample_probes(spec_from_facts(facts)).items()}
+    assert "zpool list -Hp -o" in probes["zpool_list"]
+    assert "then zpool status tank;" in probes["zpool_status"]
+    assert "logicalused" in probes["zfs_get"] and "-t filesystem,volume" in probes["zfs_get"]
