@@ -31,8 +31,9 @@ Formats and where they come from:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from typing import TypeVar
 
 from apps.remote.facts import arc as arcfacts
 from apps.remote.facts import system, zfs, zpool
@@ -54,8 +55,10 @@ from apps.telemetry.core.sample import (
 )
 from apps.telemetry.core.spec import SampleSpec
 
+T = TypeVar("T")
 _ARC_FIELDS = tuple(Arc.__dataclass_fields__)
 _DMU_TX_FIELDS = tuple(DmuTx.__dataclass_fields__)
+_DIGITS = re.compile(r"[0-9]+\Z")  # str.isdigit() also accepts "²", which int() refuses
 _TXG_INT_COLUMNS = ("txg", "birth", "nread", "nwritten", "reads", "writes",
                     "otime", "qtime", "wtime", "stime")
 
@@ -81,31 +84,38 @@ class _Reader:
             return None
         return section.text
 
+    def parsed(self, name: str, parse: Callable[[str], T]) -> T | None:
+        text = self.text(name)
+        if text is None:
+            return None
+        try:
+            return parse(text)
+        except ValueError as error:
+            # The shared facts parsers trust str.isdigit(), which passes "²" to int():
+            # one garbled source is unreadable, the rest of the sample still counts.
+            self.missing[name] = f"unreadable: {error}"
+            return None
+
 
 def parse_sample(output: str, spec: SampleSpec, taken_at: datetime) -> Sample:
     reader = _Reader(output)
-    pools = parse_pools(reader, spec) if spec.zfs and spec.pools else None
+    sampled_zfs = spec.zfs and bool(spec.pools)
     if not spec.zfs:
         reader.missing["zfs"] = NOT_AVAILABLE
     return Sample(
         taken_at=taken_at,
-        uptime=_optional(parse_uptime, reader.text(sc.UPTIME)),
-        memory=_optional(parse_meminfo, reader.text(sc.MEMINFO)),
-        load=_optional(parse_loadavg, reader.text(sc.LOADAVG)),
-        arc=_optional(parse_arc, reader.text(sc.ARCSTATS)),
-        dmu_tx=_optional(parse_dmu_tx, reader.text(sc.DMU_TX_SECTION)),
-        pools=pools,
-        datasets=(_optional(lambda text: parse_datasets(text, spec), reader.text(sc.ZFS_GET))
-                  if spec.zfs and spec.pools else None),
-        clusters=tuple(
-            Cluster(cluster.key, _optional(parse_pg_stats, reader.text(f"{sc.PG_PREFIX}{i}")))
-            for i, cluster in enumerate(spec.clusters)),
+        uptime=reader.parsed(sc.UPTIME, parse_uptime),
+        memory=reader.parsed(sc.MEMINFO, parse_meminfo),
+        load=reader.parsed(sc.LOADAVG, parse_loadavg),
+        arc=reader.parsed(sc.ARCSTATS, parse_arc),
+        dmu_tx=reader.parsed(sc.DMU_TX_SECTION, parse_dmu_tx),
+        pools=parse_pools(reader, spec) if sampled_zfs else None,
+        datasets=reader.parsed(sc.ZFS_GET, lambda text: parse_datasets(text, spec))
+        if sampled_zfs else None,
+        clusters=tuple(Cluster(cluster.key, reader.parsed(f"{sc.PG_PREFIX}{i}", parse_pg_stats))
+                       for i, cluster in enumerate(spec.clusters)),
         missing=dict(reader.missing),
     )
-
-
-def _optional(parse, text: str | None):
-    return None if text is None else parse(text)
 
 
 # -- kernel ---------------------------------------------------------------------------
@@ -179,30 +189,29 @@ def parse_txgs(text: str) -> tuple[Txg, ...]:
 
 
 def _txg(row: dict[str, str]) -> Txg | None:
-    if not all(row.get(name, "").isdigit() for name in _TXG_INT_COLUMNS):
+    if not all(_DIGITS.match(row.get(name, "")) for name in _TXG_INT_COLUMNS):
         return None
     ndirty = row.get("ndirty", "")
     return Txg(**{name: int(row[name]) for name in _TXG_INT_COLUMNS},
-               state=row.get("state", "?"), ndirty=int(ndirty) if ndirty.isdigit() else None)
+               state=row.get("state", "?"), ndirty=int(ndirty) if _DIGITS.match(ndirty) else None)
 
 
 # -- pools and datasets ------------------------------------------------------------------
 
 def parse_pools(reader: _Reader, spec: SampleSpec) -> tuple[Pool, ...] | None:
-    listed = reader.text(sc.ZPOOL_LIST)
-    if listed is None:
+    columns = sc.zpool_list_columns(spec)
+    rows = reader.parsed(sc.ZPOOL_LIST, lambda text: zpool.parse_zpool_list(text, columns))
+    if rows is None:
         return None
-    status_text = reader.text(sc.ZPOOL_STATUS)
-    statuses = zpool.parse_zpool_status(status_text) if status_text is not None else {}
-    blocks = _status_blocks(status_text or "")
-    pools = []
-    for row in zpool.parse_zpool_list(listed, sc.zpool_list_columns(spec)):
-        if row.name not in spec.pools:
-            continue
-        txg_text = reader.text(sc.TXGS_PREFIX + row.name)
-        pools.append(pool_sample(row, statuses.get(row.name), blocks.get(row.name),
-                                 parse_txgs(txg_text) if txg_text is not None else None))
-    return tuple(pools)
+    statuses, blocks = reader.parsed(sc.ZPOOL_STATUS, _statuses) or ({}, {})
+    return tuple(
+        pool_sample(row, statuses.get(row.name), blocks.get(row.name),
+                    reader.parsed(sc.TXGS_PREFIX + row.name, parse_txgs))
+        for row in rows if row.name in spec.pools)
+
+
+def _statuses(text: str) -> tuple[dict[str, zpool.PoolStatus], dict[str, str]]:
+    return zpool.parse_zpool_status(text), _status_blocks(text)
 
 
 def pool_sample(row: zpool.PoolRow, status: zpool.PoolStatus | None, block: str | None,

@@ -263,3 +263,21 @@ def test_a_sample_stored_before_a_field_existed_reads_it_as_unknown(fuse_sample)
     assert again.arc.iohits is None and again.uptime is None
     assert again.clusters[0].stats.wal_fpi is None
     assert again.clusters[0].stats.xact_commit == fuse_sample.clusters[0].stats.xact_commit
+
+
+def test_txgs_digits_that_int_refuses_are_not_numbers():
+    header, row = (OPENZFS / "txgs_tank.txt").read_text().splitlines()[:2]
+    assert parse_txgs(f"{header}\n{row.replace('680', '6²0')}\n") == ()
+
+
+def test_a_garbled_source_is_unreadable_and_the_rest_still_counts():
+    sections = openzfs_sections()
+    sections["zpool_status"] = sections["zpool_status"].replace(
+        "mirror-0                            ONLINE       0", "mirror-0    ONLINE       ²")
+    sections["zfs_get"] = sections["zfs_get"].replace("154618822656", "1546²")
+    sample = parse_sample(frame(sections), openzfs_spec(), T0)
+    assert sample.missing["zpool_status"].startswith("unreadable: invalid literal")
+    assert sample.missing["zfs_get"].startswith("unreadable:")
+    [tank] = sample.pools
+    assert tank.capacity == 21 and tank.checksum_errors is None and tank.scrub is None
+    assert tank.txgs and sample.arc.hits == 184467301
