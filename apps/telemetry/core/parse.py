@@ -70,8 +70,12 @@ class _Reader:
         self.sections = split_sections(output)
         self.missing: dict[str, str] = {}
 
-    def text(self, name: str) -> str | None:
-        """The section's text, or None after noting why there is none."""
+    def text(self, name: str, *, partial: bool = False) -> str | None:
+        """The section's text, or None after noting why there is none.
+
+        `partial`: a failed command's lines still count (zpool and zfs answer
+        for the pools they found and complain about one that is gone, exit 1).
+        """
         section = self.sections.get(name)
         if section is None:
             self.missing[name] = "no answer (the sample was cut short)"
@@ -81,11 +85,11 @@ class _Reader:
             return None
         if not section.ok:
             self.missing[name] = f"failed (exit {section.exit_code}): {_first_line(section)}"
-            return None
+            return section.text if partial else None
         return section.text
 
-    def parsed(self, name: str, parse: Callable[[str], T]) -> T | None:
-        text = self.text(name)
+    def parsed(self, name: str, parse: Callable[[str], T], *, partial: bool = False) -> T | None:
+        text = self.text(name, partial=partial)
         if text is None:
             return None
         try:
@@ -110,8 +114,8 @@ def parse_sample(output: str, spec: SampleSpec, taken_at: datetime) -> Sample:
         arc=reader.parsed(sc.ARCSTATS, parse_arc),
         dmu_tx=reader.parsed(sc.DMU_TX_SECTION, parse_dmu_tx),
         pools=parse_pools(reader, spec) if sampled_zfs else None,
-        datasets=reader.parsed(sc.ZFS_GET, lambda text: parse_datasets(text, spec))
-        if sampled_zfs else None,
+        datasets=reader.parsed(sc.ZFS_GET, lambda text: parse_datasets(text, spec),
+                               partial=True) if sampled_zfs else None,
         clusters=tuple(Cluster(cluster.key, reader.parsed(f"{sc.PG_PREFIX}{i}", parse_pg_stats))
                        for i, cluster in enumerate(spec.clusters)),
         missing=dict(reader.missing),
@@ -200,10 +204,15 @@ def _txg(row: dict[str, str]) -> Txg | None:
 
 def parse_pools(reader: _Reader, spec: SampleSpec) -> tuple[Pool, ...] | None:
     columns = sc.zpool_list_columns(spec)
-    rows = reader.parsed(sc.ZPOOL_LIST, lambda text: zpool.parse_zpool_list(text, columns))
+    rows = reader.parsed(sc.ZPOOL_LIST, lambda text: zpool.parse_zpool_list(text, columns),
+                         partial=True)
     if rows is None:
         return None
-    statuses, blocks = reader.parsed(sc.ZPOOL_STATUS, _statuses) or ({}, {})
+    statuses, blocks = reader.parsed(sc.ZPOOL_STATUS, _statuses, partial=True) or ({}, {})
+    listed = {row.name for row in rows}
+    for name in spec.pools:
+        if name not in listed:
+            reader.missing[f"pool:{name}"] = "not in zpool list's answer (exported or destroyed?)"
     return tuple(
         pool_sample(row, statuses.get(row.name), blocks.get(row.name),
                     reader.parsed(sc.TXGS_PREFIX + row.name, parse_txgs))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -23,6 +24,7 @@ from tests.telemetry.fixtures import (
     ABSENT,
     OPENZFS,
     REMOTE_OPENZFS,
+    ZFS_FUSE,
     captured,
     frame,
     openzfs_sections,
@@ -281,3 +283,18 @@ def test_a_garbled_source_is_unreadable_and_the_rest_still_counts():
     [tank] = sample.pools
     assert tank.capacity == 21 and tank.checksum_errors is None and tank.scrub is None
     assert tank.txgs and sample.arc.hits == 184467301
+
+
+def test_a_pool_gone_since_discovery_leaves_the_others_readable():
+    """Captured: zpool and zfs answer for tank, complain about `gone` and exit 1."""
+    spec = dataclasses.replace(fuse_spec(), pools=("tank", "gone"))
+    text = (ZFS_FUSE / "sample-vanished-pool.txt").read_text()
+    sample = parse_sample(text, spec, T0)
+    [tank] = sample.pools
+    assert tank.name == "tank" and tank.health == "ONLINE" and tank.checksum_errors == 0
+    assert tank.scrub.state == "none"  # this host was never scrubbed
+    assert {d.name for d in sample.datasets} == {"tank", "tank/pg", "tank/pg/data",
+                                                 "tank/pg/wal"}
+    assert sample.missing["zpool_list"] == "failed (exit 1): cannot open 'gone': no such pool"
+    assert sample.missing["zfs_get"].startswith("failed (exit 1): cannot open 'gone'")
+    assert sample.missing["pool:gone"].startswith("not in zpool list's answer")
