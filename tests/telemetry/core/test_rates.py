@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import json
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -18,7 +19,7 @@ from tests.telemetry.core.helpers import (
     sample,
     txg,
 )
-from tests.telemetry.fixtures import captured, frame, openzfs_sections
+from tests.telemetry.fixtures import ZFS_FUSE, captured, frame, openzfs_sections
 
 
 def test_real_interval_around_pgbench_on_the_test_host():
@@ -187,3 +188,20 @@ def test_txg_history_outrun_by_a_long_interval_is_incomplete():
 def test_txg_numbers_going_back_or_no_earlier_history_give_nothing():
     assert txg_rates((txg(500),), (txg(20),), 60) is None
     assert txg_rates((txg(5, state="O"),), (txg(5),), 60) is None
+
+
+def test_a_real_postgresql_crash_resets_its_counters_and_gives_no_spike():
+    """Captured: pgbench, sample, pgbench, `pg_ctl restart -m immediate`, sample."""
+    meta = json.loads((ZFS_FUSE / "meta-crash.json").read_text())
+    before, after = (parse_sample((ZFS_FUSE / entry["file"]).read_text(), fuse_spec(),
+                                  datetime.fromisoformat(entry["taken_at"]))
+                     for entry in meta["samples"])
+    s1, s2 = before.clusters[0].stats, after.clusters[0].stats
+    assert s2.xact_commit < s1.xact_commit and s2.postmaster_start > s1.postmaster_start
+    result = rates(before, after)
+    assert result.reason is None  # the host did not reboot: its ARC rates stand
+    assert result.arc.hit_ratio is not None
+    pg_rates = result.clusters[after.clusters[0].key]
+    assert pg_rates.tps is None and pg_rates.cache_hit_ratio is None
+    assert s2.wal_position > s1.wal_position
+    assert pg_rates.wal_bytes_per_second > 0  # from the position, which a crash keeps
