@@ -29,7 +29,7 @@ README = ROOT / "README.md"
 # `make run` on 8000). Every other character runs as written.
 README_ORIGIN = "http://127.0.0.1:8000"
 
-RUN = {"REST API", "Snapshots", "Snapshot policies"}
+RUN = {"REST API", "Snapshots", "Snapshot policies", "Replication"}
 NOT_RUN = {
     "Two commands": "`make run` is what the test starts (python -m apps.demo, after "
                     "`make deps`); `make test` is the suite this test is part of",
@@ -147,6 +147,12 @@ def _snapshots(result: Result, shell: NewShell) -> None:
                for row in rows), rows
 
 
+def _in_sync(result: Result, shell: NewShell) -> None:
+    link = result.json
+    assert link["state"] == "in_sync" and link["common_snapshot"], link
+    assert link["last_transfer"]["bytes"] > 0 and link["lag"]["seconds"] is not None, link
+
+
 EXPECTED = [
     Expect("a token from manage.py in a new shell", r"manage\.py create_api_token", _token),
     Expect("adding a host (201)", r"-X POST \S+/api/hosts/ ", _http(201)),
@@ -155,7 +161,7 @@ EXPECTED = [
            _status("succeeded")),
     Expect("the host's datasets", r"/api/hosts/\$\w+/datasets/", _datasets),
     Expect("the host's pools", r"/api/hosts/\$\w+/pools/", _listed),
-    Expect("the host's clusters", r"/api/hosts/\$\w+/clusters/", _listed),
+    Expect("the host's clusters", r"^curl .*/api/hosts/\$\w+/clusters/$", _listed),
     Expect("the host's facts", r"/api/hosts/\$\w+/facts/", _facts),
     Expect("a discovery on demand (202)", r"-X POST .*/api/hosts/\$\w+/discover/", _discovering),
     Expect("the profiles", r"^curl .*/api/profiles/$", _profiles),
@@ -172,6 +178,9 @@ EXPECTED = [
     Expect("the host's snapshots, held and labelled", r"/snapshots/\?origin=pozol", _snapshots),
     Expect("a release (202)", r"/api/snapshots/\$\w+/release/", _http(202)),
     Expect("a destroy (202)", r"-X DELETE .*/api/snapshots/\$\w+/", _http(202)),
+    Expect("a run of a link, read until it succeeded", r"^curl .*/api/operations/\$RUN/",
+           _status("succeeded")),
+    Expect("the link, in sync", r"^curl .*/api/replication-links/\$LINK/$", _in_sync),
 ]
 
 
