@@ -46,15 +46,35 @@ class ProcessGroup:
         return self.log.read_text(errors="replace")
 
 
+def environment(**env: str) -> dict[str, str]:
+    """The environment of a Celery process on the test database and the suite's Redis."""
+    return {**os.environ, "POZOL_DATABASE_URL": test_database_url(),
+            "POZOL_REDIS_URL": settings.CELERY_BROKER_URL,
+            "DJANGO_SETTINGS_MODULE": "tests.django_settings", **env}
+
+
 class Worker(ProcessGroup):
     def __init__(self, app: str, name: str, log_dir: Path, **env: str) -> None:
         # Under the test's tmp_path: pytest keeps the last few runs' and prunes the rest.
         self.log = log_dir / f"worker-{name}.log"
-        environment = {**os.environ, "POZOL_DATABASE_URL": test_database_url(),
-                       "POZOL_REDIS_URL": settings.CELERY_BROKER_URL,
-                       "DJANGO_SETTINGS_MODULE": "tests.django_settings", **env}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", app, "worker", "--pool", "prefork",
              "--concurrency", "2", "-l", "info", "-n", f"{name}-{os.getpid()}@%h"],
-            cwd=ROOT, env=environment, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
-            start_new_session=True)
+            cwd=ROOT, env=environment(**env), stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+class Beat(ProcessGroup):
+    """`celery beat` with django-celery-beat's DatabaseScheduler, as deployed: the
+    schedule is the PeriodicTask rows of the test database."""
+
+    def __init__(self, app: str, name: str, log_dir: Path, **env: str) -> None:
+        self.log = log_dir / f"beat-{name}.log"
+        # Its own pid file: the default, ./celerybeat.pid in the checkout, would
+        # stop a second beat from starting while a stale one is there.
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", app, "beat", "-l", "info",
+             "-S", "django_celery_beat.schedulers:DatabaseScheduler",
+             "--pidfile", str(log_dir / f"beat-{name}.pid")],
+            cwd=ROOT, env=environment(**env), stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT, start_new_session=True)

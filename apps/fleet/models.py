@@ -253,6 +253,19 @@ class Alert(models.Model):
         alert = cls.objects.filter(host=host, kind=kind, resolved_at=None).first()
         return alert or cls.objects.create(host=host, kind=kind, message=message)
 
+    @classmethod
+    def raise_or_resolve(cls, host: Host, kind: str, message: str | None) -> None:
+        """One open alert while there is a message, kept saying what is true now
+        (figures change between discoveries); resolved once there is none."""
+        if message is None:
+            cls.objects.filter(host=host, kind=kind, resolved_at=None).update(
+                resolved_at=timezone.now())
+            return
+        alert = cls.raise_once(host, kind, message)
+        if alert.message != message:
+            alert.message = message
+            alert.save(update_fields=["message"])
+
 
 class Pool(models.Model):
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="pools")
@@ -285,6 +298,8 @@ class Dataset(models.Model):
     used = models.BigIntegerField(null=True)
     available = models.BigIntegerField(null=True)
     referenced = models.BigIntegerField(null=True)
+    usedbysnapshots = models.BigIntegerField(
+        null=True, help_text="Bytes only this dataset's snapshots hold; null: not known.")
     recordsize = models.BigIntegerField(null=True)
     compression = models.CharField(max_length=32, blank=True)
     compressratio = models.FloatField(null=True)

@@ -3,6 +3,8 @@
 Gathering only reads (so discovery is not mutating and runs beside other
 work); recording replaces the host's pools, datasets, clusters and disks in
 one transaction, so a failure part-way leaves the previous picture whole.
+Recording also raises the host's pool_capacity alert while a pool is fuller
+than POZOL_POOL_CAPACITY_ALERT percent, and resolves it once none is.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool
+from apps.fleet.capacity import pool_capacity_message
+from apps.fleet.models import Alert, Dataset, Disk, Host, PgCluster, Pool
 from apps.fleet.signals import discovered, facts_recorded
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.remote.errors import CommandFailed, HostKeyMismatch, RemoteError
@@ -109,9 +112,18 @@ def record_facts(host: Host, facts: dict) -> dict[str, int]:
     host.last_error = host.last_error_code = ""
     host.save()
     host.resolve_unreachable()
+    _check_pool_capacity(host)
     transaction.on_commit(lambda: facts_recorded.send(sender=Host, host=host))
     return {"pools": len(pools), "datasets": len(datasets), "clusters": len(clusters),
             "disks": len(disks)}
+
+
+def _check_pool_capacity(host: Host) -> None:
+    """Raise, update or resolve the pool_capacity alert from the facts just recorded."""
+    typed = host.typed_facts()
+    message = typed and pool_capacity_message(typed.pools, typed.datasets,
+                                              settings.POZOL["POOL_CAPACITY_ALERT"])
+    Alert.raise_or_resolve(host, Alert.Kind.POOL_CAPACITY, message)
 
 
 def _pool(host: Host, fact: dict) -> Pool:
@@ -144,6 +156,7 @@ def _dataset(host: Host, pools: dict, fact: dict) -> Dataset:
         host=host, pool=pools.get(fact["name"].split("/")[0]), name=fact["name"],
         type=fact.get("type") or "filesystem", mountpoint=fact.get("mountpoint") or "",
         used=fact.get("used"), available=fact.get("avail"), referenced=fact.get("refer"),
+        usedbysnapshots=fact.get("usedbysnapshots"),
         recordsize=int(recordsize) if recordsize else None,
         compression=_value(props, "compression"), compressratio=fact.get("compressratio"),
         atime=_value(props, "atime"), logbias=_value(props, "logbias"),

@@ -43,7 +43,7 @@ from apps.remote.shell import Runner
 BUNDLE_TIMEOUT = 180.0
 DATASET_PROPERTIES = (
     "recordsize", "compression", "compressratio", "atime", "logbias", "primarycache",
-    "xattr", "dedup",
+    "xattr", "dedup", "usedbysnapshots",
 )
 # Asked one by one: zfs refuses a whole `get` for one unknown property, and
 # zfs-fuse knows neither of these.

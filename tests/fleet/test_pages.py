@@ -39,7 +39,7 @@ def test_the_host_page_shows_datasets_with_ratios(signed_in, host):
     page = parse(signed_in.get(f"/hosts/{host.pk}/datasets/").content)
     data = host.clusters.get().data_dataset
     rows = {row[0]: row for row in page.find("table", id="datasets").rows()}
-    assert rows[data.name][4] == f"{data.compressratio:.2f}x"
+    assert rows[data.name][5] == f"{data.compressratio:.2f}x"
     page = parse(signed_in.get(f"/hosts/{host.pk}/postgresql/").content)
     settings = {row[0]: row for row in page.find("div", class_="cluster").rows()}
     assert settings["shared_buffers"][3] == "a restart"

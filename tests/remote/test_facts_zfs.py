@@ -3,6 +3,7 @@
 import pytest
 
 from apps.remote.facts import zfs
+from apps.remote.facts.host import dataset_from
 from tests.remote.fixtures.hosts import fuse_extra, fuse_section, read
 
 
@@ -98,3 +99,23 @@ def test_zfs_fuse_get_captured():
 def test_compressratio_with_or_without_x():
     assert zfs.parse_ratio("3.86x") == 3.86 and zfs.parse_ratio("2.10") == 2.1
     assert zfs.parse_ratio(None) is None and zfs.parse_ratio("-x") is None
+
+
+def test_usedbysnapshots_captured_on_a_test_host():
+    # tank/scratch: 40 MiB written, snapshotted, deleted; tank/pg/data: snapshotted,
+    # then pgbench -i rewrote its tables. Snapshots themselves answer "-".
+    text = fuse_extra("zfs_get_usedbysnapshots")
+    props = zfs.parse_zfs_get(text)
+    held = {name: p["usedbysnapshots"].value for name, p in props.items()}
+    assert held["tank/scratch"] == "42082304" and held["tank/pg/data"] == "16277504"
+    assert held["tank"] == held["tank/pg/wal"] == "0"
+    assert held["tank/scratch@before_rm"] is None
+
+
+def test_datasets_carry_usedbysnapshots_in_bytes():
+    props = zfs.parse_zfs_get(fuse_extra("zfs_get_usedbysnapshots"))
+    rows = {r.name: r for r in zfs.parse_zfs_list(fuse_extra("zfs_list_human"))}
+    data = dataset_from(rows["tank/pg/data"], props["tank/pg/data"])
+    assert data.usedbysnapshots == 16277504
+    assert dataset_from(rows["tank/pg/wal"], props["tank/pg/wal"]).usedbysnapshots == 0
+    assert dataset_from(rows["tank/pg"], {}).usedbysnapshots is None  # not asked: unknown

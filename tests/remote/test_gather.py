@@ -150,7 +150,8 @@ def test_exact_command_lines_on_openzfs():
     probes = gather.zfs_data_probes(openzfs_22_facts(), ["tank"])
     assert probes["zfs_get"].text == (
         "zfs get -Hp -r -t filesystem,volume -o name,property,value,source "
-        "recordsize,compression,compressratio,atime,logbias,primarycache,xattr,dedup tank")
+        "recordsize,compression,compressratio,atime,logbias,primarycache,xattr,dedup,"
+        "usedbysnapshots tank")
     assert probes["zpool_list"].text == (
         "zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,health tank")
 

@@ -19,6 +19,9 @@ from .settings import FleetError, resolve_config
 
 log = logging.getLogger("apps.demo.fleet")
 
+POOL_SIZE_HELP = ("size of each new host's sparse pool file: bytes or K/M/G/T such as 4G "
+                  "(default 1G; env POZOL_FLEET_POOL_SIZE)")
+
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
@@ -37,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     cmd_up.add_argument("--hosts", type=int, default=2, help="number of hosts (default 2)")
     cmd_up.add_argument("--subnet", help="loopback /24 such as 127.0.77 (env POZOL_FLEET_SUBNET)")
     cmd_up.add_argument("--port", type=int, help="sshd port on every host (default 22)")
+    cmd_up.add_argument("--pool-size", help=POOL_SIZE_HELP)
     cmd_up.set_defaults(run=_up)
     cmd_status = commands.add_parser("status", help="hosts and whether their processes run")
     cmd_status.set_defaults(run=_status)
@@ -58,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     cmd_serve.add_argument("--subnet", help="loopback /24 for the host's PostgreSQL (as up)")
     cmd_serve.add_argument("--port", type=int, help="sshd port (default 22)")
+    cmd_serve.add_argument("--pool-size", help=POOL_SIZE_HELP)
     cmd_serve.add_argument(
         "--state-dir", help="default /tmp/pozol-fleet (env POZOL_FLEET_STATE_DIR)"
     )
@@ -67,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _up(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    hosts = up(args.hosts, args.state_dir, args.subnet, args.port)
+    hosts = up(args.hosts, args.state_dir, args.subnet, args.port, pool_size=args.pool_size)
     log.info("%d host(s) up in %.1fs", len(hosts), time.monotonic() - started)
     if args.json:
         print(json.dumps([h.to_dict() for h in hosts], indent=2))
@@ -128,7 +133,8 @@ def _serve(args: argparse.Namespace) -> int:
     started = time.monotonic()
     # up removes whatever it started if it fails, and cleans up what a killed
     # previous run left in the state dir.
-    (host,) = up(1, args.state_dir, args.subnet, args.port, listen=args.listen)
+    (host,) = up(1, args.state_dir, args.subnet, args.port, listen=args.listen,
+                 pool_size=args.pool_size)
     try:
         served = _served(host, args.advertise or _dial_address(args.listen))
         log.info(

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from . import keys
-from .host import host_dirs, host_status, start_host, stop_host
+from .host import host_dirs, host_status, pool_file_size, start_host, stop_host
 from .model import Host, HostStatus, Layout
 from .preflight import check_free, check_machine, make_mount_points
 from .settings import (
@@ -36,6 +36,8 @@ def up(
     port: int | None = None,
     listen: str | None = None,
     owners: Mapping[int, str] | None = None,
+    *,
+    pool_size: int | str | None = None,
 ) -> list[Host]:
     """Bring hosts 1..hosts up; hosts already up are left alone. Returns hosts 1..hosts.
 
@@ -45,8 +47,12 @@ def up(
     With listen (one host only), its sshd binds that address instead of the
     host's loopback address; the returned address stays the loopback one,
     where PostgreSQL listens.
+
+    pool_size: bytes of each new host's sparse pool file, an int or "4G"
+    (K/M/G/T, 1024-based); env POZOL_FLEET_POOL_SIZE; default 1 GiB. A host
+    already up with another size is refused: its pool cannot be resized.
     """
-    cfg = resolve_config(state_dir, subnet, port, listen)
+    cfg = resolve_config(state_dir, subnet, port, listen, pool_size)
     check_host_count(hosts, listen)
     check_machine()
     created = not cfg.state_dir.exists()
@@ -107,6 +113,8 @@ def _claim(cfg: FleetConfig) -> None:
 def _bring_up(cfg: FleetConfig, count: int, owners: Mapping[int, str]) -> list[Host]:
     wanted = [(i, Layout(cfg.host_dir(cfg.host_name(i)))) for i in range(1, count + 1)]
     todo = [(i, layout) for i, layout in wanted if not _is_up(layout)]
+    starting = {i for i, _ in todo}
+    _check_pool_sizes(cfg, [layout for i, layout in wanted if i not in starting])
     for _, layout in todo:
         if layout.root.exists():
             log.info("%s: cleaning up what a previous run left", layout.root.name)
@@ -118,6 +126,16 @@ def _bring_up(cfg: FleetConfig, count: int, owners: Mapping[int, str]) -> list[H
         _prepare_fleet(cfg)
     _start_all(cfg, [i for i, _ in todo], owners)
     return [_host(layout) for _, layout in wanted]
+
+
+def _check_pool_sizes(cfg: FleetConfig, running: list[Layout]) -> None:
+    if cfg.pool_size is None:
+        return  # not asked for: whatever the running hosts have is fine
+    for layout in running:
+        size = pool_file_size(layout)
+        if size is not None and size != cfg.pool_size:
+            raise FleetError(f"{layout.root.name} is up with a {size}-byte pool, not "
+                             f"{cfg.pool_size}; run down first to change the pool size")
 
 
 def _start_all(cfg: FleetConfig, indexes: list[int], owners: Mapping[int, str]) -> None:

@@ -71,7 +71,7 @@ def start_host(cfg: FleetConfig, index: int, owner: str = PG_OS_USER) -> Host:
     record.save(layout)
     started = time.monotonic()
     holder = _start_namespace(layout, record)
-    _start_zfs(holder, layout, record)
+    _start_zfs(holder, layout, record, cfg.pool_size or POOL_SIZE)
     _start_sshd(cfg, index, holder, layout, record)
     _started(record, layout, "postgres", postgres.create_cluster(holder, record.host))
     log.info(
@@ -117,6 +117,14 @@ def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_US
 def _etc_backing(layout: Layout, machine_dir: Path) -> str | None:
     """The host's copy of machine_dir, or None if the machine has no such directory."""
     return str(layout.etc_dir / machine_dir.name) if machine_dir.is_dir() else None
+
+
+def pool_file_size(layout: Layout) -> int | None:
+    """The size of the host's pool file (its pool's size), None if there is none."""
+    try:
+        return layout.disk.stat().st_size
+    except FileNotFoundError:
+        return None
 
 
 def host_status(layout: Layout) -> HostStatus | None:
@@ -212,14 +220,18 @@ def _holder_ready(launcher: Proc, found: list[Proc]) -> bool:
     return False
 
 
-def _start_zfs(holder: Proc, layout: Layout, record: Record) -> None:
+def _start_zfs(holder: Proc, layout: Layout, record: Record, pool_size: int) -> None:
     # --pidfile is not written with --no-daemon, but it puts the marker in
     # the daemon's command line.
     argv = ["zfs-fuse", "--no-daemon", "--pidfile", str(layout.zfs_pid_file)]
     _started(record, layout, "zfs_fuse", _spawn_in(holder, argv, layout, "zfs-fuse"))
     _wait_until(lambda: _zpool_answers(holder), 30, record, "zfs_fuse", layout)
-    with layout.disk.open("wb") as disk:
-        disk.truncate(POOL_SIZE)  # sparse: takes no space until written
+    try:
+        with layout.disk.open("wb") as disk:
+            disk.truncate(pool_size)  # sparse: takes no space until written
+    except OSError as exc:
+        raise FleetError(f"cannot make a {pool_size}-byte pool file {layout.disk}: "
+                         f"{exc.strerror}") from None
     # -m keeps every mount point under the state dir; nothing appears at /tank.
     run(in_namespace(holder, ["zpool", "create", "-m", str(layout.mnt), POOL, str(layout.disk)]))
 

@@ -18,7 +18,9 @@ DEFAULT_SUBNET = "127.0.77"
 DEFAULT_SSH_PORT = 22
 
 POOL = "tank"
-POOL_SIZE = 1 << 30
+POOL_SIZE = 1 << 30  # the pool file's size unless --pool-size / POZOL_FLEET_POOL_SIZE says
+# zpool create refuses a smaller vdev ("less than the minimum size (64M)").
+MIN_POOL_SIZE = 64 << 20
 PG_BIN_DIR = Path("/usr/lib/postgresql/15/bin")
 PG_PORT = 5432
 PG_DATABASE = "pgbench"
@@ -30,6 +32,8 @@ SSH_USER = "root"
 # The subnet must stay inside 127/8: every address there reaches lo without
 # configuring anything, and nothing leaves the machine.
 _SUBNET_RE = re.compile(r"^127\.(\d{1,3})\.(\d{1,3})$")
+_SIZE_RE = re.compile(r"(?P<number>[0-9]+)(?P<suffix>[KMGT]?)", re.IGNORECASE)
+_SUFFIX_SHIFT = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
 
 
 class FleetError(Exception):
@@ -44,6 +48,8 @@ class FleetConfig:
     # Where sshd listens instead of the host's own loopback address (serve:
     # one host reachable from other machines); None for the usual fleet.
     listen: str | None = None
+    # Bytes of each new host's sparse pool file; None: not asked for (POOL_SIZE).
+    pool_size: int | None = None
 
     def host_name(self, index: int) -> str:
         return f"host{index}"
@@ -87,10 +93,12 @@ def resolve_config(
     subnet: str | None = None,
     ssh_port: int | None = None,
     listen: str | None = None,
+    pool_size: int | str | None = None,
 ) -> FleetConfig:
     """Apply defaults and environment overrides, then validate."""
     state = state_dir or os.environ.get("POZOL_FLEET_STATE_DIR") or DEFAULT_STATE_DIR
     net = subnet or os.environ.get("POZOL_FLEET_SUBNET") or DEFAULT_SUBNET
+    size = pool_size if pool_size is not None else os.environ.get("POZOL_FLEET_POOL_SIZE")
     port = ssh_port if ssh_port is not None else DEFAULT_SSH_PORT
     _check_subnet(net)
     if not 0 < port < 65536:
@@ -99,7 +107,21 @@ def resolve_config(
         _check_listen(listen)
     # Absolute, so that paths recorded in host.json and in process command
     # lines mean the same thing from any working directory.
-    return FleetConfig(state_dir=Path(state).absolute(), subnet=net, ssh_port=port, listen=listen)
+    return FleetConfig(state_dir=Path(state).absolute(), subnet=net, ssh_port=port, listen=listen,
+                       pool_size=None if size in (None, "") else parse_pool_size(size))
+
+
+def parse_pool_size(value: int | str) -> int:
+    """Bytes from 1073741824, "4G", "512m" (1024-based K/M/G/T); FleetError otherwise."""
+    text = str(value).strip()
+    match = _SIZE_RE.fullmatch(text)
+    if isinstance(value, bool) or not match:
+        raise FleetError(f"pool size {value!r} must be bytes or a number with K, M, G or T "
+                         "(such as 4G)")
+    size = int(match["number"]) << _SUFFIX_SHIFT[match["suffix"].upper()]
+    if size < MIN_POOL_SIZE:
+        raise FleetError(f"pool size {value!r} is below zfs's minimum of 64M")
+    return size
 
 
 def _check_subnet(subnet: str) -> None:

@@ -66,6 +66,8 @@ class Dataset:
     exact_sizes: bool
     compressratio: float | None  # parsed: zfs-fuse prints "3.95x" even with -p
     properties: dict[str, zfs.PropertyValue] = field(default_factory=dict)
+    # Space only this dataset's snapshots hold (freed if they were all destroyed).
+    usedbysnapshots: int | None = None
 
 
 @dataclass
@@ -157,10 +159,12 @@ def pool_from(row: zpool.PoolRow, status: zpool.PoolStatus | None, ashift: str |
 
 def dataset_from(row: zfs.DatasetRow, props: dict[str, zfs.PropertyValue]) -> Dataset:
     ratio = props.get("compressratio")
+    by_snapshots = props.get("usedbysnapshots")
     return Dataset(
         row.name, row.type, row.mountpoint, row.used, row.avail, row.refer, row.exact,
         compressratio=zfs.parse_ratio(ratio.value) if ratio else None,
         properties=props,
+        usedbysnapshots=zfs.parse_size(by_snapshots.value or "-")[0] if by_snapshots else None,
     )
 
 
