@@ -458,9 +458,28 @@ def _size(n: int | None) -> str:
     return human_bytes(n) if n is not None else "?"
 
 
+def _recorded(step):
+    """The step, with a host that cannot be reached (or a command that fails) written on
+    the link too: the operation fails either way, and the link must not keep showing
+    its last good state as if nothing happened."""
+
+    def run(ctx: StepContext):
+        try:
+            return step(ctx)
+        except RemoteError as exc:
+            link = ReplicationLink.objects.filter(pk=ctx.state.get("link")).first()
+            if link is not None:
+                _record_outcome(link, ReplicationLink.State.FAILED, str(exc))
+            raise
+
+    run.__name__ = step.__name__
+    return run
+
+
 RUN = register(Kind(name="replication.run",
-                    steps={"key": key, "plan": plan, "execute": execute, "finish": finish,
-                           "prune": prune},
+                    steps={name: _recorded(step) for name, step in (
+                        ("key", key), ("plan", plan), ("execute", execute),
+                        ("finish", finish), ("prune", prune))},
                     first_step="key", mutating=False, deadline=timedelta(hours=24)))
 REMOVE = register(Kind(name="replication.remove", steps={"remove": remove},
                        first_step="remove", mutating=False, deadline=timedelta(minutes=30)))
