@@ -125,7 +125,6 @@ def _registered(fleet_host):
 
 
 def _bare(fleet_hosts) -> float:
-    from apps.demo.fleet.client import ssh
 
     one, two = (_ssh_argv(h) for h in fleet_hosts)
     started = time.monotonic()
