@@ -69,17 +69,13 @@ def _on_fresh_hosts(args) -> None:
 def _measure(fleet_hosts, args) -> None:
     from apps.demo.fleet.client import ssh
 
-    source, target = (_registered(h) for h in fleet_hosts)
     started = time.monotonic()
     ssh(fleet_hosts[0], "zfs create tank/bench && dd if=/dev/urandom "
                         f"of=$(zfs get -H -o value mountpoint tank/bench)/data bs=1M "
                         f"count={args.mib} status=none && zfs snapshot tank/bench@b1")
     written = time.monotonic() - started
     size = int(ssh(fleet_hosts[0], "zfs get -Hp -o value referenced tank/bench@b1").strip())
-    from apps.remote import ssh as product_ssh
-    from apps.snapshots import inventory
-
-    inventory.refresh(source, product_ssh.session(source.ssh_target()))
+    source, target = (_registered(h) for h in fleet_hosts)  # discovery finds tank/bench
 
     bare, pozol, transfer = [], [], []
     for index in range(args.rounds):

@@ -276,3 +276,28 @@ def test_a_full_target_pool_fails_clearly_and_the_next_run_recovers(pair):
     finally:
         run_anyway(target, f"rm -f {base}/filler")
         run_anyway(source, f"rm -f {source.pg_data_dir}/../ballast")
+
+
+def test_the_target_keeps_what_the_links_counts_keep(pair):
+    source, target, hosts = pair
+    host1, _ = hosts
+    cluster = host1.clusters.get()
+    # One frequent slot (15 minutes) holds every snapshot of this test: it keeps its
+    # earliest, the newest is kept anyway (newest of its policy, and the common one).
+    link = make_link(hosts, keep_frequently=1)
+    names = []
+    for _ in range(3):
+        names.append(snapshot(host1, cluster))
+        time.sleep(1.1)
+    operation = run_link(link)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    # Which one goes depends on whether a quarter hour began between the snapshots;
+    # one of the older two goes, on both datasets (a cluster snapshot stays whole).
+    gone = {full.partition("@")[2] for full in operation.result["destroyed"]}
+    assert len(gone) == 1 and gone < set(names[:2]), operation.result
+    assert sorted(operation.result["destroyed"]) == [f"{t}@{min(gone)}" for t in TARGETS]
+    log = " ".join(operation.log_lines.values_list("text", flat=True))
+    assert "on host2 (link to-host2 keeps 1 frequently)" in log
+    for copy in TARGETS:
+        assert snapshots_of(target, copy) == [n for n in names if n not in gone]
+    assert snapshots_of(source, "tank/pg/data") == names  # the source keeps its own
