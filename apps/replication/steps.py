@@ -161,14 +161,20 @@ def execute(ctx: StepContext) -> Next | Wait | Fail:
         outcome = _send(ctx, link, step, index, len(planned))
         if outcome is not None:
             return outcome
-    else:
+        index += 1
+    # Holds, releases and the like take a round trip each: run them back to back up
+    # to the next send, rather than one delivery per step. Each is safe to repeat
+    # if the worker dies among them and the step runs again from the saved index.
+    while index < len(planned) and planned[index].kind is not StepKind.SEND:
+        step = planned[index]
         failure = _run_step(ctx, link, step)
         if failure is not None:
             _release_after_failure(ctx, link, planned[index + 1:])
             return failure
-    ctx.state["index"] = index + 1
+        index += 1
+    ctx.state["index"] = index
     return Next("execute", message=step.text[:300],
-                progress=10 + int(80 * (index + 1) / len(planned)))
+                progress=10 + int(80 * index / len(planned)))
 
 
 def _run_step(ctx: StepContext, link: ReplicationLink, step: Step) -> Fail | None:
@@ -190,8 +196,9 @@ def _run_step(ctx: StepContext, link: ReplicationLink, step: Step) -> Fail | Non
                 result.stderr):
             _note_held(link, f"{step.side.value}:{step.dataset}", add=False)
             return None
-    elif result.ok:
-        return None
+    elif result.ok or (step.kind is StepKind.DISCARD_PARTIAL
+                       and "resumable receive state" in result.stderr):
+        return None  # a discard run again finds nothing left to discard
     why = (result.stderr or result.stdout).strip()[-TAIL:]
     _record_outcome(link, ReplicationLink.State.FAILED, f"{step.text}: {why}")
     return Fail(f"{step.text} failed: {why}", code=f"{step.kind.value}_failed")
