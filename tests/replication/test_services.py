@@ -158,3 +158,13 @@ def test_an_unreachable_target_fails_the_run_and_says_so_on_the_link(hosts, deli
     link.refresh_from_db()
     assert link.state == ReplicationLink.State.FAILED
     assert "127.0.0.254" in link.last_error
+
+
+def test_a_policy_snapshot_starts_the_links_that_wait_for_one(hosts, delivered):
+    source, _ = hosts
+    waiting = make(hosts, interval_minutes=0, after_policy=True)
+    protection.policy_snapshot_taken(source, ["tank/pg", "tank/pg/data", "tank/pg/wal"])
+    [run] = Operation.objects.filter(kind="replication.run")
+    assert run.state == {"link": waiting.pk} and run.trigger == Operation.Trigger.SCHEDULE
+    protection.policy_snapshot_taken(source, ["tank/other"])  # not a source of the link
+    assert Operation.objects.filter(kind="replication.run").count() == 1
