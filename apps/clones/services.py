@@ -121,6 +121,44 @@ def destroy_clone(clone: Clone, *, by=None, trigger: str = Operation.Trigger.API
     return operation
 
 
+def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
+                trigger: str = Operation.Trigger.API) -> Operation:
+    """Make the clone again from `snapshot` (a label of the origin cluster's), or from a
+    new one when None, keeping its name, port, role and password."""
+    with transaction.atomic():
+        clone = Clone.objects.select_for_update().select_related("host").get(pk=clone.pk)
+        if clone.state not in (Clone.State.READY, Clone.State.FAILED):
+            raise Conflict(f"clone {clone.name} is {clone.state}: it can be reset when ready "
+                           "or failed", code=clone.state)
+        if _running(clone):
+            raise Conflict(f"clone {clone.name} is busy", code="busy")
+        host = clone.host
+        cluster = host.clusters.filter(data_dir=clone.cluster_data_dir).select_related(
+            "data_dataset", "wal_dataset").first()
+        if cluster is None:
+            raise _refuse("cluster", f"no cluster at {clone.cluster_data_dir} on {host.name} "
+                                     "any more (run discovery)")
+        origin = _origin(host, cluster)
+        state: dict = {}
+        if snapshot is None:
+            plan, state = snapshot_services.plan_target(host, cluster=cluster)
+            snapshot = naming.snapshot_name(timezone.now())
+            state.update(plan=asdict(plan), snapshot=snapshot, hold=False, checkpoint=False,
+                         properties={"pozol:owner": snapshot_services.OWNER,
+                                     "pozol:policy": naming.MANUAL,
+                                     "pozol:label": f"for clone {clone.name}"})
+        else:
+            _check_snapshot(host, origin, snapshot)
+        operation = engine.start(
+            steps.RESET.name, host=host, trigger=trigger, user=by,
+            subject=f"{host.name}: reset clone {clone.name} to @{snapshot}"[:200],
+            state={**state, "clone": clone.pk, "take_snapshot": "plan" in state,
+                   "new_snapshot": snapshot})
+        clone.state, clone.last_operation = Clone.State.RESETTING, operation
+        clone.save(update_fields=["state", "last_operation"])
+    return operation
+
+
 def expire(now=None) -> list[Operation]:
     """Destroy the clones whose time is up (beat), unless protected."""
     now = now or timezone.now()

@@ -24,17 +24,22 @@ from apps.snapshots.models import Snapshot
 TAIL = 800
 
 
-def snapshot(ctx: StepContext) -> Next | Fail:
-    """Take the cluster's snapshot with snapshot now's own step, when asked for "now"."""
-    from apps.snapshots import steps as snapshot_steps
+def _then(following: str):
+    """The snapshot step of a kind: take the cluster's snapshot with snapshot now's own
+    step when asked for "now", then go on to `following`."""
 
-    if not ctx.state.get("take_snapshot"):
-        return Next("clone")
-    outcome = snapshot_steps.take(ctx)
-    if isinstance(outcome, Fail):
-        _failed(ctx, outcome.error)
-        return outcome
-    return Next("clone", message=outcome.message, progress=40)
+    def snapshot(ctx: StepContext) -> Next | Fail:
+        from apps.snapshots import steps as snapshot_steps
+
+        if not ctx.state.get("take_snapshot"):
+            return Next(following)
+        outcome = snapshot_steps.take(ctx)
+        if isinstance(outcome, Fail):
+            _failed(ctx, outcome.error)
+            return outcome
+        return Next(following, message=outcome.message, progress=40)
+
+    return snapshot
 
 
 def clone(ctx: StepContext) -> Done | Fail:
@@ -57,6 +62,26 @@ def clone(ctx: StepContext) -> Done | Fail:
     return Done({"clone": row.pk, "connection_string": layout.connection_string(),
                  "snapshot": layout.snapshot},
                 message=f"clone {row.name} ready on port {layout.port}")
+
+
+def reset(ctx: StepContext) -> Done | Fail:
+    """Destroy the clone's datasets, then make them again from the new snapshot with the
+    same name, port, role and password."""
+    from apps.clones.services import layout_of
+
+    row = Clone.objects.get(pk=ctx.state["clone"])
+    old = layout_of(row)
+    result = ctx.runner()(commands.destroy(old), timeout=180, check=False)
+    if not result.ok:
+        why = (result.stderr or result.stdout).strip()[-TAIL:]
+        _failed(ctx, why)
+        return Fail(f"resetting clone {row.name} failed: {why}", code="reset_failed")
+    _note_clones(row, old, add=False)
+    Clone.objects.filter(pk=row.pk).update(
+        snapshot=ctx.state["new_snapshot"],
+        layout={**row.layout, "snapshot": ctx.state["new_snapshot"]})
+    ctx.log(f"removed {old.root} (was @{old.snapshot}); cloning @{ctx.state['new_snapshot']}")
+    return clone(ctx)
 
 
 def destroy(ctx: StepContext) -> Done | Fail:
@@ -91,7 +116,10 @@ def _failed(ctx: StepContext, why: str) -> None:
                                                        error=why[-4000:])
 
 
-CREATE = register(Kind(name="clones.create", steps={"snapshot": snapshot, "clone": clone},
+CREATE = register(Kind(name="clones.create", steps={"snapshot": _then("clone"), "clone": clone},
                        first_step="snapshot", mutating=False, deadline=timedelta(minutes=30)))
+RESET = register(Kind(name="clones.reset", steps={"snapshot": _then("reset"),
+                                                  "reset": reset},
+                      first_step="snapshot", mutating=False, deadline=timedelta(minutes=30)))
 DESTROY = register(Kind(name="clones.destroy", steps={"destroy": destroy},
                         first_step="destroy", mutating=False, deadline=timedelta(minutes=30)))

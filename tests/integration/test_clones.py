@@ -83,6 +83,17 @@ def test_a_clone_from_now_is_ready_with_its_password_and_holds_its_snapshot(host
     with pytest.raises(Conflict, match="has clones"):
         snapshot_services.destroy(snap, force=True)
 
+    # Reset: a fresh copy of the origin as it is now, same port and password.
+    psql(fleet_host, f"INSERT INTO {TABLE} SELECT generate_series(1, 9)")
+    time.sleep(1.1)  # snapshot names have a one-second resolution
+    before = clone.snapshot
+    assert drive(services.reset_clone(clone)).status == Operation.Status.SUCCEEDED
+    clone.refresh_from_db()
+    assert clone.state == Clone.State.READY and clone.snapshot != before
+    assert connect(clone, password, f"SELECT count(*) FROM {TABLE}") == "330"
+    old = Snapshot.objects.get(host=row, dataset="tank/pg/data", name=before)
+    assert old.clones == []  # the old snapshot no longer has the clone
+
     drive(services.destroy_clone(clone))
     clone.refresh_from_db()
     assert clone.state == Clone.State.DESTROYED
