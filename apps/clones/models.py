@@ -28,6 +28,9 @@ class CloneHostSettings(models.Model):
                                          "address.")
     allowed_networks = models.JSONField(default=list, blank=True,
                                         help_text="CIDRs a clone's role may connect from.")
+    memory_limit = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Bytes of RAM all clones on the host may take "
+                                         "together; empty: no limit.")
 
     DEFAULT_ALLOWED = ["127.0.0.0/8"]
 

@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.clones import steps
-from apps.clones.core.layout import CloneError, Layout, Origin, clone_name
+from apps.clones.core.layout import CLONE_MEMORY, CloneError, Layout, Origin, clone_name
 from apps.clones.models import Clone, CloneHostSettings
 from apps.fleet import credentials
 from apps.fleet.models import Host, PgCluster
@@ -74,6 +74,7 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
         _check_snapshot(host, origin, snapshot)
     password = _password()
     with transaction.atomic():
+        _check_memory(host)
         port = _free_port(host)
         layout = _layout(host, origin, name, snapshot, port, role)
         now = timezone.now()
@@ -228,6 +229,20 @@ def _check_snapshot(host: Host, origin: Origin, snapshot: object) -> None:
     if missing:
         raise _refuse("snapshot", f"{missing[0]}@{snapshot} is not in the inventory: a clone "
                                   "needs the same snapshot of data and WAL")
+
+
+def _check_memory(host: Host) -> None:
+    limits = CloneHostSettings.objects.filter(host=host).first()
+    if limits is None or limits.memory_limit is None:
+        return
+    live = Clone.objects.select_for_update().filter(host=host).exclude(
+        state=Clone.State.DESTROYED).count()
+    needed = (live + 1) * CLONE_MEMORY
+    if needed > limits.memory_limit:
+        raise _refuse("host", f"{host.name} would need {needed // 2**20} MiB for {live + 1} "
+                              f"clones (each up to {CLONE_MEMORY // 2**20} MiB), over its "
+                              f"limit of {limits.memory_limit // 2**20} MiB",
+                      code="memory_limit", status=409)
 
 
 def _free_port(host: Host) -> int:

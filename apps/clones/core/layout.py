@@ -50,6 +50,10 @@ CLONE_SETTINGS = {
 }
 
 
+# What one clone takes at the most: its shared buffers and every connection's work_mem.
+CLONE_MEMORY = (128 + 20 * 4) * 2**20
+
+
 class CloneError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
