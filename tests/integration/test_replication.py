@@ -192,7 +192,7 @@ def test_a_worker_killed_during_a_transfer_is_survived(pair, settings, tmp_path)
         doomed = Worker("tests.worker_app", "doomed", tmp_path, POZOL_OPERATION_LEASE=LEASE)
         try:
             operation = services.run_now(link)
-            units = wait_for(lambda: _sending(source, operation.pk), 60,
+            units = wait_for(lambda: _sending(source, operation.pk), 120,
                                "the transfer to start on the host")
             doomed.kill()  # inside the step that waits for the transfer
         finally:
