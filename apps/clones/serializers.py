@@ -2,9 +2,10 @@
 
 apps.clones.services checks every value (names, roles, spans, ports, CIDRs)
 against the core and the inventory; these serializers take each value in its
-JSON type and range, so the schema documents them. A clone is never shown with
-its password or the password's encrypted form: only the answer to its creation
-carries the password, once.
+JSON type and range, so the schema documents them; names, roles and snapshots
+are not trimmed, so "dev\n" is refused rather than quietly read as "dev". A
+clone is never shown with its password or the password's encrypted form: only
+the answer to its creation carries the password, once.
 """
 
 from __future__ import annotations
@@ -52,10 +53,11 @@ class CloneCreateSerializer(serializers.Serializer):
     host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all())
     cluster = StrictPrimaryKeyRelatedField(
         queryset=PgCluster.objects.all(), help_text="A PostgreSQL cluster of that host (id).")
-    snapshot = StrictCharField(required=False, max_length=255, help_text=(
+    snapshot = StrictCharField(required=False, max_length=255, trim_whitespace=False, help_text=(
         "The part after '@' of a snapshot of the cluster's data (and WAL) dataset; left out: "
         "a fresh snapshot is taken first (\"now\")."))
     name = StrictCharField(required=False, allow_blank=True, default="", max_length=NAME_MAX,
+                           trim_whitespace=False,
                            help_text="a-z 0-9 - starting with a letter; empty: one is made up.")
     ttl_minutes = StrictIntegerField(required=False, allow_null=True, default=None,
                                      min_value=1, max_value=MAX_MINUTES,
@@ -63,7 +65,8 @@ class CloneCreateSerializer(serializers.Serializer):
     protected_minutes = StrictIntegerField(
         required=False, allow_null=True, default=None, min_value=1, max_value=MAX_MINUTES,
         help_text="Destroy (by hand or by TTL) is refused for this long.")
-    role = StrictCharField(required=False, default="dev", max_length=63, help_text=(
+    role = StrictCharField(required=False, default="dev", max_length=63,
+                           trim_whitespace=False, help_text=(
         "The role the password is for: lower-case letters, digits, _ and $; not the "
         "cluster's superuser."))
 
