@@ -29,9 +29,10 @@ def cluster(on: Host) -> PgCluster:
                              wal_dataset=on.datasets.get(name="tank/pg/wal"))
 
 
-def snapshots(on: Host, name: str = SNAPSHOT) -> None:
+def snapshots(on: Host, name: str = SNAPSHOT, **changes) -> None:
+    """The same snapshot of the cluster's data and WAL datasets."""
     for dataset in ("tank/pg/data", "tank/pg/wal"):
-        snapshot_factories.snapshot(on, f"{dataset}@{name}")
+        snapshot_factories.snapshot(on, f"{dataset}@{name}", **changes)
 
 
 def clone(on: Host, name: str = "dev1", port: int = 6500, **changes) -> Clone:
