@@ -10,6 +10,7 @@ the answer to its creation carries the password, once.
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -26,6 +27,9 @@ from apps.fleet.models import Host, PgCluster
 from apps.ops.serializers import OperationSerializer
 
 MAX_MINUTES = int(services.MAX_TTL.total_seconds() // 60)
+# For the schema, so clients (and the fuzzer) know the shapes; the service checks again.
+NAME_SHAPE = RegexValidator(r"^([a-z][a-z0-9-]*)?$", "a-z 0-9 - starting with a letter")
+ROLE_SHAPE = RegexValidator(r"^[a-z_][a-z0-9_$]*$", "lower-case letters, digits, _ and $")
 
 
 class CloneSerializer(ModelSerializer):
@@ -57,7 +61,7 @@ class CloneCreateSerializer(serializers.Serializer):
         "The part after '@' of a snapshot of the cluster's data (and WAL) dataset; left out: "
         "a fresh snapshot is taken first (\"now\")."))
     name = StrictCharField(required=False, allow_blank=True, default="", max_length=NAME_MAX,
-                           trim_whitespace=False,
+                           trim_whitespace=False, validators=[NAME_SHAPE],
                            help_text="a-z 0-9 - starting with a letter; empty: one is made up.")
     ttl_minutes = StrictIntegerField(required=False, allow_null=True, default=None,
                                      min_value=1, max_value=MAX_MINUTES,
@@ -66,7 +70,7 @@ class CloneCreateSerializer(serializers.Serializer):
         required=False, allow_null=True, default=None, min_value=1, max_value=MAX_MINUTES,
         help_text="Destroy (by hand or by TTL) is refused for this long.")
     role = StrictCharField(required=False, default="dev", max_length=63,
-                           trim_whitespace=False, help_text=(
+                           trim_whitespace=False, validators=[ROLE_SHAPE], help_text=(
         "The role the password is for: lower-case letters, digits, _ and $; not the "
         "cluster's superuser."))
 
