@@ -45,7 +45,8 @@ def new(request, host_pk: int):
         else:
             return render(request, "clones/created.html",
                           {"host": host, "clone": clone, "operation": operation,
-                           "password": password})
+                           "password": password,
+                           "connection": services.layout_of(clone).connection_string()})
     return render(request, "clones/new.html", {"host": host, "form": form})
 
 

@@ -95,6 +95,7 @@ def test_making_a_clone_shows_its_password_once(signed_in, host):
     password = password_of(clone)
     assert f'value="{password}"' in page
     assert "Copy the password now: it is not shown again." in page
+    assert f"postgresql://dev@{host.address}:6500/postgres" in page
     operation = Operation.objects.get()
     assert operation.kind == "clones.create" and operation.trigger == "ui"
     assert f"/operations/{operation.pk}/" in page
