@@ -12,6 +12,7 @@ from apps.remote.gather import discover
 from apps.tuning import services as tuning
 from apps.tuning.models import Profile
 from tests.benchmarks import factories
+from tests.clones import factories as clone_factories
 from tests.remote.fixtures.hosts import replay_transcript
 from tests.replication import factories as replication_factories
 from tests.snapshots import factories as snapshot_factories
@@ -37,11 +38,14 @@ def seed(user) -> tuple[str, dict[str, int]]:
     spare_link = replication_factories.link(host, link_target, "fuzz-spare",
                                             sources=["tank"], cluster_data_dir="",
                                             target_parent="backup/spare")
+    clone = clone_factories.clone(host, "fuzz-clone", port=6500)
+    spare_clone = clone_factories.clone(host, "fuzz-spare", port=6501)
     _, token = ApiToken.objects.issue(user, "fuzz")
     ids = {"HOST": host, "SPARE_HOST": spare_host, "PROFILE": profile,
            "SPARE_PROFILE": spare_profile, "PLAN": plan, "BENCHMARK": after,
            "VALIDATION": validation, "OPERATION": Operation.objects.filter(host=host).first(),
-           "SNAPSHOT": snapshot, "LINK": link, "SPARE_LINK": spare_link}
+           "SNAPSHOT": snapshot, "LINK": link, "SPARE_LINK": spare_link,
+           "CLONE": clone, "SPARE_CLONE": spare_clone}
     return token, {name: row.pk for name, row in ids.items()}
 
 
