@@ -21,7 +21,7 @@ from apps.accounts.api_fields import (
     StrictPrimaryKeyRelatedField,
 )
 from apps.clones import services
-from apps.clones.core.layout import NAME_MAX
+from apps.clones.core.layout import CLONE_MEMORY, NAME_MAX
 from apps.clones.models import Clone, CloneHostSettings
 from apps.fleet.models import Host, PgCluster
 from apps.ops.serializers import OperationSerializer
@@ -96,12 +96,17 @@ class CloneSettingsSerializer(ModelSerializer):
     allowed_networks = serializers.ListField(
         child=StrictCharField(max_length=49), max_length=services.MAX_NETWORKS,
         help_text="CIDRs the clone's role may connect from, e.g. 10.0.0.0/8.")
+    memory_limit = StrictIntegerField(
+        required=False, allow_null=True, default=None, min_value=CLONE_MEMORY,
+        max_value=services.MAX_MEMORY_LIMIT,
+        help_text="Bytes of RAM all clones on the host may take together (each counts "
+                  f"{CLONE_MEMORY}); null: no limit.")
     effective_allowed_networks = serializers.SerializerMethodField()
 
     class Meta:
         model = CloneHostSettings
         fields = ["port_min", "port_max", "listen_address", "allowed_networks",
-                  "effective_allowed_networks"]
+                  "memory_limit", "effective_allowed_networks"]
 
     def validate(self, values: dict) -> dict:
         if values["port_min"] > values["port_max"]:

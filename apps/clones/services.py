@@ -309,8 +309,12 @@ def settings_of(host: Host) -> CloneHostSettings:
             or CloneHostSettings(host=host, allowed_networks=[]))
 
 
+MAX_MEMORY_LIMIT = 64 * 2**40  # no host has this much RAM: a typo
+
+
 def update_settings(host: Host, *, port_min: int, port_max: int, listen_address: str | None,
-                    allowed_networks: list[str], by=None) -> CloneHostSettings:
+                    allowed_networks: list[str], memory_limit: int | None = None,
+                    by=None) -> CloneHostSettings:
     """Save what the operator allows clones on `host`. Clones made before keep their port
     and pg_hba; the next clone gets the new values."""
     for field, port in (("port_min", port_min), ("port_max", port_max)):
@@ -321,7 +325,13 @@ def update_settings(host: Host, *, port_min: int, port_max: int, listen_address:
         raise _refuse("port_max", f"at least port_min ({port_min})")
     listen_address = _address(listen_address)
     networks = _networks(allowed_networks)
+    if memory_limit is not None and (
+            isinstance(memory_limit, bool) or not isinstance(memory_limit, int)
+            or not CLONE_MEMORY <= memory_limit <= MAX_MEMORY_LIMIT):
+        raise _refuse("memory_limit", f"bytes, from one clone's {CLONE_MEMORY} to "
+                                      f"{MAX_MEMORY_LIMIT}, or empty for no limit")
     limits = settings_of(host)
+    limits.memory_limit = memory_limit
     limits.port_min, limits.port_max = port_min, port_max
     limits.listen_address, limits.allowed_networks = listen_address, networks
     limits.save()
