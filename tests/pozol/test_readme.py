@@ -29,7 +29,7 @@ README = ROOT / "README.md"
 # `make run` on 8000). Every other character runs as written.
 README_ORIGIN = "http://127.0.0.1:8000"
 
-RUN = {"REST API", "Snapshots", "Snapshot policies", "Replication"}
+RUN = {"REST API", "Snapshots", "Snapshot policies", "Replication", "Clones"}
 NOT_RUN = {
     "Two commands": "`make run` is what the test starts (python -m apps.demo, after "
                     "`make deps`); `make test` is the suite this test is part of",
@@ -147,6 +147,10 @@ def _snapshots(result: Result, shell: NewShell) -> None:
                for row in rows), rows
 
 
+def _answered(result: Result, shell: NewShell) -> None:
+    assert int(result.stdout.strip()) > 0, result.stdout
+
+
 def _in_sync(result: Result, shell: NewShell) -> None:
     link = result.json
     assert link["state"] == "in_sync" and link["common_snapshot"], link
@@ -181,6 +185,10 @@ EXPECTED = [
     Expect("a run of a link, read until it succeeded", r"^curl .*/api/operations/\$RUN/",
            _status("succeeded")),
     Expect("the link, in sync", r"^curl .*/api/replication-links/\$LINK/$", _in_sync),
+    Expect("making a clone, read until it succeeded", r"/api/operations/\$MADE_BY/",
+           _status("succeeded")),
+    Expect("a query on the clone with its password", r"^PGPASSWORD=", _answered),
+    Expect("destroying the clone (202)", r"-X DELETE .*/api/clones/\$CLONE/", _http(202)),
 ]
 
 
