@@ -242,19 +242,39 @@ def read(host: Host, metric_name: str, start: datetime | None = None,
 
 def _raw_rows(host: Host, metric: metrics.Metric, start: datetime,
               end: datetime) -> list[metrics.Row]:
+    """Only the source's fields the metric reads leave the database, when it says which."""
+    fields = metric.fields_read
+    columns = ([KT(f"values__{metric.source}__{name}") for name in fields] if fields
+               else [KeyTransform(metric.source, "values")])
     rows = (RawSample.objects.filter(host=host, taken_at__gte=start, taken_at__lte=end)
-            .order_by("taken_at")
-            .values_list("taken_at", KeyTransform(metric.source, "values"), KT("values__uptime")))
-    return [(at, {metric.source: source, "uptime": _float(uptime)})
-            for at, source, uptime in rows]
+            .order_by("taken_at").values_list("taken_at", KT("values__uptime"), *columns))
+    return [(at, {"uptime": _float(uptime),
+                  metric.source: _texts(fields, values) if fields else values[0]})
+            for at, uptime, *values in rows]
 
 
 def _rolled_rows(host: Host, metric: metrics.Metric, resolution: str, start: datetime,
                  end: datetime) -> list[metrics.Row]:
+    fields = metric.fields_read
+    source = KeyTransform(metric.source, "values")
+    columns = [KeyTransform(name, source) for name in fields] if fields else [source]
     rows = (Rollup.objects.filter(host=host, resolution=resolution, start__gte=start,
                                   start__lte=end)
-            .order_by("start").values_list("start", KeyTransform(metric.source, "values")))
-    return [(at, {metric.source: source}) for at, source in rows]
+            .order_by("start").values_list("start", *columns))
+    return [(at, {metric.source: _known(fields, values) if fields else values[0]})
+            for at, *values in rows]
+
+
+def _texts(fields: tuple[str, ...], values: list[str | None]) -> dict | None:
+    known = {name: float(value) for name, value in zip(fields, values, strict=True)
+             if value is not None}
+    return known or None
+
+
+def _known(fields: tuple[str, ...], values: list) -> dict | None:
+    known = {name: value for name, value in zip(fields, values, strict=True)
+             if value is not None}
+    return known or None
 
 
 def _float(text: str | None) -> float | None:

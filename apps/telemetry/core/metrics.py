@@ -41,6 +41,14 @@ class Metric:
     per: str | None = None  # "pool", "dataset", "cluster": a series per key
     field: str | None = None  # a gauge's field
     pick: Pick | None = None  # a rate's value from two rows' Rates
+    reads: tuple[str, ...] = ()  # the source's fields it needs (empty: all of them)
+
+    @property
+    def fields_read(self) -> tuple[str, ...]:
+        """The fields to fetch from each row; empty for a per-key metric (whole source)."""
+        if self.per is not None:
+            return ()
+        return self.reads or ((self.field,) if self.field else ())
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,7 @@ def _arc_hit_ratio(interval: Rates, _key: str | None) -> float | None:
 
 METRICS = {metric.name: metric for metric in (
     Metric("arc_hit_rate", "ratio", "arc", "ARC hits / ARC reads over each interval (0..1).",
-           pick=_arc_hit_ratio),
+           pick=_arc_hit_ratio, reads=("hits", "misses", "iohits")),
     Metric("arc_size", "bytes", "arc", "ARC size.", field="size"),
     Metric("dirty", "bytes", "memory", "Dirty page cache (/proc/meminfo Dirty).",
            field="dirty"),
