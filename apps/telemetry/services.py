@@ -133,13 +133,20 @@ class Maintained:
     pruned: int  # rows deleted, every resolution
 
 
+# A sample is stamped when its answer arrives and written when the whole round
+# ends (every host answered or timed out): rollups stay this far behind, so a
+# bucket is never closed before its last sample is in.
+ROLLUP_GRACE = timedelta(minutes=5)
+
+
 def maintain(now: datetime | None = None) -> Maintained:
     """Roll closed buckets up, then delete what is past its retention."""
     now = now or timezone.now()
+    settled = now - ROLLUP_GRACE
     made_5m = made_1h = 0
     for state in HostTelemetry.objects.all():
-        made_5m += _roll_up_raw(state, rollup.closed_before(now, FIVE_MINUTES))
-        made_1h += _roll_up_hourly(state, rollup.closed_before(now, HOUR))
+        made_5m += _roll_up_raw(state, rollup.closed_before(settled, FIVE_MINUTES))
+        made_1h += _roll_up_hourly(state, rollup.closed_before(settled, HOUR))
     return Maintained(made_5m, made_1h, prune(now))
 
 
@@ -207,26 +214,29 @@ class Reading:
     reason: str | None  # why there is nothing to show, when there is not
 
 
-def resolution_for(start: datetime, end: datetime, keep: Retention | None = None) -> str:
-    """The finest resolution still kept over the whole span asked for."""
+def resolution_for(start: datetime, end: datetime, now: datetime,
+                   keep: Retention | None = None) -> str:
+    """The finest resolution that is still kept back to `start`, and that keeps the
+    number of points small for the span asked for (2,880 raw points in 48 hours)."""
     keep = keep or retention()
-    span = end - start
-    if span <= keep.raw:
+    reach = max(end - start, now - start)
+    if reach <= keep.raw:
         return RAW
-    return FIVE if span <= keep.five_minute else HOURLY
+    return FIVE if reach <= keep.five_minute else HOURLY
 
 
 def read(host: Host, metric_name: str, start: datetime | None = None,
-         end: datetime | None = None) -> Reading:
+         end: datetime | None = None, *, now: datetime | None = None) -> Reading:
     metric = metrics.METRICS.get(metric_name)
     if metric is None:
         raise TelemetryError(f"Unknown metric {metric_name!r}.", fields={
             "metric": [f"one of: {', '.join(metrics.METRICS)}"]})
-    end = end or timezone.now()
+    now = now or timezone.now()
+    end = end or now
     start = start or end - timedelta(hours=1)
     if start >= end:
         raise TelemetryError("`from` must be before `to`.", fields={"from": ["before `to`"]})
-    resolution = resolution_for(start, end)
+    resolution = resolution_for(start, end, now)
     interval = timedelta(seconds=settings.POZOL["TELEMETRY_INTERVAL"])
     if resolution == RAW:
         rows = _raw_rows(host, metric, start - 2 * interval, end)

@@ -6,12 +6,14 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.utils import timezone
 
 from apps.fleet.models import Host
 from apps.remote.errors import Unreachable
 from apps.remote.shell import Result
 from apps.telemetry import services
 from apps.telemetry.core.command import sample_command
+from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.sample import NOT_AVAILABLE
 from apps.telemetry.core.spec import spec_from_facts
 from apps.telemetry.models import HostTelemetry, RawSample, Rollup
@@ -83,18 +85,20 @@ def test_unreachable_unpinned_and_undiscovered_hosts_are_not_sampled(fake_ssh):
     assert fake.runs == []
 
 
-def _record_captured(host: Host) -> None:
+def _record_captured(host: Host) -> datetime:
+    """The two captured answers, as if they had just arrived (their 6 s apart kept)."""
     spec = services.spec_of(host)
-    from apps.telemetry.core.parse import parse_sample
+    shift = timezone.now() - captured(2)[1]
     for number in (1, 2):
         text, taken_at = captured(number)
-        services.record(services.Taken(host.pk, parse_sample(text, spec, taken_at), 0.2))
+        services.record(services.Taken(host.pk, parse_sample(text, spec, taken_at + shift),
+                                       0.2))
+    return captured(2)[1] + shift
 
 
 def test_two_captured_samples_read_as_arc_hit_rate_and_tps():
     host = pinned()
-    _record_captured(host)
-    _, second = captured(2)
+    second = _record_captured(host)
     window = (second - timedelta(minutes=5), second + timedelta(minutes=1))
 
     arc = services.read(host, "arc_hit_rate", *window)
@@ -111,8 +115,7 @@ def test_two_captured_samples_read_as_arc_hit_rate_and_tps():
 
 def test_a_source_the_host_lacks_reads_as_unavailable_with_its_reason():
     host = pinned()
-    _record_captured(host)
-    _, second = captured(2)
+    second = _record_captured(host)
     reading = services.read(host, "dirty", second - timedelta(minutes=5), second)
     assert reading.reason is None
     no_pg = pinned("nopg", facts={**host.facts, "clusters": []})
@@ -130,7 +133,8 @@ def test_a_reboot_between_samples_is_a_null_point_not_a_negative_rate():
         RawSample.objects.create(host=host, taken_at=t0 + timedelta(seconds=seconds),
                                  values={"uptime": uptime, "arc": {"hits": hits,
                                                                    "misses": misses}})
-    [arc] = services.read(host, "arc_hit_rate", t0, t0 + timedelta(minutes=5)).series
+    [arc] = services.read(host, "arc_hit_rate", t0, t0 + timedelta(minutes=5),
+                           now=t0 + timedelta(hours=1)).series
     values = [v for _, v in arc.points]
     assert values[0] == pytest.approx(1000 / 1100)
     assert values[1] is None  # counters went down: the host rebooted
@@ -151,7 +155,7 @@ def test_maintain_rolls_up_closed_buckets_and_prunes_only_rolled_up_raw_rows():
     HostTelemetry.objects.create(host=host)
     start = datetime(2026, 11, 20, 0, tzinfo=UTC)
     _minute_rows(host, start, 3 * 60)
-    now = start + timedelta(hours=3, minutes=2)
+    now = start + timedelta(hours=3, minutes=6)  # rollups stay 5 minutes behind
 
     done = services.maintain(now)
 
@@ -168,19 +172,20 @@ def test_a_long_window_reads_rollups_with_rates_across_buckets():
     HostTelemetry.objects.create(host=host)
     start = datetime(2026, 11, 20, 0, tzinfo=UTC)
     _minute_rows(host, start, 6 * 60)
-    services.maintain(start + timedelta(hours=6, minutes=1))
+    now = start + timedelta(hours=6, minutes=6)
+    services.maintain(now)
     window = (start, start + timedelta(days=3))
 
-    arc = services.read(host, "arc_hit_rate", *window)
-    tps = services.read(host, "tps", *window)
-    size = services.read(host, "arc_size", *window)
+    arc = services.read(host, "arc_hit_rate", *window, now=now)
+    tps = services.read(host, "tps", *window, now=now)
+    size = services.read(host, "arc_size", *window, now=now)
 
     assert arc.resolution == "5m"
     ratios = [v for _, v in arc.series[0].points]
     assert len(ratios) == 71 and all(v == pytest.approx(0.9) for v in ratios)
     assert all(v == pytest.approx(10.0) for _, v in tps.series[0].points)
     assert size.series[0].points[0] == (start, pytest.approx(1002.0))
-    yearly = services.read(host, "tps", start, start + timedelta(days=60))
+    yearly = services.read(host, "tps", start, start + timedelta(days=60), now=now)
     assert yearly.resolution == "1h" and len(yearly.series[0].points) == 5
 
 
@@ -192,7 +197,8 @@ def test_a_counter_reset_inside_a_bucket_makes_that_point_unknown():
     RawSample.objects.filter(host=host, taken_at__gte=start + timedelta(minutes=12)).update(
         values={"arc": {"hits": 1, "misses": 1}})
     services.maintain(start + timedelta(hours=1))
-    [arc] = services.read(host, "arc_hit_rate", start, start + timedelta(days=3)).series
+    [arc] = services.read(host, "arc_hit_rate", start, start + timedelta(days=3),
+                          now=start + timedelta(hours=1)).series
     values = [v for _, v in arc.points]
     assert values[0] == pytest.approx(0.9)
     assert values[1] is None  # hits went from 9900 to 1 inside [10, 15)
