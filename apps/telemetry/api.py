@@ -5,7 +5,7 @@ from rest_framework.response import Response
 
 from apps.fleet.models import Host
 from apps.telemetry import services
-from apps.telemetry.serializers import ReadingSerializer, TelemetryQuerySerializer
+from apps.telemetry.serializers import TelemetryQuerySerializer, TelemetryReadingSerializer
 
 
 class HostTelemetryView(generics.GenericAPIView):
@@ -15,13 +15,14 @@ class HostTelemetryView(generics.GenericAPIView):
     point is null, and a metric the host does not have is `available: false` with
     the reason, never zeros."""
 
-    serializer_class = ReadingSerializer
+    serializer_class = TelemetryReadingSerializer
 
-    @extend_schema(parameters=[TelemetryQuerySerializer], responses={200: ReadingSerializer})
+    @extend_schema(parameters=[TelemetryQuerySerializer],
+                   responses={200: TelemetryReadingSerializer})
     def get(self, request, pk: int):
         host = get_object_or_404(Host.objects.only("pk"), pk=pk)
         query = TelemetryQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         data = query.validated_data
         reading = services.read(host, data["metric"], data.get("from"), data.get("to"))
-        return Response(ReadingSerializer(reading, context={"host": host}).data)
+        return Response(TelemetryReadingSerializer(reading, context={"host": host}).data)

@@ -31,18 +31,18 @@ class TelemetryQuerySerializer(serializers.Serializer):
         return fields
 
 
-class PointSerializer(serializers.Serializer):
+class TelemetryPointSerializer(serializers.Serializer):
     t = serializers.DateTimeField(help_text="the sample's time, or the bucket's start")
     v = serializers.FloatField(allow_null=True, help_text="null: not known (draw a gap)")
 
 
-class SeriesSerializer(serializers.Serializer):
+class TelemetrySeriesSerializer(serializers.Serializer):
     key = serializers.CharField(allow_null=True, help_text="the pool, dataset or cluster "
                                 "(data directory) of a per-key metric; null otherwise")
-    points = PointSerializer(many=True)
+    points = TelemetryPointSerializer(many=True)
 
 
-class ReadingSerializer(serializers.Serializer):
+class TelemetryReadingSerializer(serializers.Serializer):
     """Built by hand below: a 48-hour graph is 2,880 points, too many for field objects."""
 
     host = serializers.IntegerField()
@@ -56,7 +56,7 @@ class ReadingSerializer(serializers.Serializer):
     available = serializers.BooleanField(help_text="false: nothing to show; `reason` says why")
     reason = serializers.CharField(allow_null=True, help_text="e.g. 'not available on this "
                                    "host'; null when there are values")
-    series = SeriesSerializer(many=True)
+    series = TelemetrySeriesSerializer(many=True)
 
     def get_fields(self):
         fields = super().get_fields()
