@@ -58,8 +58,9 @@ class Taken:
 
 
 def collect_fleet() -> list[Taken]:
+    # Facts (tens of KB a host) are read only when the host was discovered again.
     hosts = list(Host.objects.filter(host_key_state=Host.KeyState.PINNED)
-                 .exclude(reachable=False).exclude(facts={}))
+                 .exclude(reachable=False).exclude(facts={}).defer("facts"))
     if not hosts:
         return []
     specs = {host.pk: spec_of(host) for host in hosts}
@@ -88,6 +89,10 @@ def take(host_id: int, target: ssh.Target, spec: SampleSpec) -> Taken:
     run = ssh.session(target, connect_timeout=settings.POZOL["SSH_CONNECT_TIMEOUT"])
     try:
         answer = run(sample_command(spec), timeout=SAMPLE_TIMEOUT, check=False)
+        if answer.exit_code != 0 and not answer.stdout.strip():  # the shell itself failed
+            return Taken(host_id, None, time.monotonic() - started,
+                         f"the sample command failed (exit {answer.exit_code}): "
+                         f"{answer.stderr.strip()[:500]}", "sample_failed")
         sample = parse_sample(answer.stdout, spec, timezone.now())
     except RemoteError as error:
         return Taken(host_id, None, time.monotonic() - started, str(error), error.code)

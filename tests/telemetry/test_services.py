@@ -213,3 +213,19 @@ def test_unknown_metric_and_backwards_window_are_refused():
     now = datetime(2026, 11, 20, tzinfo=UTC)
     with pytest.raises(services.TelemetryError):
         services.read(host, "tps", now, now - timedelta(hours=1))
+
+
+def test_a_shell_that_fails_before_any_source_is_an_error_not_an_empty_sample(monkeypatch):
+    host = pinned()
+
+    def session(target, **_kwargs):
+        def run(command, *, timeout, check):
+            return Result(command="telemetry sample", exit_code=127, stdout="",
+                          stderr="sh: 1: timeout: not found", duration=0.1)
+        return run
+
+    monkeypatch.setattr(services.ssh, "session", session)
+    [taken] = services.collect_fleet()
+    assert taken.sample is None and taken.code == "sample_failed"
+    state = HostTelemetry.objects.get(host=host)
+    assert "not found" in state.last_error and not RawSample.objects.exists()
