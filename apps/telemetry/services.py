@@ -202,6 +202,7 @@ def prune(now: datetime) -> int:
 
 # -- reading ------------------------------------------------------------------------------
 
+RESOLUTION_SLACK = timedelta(minutes=1)
 RAW, FIVE, HOURLY = "raw", Rollup.Resolution.FIVE_MINUTE.value, Rollup.Resolution.HOURLY.value
 
 
@@ -224,7 +225,9 @@ def resolution_for(start: datetime, end: datetime, now: datetime,
     """The finest resolution that is still kept back to `start`, and that keeps the
     number of points small for the span asked for (2,880 raw points in 48 hours)."""
     keep = keep or retention()
-    reach = max(end - start, now - start)
+    # "The last 48 hours" as a client computed it a moment ago still reads raw rows
+    # (pruning keeps them back to its 5-minute-aligned cut-off, at least 48 h).
+    reach = max(end - start, now - start) - RESOLUTION_SLACK
     if reach <= keep.raw:
         return RAW
     return FIVE if reach <= keep.five_minute else HOURLY

@@ -14,6 +14,7 @@ from apps.remote.shell import Result
 from apps.telemetry import services
 from apps.telemetry.core.command import sample_command
 from apps.telemetry.core.parse import parse_sample
+from apps.telemetry.core.rollup import Retention
 from apps.telemetry.core.sample import NOT_AVAILABLE
 from apps.telemetry.core.spec import spec_from_facts
 from apps.telemetry.models import HostTelemetry, RawSample, Rollup
@@ -229,3 +230,16 @@ def test_a_shell_that_fails_before_any_source_is_an_error_not_an_empty_sample(mo
     assert taken.sample is None and taken.code == "sample_failed"
     state = HostTelemetry.objects.get(host=host)
     assert "not found" in state.last_error and not RawSample.objects.exists()
+
+
+@pytest.mark.parametrize(("start_ago", "end_ago", "expected"), [
+    (timedelta(hours=48), timedelta(0), "raw"),
+    (timedelta(hours=48, seconds=30), timedelta(seconds=30), "raw"),  # asked a moment ago
+    (timedelta(hours=49), timedelta(hours=48, minutes=30), "5m"),  # raw rows are gone
+    (timedelta(days=30), timedelta(0), "5m"),
+    (timedelta(days=31), timedelta(days=30), "1h"),
+])
+def test_resolution_follows_how_far_back_the_window_reaches(start_ago, end_ago, expected):
+    now = datetime(2026, 11, 23, 12, tzinfo=UTC)
+    assert services.resolution_for(now - start_ago, now - end_ago, now,
+                                   Retention()) == expected
