@@ -243,3 +243,19 @@ def test_resolution_follows_how_far_back_the_window_reaches(start_ago, end_ago, 
     now = datetime(2026, 11, 23, 12, tzinfo=UTC)
     assert services.resolution_for(now - start_ago, now - end_ago, now,
                                    Retention()) == expected
+
+
+def test_a_rollup_run_again_over_the_same_buckets_replaces_them():
+    """A tick that died after saving rollups but before moving its mark repeats them."""
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 60)
+    now = start + timedelta(hours=1, minutes=6)
+    services.maintain(now)
+    before = list(Rollup.objects.order_by("resolution", "start").values_list("values", flat=True))
+    HostTelemetry.objects.filter(host=host).update(rolled_five_minute_to=None,
+                                                   rolled_hourly_to=None)
+    services.maintain(now)
+    after = list(Rollup.objects.order_by("resolution", "start").values_list("values", flat=True))
+    assert after == before and len(after) == 12 + 1
