@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.db.models.fields.json import KT, KeyTransform
+from django.db.models.functions import JSONObject
 from django.utils import timezone
 
 from apps.fleet.models import Host
@@ -260,38 +261,38 @@ def read(host: Host, metric_name: str, start: datetime | None = None,
 
 def _raw_rows(host: Host, metric: metrics.Metric, start: datetime,
               end: datetime) -> list[metrics.Row]:
-    """Only the source's fields the metric reads leave the database, when it says which."""
-    fields = metric.fields_read
-    columns = ([KT(f"values__{metric.source}__{name}") for name in fields] if fields
-               else [KeyTransform(metric.source, "values")])
+    """Only the fields the metric reads leave the database, where it is one object."""
     rows = (RawSample.objects.filter(host=host, taken_at__gte=start, taken_at__lte=end)
-            .order_by("taken_at").values_list("taken_at", KT("values__uptime"), *columns))
-    return [(at, {"uptime": _float(uptime),
-                  metric.source: _texts(fields, values) if fields else values[0]})
-            for at, uptime, *values in rows]
+            .order_by("taken_at").values_list("taken_at", KT("values__uptime"),
+                                              _only(metric)))
+    return [(at, {"uptime": _float(uptime), metric.source: _cut(metric, source)})
+            for at, uptime, source in rows]
 
 
 def _rolled_rows(host: Host, metric: metrics.Metric, resolution: str, start: datetime,
                  end: datetime) -> list[metrics.Row]:
-    fields = metric.fields_read
-    source = KeyTransform(metric.source, "values")
-    columns = [KeyTransform(name, source) for name in fields] if fields else [source]
     rows = (Rollup.objects.filter(host=host, resolution=resolution, start__gte=start,
                                   start__lte=end)
-            .order_by("start").values_list("start", *columns))
-    return [(at, {metric.source: _known(fields, values) if fields else values[0]})
-            for at, *values in rows]
+            .order_by("start").values_list("start", _only(metric)))
+    return [(at, {metric.source: _cut(metric, source)}) for at, source in rows]
 
 
-def _texts(fields: tuple[str, ...], values: list[str | None]) -> dict | None:
-    known = {name: float(value) for name, value in zip(fields, values, strict=True)
-             if value is not None}
-    return known or None
+def _only(metric: metrics.Metric) -> KeyTransform | JSONObject:
+    """The metric's source; cut down to the fields it reads (`{"hits": .., "misses": ..}`)
+    when it is one object, as the ARC's 24 fields are for a hit rate."""
+    source = KeyTransform(metric.source, "values")
+    if metric.per is not None or not metric.fields_read:
+        return source
+    return JSONObject(**{name: KeyTransform(name, source) for name in metric.fields_read})
 
 
-def _known(fields: tuple[str, ...], values: list) -> dict | None:
-    known = {name: value for name, value in zip(fields, values, strict=True)
-             if value is not None}
+def _cut(metric: metrics.Metric, values: dict | None) -> dict | None:
+    return values if metric.per is not None or not metric.fields_read else _known(values)
+
+
+def _known(values: dict | None) -> dict | None:
+    """JSONObject names every field it was asked for: an absent one is unknown, left out."""
+    known = {name: value for name, value in (values or {}).items() if value is not None}
     return known or None
 
 

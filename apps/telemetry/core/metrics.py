@@ -45,9 +45,7 @@ class Metric:
 
     @property
     def fields_read(self) -> tuple[str, ...]:
-        """The fields to fetch from each row; empty for a per-key metric (whole source)."""
-        if self.per is not None:
-            return ()
+        """The fields to fetch from each row (of each key's values, per key)."""
         return self.reads or ((self.field,) if self.field else ())
 
 
@@ -88,13 +86,17 @@ METRICS = {metric.name: metric for metric in (
     Metric("compressratio", "ratio", "datasets", "Compression ratio, per dataset.",
            per="dataset", field="compressratio"),
     Metric("tps", "per_second", "clusters", "Transactions (commits and rollbacks) per "
-           "second, per cluster.", per="cluster", pick=_pg("tps")),
+           "second, per cluster.", per="cluster", pick=_pg("tps"),
+           reads=("xact_commit", "xact_rollback")),
     Metric("cache_hit", "ratio", "clusters", "Shared buffer hits / block reads, per "
-           "cluster (0..1).", per="cluster", pick=_pg("cache_hit_ratio")),
+           "cluster (0..1).", per="cluster", pick=_pg("cache_hit_ratio"),
+           reads=("blks_hit", "blks_read")),
     Metric("wal_bytes_per_s", "bytes_per_second", "clusters", "WAL written per second, "
-           "per cluster.", per="cluster", pick=_pg("wal_bytes_per_second")),
+           "per cluster.", per="cluster", pick=_pg("wal_bytes_per_second"),
+           reads=("wal_bytes", "wal_position")),
     Metric("checkpoints", "per_hour", "clusters", "Checkpoints (timed and requested) per "
-           "hour, per cluster.", per="cluster", pick=_checkpoints_per_hour),
+           "hour, per cluster.", per="cluster", pick=_checkpoints_per_hour,
+           reads=("checkpoints_timed", "checkpoints_requested")),
     Metric("connections", "count", "clusters", "Client connections, per cluster.",
            per="cluster", field="connections"),
     Metric("xid_age", "count", "clusters", "Oldest database's transaction ID age "
