@@ -22,9 +22,9 @@ def test_migrate_leaves_the_sweeper_and_discovery_scheduled(settings):
 
 
 def test_the_collector_runs_on_its_own_queue_and_a_late_round_is_dropped(settings):
+    from apps.telemetry.tasks import collect
     from pozol.celery import app
 
-    collect = app.tasks["telemetry.collect"]
     assert app.amqp.router.route({}, collect.name)["queue"].name == "telemetry"
     assert collect.expires == settings.POZOL["TELEMETRY_INTERVAL"]
 
