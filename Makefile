@@ -33,6 +33,7 @@ bench-scale: venv
 # from the API request to its end with a real worker (a fresh test host, a database of its own).
 bench-snapshots: deps
 	$(PY) -m tests.bench.snapshot_listing $(BENCH_ARGS)
+	$(PY) -m tests.bench.replication_throughput
 
 # Figures, not a test: a telemetry round of two fresh test hosts against a bare
 # `ssh host true`, and reading a 48-hour graph (a database of its own).
