@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # PostgreSQL 15 with pgbench, Redis, and Chromium for the browser tests.
 DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium
 
-.PHONY: run test bench bench-scale bench-snapshots bench-clones fuzz deps debs venv node lint fleet-up fleet-down clean
+.PHONY: run test bench bench-scale bench-snapshots bench-clones bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down clean
 
 run: deps node
 	$(PY) -m apps.demo
@@ -40,6 +40,11 @@ bench-snapshots: deps
 # the same (a fresh test host, a real worker, a database of its own).
 bench-clones: deps
 	$(PY) -m tests.bench.clone_ready $(BENCH_ARGS)
+
+# Figures, not a test: a telemetry round of two fresh test hosts against a bare
+# `ssh host true`, and reading a 48-hour graph (a database of its own).
+bench-telemetry: deps
+	$(PY) -m tests.bench.telemetry_cost $(BENCH_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

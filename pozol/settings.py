@@ -158,6 +158,7 @@ INSTALLED_APPS = [
     "apps.snapshots",
     "apps.replication",
     "apps.clones",
+    "apps.telemetry",
     "axes",
     "csp",
 ]
@@ -339,6 +340,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Telemetry's collector runs on a queue of its own, served by one worker process
+# (docker-compose `telemetry`, `make run`): that process alone holds the pooled
+# SSH connections sampling needs, one per host, however many workers there are.
+CELERY_TASK_ROUTES = {"telemetry.collect": {"queue": "telemetry"}}
 
 POZOL = {
     "DISCOVERY_INTERVAL": env_int("DISCOVERY_INTERVAL", 900, minimum=60),
@@ -358,6 +363,16 @@ POZOL = {
     "CLONE_EXPIRE_INTERVAL": env_int("CLONE_EXPIRE_INTERVAL", 60, minimum=10),
     # A pool fuller than this percentage raises its host's pool_capacity alert.
     "POOL_CAPACITY_ALERT": env_int("POOL_CAPACITY_ALERT", 80, minimum=1),
+    # Telemetry: a sample of every reachable pinned host this often, sampled by
+    # this many threads of the one collector process (a slow host holds one thread).
+    "TELEMETRY_INTERVAL": env_int("TELEMETRY_INTERVAL", 60, minimum=5),
+    "TELEMETRY_THREADS": env_int("TELEMETRY_THREADS", 16, minimum=1),
+    # How long each resolution is kept (raw, 5-minute, hourly), and how often
+    # rollups are made and old data pruned.
+    "TELEMETRY_RAW_HOURS": env_int("TELEMETRY_RAW_HOURS", 48, minimum=1),
+    "TELEMETRY_FIVE_MINUTE_DAYS": env_int("TELEMETRY_FIVE_MINUTE_DAYS", 30, minimum=1),
+    "TELEMETRY_HOURLY_DAYS": env_int("TELEMETRY_HOURLY_DAYS", 400, minimum=1),
+    "TELEMETRY_ROLLUP_INTERVAL": env_int("TELEMETRY_ROLLUP_INTERVAL", 300, minimum=60),
 }
 
 LOGGING = {

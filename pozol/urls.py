@@ -15,6 +15,7 @@ from apps.snapshots.api import (
     SnapshotPolicyViewSet,
     SnapshotViewSet,
 )
+from apps.telemetry.api import HostTelemetryView
 from apps.tuning import api as tuning_api
 
 api = DefaultRouter()
@@ -41,6 +42,7 @@ urlpatterns = [
     path("api/hosts/<int:pk>/plan/", tuning_api.HostPlanView.as_view()),
     path("api/hosts/<int:pk>/snapshots/", HostSnapshotsView.as_view()),
     path("api/hosts/<int:pk>/clone-settings/", HostCloneSettingsView.as_view()),
+    path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),
     path("api/", include(api.urls)),
     path("operations/", include("apps.ops.urls")),
     path("tuning/", include("apps.tuning.urls")),

@@ -54,12 +54,14 @@ def environment(**env: str) -> dict[str, str]:
 
 
 class Worker(ProcessGroup):
-    def __init__(self, app: str, name: str, log_dir: Path, **env: str) -> None:
+    def __init__(self, app: str, name: str, log_dir: Path, *, queues: str | None = None,
+                 concurrency: int = 2, **env: str) -> None:
         # Under the test's tmp_path: pytest keeps the last few runs' and prunes the rest.
         self.log = log_dir / f"worker-{name}.log"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", app, "worker", "--pool", "prefork",
-             "--concurrency", "2", "-l", "info", "-n", f"{name}-{os.getpid()}@%h"],
+             "--concurrency", str(concurrency), "-l", "info", "-n", f"{name}-{os.getpid()}@%h",
+             *(["-Q", queues] if queues else [])],
             cwd=ROOT, env=environment(**env), stdout=self.log.open("w"),
             stderr=subprocess.STDOUT, start_new_session=True)
 

@@ -166,6 +166,9 @@ def start_services(env: dict[str, str]) -> list[subprocess.Popen]:
                 "--workers", "2", "--access-logfile", "-"],
         "worker": [PY, "-m", "celery", "-A", "pozol", "worker", "-l", "info",
                    "--concurrency", "4", "-n", f"demo-{os.getpid()}@%h"],
+        # Telemetry's collector: one process holds the pooled connections (settings).
+        "telemetry": [PY, "-m", "celery", "-A", "pozol", "worker", "-l", "info", "-Q",
+                      "telemetry", "--concurrency", "1", "-n", f"telemetry-{os.getpid()}@%h"],
         "beat": [PY, "-m", "celery", "-A", "pozol", "beat", "-l", "info",
                  "-s", str(STATE / "celerybeat-schedule")],
     }

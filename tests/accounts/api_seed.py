@@ -40,6 +40,7 @@ def seed(user) -> tuple[str, dict[str, int]]:
                                             target_parent="backup/spare")
     clone = clone_factories.clone(host, "fuzz-clone", port=6500)
     spare_clone = clone_factories.clone(host, "fuzz-spare", port=6501)
+    _sampled(host)
     _, token = ApiToken.objects.issue(user, "fuzz")
     ids = {"HOST": host, "SPARE_HOST": spare_host, "PROFILE": profile,
            "SPARE_PROFILE": spare_profile, "PLAN": plan, "BENCHMARK": after,
@@ -47,6 +48,23 @@ def seed(user) -> tuple[str, dict[str, int]]:
            "SNAPSHOT": snapshot, "LINK": link, "SPARE_LINK": spare_link,
            "CLONE": clone, "SPARE_CLONE": spare_clone}
     return token, {name: row.pk for name, row in ids.items()}
+
+
+def _sampled(host: Host) -> None:
+    """Two telemetry samples (the zfs-fuse test host's captured answers) a minute ago."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.telemetry import services as telemetry
+    from apps.telemetry.core.parse import parse_sample
+    from tests.telemetry.core.helpers import fuse_spec
+    from tests.telemetry.fixtures import captured
+
+    for number in (1, 2):
+        text, _ = captured(number)
+        taken_at = timezone.now() - timedelta(seconds=120 - 60 * number)
+        telemetry.record(telemetry.Taken(host.pk, parse_sample(text, fuse_spec(), taken_at), 0.2))
 
 
 def _discovered_host(name: str) -> Host:

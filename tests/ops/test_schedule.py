@@ -16,6 +16,17 @@ def test_migrate_leaves_the_sweeper_and_discovery_scheduled(settings):
         settings.POZOL["SNAPSHOT_POLICY_INTERVAL"]
     assert tasks["replication.tick"].interval.every == \
         settings.POZOL["REPLICATION_TICK_INTERVAL"]
+    assert tasks["telemetry.collect"].interval.every == settings.POZOL["TELEMETRY_INTERVAL"]
+    assert tasks["telemetry.maintain"].interval.every == \
+        settings.POZOL["TELEMETRY_ROLLUP_INTERVAL"]
+
+
+def test_the_collector_runs_on_its_own_queue_and_a_late_round_is_dropped(settings):
+    from apps.telemetry.tasks import collect
+    from pozol.celery import app
+
+    assert app.amqp.router.route({}, collect.name)["queue"].name == "telemetry"
+    assert collect.expires == settings.POZOL["TELEMETRY_INTERVAL"]
 
 
 def test_a_changed_interval_is_applied_on_the_next_migrate(settings):

@@ -1,0 +1,72 @@
+"""Telemetry per host: the collector's state, raw samples and their rollups.
+
+A raw row is one sample in apps.telemetry.core.series' stored form (counters
+raw, pools, datasets and clusters keyed by name), read back by source with
+`values -> 'arc'` so a 48-hour graph reads 2,880 small values through the
+(host, taken_at) index. Rollups keep the same shape, one row per host and
+bucket, per resolution.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.fleet.models import Host
+
+
+class HostTelemetry(models.Model):
+    """What the collector knows of one host between samples."""
+
+    host = models.OneToOneField(Host, on_delete=models.CASCADE, primary_key=True,
+                                related_name="telemetry")
+    # The whole last Sample (Sample.to_dict(), txg history and text included): the
+    # next sample's txg rates, and the current values a page shows.
+    last_sample = models.JSONField(null=True, blank=True)
+    last_sample_at = models.DateTimeField(null=True, blank=True)
+    last_duration = models.FloatField(null=True, blank=True)  # seconds, the round trip
+    # What the spec left out (hostile or unknown names), in words.
+    skipped = models.JSONField(default=list, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_code = models.CharField(max_length=64, blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    # Rollups are made up to (not including) these bucket starts.
+    rolled_five_minute_to = models.DateTimeField(null=True, blank=True)
+    rolled_hourly_to = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"telemetry of host #{self.host_id}"
+
+
+class RawSample(models.Model):
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    taken_at = models.DateTimeField()
+    values = models.JSONField()
+    missing = models.JSONField(default=dict, blank=True)  # source -> why it has no value
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["host", "taken_at"], name="telemetry_raw_host_time"),
+            models.Index(fields=["taken_at"], name="telemetry_raw_time"),  # pruning
+        ]
+
+    def __str__(self) -> str:
+        return f"sample of host #{self.host_id} at {self.taken_at:%Y-%m-%d %H:%M:%S}"
+
+
+class Rollup(models.Model):
+    class Resolution(models.TextChoices):
+        FIVE_MINUTE = "5m", "5 minutes"
+        HOURLY = "1h", "1 hour"
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    resolution = models.CharField(max_length=2, choices=Resolution)
+    start = models.DateTimeField()
+    values = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "resolution", "start"],
+                                               name="telemetry_rollup_once")]
+        indexes = [models.Index(fields=["resolution", "start"], name="telemetry_rollup_time")]
+
+    def __str__(self) -> str:
+        return f"{self.resolution} rollup of host #{self.host_id} at {self.start:%Y-%m-%d %H:%M}"

@@ -1,0 +1,67 @@
+"""Telemetry on a real test host: the collect task twice, pgbench between, read by the API."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.remote import ssh
+from apps.telemetry import tasks
+from apps.telemetry.models import HostTelemetry, RawSample
+from tests.integration.conftest import run_on
+from tests.integration.test_snapshots import discovered
+
+pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
+
+
+def pgbench(fleet_host, seconds: int = 3) -> None:
+    run_on(fleet_host, f"cd / && runuser -u {fleet_host.pg_os_user} -- "
+                       f"{fleet_host.pg_bin_dir}/pgbench -h {fleet_host.pg_socket_dir} "
+                       f"-p {fleet_host.pg_port} -c 2 -j 1 -T {seconds} {fleet_host.pg_database}")
+
+
+def read(api, host, metric: str) -> dict:
+    now = timezone.now()
+    answer = api.get(f"/api/hosts/{host.pk}/telemetry/", {
+        "metric": metric, "from": (now - timedelta(minutes=10)).isoformat(),
+        "to": (now + timedelta(minutes=1)).isoformat()})
+    assert answer.status_code == 200, answer.content
+    return answer.json()
+
+
+def test_two_collections_around_pgbench_read_tps_and_arc_hit_rate_through_the_api(
+        fleet_hosts, api):
+    fleet_host = fleet_hosts[0]
+    host = discovered(fleet_host)
+
+    assert tasks.collect() == 1
+    pgbench(fleet_host)
+    ssh.close_all()  # the pooled connection dropped: the collector reconnects, pinned
+    assert tasks.collect() == 1
+
+    assert RawSample.objects.filter(host=host).count() == 2
+    state = HostTelemetry.objects.get(host=host)
+    assert state.last_error == "" and state.last_duration > 0
+    tps = read(api, host, "tps")
+    [cluster] = tps["series"]
+    [point] = cluster["points"]
+    assert tps["available"] and point["v"] > 0
+    arc = read(api, host, "arc_hit_rate")
+    [point] = arc["series"][0]["points"]
+    assert arc["available"] and 0 <= point["v"] <= 1
+    capacity = read(api, host, "pool_capacity")
+    assert {s["key"] for s in capacity["series"]} == set(fleet_host.pools)
+
+
+def test_a_host_that_stops_answering_is_recorded_and_the_round_goes_on(fleet_hosts):
+    up, down = (discovered(fleet_host) for fleet_host in fleet_hosts)
+    type(down).objects.filter(pk=down.pk).update(port=1)  # nothing listens there
+    ssh.close_all()
+
+    assert tasks.collect() == 1
+
+    assert RawSample.objects.filter(host=up).count() == 1
+    state = HostTelemetry.objects.get(host=down)
+    assert state.last_error_code == "unreachable" and state.last_error_at is not None

@@ -1,0 +1,261 @@
+"""Telemetry services on captured samples (the zfs-fuse test host's own answers)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.fleet.models import Host
+from apps.remote.errors import Unreachable
+from apps.remote.shell import Result
+from apps.telemetry import services
+from apps.telemetry.core.command import sample_command
+from apps.telemetry.core.parse import parse_sample
+from apps.telemetry.core.rollup import Retention
+from apps.telemetry.core.sample import NOT_AVAILABLE
+from apps.telemetry.core.spec import spec_from_facts
+from apps.telemetry.models import HostTelemetry, RawSample, Rollup
+from tests.benchmarks import factories
+from tests.telemetry.core.helpers import fuse_facts
+from tests.telemetry.fixtures import ZFS_FUSE, captured
+
+pytestmark = pytest.mark.django_db
+
+PG = "/tank/pg/data"
+
+
+def pinned(name: str = "db1", facts: dict | None = None) -> Host:
+    host = factories.host(name)
+    host.facts = facts if facts is not None else json.loads((ZFS_FUSE / "facts.json").read_text())
+    host.host_key, host.host_key_state, host.reachable = "ssh-ed25519 AAAA", "pinned", True
+    host.save()
+    return host
+
+
+class FakeSsh:
+    """Answers the sample command with captured text, counting round trips per host."""
+
+    def __init__(self, answers: dict[str, list[str]], fail: set[str] = frozenset()) -> None:
+        self.answers, self.fail, self.runs = answers, fail, []
+
+    def __call__(self, target, **_kwargs):
+        def run(command, *, timeout, check):
+            self.runs.append((target.name, command.text))
+            if target.name in self.fail:
+                raise Unreachable(f"{target.name}: connection refused")
+            return Result(command=command.shown or "", exit_code=0,
+                          stdout=self.answers[target.name].pop(0), stderr="", duration=0.2)
+        return run
+
+
+@pytest.fixture
+def fake_ssh(monkeypatch):
+    def install(answers, fail=frozenset()):
+        fake = FakeSsh(answers, set(fail))
+        monkeypatch.setattr(services.ssh, "session", fake)
+        return fake
+    return install
+
+
+def test_one_round_trip_per_host_and_a_failing_host_is_recorded_not_raised(fake_ssh):
+    good, bad = pinned("db1"), pinned("db2")
+    fake = fake_ssh({"db1": [captured(1)[0]]}, fail={"db2"})
+
+    taken = services.collect_fleet()
+
+    assert sorted(t.host_id for t in taken) == [good.pk, bad.pk]
+    assert sorted(name for name, _ in fake.runs) == ["db1", "db2"]
+    [(_, text)] = [run for run in fake.runs if run[0] == "db1"]
+    assert text == sample_command(spec_from_facts(fuse_facts())).text
+    assert RawSample.objects.filter(host=good).count() == 1
+    assert not RawSample.objects.filter(host=bad).exists()
+    state = HostTelemetry.objects.get(host=bad)
+    assert state.last_error_code == "unreachable" and "refused" in state.last_error
+    assert state.last_error_at is not None and state.last_sample is None
+
+
+def test_unreachable_unpinned_and_undiscovered_hosts_are_not_sampled(fake_ssh):
+    pinned("down").__class__.objects.filter(name="down").update(reachable=False)
+    Host.objects.filter(pk=pinned("new").pk).update(host_key_state="unverified")
+    pinned("bare", facts={})
+    fake = fake_ssh({})
+    assert services.collect_fleet() == []
+    assert fake.runs == []
+
+
+def _record_captured(host: Host) -> datetime:
+    """The two captured answers, as if they had just arrived (their 6 s apart kept)."""
+    spec = services.spec_of(host)
+    shift = timezone.now() - captured(2)[1]
+    for number in (1, 2):
+        text, taken_at = captured(number)
+        services.record(services.Taken(host.pk, parse_sample(text, spec, taken_at + shift),
+                                       0.2))
+    return captured(2)[1] + shift
+
+
+def test_two_captured_samples_read_as_arc_hit_rate_and_tps():
+    host = pinned()
+    second = _record_captured(host)
+    window = (second - timedelta(minutes=5), second + timedelta(minutes=1))
+
+    arc = services.read(host, "arc_hit_rate", *window)
+    tps = services.read(host, "tps", *window)
+
+    assert arc.resolution == "raw" and arc.reason is None
+    [(at, ratio)] = arc.series[0].points
+    assert at == second and 0 <= ratio <= 1
+    [cluster] = tps.series
+    assert cluster.key and cluster.points[0][1] > 0
+    state = HostTelemetry.objects.get(host=host)
+    assert state.last_sample_at == second and state.last_error == ""
+
+
+def test_a_source_the_host_lacks_reads_as_unavailable_with_its_reason():
+    host = pinned()
+    second = _record_captured(host)
+    reading = services.read(host, "dirty", second - timedelta(minutes=5), second)
+    assert reading.reason is None
+    no_pg = pinned("nopg", facts={**host.facts, "clusters": []})
+    services.record(services.Taken(no_pg.pk, services.Sample.from_dict(
+        {**HostTelemetry.objects.get(host=host).last_sample, "clusters": []}), 0.1))
+    tps = services.read(no_pg, "tps", second - timedelta(minutes=5), second + timedelta(hours=1))
+    assert tps.reason.startswith(NOT_AVAILABLE) and tps.series == []
+
+
+def test_a_reboot_between_samples_is_a_null_point_not_a_negative_rate():
+    host = pinned()
+    t0 = datetime(2026, 11, 23, 12, tzinfo=UTC)
+    rows = [(0, 1000, 100, 50), (60, 2000, 200, 110), (120, 10, 5, 5), (180, 900, 100, 70)]
+    for seconds, hits, misses, uptime in rows:
+        RawSample.objects.create(host=host, taken_at=t0 + timedelta(seconds=seconds),
+                                 values={"uptime": uptime, "arc": {"hits": hits,
+                                                                   "misses": misses}})
+    [arc] = services.read(host, "arc_hit_rate", t0, t0 + timedelta(minutes=5),
+                           now=t0 + timedelta(hours=1)).series
+    values = [v for _, v in arc.points]
+    assert values[0] == pytest.approx(1000 / 1100)
+    assert values[1] is None  # counters went down: the host rebooted
+    assert values[2] == pytest.approx(890 / 985)
+
+
+def _minute_rows(host: Host, start: datetime, minutes: int) -> None:
+    RawSample.objects.bulk_create([RawSample(
+        host=host, taken_at=start + timedelta(minutes=m, seconds=7),
+        values={"uptime": 1000 + 60 * m, "arc": {"hits": 900 * m, "misses": 100 * m,
+                                                 "size": 1000 + m},
+                "clusters": {PG: {"xact_commit": 600 * m, "xact_rollback": 0}}})
+        for m in range(minutes)])
+
+
+def test_maintain_rolls_up_closed_buckets_and_prunes_only_rolled_up_raw_rows():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 3 * 60)
+    now = start + timedelta(hours=3, minutes=6)  # rollups stay 5 minutes behind
+
+    done = services.maintain(now)
+
+    assert done.five_minute == 36 and done.hourly == 3 and done.pruned == 0
+    assert Rollup.objects.filter(host=host, resolution="5m").count() == 36
+    later = start + timedelta(hours=48 + 2, minutes=32)  # raw cut-off: 02:30
+    pruned = services.maintain(later).pruned
+    assert pruned == 150  # the rows before 02:30, all rolled up
+    assert Rollup.objects.filter(host=host, resolution="1h").count() == 3
+
+
+def test_a_long_window_reads_rollups_with_rates_across_buckets():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 6 * 60)
+    now = start + timedelta(hours=6, minutes=6)
+    services.maintain(now)
+    window = (start, start + timedelta(days=3))
+
+    arc = services.read(host, "arc_hit_rate", *window, now=now)
+    tps = services.read(host, "tps", *window, now=now)
+    size = services.read(host, "arc_size", *window, now=now)
+
+    assert arc.resolution == "5m"
+    ratios = [v for _, v in arc.series[0].points]
+    assert len(ratios) == 71 and all(v == pytest.approx(0.9) for v in ratios)
+    assert all(v == pytest.approx(10.0) for _, v in tps.series[0].points)
+    assert size.series[0].points[0] == (start, pytest.approx(1002.0))
+    yearly = services.read(host, "tps", start, start + timedelta(days=60), now=now)
+    assert yearly.resolution == "1h" and len(yearly.series[0].points) == 5
+
+
+def test_a_counter_reset_inside_a_bucket_makes_that_point_unknown():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 30)
+    RawSample.objects.filter(host=host, taken_at__gte=start + timedelta(minutes=12)).update(
+        values={"arc": {"hits": 1, "misses": 1}})
+    services.maintain(start + timedelta(hours=1))
+    [arc] = services.read(host, "arc_hit_rate", start, start + timedelta(days=3),
+                          now=start + timedelta(hours=1)).series
+    values = [v for _, v in arc.points]
+    assert values[0] == pytest.approx(0.9)
+    assert values[1] is None  # hits went from 9900 to 1 inside [10, 15)
+    assert values[2] is None  # nothing read since: no ratio, not 0 % or 100 %
+
+
+def test_unknown_metric_and_backwards_window_are_refused():
+    host = pinned()
+    with pytest.raises(services.TelemetryError) as error:
+        services.read(host, "load")
+    assert "metric" in error.value.fields
+    now = datetime(2026, 11, 20, tzinfo=UTC)
+    with pytest.raises(services.TelemetryError):
+        services.read(host, "tps", now, now - timedelta(hours=1))
+
+
+def test_a_shell_that_fails_before_any_source_is_an_error_not_an_empty_sample(monkeypatch):
+    host = pinned()
+
+    def session(target, **_kwargs):
+        def run(command, *, timeout, check):
+            return Result(command="telemetry sample", exit_code=127, stdout="",
+                          stderr="sh: 1: timeout: not found", duration=0.1)
+        return run
+
+    monkeypatch.setattr(services.ssh, "session", session)
+    [taken] = services.collect_fleet()
+    assert taken.sample is None and taken.code == "sample_failed"
+    state = HostTelemetry.objects.get(host=host)
+    assert "not found" in state.last_error and not RawSample.objects.exists()
+
+
+@pytest.mark.parametrize(("start_ago", "end_ago", "expected"), [
+    (timedelta(hours=48), timedelta(0), "raw"),
+    (timedelta(hours=48, seconds=30), timedelta(seconds=30), "raw"),  # asked a moment ago
+    (timedelta(hours=49), timedelta(hours=48, minutes=30), "5m"),  # raw rows are gone
+    (timedelta(days=30), timedelta(0), "5m"),
+    (timedelta(days=31), timedelta(days=30), "1h"),
+])
+def test_resolution_follows_how_far_back_the_window_reaches(start_ago, end_ago, expected):
+    now = datetime(2026, 11, 23, 12, tzinfo=UTC)
+    assert services.resolution_for(now - start_ago, now - end_ago, now,
+                                   Retention()) == expected
+
+
+def test_a_rollup_run_again_over_the_same_buckets_replaces_them():
+    """A tick that died after saving rollups but before moving its mark repeats them."""
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 60)
+    now = start + timedelta(hours=1, minutes=6)
+    services.maintain(now)
+    before = list(Rollup.objects.order_by("resolution", "start").values_list("values", flat=True))
+    HostTelemetry.objects.filter(host=host).update(rolled_five_minute_to=None,
+                                                   rolled_hourly_to=None)
+    services.maintain(now)
+    after = list(Rollup.objects.order_by("resolution", "start").values_list("values", flat=True))
+    assert after == before and len(after) == 12 + 1
