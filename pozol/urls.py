@@ -4,6 +4,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from apps.accounts.docs import ApiSchemaView, api_docs
+from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
@@ -13,6 +14,12 @@ from apps.snapshots.api import (
     PolicyAssignmentViewSet,
     SnapshotPolicyViewSet,
     SnapshotViewSet,
+)
+from apps.tenants.api import (
+    ClusterAssignmentViewSet,
+    MembershipViewSet,
+    TenantViewSet,
+    TokenViewSet,
 )
 from apps.tuning import api as tuning_api
 
@@ -27,6 +34,11 @@ api.register("snapshots", SnapshotViewSet, basename="snapshot")
 api.register("snapshot-policies", SnapshotPolicyViewSet, basename="snapshot-policy")
 api.register("policy-assignments", PolicyAssignmentViewSet, basename="policy-assignment")
 api.register("replication-links", ReplicationLinkViewSet, basename="replication-link")
+api.register("tenants", TenantViewSet, basename="tenant")
+api.register("memberships", MembershipViewSet, basename="membership")
+api.register("cluster-assignments", ClusterAssignmentViewSet, basename="cluster-assignment")
+api.register("tokens", TokenViewSet, basename="token")
+api.register("audit-events", AuditEventViewSet, basename="audit-event")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -44,6 +56,8 @@ urlpatterns = [
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("snapshots/", include("apps.snapshots.urls")),
     path("replication/", include("apps.replication.urls")),
+    path("audit/", include("apps.audit.urls")),
+    path("", include("apps.tenants.urls")),
     path("", include("apps.fleet.urls")),
 ]
 
