@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -51,7 +52,7 @@ def tenant_detail(request, pk: int):
     member_form = MemberForm(request.POST or None)
     if request.method == "POST":
         if not operator:
-            return redirect("tenants:detail", tenant.pk)
+            raise PermissionDenied("Only operators add members.")
         if member_form.is_valid():
             try:
                 data = member_form.cleaned_data

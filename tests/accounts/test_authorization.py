@@ -18,7 +18,7 @@ from apps.audit.subjects import SEGMENT_MODELS
 from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.tenants import services
-from apps.tenants.models import Membership
+from apps.tenants.models import ClusterAssignment, Membership
 from tests.accounts.api_seed import seed
 from tests.tenants import factories
 
@@ -66,6 +66,7 @@ def world(operator):
     olaf = factories.member(other, "olafsecret")
     olafs_token, _ = ApiToken.objects.issue(olaf, "olafs-token")
     host = Host.objects.filter(clusters__isnull=False).first()
+    ClusterAssignment.objects.all().delete()  # the seed gave the cluster to its own tenant
     services.assign_cluster(other, host, host.clusters.first().data_dir)
     theirs = {"tenants.Tenant": other.pk, "tenants.Membership": olaf.membership.pk,
               "tenants.ClusterAssignment": other.clusters.get().pk,
@@ -121,7 +122,8 @@ def test_what_members_may_open_shows_nothing_of_another_tenant(world, client):
             response = by.get(path, follow=True)
             body = response.content.decode()
             assert response.status_code in (200, 403), path
-            assert "olafsecret" not in body and "Zorgco" not in body, (who, path)
+            for theirs in ("olafsecret", "Zorgco", "fuzz tenant", "fuzz-member"):
+                assert theirs not in body, (who, path, theirs)
 
 
 def test_an_operator_page_refuses_a_member_with_403_and_the_api_keeps_its_shape(world,
@@ -145,3 +147,17 @@ def test_anonymous_visitors_get_nothing_either(world, client):
         assert status in (302, 401, 403), path
         if status == 302:
             assert client.get(path).url.startswith("/login/"), path
+
+
+def test_a_revoked_token_gets_401_everywhere_in_the_api(world, operator):
+    token, raw = ApiToken.objects.issue(operator, "gone")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
+    assert api.get("/api/hosts/").status_code == 200
+    token.revoked_at = token.created_at
+    token.save()
+    api_paths = [p for p in (concrete(r, world["ids"]) for r in routes())
+                 if p.startswith("/api/") and p != "/api/docs/"]
+    for path in api_paths:
+        for method, status in answers(api, path).items():
+            assert status == 401, (method, path, status)

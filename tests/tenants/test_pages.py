@@ -37,7 +37,8 @@ def test_a_member_sees_its_tenant_read_only_and_another_tenant_not_at_all(client
     page = client.get(f"/tenants/{acme.pk}/").content.decode()
     assert "Tenant Acme" in page and 'id="member-form"' not in page
     assert client.get(f"/tenants/{other.pk}/").status_code == 404
-    client.post(f"/tenants/{acme.pk}/", {"username": "eve", "role": "tenant_admin"})
+    refused = client.post(f"/tenants/{acme.pk}/", {"username": "eve", "role": "tenant_admin"})
+    assert refused.status_code == 403
     assert not Membership.objects.filter(user__username="eve").exists()
     assert client.get("/").url == "/account/"
     assert client.get("/account/").url == f"/tenants/{acme.pk}/"
