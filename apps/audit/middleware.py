@@ -67,11 +67,14 @@ class AuditMiddleware:
         _created(subject, request, response)
         if response.status_code == 401 and "HTTP_AUTHORIZATION" in request.META:
             message = f"{message} (token starting {_presented_hint(request)})"
+        details = _sent(request, response)
+        if started := _operation_started(response):
+            details["started operation"] = started
         services.record(
             action=_action(request, response), outcome=outcome, user=request.user,
             token=token, subject=subject, address=client_ip(request), method=request.method,
             path=request.path, status_code=response.status_code, message=message,
-            details=_sent(request, response))
+            details=details)
 
 
 def _presented_hint(request) -> str:
@@ -132,6 +135,18 @@ def _created(subject: subjects.Subject, request, response) -> None:
         subject.tenant_id = subject.tenant_id or found.tenant_id
 
 
+def _operation_started(response) -> int | None:
+    """The Operation a request started (its answer, or the page it redirects to): the
+    entry records the asking, the operation's own log how the work ended."""
+    data = getattr(response, "data", None)
+    if isinstance(data, dict):
+        operation = data.get("operation") if isinstance(data.get("operation"), dict) else data
+        if {"kind", "status", "id"} <= set(operation) and isinstance(operation["id"], int):
+            return operation["id"]
+    label, object_id = subjects.of_path(response.get("Location", ""))
+    return int(object_id) if label == "ops.Operation" and object_id else None
+
+
 def _sent(request, response) -> dict:
     drf_request = (getattr(response, "renderer_context", None) or {}).get("request")
     if drf_request is not None:
@@ -139,7 +154,7 @@ def _sent(request, response) -> dict:
             data = drf_request.data
         except Exception:  # noqa: BLE001  a body the API refused to parse is no detail
             return {}
-        return data if isinstance(data, dict) else {"body": json.dumps(data)[:300]}
+        return dict(data) if isinstance(data, dict) else {"body": json.dumps(data)[:300]}
     if request.method == "POST":
         return {key: (values if len(values) > 1 else values[0])
                 for key, values in request.POST.lists()}

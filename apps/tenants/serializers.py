@@ -15,6 +15,8 @@ class TenantSerializer(ModelSerializer):
         model = Tenant
         fields = ["id", "name", "created_at"]
         read_only_fields = ["id", "created_at"]
+        # A taken name is a conflict (409) the service reports, whatever its case.
+        extra_kwargs = {"name": {"validators": []}}
 
 
 class MembershipSerializer(ModelSerializer):

@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from apps.accounts.models import ApiToken
 from apps.audit.models import AuditEvent
 from apps.fleet.models import Host
+from apps.ops.models import Operation
 from apps.tenants.models import Membership
 from tests.accounts.api_seed import seed
 from tests.tenants import factories
@@ -65,7 +66,11 @@ def test_existing_api_actions_are_recorded_with_who_what_and_how_they_ended(flee
         if expected == "refused":
             assert event.message == response.json()["error"]["message"]
     apply = AuditEvent.objects.get(path=f"/api/plans/{fleet['PLAN']}/apply/")
-    assert apply.details == {"allow_restart": False, "acknowledge": ["bounded_loss"]}
+    assert apply.details["acknowledge"] == ["bounded_loss"]
+    if apply.outcome == "success":
+        assert Operation.objects.filter(pk=apply.details["started operation"]).exists()
+    discover = api.post(f"/api/hosts/{host.pk}/discover/")
+    assert last().details["started operation"] == discover.json()["id"]
     deleted = AuditEvent.objects.get(path=f"/api/hosts/{fleet['SPARE_HOST']}/")
     assert deleted.object_text == "fuzz-spare" and deleted.object_id == str(fleet["SPARE_HOST"])
     created = AuditEvent.objects.get(path="/api/benchmarks/")
