@@ -4,6 +4,7 @@ from rest_framework.permissions import BasePermission
 from apps.accounts.roles import is_operator
 from apps.audit import services
 from apps.audit.filters import AuditFilter
+from apps.audit.models import AuditEvent
 from apps.audit.serializers import AuditEventSerializer
 from apps.tenants.models import Membership
 
@@ -22,6 +23,7 @@ class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                         viewsets.GenericViewSet):
     """Every request that asked to change something, and every sign-in, newest first."""
 
+    queryset = AuditEvent.objects.none()  # typed ids in the schema; get_queryset scopes
     serializer_class = AuditEventSerializer
     filterset_class = AuditFilter
     permission_classes = [ReadsAudit]

@@ -8,7 +8,7 @@ from apps.accounts.models import ApiToken
 from apps.accounts.roles import is_operator
 from apps.audit.models import AuditEvent
 from apps.audit.subjects import Subject
-from apps.tenants.models import Membership
+from apps.tenants.models import Membership, Tenant
 
 # Inputs never written down: they are or carry secrets.
 SECRET_WORDS = ("password", "private_key", "passphrase", "token", "secret", "csrf")
@@ -24,6 +24,8 @@ def record(*, action: str, outcome: str, user=None, token: ApiToken | None = Non
     subject = subject or Subject()
     signed_in = user is not None and user.is_authenticated
     tenant_id = subject.tenant_id
+    if tenant_id is not None and not Tenant.objects.filter(pk=tenant_id).exists():
+        tenant_id = None  # the request deleted it; the entry keeps its name as the object
     if tenant_id is None and signed_in:
         tenant_id = Membership.objects.filter(user=user).values_list(
             "tenant_id", flat=True).first()

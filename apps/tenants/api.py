@@ -4,10 +4,11 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from apps.accounts.models import ApiToken
 from apps.accounts.roles import IsOperator, is_operator
 from apps.tenants import services, tokens
 from apps.tenants.filters import ClusterAssignmentFilter, MembershipFilter
-from apps.tenants.models import ClusterAssignment, Membership
+from apps.tenants.models import ClusterAssignment, Membership, Tenant
 from apps.tenants.serializers import (
     ClusterAssignmentSerializer,
     IssuedTokenSerializer,
@@ -33,6 +34,7 @@ class OperatorWrites(IsAuthenticated):
 class TenantViewSet(viewsets.ModelViewSet):
     """Tenants: operators create, rename and delete them; a member reads its own."""
 
+    queryset = Tenant.objects.none()  # typed ids in the schema; get_queryset scopes
     serializer_class = TenantSerializer
     permission_classes = [OperatorWrites]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
@@ -56,6 +58,7 @@ class MembershipViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                         viewsets.GenericViewSet):
     """Who belongs to which tenant, and with which role (operators add and change them)."""
 
+    queryset = Membership.objects.none()
     serializer_class = MembershipSerializer
     filterset_class = MembershipFilter
     permission_classes = [OperatorWrites]
@@ -106,6 +109,7 @@ class TokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     A new token is always the caller's own and carries the caller's rights.
     """
 
+    queryset = ApiToken.objects.none()
     serializer_class = TokenSerializer
     permission_classes = [IsAuthenticated]
 

@@ -53,7 +53,7 @@ class ClusterAssignmentSerializer(ModelSerializer):
 class TokenSerializer(ModelSerializer):
     username = serializers.CharField(source="user.username", read_only=True)
     revoked_by = serializers.CharField(source="revoked_by.username", read_only=True,
-                                       default=None)
+                                       allow_null=True, default=None)
     state = serializers.ChoiceField(choices=["active", "expired", "revoked"], read_only=True)
 
     class Meta:

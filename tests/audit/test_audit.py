@@ -137,6 +137,9 @@ def test_operators_filter_tenant_admins_read_their_part_members_nothing(api, ope
     assert api.get("/api/audit-events/?tenant=abc").status_code == 400
     other_event = AuditEvent.objects.filter(tenant=other).first()
     assert as_boss.get(f"/api/audit-events/{other_event.pk}/").status_code == 404
+    spare = factories.tenant("Spare")
+    assert api.delete(f"/api/tenants/{spare.pk}/").status_code == 204
+    assert (last().object_text, last().tenant, last().outcome) == ("Spare", None, "success")
 
 
 def test_the_audit_page_is_a_fixed_number_of_queries(signed_in, operator):
