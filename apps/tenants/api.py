@@ -1,6 +1,7 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -56,25 +57,32 @@ class TenantViewSet(viewsets.ModelViewSet):
 class MembershipViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                         mixins.UpdateModelMixin, mixins.DestroyModelMixin,
                         viewsets.GenericViewSet):
-    """Who belongs to which tenant, and with which role (operators add and change them)."""
+    """Who belongs to which tenant, with which role. Operators manage every tenant's
+    members, a tenant admin its own tenant's (new accounts only); members read them."""
 
     queryset = Membership.objects.none()
     serializer_class = MembershipSerializer
     filterset_class = MembershipFilter
-    permission_classes = [OperatorWrites]
+    permission_classes = [IsAuthenticated]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self):
-        tenants = services.visible_tenants(self.request.user)
+        user = self.request.user
+        writing = self.request.method not in ("GET", "HEAD", "OPTIONS")
+        tenants = services.managed_tenants(user) if writing else services.visible_tenants(user)
         return Membership.objects.select_related("user").filter(tenant__in=tenants)
 
     @extend_schema(request=MembershipCreateSerializer, responses={201: MembershipSerializer})
     def create(self, request):
         body = MembershipCreateSerializer(data=request.data)
+        # Another tenant's id is "does not exist", as everywhere else.
+        body.fields["tenant"].queryset = services.visible_tenants(request.user)
         body.is_valid(raise_exception=True)
         data = body.validated_data
+        if not services.managed_tenants(request.user).filter(pk=data["tenant"].pk).exists():
+            raise PermissionDenied("Only operators and the tenant's admins add members.")
         membership = services.add_member(data["tenant"], data["username"], data["role"],
-                                         data["password"])
+                                         data["password"], by=request.user)
         return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
     def perform_update(self, serializer):

@@ -36,6 +36,15 @@ def visible_tenants(user) -> QuerySet[Tenant]:
     return Tenant.objects.filter(memberships__user=user)
 
 
+def managed_tenants(user) -> QuerySet[Tenant]:
+    """The tenants whose members `user` manages: any for operators, its own for a
+    tenant admin, none for a member."""
+    if is_operator(user):
+        return Tenant.objects.all()
+    return Tenant.objects.filter(memberships__user=user,
+                                 memberships__role=Membership.Role.TENANT_ADMIN)
+
+
 def _clean_name(name: str) -> str:
     name = (name or "").strip()
     if not name:
@@ -84,11 +93,14 @@ def _check_role(role: str) -> str:
     return role
 
 
-def add_member(tenant: Tenant, username: str, role: str, password: str = "") -> Membership:
+def add_member(tenant: Tenant, username: str, role: str, password: str = "",
+               by=None) -> Membership:
     """Make `username` a member of `tenant`, creating the account if it does not exist.
 
     A new account without a password cannot sign in until one is set (the admin,
-    or `manage.py changepassword`); its tokens still work once issued.
+    or `manage.py changepassword`); its tokens still work once issued. Only an
+    operator (or no one: a command, a test) brings an existing account in; a
+    tenant admin makes new ones, so it never takes over someone else's account.
     """
     _check_role(role)
     users = get_user_model()
@@ -112,6 +124,9 @@ def add_member(tenant: Tenant, username: str, role: str, password: str = "") -> 
         if user is not None and Membership.objects.filter(user=user).exists():
             raise Conflict(f"{username} is a member of a tenant already.",
                            fields={"username": ["a member of a tenant already"]})
+        if user is not None and by is not None and not is_operator(by):
+            raise Conflict(f"{username} is taken; choose a new user name (only an operator "
+                           "adds an existing account).", fields={"username": ["taken"]})
         if user is None:
             user = users(username=username)
             _set_password(user, password)

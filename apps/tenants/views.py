@@ -49,23 +49,28 @@ def tenant_detail(request, pk: int):
     """Operators manage the tenant here; its members see who and what belongs to it."""
     tenant = get_object_or_404(services.visible_tenants(request.user), pk=pk)
     operator = is_operator(request.user)
+    manages = services.managed_tenants(request.user).filter(pk=tenant.pk).exists()
     member_form = MemberForm(request.POST or None)
     if request.method == "POST":
-        if not operator:
-            raise PermissionDenied("Only operators add members.")
+        if not manages:
+            raise PermissionDenied("Only operators and the tenant's admins add members.")
         if member_form.is_valid():
             try:
                 data = member_form.cleaned_data
-                services.add_member(tenant, data["username"], data["role"], data["password"])
+                services.add_member(tenant, data["username"], data["role"], data["password"],
+                                    by=request.user)
             except DomainError as exc:
                 on_form(member_form, exc)
             else:
                 return redirect("tenants:detail", tenant.pk)
-    return render(request, "tenants/detail.html", _detail_context(tenant, operator, member_form))
+    return render(request, "tenants/detail.html",
+                  _detail_context(tenant, operator, manages, member_form))
 
 
-def _detail_context(tenant: Tenant, operator: bool, member_form: MemberForm) -> dict:
-    context = {"tenant": tenant, "operator": operator, "member_form": member_form,
+def _detail_context(tenant: Tenant, operator: bool, manages: bool,
+                    member_form: MemberForm) -> dict:
+    context = {"tenant": tenant, "operator": operator, "manages": manages,
+               "member_form": member_form,
                "members": tenant.memberships.select_related("user"),
                "clusters": tenant.clusters.select_related("host"),
                "roles": Membership.Role.choices}
@@ -84,10 +89,17 @@ def tenant_delete(request, pk: int):
     return redirect("tenants:list")
 
 
+def _managed_membership(request, pk: int) -> Membership:
+    """A membership the user manages; another tenant's is not found."""
+    return get_object_or_404(
+        Membership.objects.filter(tenant__in=services.managed_tenants(request.user)), pk=pk)
+
+
+@members_allowed
 @login_required
 @require_POST
 def member_role(request, pk: int):
-    membership = get_object_or_404(Membership, pk=pk)
+    membership = _managed_membership(request, pk)
     form = RoleForm(request.POST)
     if not form.is_valid():
         raise DomainError("role: choose one from the list.", fields={"role": ["invalid"]})
@@ -95,10 +107,11 @@ def member_role(request, pk: int):
     return redirect("tenants:detail", membership.tenant_id)
 
 
+@members_allowed
 @login_required
 @require_POST
 def member_remove(request, pk: int):
-    membership = get_object_or_404(Membership, pk=pk)
+    membership = _managed_membership(request, pk)
     services.remove_member(membership)
     return redirect("tenants:detail", membership.tenant_id)
 

@@ -55,3 +55,18 @@ def test_the_tenants_list_is_a_fixed_number_of_queries(signed_in):
     for i in range(1, 6):
         factories.member(factories.tenant(f"T{i}"), f"u{i}")
     assert count() == few
+
+
+def test_a_tenant_admin_adds_and_removes_its_members_on_its_page(client):
+    acme, other = factories.tenant("Acme"), factories.tenant("Other")
+    client.force_login(factories.member(acme, "boss", Membership.Role.TENANT_ADMIN))
+    page = client.get(f"/tenants/{acme.pk}/").content.decode()
+    assert 'id="member-form"' in page and 'id="cluster-form"' not in page
+    client.post(f"/tenants/{acme.pk}/", {"username": "eve", "role": "member"})
+    eve = Membership.objects.get(user__username="eve")
+    assert eve.tenant == acme
+    olaf = factories.member(other, "olaf").membership
+    assert client.post(f"/tenants/members/{olaf.pk}/delete/").status_code == 404
+    assert client.post(f"/tenants/{acme.pk}/clusters/", {"cluster": "1:/x"}).status_code == 403
+    client.post(f"/tenants/members/{eve.pk}/delete/")
+    assert not Membership.objects.filter(pk=eve.pk).exists()
