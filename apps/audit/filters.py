@@ -1,9 +1,10 @@
 """Query-string filters of the audit log: by user, tenant, object and time."""
 
 import django_filters
+from django import forms
 
 from apps.audit.models import AuditEvent
-from apps.ops.filters import EnumFilter, IdFilter
+from apps.ops.filters import EnumFilter, IdFilter, given
 
 
 class AuditFilter(django_filters.FilterSet):
@@ -23,3 +24,19 @@ class AuditFilter(django_filters.FilterSet):
         model = AuditEvent
         fields = ["user", "username", "tenant", "object_type", "object_id", "outcome",
                   "since", "until"]
+
+
+class AuditPageFilter(AuditFilter):
+    """The same filters as a GET form above /audit/: tenants and outcomes to choose from,
+    times picked in the browser. Empty fields mean "any" (`given` drops them)."""
+
+    def __init__(self, data=None, *args, tenants=(), **kwargs) -> None:
+        super().__init__(given(data), *args, **kwargs)
+        fields = self.form.fields
+        fields["tenant"].widget = forms.Select(choices=[("", "any tenant"), *tenants])
+        fields["outcome"].choices = [("", "any outcome"), *AuditEvent.Outcome.choices]
+        fields["user"].widget = forms.HiddenInput()
+        for name in ("since", "until"):
+            fields[name].widget = forms.DateTimeInput(attrs={"type": "datetime-local"})
+        for field in fields.values():
+            field.help_text = ""

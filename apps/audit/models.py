@@ -54,6 +54,12 @@ class AuditEvent(models.Model):
                f"{self.outcome}"
 
     @property
+    def sent(self) -> str:
+        """What was sent, one line: `key=value; ...` (secrets were never kept)."""
+        text = "; ".join(f"{key}={value}" for key, value in self.details.items())
+        return text if len(text) <= 200 else text[:199] + "…"
+
+    @property
     def who(self) -> str:
         name = self.username or "anonymous"
         return f"{name} (token {self.token_hint}…)" if self.token_hint else name

@@ -8,9 +8,9 @@ from django.shortcuts import render
 
 from apps.accounts.roles import is_operator, members_allowed
 from apps.audit import services
-from apps.audit.filters import AuditFilter
-from apps.ops.filters import given
+from apps.audit.filters import AuditPageFilter
 from apps.ops.paging import uncounted_page
+from apps.tenants import services as services_tenants
 from apps.tenants.models import Membership
 
 PER_PAGE = 50
@@ -23,7 +23,9 @@ def audit_list(request):
     if not (is_operator(request.user) or Membership.objects.filter(
             user=request.user, role=Membership.Role.TENANT_ADMIN).exists()):
         raise PermissionDenied("The audit log is for operators and tenant admins.")
-    filters = AuditFilter(given(request.GET), queryset=services.visible_to(request.user))
+    tenants = services_tenants.visible_tenants(request.user).values_list("pk", "name")
+    filters = AuditPageFilter(request.GET, queryset=services.visible_to(request.user),
+                              tenants=list(tenants))
     if not filters.is_valid():
         return render(request, "audit/list.html", {"filters": filters, "events": []},
                       status=400)

@@ -157,3 +157,15 @@ def test_the_audit_page_is_a_fixed_number_of_queries(signed_in, operator):
     assert AuditEvent.objects.count() > 14 and count() == few
     page = signed_in.get("/audit/?outcome=nonsense")
     assert page.status_code == 400
+
+
+def test_the_audit_page_filters_by_tenant_and_a_time_picked_in_the_browser(signed_in):
+    acme, other = factories.tenant("Acme"), factories.tenant("Zorgco")
+    signed_in.post(f"/tenants/{acme.pk}/", {"username": "ana", "role": "member"})
+    signed_in.post(f"/tenants/{other.pk}/", {"username": "olafsecret", "role": "member"})
+    today = timezone.now().strftime("%Y-%m-%dT00:00")
+    page = signed_in.get("/audit/", {"tenant": acme.pk, "since": today, "user": "",
+                                     "outcome": ""}).content.decode()
+    assert "ana" in page and "olafsecret" not in page
+    later = (timezone.now() + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
+    assert "ana" not in signed_in.get("/audit/", {"since": later}).content.decode()
