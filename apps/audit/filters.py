@@ -4,7 +4,17 @@ import django_filters
 from django import forms
 
 from apps.audit.models import AuditEvent
-from apps.ops.filters import EnumFilter, IdFilter, given
+from apps.ops.filters import EnumFilter, GivenOrAbsent, IdFilter, given
+
+
+class _MomentField(GivenOrAbsent, django_filters.fields.IsoDateTimeField):
+    pass
+
+
+class MomentFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 moment; `?since=` with no value is refused, as its schema says."""
+
+    field_class = _MomentField
 
 
 class AuditFilter(django_filters.FilterSet):
@@ -15,10 +25,10 @@ class AuditFilter(django_filters.FilterSet):
                                             help_text="e.g. host, plan, snapshot, tenant")
     object_id = django_filters.CharFilter(max_length=40, help_text="with object_type")
     outcome = EnumFilter(choices=AuditEvent.Outcome.choices, help_text="only this outcome")
-    since = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="gte",
-                                             help_text="at or after this moment (ISO 8601)")
-    until = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="lt",
-                                             help_text="before this moment (ISO 8601)")
+    since = MomentFilter(field_name="at", lookup_expr="gte",
+                         help_text="at or after this moment (ISO 8601)")
+    until = MomentFilter(field_name="at", lookup_expr="lt",
+                         help_text="before this moment (ISO 8601)")
 
     class Meta:
         model = AuditEvent

@@ -169,3 +169,9 @@ def test_the_audit_page_filters_by_tenant_and_a_time_picked_in_the_browser(signe
     assert "ana" in page and "olafsecret" not in page
     later = (timezone.now() + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
     assert "ana" not in signed_in.get("/audit/", {"since": later}).content.decode()
+
+
+def test_an_empty_or_malformed_moment_is_refused_in_the_api(api):
+    for query in ("until=", "since=", "since=yesterday", "until=2026-13-01T00:00:00Z"):
+        response = api.get(f"/api/audit-events/?{query}")
+        assert response.status_code == 400, query
