@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 
 from apps.accounts.models import ApiToken
+from apps.accounts.roles import is_operator
 from apps.accounts.throttling import client_ip
 from apps.audit import services, subjects
 from apps.audit.models import AuditEvent
@@ -53,7 +54,7 @@ class AuditMiddleware:
     @staticmethod
     def _audited(request, response) -> bool:
         match = getattr(request, "resolver_match", None)
-        if match is not None and match.url_name in SKIPPED:
+        if match is not None and match.view_name in SKIPPED:
             return False
         if response.status_code == 401 and "HTTP_AUTHORIZATION" in request.META:
             return True
@@ -65,6 +66,10 @@ class AuditMiddleware:
         token = token if isinstance(token, ApiToken) else None
         subject = getattr(request, "audit_subject", None) or subjects.Subject()
         _created(subject, request, response)
+        if outcome != Outcome.SUCCESS and not is_operator(request.user):
+            # A refused member learns nothing from the log: not the name of an object
+            # it may not see, nor (through another tenant's log) its own name there.
+            subject.text, subject.tenant_id = "", None
         if response.status_code == 401 and "HTTP_AUTHORIZATION" in request.META:
             message = f"{message} (token starting {_presented_hint(request)})"
         details = _sent(request, response)

@@ -175,3 +175,16 @@ def test_an_empty_or_malformed_moment_is_refused_in_the_api(api):
     for query in ("until=", "since=", "since=yesterday", "until=2026-13-01T00:00:00Z"):
         response = api.get(f"/api/audit-events/?{query}")
         assert response.status_code == 400, query
+
+
+def test_a_refused_member_leaves_no_other_objects_name_in_its_tenants_log(fleet):
+    acme, other = factories.tenant("Acme"), factories.tenant("Zorgco")
+    boss = factories.member(acme, "boss", Membership.Role.TENANT_ADMIN)
+    olafs, _ = ApiToken.objects.issue(factories.member(other, "olafsecret"), "x")
+    as_boss, _ = token_client(boss)
+    assert as_boss.delete(f"/api/hosts/{fleet['HOST']}/").status_code == 403
+    assert as_boss.post(f"/api/tokens/{olafs.pk}/revoke/").status_code == 404
+    seen = str(as_boss.get("/api/audit-events/").json())
+    assert "fuzz-db1" not in seen and "olafsecret" not in seen
+    refused = AuditEvent.objects.filter(username="boss", outcome="refused")
+    assert refused.count() == 2 and {e.tenant_id for e in refused} == {acme.pk}
