@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # PostgreSQL 15 with pgbench, Redis, and Chromium for the browser tests.
 DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium
 
-.PHONY: run test bench bench-scale bench-snapshots fuzz deps debs venv node lint fleet-up fleet-down clean
+.PHONY: run test bench bench-scale bench-snapshots bench-clones fuzz deps debs venv node lint fleet-up fleet-down clean
 
 run: deps node
 	$(PY) -m apps.demo
@@ -29,10 +29,17 @@ fuzz: deps
 bench-scale: venv
 	$(PY) -m tests.bench.fleet_scale $(BENCH_ARGS)
 
-# Figures, not a test: listing 10,000 snapshots against a bare ssh, and "snapshot now"
-# from the API request to its end with a real worker (a fresh test host, a database of its own).
+# Figures, not a test: listing 10,000 snapshots against a bare ssh, "snapshot now" from the
+# API request to its end with a real worker (a fresh test host, a database of its own), and
+# a link's full send of ~1 GB against a bare ssh zfs send | ssh zfs recv (two fresh hosts).
 bench-snapshots: deps
 	$(PY) -m tests.bench.snapshot_listing $(BENCH_ARGS)
+	$(PY) -m tests.bench.replication_throughput
+
+# Figures, not a test: a clone ready to query, from the request, against one bare ssh doing
+# the same (a fresh test host, a real worker, a database of its own).
+bench-clones: deps
+	$(PY) -m tests.bench.clone_ready $(BENCH_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -157,6 +157,7 @@ INSTALLED_APPS = [
     "apps.benchmarks",
     "apps.snapshots",
     "apps.replication",
+    "apps.clones",
     "apps.tenants",
     "apps.audit",
     "axes",
@@ -360,6 +361,7 @@ POZOL = {
     "SNAPSHOT_POLICY_INTERVAL": env_int("SNAPSHOT_POLICY_INTERVAL", 60, minimum=10),
     # How often links are checked (each link's own interval decides when it runs).
     "REPLICATION_TICK_INTERVAL": env_int("REPLICATION_TICK_INTERVAL", 60, minimum=10),
+    "CLONE_EXPIRE_INTERVAL": env_int("CLONE_EXPIRE_INTERVAL", 60, minimum=10),
     # A pool fuller than this percentage raises its host's pool_capacity alert.
     "POOL_CAPACITY_ALERT": env_int("POOL_CAPACITY_ALERT", 80, minimum=1),
 }

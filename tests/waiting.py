@@ -24,6 +24,19 @@ def wait_until(condition: Callable[[], object], seconds: float, interval: float 
         time.sleep(interval)
 
 
+def wait_for(value: Callable[[], object], seconds: float, what: str,
+             interval: float = 0.2) -> object:
+    """The first true answer of `value()`; fails the test, naming `what`, at the deadline."""
+    deadline = time.monotonic() + seconds
+    while True:
+        answer = value()
+        if answer:
+            return answer
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
 def raised_within(seconds: float, call: Callable[[], object]) -> BaseException | None:
     """The exception `call()` ended with (None if it returned); fails the test if it
     has not ended within `seconds`."""

@@ -33,6 +33,7 @@ SEGMENT_MODELS = {
     "clusters": "tenants.ClusterAssignment",
     "cluster-assignments": "tenants.ClusterAssignment",
     "tokens": "accounts.ApiToken",
+    "clones": "clones.Clone",
 }
 
 

@@ -17,6 +17,7 @@ PERIODIC = {
                                                "SNAPSHOT_POLICY_INTERVAL"),
     "pozol: run due replication links, check their lag": ("replication.tick",
                                                            "REPLICATION_TICK_INTERVAL"),
+    "pozol: destroy clones whose time is up": ("clones.expire", "CLONE_EXPIRE_INTERVAL"),
 }
 
 

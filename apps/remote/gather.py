@@ -9,7 +9,7 @@ apps.remote.facts:
 2. probes: the ZFS dialect, the pool names, NVMe write caches, each postmaster's
    data directory, binary, owner and postmaster.pid;
 3. data: pools, datasets and their properties, arcstats, module parameters,
-   pg_settings of each cluster.
+   pg_settings of each cluster, its standbys, replication slots and checkpoint counters.
 
 Nothing a host prints reaches a later command unless it passed the validators
 of apps.remote.commands; what fails is left out and recorded in `skipped`.
@@ -124,6 +124,8 @@ def host_probes() -> dict[str, Command]:
         "lsblk": script("lsblk -J -b -o {cols} || lsblk -P -b -o {cols}",
                         cols=disks.LSBLK_COLUMNS),
         "write_cache": script("grep -H . /sys/block/*/queue/write_cache"),
+        "thp_enabled": cmd("cat", f"{system.THP_DIR}/enabled"),
+        "thp_defrag": cmd("cat", f"{system.THP_DIR}/defrag"),
         "ps": cmd("ps", "-eo", "pid,ppid,user,args"),
     }
 
@@ -141,9 +143,15 @@ def _host_facts(host: dict[str, Section]) -> HostFacts:
         sysctls=system.parse_sysctls(_text(host, "sysctl")),
         has_systemd=_ok(host, "systemd"),
         tools=system.parse_tools(_text(host, "tools")),
+        thp_enabled=_thp(host, "thp_enabled"),
+        thp_defrag=_thp(host, "thp_defrag"),
     )
     facts.disks = _disks(host)
     return facts
+
+
+def _thp(host: dict[str, Section], name: str) -> str | None:
+    return system.parse_bracketed(_text(host, name)) if _ok(host, name) else None
 
 
 def _disks(host: dict[str, Section]) -> list[Disk]:
@@ -382,16 +390,18 @@ def psql_probes(clusters: list[Cluster], facts: HostFacts) -> dict[str, Command]
     for cluster in clusters:
         try:
             probes[f"psql:{cluster.pid}"] = _psql(cluster)
+            probes[f"psql:{cluster.pid}:stats"] = _psql(
+                cluster, postgres.stats_query(postgres.major_of(cluster.version)))
         except InvalidValue as error:
             facts.skip("postgres cluster", cluster.data_dir, f"{error.kind}: {error.reason}")
             cluster.error = f"not queried: invalid {error.kind} {error.value!r}"
     return probes
 
 
-def _psql(cluster: Cluster) -> Command:
+def _psql(cluster: Cluster, sql: str = postgres.SETTINGS_QUERY) -> Command:
     target = ClusterTarget(owner=cluster.owner, bin_dir=cluster.bin_dir,
                            socket_dir=cluster.socket_dir, port=cluster.port)
-    return target.psql(postgres.SETTINGS_QUERY)
+    return target.psql(sql)
 
 
 def _with_settings(cluster: Cluster, data: dict[str, Section], facts: HostFacts) -> Cluster:
@@ -403,6 +413,9 @@ def _with_settings(cluster: Cluster, data: dict[str, Section], facts: HostFacts)
         cluster.data_checksums = postgres.setting_value(cluster.settings, "data_checksums") == "on"
     elif section:
         cluster.error = "psql failed: " + _first_line(section.text)
+    stats = data.get(f"psql:{cluster.pid}:stats")
+    # A failed stats query (a view this server lacks) leaves them unknown, not an error.
+    cluster.stats = postgres.parse_stats(stats.text) if stats and stats.ok else None
     mountpoints = {d.name: d.mountpoint for d in facts.datasets if d.mountpoint}
     cluster.data_dataset = postgres.dataset_for_path(cluster.data_dir, mountpoints)
     cluster.wal_dataset = postgres.dataset_for_path(cluster.wal_dir, mountpoints)

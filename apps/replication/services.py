@@ -24,6 +24,7 @@ from apps.replication.core import lag as core_lag
 from apps.replication.core.link import Link, ReplicationError
 from apps.replication.core.planner import Snap
 from apps.replication.models import ReplicationLink
+from apps.snapshots import services as snapshot_services
 from apps.snapshots.core.policy import Policy, PolicyError
 from apps.snapshots.models import Snapshot
 
@@ -144,15 +145,11 @@ def _sources(host: Host, cluster_data_dir: str, dataset: str) -> tuple[str, ...]
         "data_dataset", "wal_dataset").first()
     if cluster is None:
         raise _refuse("cluster_data_dir", f"no cluster at {cluster_data_dir!r} on {host.name}")
-    if cluster.data_dataset is None:
-        raise _refuse("cluster_data_dir", f"{cluster.data_dir} is not on a ZFS dataset")
-    wal_inside = not cluster.wal_dir or cluster.wal_dir.startswith(cluster.data_dir + "/")
-    if cluster.wal_dataset is None and not wal_inside:
-        raise _refuse("cluster_data_dir", f"its WAL ({cluster.wal_dir}) is not on a ZFS "
-                                          "dataset: a copy of the data alone would not start")
-    if cluster.wal_dataset and cluster.wal_dataset_id != cluster.data_dataset_id:
-        return (cluster.data_dataset.name, cluster.wal_dataset.name)
-    return (cluster.data_dataset.name,)
+    try:  # the same checks as a cluster's snapshot: data and WAL both on ZFS
+        chosen, _ = snapshot_services.plan_target(host, cluster=cluster)
+    except DomainError as exc:
+        raise _refuse("cluster_data_dir", exc.message.removeprefix("cluster: ")) from None
+    return tuple(chosen.datasets)
 
 
 def _check_target(link: ReplicationLink, core: Link, target_host: Host) -> None:

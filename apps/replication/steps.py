@@ -161,14 +161,20 @@ def execute(ctx: StepContext) -> Next | Wait | Fail:
         outcome = _send(ctx, link, step, index, len(planned))
         if outcome is not None:
             return outcome
-    else:
+        index += 1
+    # Holds, releases and the like take a round trip each: run them back to back up
+    # to the next send, rather than one delivery per step. Each is safe to repeat
+    # if the worker dies among them and the step runs again from the saved index.
+    while index < len(planned) and planned[index].kind is not StepKind.SEND:
+        step = planned[index]
         failure = _run_step(ctx, link, step)
         if failure is not None:
             _release_after_failure(ctx, link, planned[index + 1:])
             return failure
-    ctx.state["index"] = index + 1
+        index += 1
+    ctx.state["index"] = index
     return Next("execute", message=step.text[:300],
-                progress=10 + int(80 * (index + 1) / len(planned)))
+                progress=10 + int(80 * index / len(planned)))
 
 
 def _run_step(ctx: StepContext, link: ReplicationLink, step: Step) -> Fail | None:
@@ -190,8 +196,9 @@ def _run_step(ctx: StepContext, link: ReplicationLink, step: Step) -> Fail | Non
                 result.stderr):
             _note_held(link, f"{step.side.value}:{step.dataset}", add=False)
             return None
-    elif result.ok:
-        return None
+    elif result.ok or (step.kind is StepKind.DISCARD_PARTIAL
+                       and "resumable receive state" in result.stderr):
+        return None  # a discard run again finds nothing left to discard
     why = (result.stderr or result.stdout).strip()[-TAIL:]
     _record_outcome(link, ReplicationLink.State.FAILED, f"{step.text}: {why}")
     return Fail(f"{step.text} failed: {why}", code=f"{step.kind.value}_failed")
@@ -458,9 +465,28 @@ def _size(n: int | None) -> str:
     return human_bytes(n) if n is not None else "?"
 
 
+def _recorded(step):
+    """The step, with a host that cannot be reached (or a command that fails) written on
+    the link too: the operation fails either way, and the link must not keep showing
+    its last good state as if nothing happened."""
+
+    def run(ctx: StepContext):
+        try:
+            return step(ctx)
+        except RemoteError as exc:
+            link = ReplicationLink.objects.filter(pk=ctx.state.get("link")).first()
+            if link is not None:
+                _record_outcome(link, ReplicationLink.State.FAILED, str(exc))
+            raise
+
+    run.__name__ = step.__name__
+    return run
+
+
 RUN = register(Kind(name="replication.run",
-                    steps={"key": key, "plan": plan, "execute": execute, "finish": finish,
-                           "prune": prune},
+                    steps={name: _recorded(step) for name, step in (
+                        ("key", key), ("plan", plan), ("execute", execute),
+                        ("finish", finish), ("prune", prune))},
                     first_step="key", mutating=False, deadline=timedelta(hours=24)))
 REMOVE = register(Kind(name="replication.remove", steps={"remove": remove},
                        first_step="remove", mutating=False, deadline=timedelta(minutes=30)))

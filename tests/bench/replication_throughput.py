@@ -69,17 +69,13 @@ def _on_fresh_hosts(args) -> None:
 def _measure(fleet_hosts, args) -> None:
     from apps.demo.fleet.client import ssh
 
-    source, target = (_registered(h) for h in fleet_hosts)
     started = time.monotonic()
     ssh(fleet_hosts[0], "zfs create tank/bench && dd if=/dev/urandom "
                         f"of=$(zfs get -H -o value mountpoint tank/bench)/data bs=1M "
                         f"count={args.mib} status=none && zfs snapshot tank/bench@b1")
     written = time.monotonic() - started
     size = int(ssh(fleet_hosts[0], "zfs get -Hp -o value referenced tank/bench@b1").strip())
-    from apps.remote import ssh as product_ssh
-    from apps.snapshots import inventory
-
-    inventory.refresh(source, product_ssh.session(source.ssh_target()))
+    source, target = (_registered(h) for h in fleet_hosts)  # discovery finds tank/bench
 
     bare, pozol, transfer = [], [], []
     for index in range(args.rounds):
@@ -125,7 +121,6 @@ def _registered(fleet_host):
 
 
 def _bare(fleet_hosts) -> float:
-    from apps.demo.fleet.client import ssh
 
     one, two = (_ssh_argv(h) for h in fleet_hosts)
     started = time.monotonic()
@@ -135,12 +130,11 @@ def _bare(fleet_hosts) -> float:
     if send.wait() != 0:
         raise SystemExit("the bare zfs send failed")
     seconds = time.monotonic() - started
-    ssh(fleet_hosts[1], "zfs destroy -r tank/raw")
+    _destroy(fleet_hosts[1], "tank/raw")
     return seconds
 
 
 def _pozol(source, target, target_fleet_host, index: int) -> tuple[float, float]:
-    from apps.demo.fleet.client import ssh
     from apps.ops.models import Operation
     from apps.replication import services
 
@@ -152,9 +146,18 @@ def _pozol(source, target, target_fleet_host, index: int) -> tuple[float, float]
     _wait(operation.pk, poll=0.05, limit=1800)
     seconds = time.monotonic() - started
     transfer = Operation.objects.get(pk=operation.pk).state["transfer"]["seconds"]
-    services.delete_link(link)
-    ssh(target_fleet_host, f"zfs destroy -r tank/p{index}")
+    _wait(services.delete_link(link).pk)
+    _destroy(target_fleet_host, f"tank/p{index}")
     return seconds, transfer
+
+
+def _destroy(fleet_host, dataset: str) -> None:
+    """zfs-fuse holds a just-received dataset's mount busy for a moment: retry."""
+    from apps.demo.fleet.client import ssh
+
+    ssh(fleet_host, f"i=0; while zfs list {dataset} >/dev/null 2>&1; do "
+                    f"zfs destroy -r -f {dataset} && break; i=$((i+1)); "
+                    "[ $i -ge 80 ] && exit 1; sleep 0.25; done")
 
 
 def _ssh_argv(fleet_host) -> list[str]:

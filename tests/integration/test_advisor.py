@@ -55,6 +55,47 @@ def test_the_advisor_reports_what_the_host_really_has(fleet_hosts, delivered):
                 "bounded_loss_unacknowledged", "primarycache_not_all"} & after
 
 
+def test_a_replication_slot_and_wal_driven_checkpoints_on_a_real_host(fleet_hosts, delivered):
+    """full_page_writes=off with a physical slot (lessons 14) and checkpoints forced by a
+    small max_wal_size under a bulk insert (58), as discovery reads them from the host."""
+    fleet_host = fleet_hosts[0]
+    host = register(fleet_host)
+    assert drive(host.operations.get()).status == "succeeded"
+    host.refresh_from_db()
+    baseline = {f["id"] for f in services.findings(host)}
+    assert not {"full_page_writes_off_standby", "checkpoints_requested"} & baseline
+
+    for sql in ("alter system set full_page_writes = off",
+                "alter system set max_wal_size = '32MB'", "select pg_reload_conf()",
+                "select pg_create_physical_replication_slot('pozol_test_slot')",
+                "select pg_stat_reset_shared('bgwriter')",
+                "create table pozol_checkpoints (g int, pad text)"):
+        psql(fleet_host, sql)
+    try:
+        # About 28 MB of WAL each, against a checkpoint every 16 MB or so: the table is
+        # emptied each time so the 1 GiB test pool does not fill.
+        for _ in range(12):
+            psql(fleet_host, "truncate pozol_checkpoints; insert into pozol_checkpoints"
+                             " select g, repeat('x', 500) from generate_series(1, 50000) g")
+        assert drive(fleet.discover(host)).status == "succeeded"
+        host.refresh_from_db()
+        findings = {f["id"]: f for f in services.findings(host)}
+    finally:
+        for sql in ("drop table if exists pozol_checkpoints",
+                    "select pg_drop_replication_slot('pozol_test_slot')",
+                    "alter system reset full_page_writes", "alter system reset max_wal_size",
+                    "select pg_reload_conf()"):
+            psql(fleet_host, sql)
+
+    slot = findings["full_page_writes_off_standby"]
+    assert "pozol_test_slot (inactive)" in slot["evidence"]
+    checkpoints = findings["checkpoints_requested"]
+    assert "max_wal_size=32MB" in checkpoints["evidence"], checkpoints["evidence"]
+    assert drive(fleet.discover(host)).status == "succeeded"
+    host.refresh_from_db()
+    assert "full_page_writes_off_standby" not in {f["id"] for f in services.findings(host)}
+
+
 def test_full_page_writes_off_off_zfs_is_critical(tmp_path, delivered):
     """This machine's own PostgreSQL is not on ZFS: as the advisor sees it with
     full_page_writes=off in its facts (set in the recorded facts, not on the

@@ -61,6 +61,24 @@ def test_discovery_of_two_hosts_matches_the_hosts(fleet_hosts, delivered):
                 fleet_host, f"select setting from pg_settings where name = '{name}'")
         assert cluster.setting("shared_buffers")["context"] == "postmaster"
         assert cluster.data_checksums is (psql(fleet_host, "show data_checksums") == "on")
+        assert_stats_and_thp_match(host, fleet_host)
+
+
+def assert_stats_and_thp_match(host, fleet_host) -> None:
+    """Standbys, slots and checkpoint counters as psql shows them; THP as sysfs shows it.
+    Counters only grow, so the ones read afterwards bound the discovered ones."""
+    stats = host.facts["clusters"][0]["stats"]
+    assert stats["in_recovery"] is False
+    assert stats["standbys"] == int(psql(fleet_host, "select count(*) from pg_stat_replication"))
+    slots = psql(fleet_host, "select slot_name from pg_replication_slots order by 1")
+    assert [s["name"] for s in stats["slots"]] == slots.split()
+    timed, requested = psql(fleet_host, "select checkpoints_timed || ' ' || checkpoints_req"
+                                        " from pg_stat_bgwriter").split()
+    assert 0 <= stats["checkpoints_timed"] <= int(timed)
+    assert 0 <= stats["checkpoints_requested"] <= int(requested)
+    for name in ("enabled", "defrag"):
+        shown = run_on(fleet_host, f"cat /sys/kernel/mm/transparent_hugepage/{name}")
+        assert f"[{host.facts[f'thp_{name}']}]" in shown
 
 
 def test_discovery_again_replaces_the_picture_and_is_logged(fleet_hosts, delivered):

@@ -22,7 +22,15 @@ from apps.replication.models import ReplicationLink
 from apps.snapshots import services as snapshot_services
 from tests.driving import drive
 from tests.integration.conftest import run_on
-from tests.integration.test_snapshots import destroy, discovered, psql, run_anyway
+from tests.integration.test_snapshots import (
+    destroy,
+    discovered,
+    psql,
+    run_anyway,
+    start_on_clones,
+    stop_clones,
+)
+from tests.waiting import wait_for
 from tests.workers import Worker
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
@@ -130,29 +138,13 @@ def test_full_then_two_incrementals_and_postgres_starts_on_the_copy(pair):
 
 
 def rows_on_a_clone_of(fleet_host, name: str) -> int:
-    base = fleet_host.pg_data_dir.rsplit("/pg/data/", 1)[0]
-    socket = f"{base}/repl_clone_sock"
     try:
-        run_on(fleet_host, f"zfs clone {TARGETS[0]}@{name} tank/repl_clone_data && "
-                           f"zfs clone {TARGETS[1]}@{name} tank/repl_clone_wal")
-        data = run_on(fleet_host, "zfs get -H -o value mountpoint tank/repl_clone_data").strip()
-        wal = run_on(fleet_host, "zfs get -H -o value mountpoint tank/repl_clone_wal").strip()
-        run_on(fleet_host, (
-            f"cd {data}/pgdata && rm -f postmaster.pid && "
-            f"if [ -L pg_wal ]; then rm pg_wal && ln -s {wal}/pg_wal pg_wal; fi && "
-            f"mkdir -p {socket} && chown {fleet_host.pg_os_user} {socket} && "
-            f"cd / && runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/pg_ctl -D "
-            f"{data}/pgdata -w -t 120 -l {socket}/clone.log -o "
-            f"\"-p {CLONE_PORT} -k {socket} -c listen_addresses=''\" start"))
+        socket = start_on_clones(fleet_host, f"{TARGETS[0]}@{name}", f"{TARGETS[1]}@{name}",
+                                 "tank/repl_clone", CLONE_PORT)
         return int(psql(fleet_host, f"SELECT count(*) FROM {TABLE}", port=CLONE_PORT,
                         socket=socket))
     finally:
-        data = run_anyway(fleet_host,
-                          "zfs get -H -o value mountpoint tank/repl_clone_data").strip()
-        run_anyway(fleet_host, (
-            f"cd / && runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/pg_ctl "
-            f"-D {data}/pgdata -m immediate -w stop"))
-        destroy(fleet_host, "tank/repl_clone_data", "tank/repl_clone_wal")
+        stop_clones(fleet_host, "tank/repl_clone")
 
 
 def test_a_diverged_target_is_refused_until_the_operator_opts_in(pair, operator):
@@ -200,7 +192,7 @@ def test_a_worker_killed_during_a_transfer_is_survived(pair, settings, tmp_path)
         doomed = Worker("tests.worker_app", "doomed", tmp_path, POZOL_OPERATION_LEASE=LEASE)
         try:
             operation = services.run_now(link)
-            units = wait_until(lambda: _sending(source, operation.pk), 60,
+            units = wait_for(lambda: _sending(source, operation.pk), 120,
                                "the transfer to start on the host")
             doomed.kill()  # inside the step that waits for the transfer
         finally:
@@ -211,8 +203,8 @@ def test_a_worker_killed_during_a_transfer_is_survived(pair, settings, tmp_path)
         rescuer = Worker("tests.worker_app", "rescuer", tmp_path, POZOL_OPERATION_LEASE=LEASE)
         try:
             time.sleep(int(LEASE) + 0.5)
-            wait_until(lambda: operation.pk in engine.sweep(), 30, "the sweeper")
-            done = wait_until(
+            wait_for(lambda: operation.pk in engine.sweep(), 30, "the sweeper")
+            done = wait_for(
                 lambda: (op := Operation.objects.get(pk=operation.pk)).is_active is False
                 and op, 180, "the rescuer to finish")
         finally:
@@ -236,15 +228,6 @@ def _sending(fleet_host, operation_id: int) -> list[str]:
     units = [n for n in names if n.startswith(f"op{operation_id}-send")]
     return units if any(n.endswith(".pid") for n in units) else []
 
-
-def wait_until(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_full_target_pool_fails_clearly_and_the_next_run_recovers(pair):
@@ -276,3 +259,28 @@ def test_a_full_target_pool_fails_clearly_and_the_next_run_recovers(pair):
     finally:
         run_anyway(target, f"rm -f {base}/filler")
         run_anyway(source, f"rm -f {source.pg_data_dir}/../ballast")
+
+
+def test_the_target_keeps_what_the_links_counts_keep(pair):
+    source, target, hosts = pair
+    host1, _ = hosts
+    cluster = host1.clusters.get()
+    # One frequent slot (15 minutes) holds every snapshot of this test: it keeps its
+    # earliest, the newest is kept anyway (newest of its policy, and the common one).
+    link = make_link(hosts, keep_frequently=1)
+    names = []
+    for _ in range(3):
+        names.append(snapshot(host1, cluster))
+        time.sleep(1.1)
+    operation = run_link(link)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    # Which one goes depends on whether a quarter hour began between the snapshots;
+    # one of the older two goes, on both datasets (a cluster snapshot stays whole).
+    gone = {full.partition("@")[2] for full in operation.result["destroyed"]}
+    assert len(gone) == 1 and gone < set(names[:2]), operation.result
+    assert sorted(operation.result["destroyed"]) == [f"{t}@{min(gone)}" for t in TARGETS]
+    log = " ".join(operation.log_lines.values_list("text", flat=True))
+    assert "on host2 (link to-host2 keeps 1 frequently)" in log
+    for copy in TARGETS:
+        assert snapshots_of(target, copy) == [n for n in names if n not in gone]
+    assert snapshots_of(source, "tank/pg/data") == names  # the source keeps its own

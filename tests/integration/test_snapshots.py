@@ -174,19 +174,8 @@ def snapshot_clone_and_count(fleet_host, method: str, why: str) -> None:
 
 def rows_on_a_clone(fleet_host, name: str, committed: int) -> tuple[int, int]:
     """Clone data and WAL of @name, start PostgreSQL there, count the rows up to `committed`."""
-    base = _base(fleet_host)
-    socket = f"{base}/clone_sock"
-    run_on(fleet_host, f"zfs clone tank/pg/data@{name} tank/snaptest_data && "
-                       f"zfs clone tank/pg/wal@{name} tank/snaptest_wal")
-    data = run_on(fleet_host, "zfs get -H -o value mountpoint tank/snaptest_data").strip()
-    wal = run_on(fleet_host, "zfs get -H -o value mountpoint tank/snaptest_wal").strip()
-    run_on(fleet_host, (
-        f"cd {data}/pgdata && rm -f postmaster.pid && "
-        f"if [ -L pg_wal ]; then rm pg_wal && ln -s {wal}/pg_wal pg_wal; fi && "
-        f"mkdir -p {socket} && chown {fleet_host.pg_os_user} {socket} && "
-        f"cd / && runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/pg_ctl -D "
-        f"{data}/pgdata -w -t 120 -l {socket}/clone.log -o "
-        f"\"-p {CLONE_PORT} -k {socket} -c listen_addresses=''\" start"))
+    socket = start_on_clones(fleet_host, f"tank/pg/data@{name}", f"tank/pg/wal@{name}",
+                             "tank/snaptest", CLONE_PORT)
     rows = int(psql(fleet_host, f"SELECT count(*) FROM {TABLE} WHERE id <= {committed}",
                     port=CLONE_PORT, socket=socket))
     until = int(psql(fleet_host, f"SELECT max(id) FROM {TABLE}", port=CLONE_PORT,
@@ -194,18 +183,38 @@ def rows_on_a_clone(fleet_host, name: str, committed: int) -> tuple[int, int]:
     return rows, until
 
 
-def _base(fleet_host) -> str:
-    """The directory above the data dataset's mount (/…/mnt for …/mnt/pg/data/pgdata)."""
-    return fleet_host.pg_data_dir.rsplit("/pg/data/", 1)[0]
+def start_on_clones(fleet_host, data_snapshot: str, wal_snapshot: str, prefix: str,
+                    port: int) -> str:
+    """Clone a cluster's data and WAL snapshots as <prefix>_data and <prefix>_wal, start
+    PostgreSQL on them (postmaster.pid removed, pg_wal pointed at the WAL clone) on
+    `port`; returns its socket directory. stop_clones() undoes it."""
+    base = fleet_host.pg_data_dir.rsplit("/pg/data/", 1)[0]
+    socket = f"{base}/{prefix.rsplit('/', 1)[-1]}_sock"
+    run_on(fleet_host, f"zfs clone {data_snapshot} {prefix}_data && "
+                       f"zfs clone {wal_snapshot} {prefix}_wal")
+    data = run_on(fleet_host, f"zfs get -H -o value mountpoint {prefix}_data").strip()
+    wal = run_on(fleet_host, f"zfs get -H -o value mountpoint {prefix}_wal").strip()
+    run_on(fleet_host, (
+        f"cd {data}/pgdata && rm -f postmaster.pid && "
+        f"if [ -L pg_wal ]; then rm pg_wal && ln -s {wal}/pg_wal pg_wal; fi && "
+        f"mkdir -p {socket} && chown {fleet_host.pg_os_user} {socket} && "
+        f"cd / && runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/pg_ctl -D "
+        f"{data}/pgdata -w -t 120 -l {socket}/clone.log -o "
+        f"\"-p {port} -k {socket} -c listen_addresses=''\" start"))
+    return socket
 
 
 def drop_clone(fleet_host) -> None:
-    """Stop the clone's PostgreSQL and destroy both clones, waiting for the unmount."""
-    data = run_anyway(fleet_host, "zfs get -H -o value mountpoint tank/snaptest_data").strip()
+    stop_clones(fleet_host, "tank/snaptest")
+
+
+def stop_clones(fleet_host, prefix: str) -> None:
+    """Stop the clones' PostgreSQL and destroy both clones, waiting for the unmount."""
+    data = run_anyway(fleet_host, f"zfs get -H -o value mountpoint {prefix}_data").strip()
     run_anyway(fleet_host, (
         f"cd / && runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/pg_ctl -D "
         f"{data}/pgdata -m immediate -w stop"))
-    destroy(fleet_host, "tank/snaptest_data", "tank/snaptest_wal")
+    destroy(fleet_host, f"{prefix}_data", f"{prefix}_wal")
 
 
 def destroy(fleet_host, *names: str) -> None:

@@ -9,21 +9,13 @@ from apps.ops import engine
 from apps.ops.models import Operation
 from tests.integration.conftest import register, run_on
 from tests.ops import kinds  # noqa: F401  registers test.remote_sleep here too
+from tests.waiting import wait_for
 from tests.workers import Worker
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 
 LEASE = "3"
 
-
-def wait_until(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_killed_worker_is_survived(fleet_hosts, settings, tmp_path):
@@ -37,7 +29,7 @@ def test_a_killed_worker_is_survived(fleet_hosts, settings, tmp_path):
     doomed = Worker("tests.worker_app", "doomed", tmp_path, POZOL_OPERATION_LEASE=LEASE)
     try:
         operation = engine.start("test.remote_sleep", host=host)
-        wait_until(lambda: Operation.objects.get(pk=operation.pk).lease_owner, 30,
+        wait_for(lambda: Operation.objects.get(pk=operation.pk).lease_owner, 30,
                    "the first worker to claim the step")
         time.sleep(1)  # now inside the 4-second remote sleep
         doomed.kill()
@@ -48,9 +40,9 @@ def test_a_killed_worker_is_survived(fleet_hosts, settings, tmp_path):
     rescuer = Worker("tests.worker_app", "rescuer", tmp_path, POZOL_OPERATION_LEASE=LEASE)
     try:
         time.sleep(int(LEASE) + 0.5)
-        swept = wait_until(lambda: engine.sweep(), 30, "the sweeper to find the lost step")
+        swept = wait_for(lambda: engine.sweep(), 30, "the sweeper to find the lost step")
         assert operation.pk in swept
-        done = wait_until(
+        done = wait_for(
             lambda: (op := Operation.objects.get(pk=operation.pk)).is_active is False and op,
             60, "the rescuing worker to finish")
     finally:

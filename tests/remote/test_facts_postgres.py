@@ -59,3 +59,33 @@ def test_dataset_for_path_is_the_longest_whole_component_prefix():
     assert postgres.dataset_for_path("/etc", mounts) == "root"
     assert postgres.dataset_for_path("/etc", {"tank": "/tank"}) is None
     assert postgres.dataset_for_path(None, mounts) is None
+
+
+# -- replication and checkpoints: captured on a fleet test host (extra/psql_stats_busy.txt)
+
+def _captured(name: str) -> str:
+    """An extra capture's output, without its `$ command` and `# exit` lines."""
+    return fuse_extra(name).split("\n", 2)[2]
+
+
+def test_captured_standby_slots_and_requested_checkpoints():
+    stats = postgres.parse_stats(_captured("psql_stats_busy"))
+    assert stats.in_recovery is False and stats.standbys == 1
+    assert stats.slots == [postgres.ReplicationSlot("pozol_standby", "physical", True),
+                           postgres.ReplicationSlot("pozol_spare", "physical", False)]
+    assert (stats.checkpoints_timed, stats.checkpoints_requested) == (0, 19)
+    assert stats.stats_reset == "2026-11-23 22:02:34.01879+00"
+
+
+def test_stats_missing_rows_are_unknown_not_zero():
+    stats = postgres.parse_stats("in_recovery\tt\nstandbys\t\nslot\tbroken\n")
+    assert stats == postgres.ServerStats()  # "t" is not psql's text for a boolean cast
+
+
+def test_checkpoint_counters_moved_in_17():
+    assert "pg_stat_bgwriter" in postgres.stats_query(16)
+    assert "checkpoints_req" in postgres.stats_query(None)  # unknown: the older view
+    query = postgres.stats_query(17)
+    assert "pg_stat_checkpointer" in query and "num_requested" in query
+    assert "pg_stat_bgwriter" not in query
+    assert [postgres.major_of(v) for v in ("15", "9.6", None, "")] == [15, 9, None, None]

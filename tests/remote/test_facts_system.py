@@ -2,7 +2,7 @@
 
 from apps.remote.facts import system
 from apps.remote.facts.sections import split_sections
-from tests.remote.fixtures.hosts import fuse_section, read
+from tests.remote.fixtures.hosts import fuse_extra, fuse_section, read
 
 
 def test_os_release_of_the_capture_host():
@@ -58,3 +58,15 @@ def test_sections_keep_each_commands_output_and_status():
 
 def test_a_section_cut_short_is_left_out():
     assert split_sections("@@pozol@@ a\npartial output") == {}
+
+
+def test_transparent_huge_pages_captured():
+    enabled = fuse_extra("thp_enabled").split("\n", 2)[2]
+    defrag = fuse_extra("thp_defrag").split("\n", 2)[2]
+    assert system.parse_bracketed(enabled) == "madvise"
+    assert system.parse_bracketed(defrag) == "madvise"
+    assert system.parse_bracketed("always defer [defer+madvise] madvise never") == \
+        "defer+madvise"
+    assert system.parse_bracketed("[always] madvise never\n") == "always"
+    assert system.parse_bracketed("cat: /sys/kernel/mm/transparent_hugepage/enabled: No such"
+                                  " file or directory") is None

@@ -17,12 +17,14 @@ from tests.remote.fixtures.hosts import ZFS_FUSE, FixtureHost, replay_transcript
 
 # Written out rather than built by apps.remote.cluster, so the strict fake shell
 # fails if the command gather sends ever changes shape.
-PSQL_16 = cmd(
+_PSQL_16 = (
     "sh", "-c", 'cd / && exec "$@"', "sh", "timeout", 30, "runuser", "-u", "postgres", "--",
     "/usr/lib/postgresql/16/bin/psql", "-h", "/var/run/postgresql", "-p", 5432,
-    "-X", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", "postgres",
-    "-c", postgres.SETTINGS_QUERY,
+    "-X", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", "postgres", "-c",
 )
+PSQL_16 = cmd(*_PSQL_16, postgres.SETTINGS_QUERY)
+# PostgreSQL 16 still keeps its checkpoint counters in pg_stat_bgwriter.
+PSQL_16_STATS = cmd(*_PSQL_16, postgres.stats_query(16))
 NVME = {f"nvme:{d}": cmd("nvme", "get-feature", "-f", "6", f"/dev/{d}")
         for d in ("nvme0n1", "nvme1n1", "nvme2n1")}
 
@@ -42,7 +44,8 @@ def openzfs_22_host(host: FixtureHost | None = None, pools: tuple[str, ...] = ("
     host.script(shell, {**gather.zfs_probes(), **NVME,
                         **gather.postmaster_probes(postmaster)})
     data = gather.zfs_data_probes(openzfs_22_facts(), list(pools))
-    return host.script(shell, {**data, **({"psql:1500": PSQL_16} if psql else {})})
+    psql_probes = {"psql:1500": PSQL_16, "psql:1500:stats": PSQL_16_STATS}
+    return host.script(shell, {**data, **(psql_probes if psql else {})})
 
 
 # -- (a) a real zfs-fuse host with PostgreSQL ---------------------------------------
@@ -88,6 +91,8 @@ def test_zfs_fuse_cluster_mapped_to_its_datasets(fuse_facts):
     assert (cluster.data_dataset, cluster.wal_dataset) == ("tank/pg/data", "tank/pg/wal")
     assert cluster.bin_dir == "/usr/lib/postgresql/15/bin" and cluster.error is None
     assert {"shared_buffers", "full_page_writes"} <= {s.name for s in cluster.settings}
+    # Spliced from a fleet test host (fixtures/README.md): a primary alone, no checkpoint yet.
+    assert cluster.stats == postgres.ServerStats(False, 0, [], 0, 0, "2026-11-23 22:02:34.01879+00")
 
 
 def test_zfs_fuse_arcstats_and_host(fuse_facts):
@@ -95,6 +100,7 @@ def test_zfs_fuse_arcstats_and_host(fuse_facts):
     assert facts.arcstats.ratio_formula == "hits/(hits+misses)" and facts.arcstats.c_max
     assert facts.os.id == "debian" and facts.mem_total and facts.has_systemd is False
     assert facts.sysctls["vm.dirty_ratio"] >= 0
+    assert (facts.thp_enabled, facts.thp_defrag) == ("madvise", "madvise")
 
 
 def test_facts_are_json(fuse_facts):
@@ -144,6 +150,8 @@ def test_openzfs_22_cluster():
     assert (cluster.data_dataset, cluster.wal_dataset) == ("tank/pg/data", "tank/pg/wal")
     restart = [s.name for s in cluster.settings if s.pending_restart]
     assert restart == ["shared_buffers"]
+    assert (cluster.stats.checkpoints_timed, cluster.stats.checkpoints_requested) == (412, 37)
+    assert cluster.stats.standbys == 0 and cluster.stats.slots == []
 
 
 def test_exact_command_lines_on_openzfs():
@@ -167,6 +175,7 @@ def test_host_without_zfs_or_postgres_is_valid():
     assert facts.arch == "aarch64" and facts.has_systemd is False
     assert [d.name for d in facts.disks] == ["mmcblk0", "mmcblk0p1", "sda"]
     assert "vm.nr_hugepages" not in facts.sysctls
+    assert facts.thp_enabled is None and facts.thp_defrag is None  # a kernel without THP
     assert json.dumps(facts.to_dict())
 
 
@@ -179,7 +188,7 @@ def test_zfs_that_will_not_start_is_a_reason_not_a_crash():
     postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
     host.script(shell, {**gather.zfs_probes(), **NVME,
                         **gather.postmaster_probes(postmaster)})
-    host.script(shell, {"psql:1500": PSQL_16})
+    host.script(shell, {"psql:1500": PSQL_16, "psql:1500:stats": PSQL_16_STATS})
     facts = gather.discover(shell)
     assert facts.zfs is None and "modules are not loaded" in facts.zfs_absent_reason
     assert facts.clusters[0].data_dataset is None and facts.clusters[0].settings

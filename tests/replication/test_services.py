@@ -141,3 +141,30 @@ def test_deleting_starts_the_removal_and_forgets_the_link(hosts, delivered):
     assert operation.kind == "replication.remove" and operation.host == hosts[1]
     assert operation.state["link"] == "l1"
     assert not ReplicationLink.objects.exists()
+
+
+def test_an_unreachable_target_fails_the_run_and_says_so_on_the_link(hosts, delivered):
+    from tests.driving import drive
+
+    source, target = hosts
+    source.host_key = target.host_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFh0Uie4e0b3plRJ"
+    source.address = target.address = "127.0.0.254"  # nothing listens there
+    source.port = target.port = 9
+    source.save()
+    target.save()
+    link = make(hosts)
+    operation = drive(services.run_now(link))
+    assert operation.status == Operation.Status.FAILED
+    link.refresh_from_db()
+    assert link.state == ReplicationLink.State.FAILED
+    assert "127.0.0.254" in link.last_error
+
+
+def test_a_policy_snapshot_starts_the_links_that_wait_for_one(hosts, delivered):
+    source, _ = hosts
+    waiting = make(hosts, interval_minutes=0, after_policy=True)
+    protection.policy_snapshot_taken(source, ["tank/pg", "tank/pg/data", "tank/pg/wal"])
+    [run] = Operation.objects.filter(kind="replication.run")
+    assert run.state == {"link": waiting.pk} and run.trigger == Operation.Trigger.SCHEDULE
+    protection.policy_snapshot_taken(source, ["tank/other"])  # not a source of the link
+    assert Operation.objects.filter(kind="replication.run").count() == 1

@@ -99,6 +99,7 @@ class Cluster:
     wal_dataset: str | None = None
     settings: list[postgres.Setting] = field(default_factory=list)
     error: str | None = None
+    stats: postgres.ServerStats | None = None  # standbys, slots, checkpoints; None: unknown
 
 
 @dataclass
@@ -113,6 +114,9 @@ class HostFacts:
     sysctls: dict[str, int | str]
     has_systemd: bool
     tools: dict[str, str]
+    # Transparent huge pages in force ("always", "madvise", "never"); None: not known.
+    thp_enabled: str | None = None
+    thp_defrag: str | None = None
     zfs: ZfsFacts | None = None
     zfs_absent_reason: str | None = None
     pools: list[Pool] = field(default_factory=list)

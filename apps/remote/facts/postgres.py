@@ -1,8 +1,9 @@
-"""PostgreSQL facts: running postmasters, postmaster.pid, pg_settings, data placement."""
+"""PostgreSQL facts: running postmasters, postmaster.pid, pg_settings, data placement,
+replication (standbys, slots) and checkpoint counters."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Columns in this order; psql -A -t prints NULL as an empty field.
 SETTINGS_COLUMNS = (
@@ -136,3 +137,76 @@ def dataset_for_path(path: str | None, mountpoints: dict[str, str]) -> str | Non
         if inside and (best is None or len(root) > best[0]):
             best = (len(root), dataset)
     return best[1] if best else None
+
+
+# -- replication and checkpoints ---------------------------------------------------------
+# `key<TAB>value` rows, so the parser never depends on row order; a slot is the
+# one row with more fields (slot names are [a-z0-9_] only, so never hold a tab).
+# The checkpoint counters moved from pg_stat_bgwriter (checkpoints_timed,
+# checkpoints_req) to pg_stat_checkpointer (num_timed, num_requested) in 17.
+_REPLICATION = (
+    "SELECT 'in_recovery', pg_is_in_recovery()::text"
+    " UNION ALL SELECT 'standbys', count(*)::text FROM pg_stat_replication"
+    " UNION ALL SELECT 'slot', slot_name || E'\\t' || slot_type || E'\\t' || active::text"
+    " FROM pg_replication_slots"
+)
+_BGWRITER = (
+    " UNION ALL SELECT 'checkpoints_timed', checkpoints_timed::text FROM pg_stat_bgwriter"
+    " UNION ALL SELECT 'checkpoints_requested', checkpoints_req::text FROM pg_stat_bgwriter"
+    " UNION ALL SELECT 'stats_reset', stats_reset::text FROM pg_stat_bgwriter"
+)
+_CHECKPOINTER = (
+    " UNION ALL SELECT 'checkpoints_timed', num_timed::text FROM pg_stat_checkpointer"
+    " UNION ALL SELECT 'checkpoints_requested', num_requested::text FROM pg_stat_checkpointer"
+    " UNION ALL SELECT 'stats_reset', stats_reset::text FROM pg_stat_checkpointer"
+)
+
+
+def stats_query(major: int | None) -> str:
+    """Standbys, slots and checkpoint counters, for a server of this major version."""
+    return _REPLICATION + (_CHECKPOINTER if major and major >= 17 else _BGWRITER)
+
+
+def major_of(pg_version: str | None) -> int | None:
+    """PG_VERSION's content: "15" from 10 on, "9.6" before."""
+    head = (pg_version or "").split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+@dataclass(frozen=True)
+class ReplicationSlot:
+    name: str
+    type: str  # "physical" or "logical"
+    active: bool
+
+
+@dataclass(frozen=True)
+class ServerStats:
+    """What stats_query() answered; None where a row was missing or unreadable."""
+    in_recovery: bool | None = None
+    standbys: int | None = None  # rows of pg_stat_replication: streaming standbys now
+    slots: list[ReplicationSlot] = field(default_factory=list)
+    checkpoints_timed: int | None = None
+    checkpoints_requested: int | None = None
+    stats_reset: str | None = None  # the server's text, e.g. "2026-11-23 22:04:39.1+00"
+
+
+def parse_stats(text: str) -> ServerStats:
+    """Rows of stats_query() from `psql -X -At -F <TAB>`."""
+    values: dict[str, str] = {}
+    slots = []
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if fields[0] == "slot" and len(fields) == 4 and fields[3] in {"true", "false"}:
+            slots.append(ReplicationSlot(fields[1], fields[2], fields[3] == "true"))
+        elif len(fields) == 2:
+            values[fields[0]] = fields[1]
+    recovery = values.get("in_recovery")
+    return ServerStats(
+        in_recovery={"true": True, "false": False}.get(recovery or ""),
+        standbys=_int(values.get("standbys", "")),
+        slots=slots,
+        checkpoints_timed=_int(values.get("checkpoints_timed", "")),
+        checkpoints_requested=_int(values.get("checkpoints_requested", "")),
+        stats_reset=values.get("stats_reset") or None,
+    )

@@ -18,6 +18,10 @@ VM_SYSCTLS = (
     "vm.nr_hugepages",
 )
 
+# Transparent huge pages: `enabled` and `defrag` list every mode, the one in force
+# bracketed: "always [madvise] never" (Documentation/admin-guide/mm/transhuge.rst).
+THP_DIR = "/sys/kernel/mm/transparent_hugepage"
+_BRACKETED = re.compile(r"\[([a-z+_-]+)\]")
 _MEMINFO_LINE = re.compile(r"(?P<key>[A-Za-z0-9_()]+):\s+(?P<value>\d+)(?:\s+(?P<unit>kB))?\s*\Z")
 _UNIT_FACTOR = {None: 1, "kB": 1024}  # meminfo "kB" is KiB (proc.rst)
 
@@ -89,3 +93,9 @@ def _number_or_text(raw: str) -> int | str:
 def parse_tools(text: str) -> dict[str, str]:
     """`command -v a b c` output: the path of each tool found, by name."""
     return {line.rsplit("/", 1)[-1]: line for line in text.split() if line.startswith("/")}
+
+
+def parse_bracketed(text: str) -> str | None:
+    """The mode in force in a sysfs choice list ("always [madvise] never" -> "madvise")."""
+    match = _BRACKETED.search(text)
+    return match[1] if match else None

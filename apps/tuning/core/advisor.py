@@ -42,6 +42,7 @@ RELATED: dict[tuple[str, str], tuple[str, ...]] = {
     ("postgres", "work_mem"): ("memory_overcommitted",),
     ("postgres", "max_connections"): ("memory_overcommitted", "max_connections_high"),
     ("postgres", "wal_level"): ("wal_level_minimal_copy",),
+    ("postgres", "max_wal_size"): ("checkpoints_requested",),
     ("sysctl", "vm.dirty_bytes"): ("dirty_limit_large", "dirty_background_missing"),
     ("sysctl", "vm.dirty_ratio"): ("dirty_limit_large", "dirty_background_missing"),
     ("sysctl", "vm.dirty_background_bytes"): ("dirty_background_missing",),

@@ -297,21 +297,21 @@ def memory_overcommit_default(ctx: Context) -> list[Finding]:
 
 
 def full_page_writes_off_standby(ctx: Context) -> list[Finding]:
-    """full_page_writes=off on a standby, or on a primary that names synchronous standbys.
+    """full_page_writes=off on a standby, or on a primary with standbys or physical slots.
 
-    Attached asynchronous standbys and replication slots are not in the facts
-    (pg_stat_replication, pg_replication_slots): the action says to check them.
+    Standbys streaming now (pg_stat_replication) and physical replication slots
+    (pg_replication_slots, active or not: a slot is kept for a standby or a
+    backup that comes back) are discovery facts; logical slots replicate rows,
+    not pages, so they do not count.
     """
     found = []
     for c in ctx.clusters():
         if r.setting_value(c, "full_page_writes") != "off":
             continue
-        if r.setting_value(c, "primary_conninfo"):
-            role = "primary_conninfo is set (this cluster is a standby)"
-        elif names := r.setting_value(c, "synchronous_standby_names"):
-            role = f"synchronous_standby_names={names} (this primary has standbys)"
-        else:
+        role = _replication_role(c)
+        if role is None:
             continue
+        unknown = c.stats is None
         found.append(Finding(
             "full_page_writes_off_standby", "warning",
             "full_page_writes=off where replication is involved",
@@ -321,11 +321,26 @@ def full_page_writes_off_standby(ctx: Context) -> list[Finding]:
             " cascading standby cannot be rebuilt from it, and pg_rewind after a failover"
             " needs them (or wal_log_hints with data checksums).",
             "Keep full_page_writes=on on clusters involved in replication or backed up from a"
-            " standby; turn it off only on a stand-alone primary. Replication slots and"
-            " asynchronous standbys are not in the facts yet: check pg_replication_slots and"
-            " pg_stat_replication before turning it off.",
+            " standby; turn it off only on a stand-alone primary."
+            + (" Standbys and replication slots were not read at discovery: check"
+               " pg_replication_slots and pg_stat_replication too." if unknown else ""),
             f"{src.PG_DOCS}; {src.NIMBUS}", subject=c.data_dir))
     return found
+
+
+def _replication_role(c) -> str | None:
+    """Why this cluster takes part in physical replication, in words; None: it does not."""
+    stats = c.stats
+    if r.setting_value(c, "primary_conninfo") or (stats and stats.in_recovery):
+        return "primary_conninfo is set or the server is in recovery (this cluster is a standby)"
+    if names := r.setting_value(c, "synchronous_standby_names"):
+        return f"synchronous_standby_names={names} (this primary has standbys)"
+    slots = [s for s in stats.slots if s.type == "physical"] if stats else []
+    if stats and (stats.standbys or slots):
+        named = ", ".join(f"{s.name} ({'active' if s.active else 'inactive'})" for s in slots)
+        return (f"{stats.standbys} standby(s) streaming (pg_stat_replication);"
+                f" physical replication slots: {named or 'none'}")
+    return None
 
 
 def wal_compression_on_zfs(ctx: Context) -> list[Finding]:
@@ -364,6 +379,65 @@ def max_connections_high(ctx: Context) -> list[Finding]:
     ) for c in ctx.clusters() if (n := _connections(c)) > limit]
 
 
+MIN_CHECKPOINTS = 10  # fewer since the statistics were reset show no pattern
+
+
+def checkpoints_requested(ctx: Context) -> list[Finding]:
+    """Most checkpoints requested (WAL reached max_wal_size) rather than timed."""
+    found = []
+    for c in ctx.clusters():
+        stats = c.stats
+        if stats is None or stats.in_recovery is not False:
+            continue  # a standby's counters are restartpoints, not its own checkpoints
+        timed, requested = stats.checkpoints_timed, stats.checkpoints_requested
+        if timed is None or requested is None or requested <= timed \
+                or timed + requested < MIN_CHECKPOINTS:
+            continue
+        found.append(Finding(
+            "checkpoints_requested", "info", "most checkpoints are requested, not timed",
+            f"{c.data_dir}: checkpoints requested {requested}, timed {timed} since"
+            f" {stats.stats_reset or 'the last statistics reset'};"
+            f" max_wal_size={_with_unit(c, 'max_wal_size')},"
+            f" checkpoint_timeout={_with_unit(c, 'checkpoint_timeout')}",
+            "A checkpoint comes before checkpoint_timeout when the WAL written since the last"
+            " one reaches max_wal_size (the server log then says \"checkpoints are occurring"
+            " too frequently ... Consider increasing max_wal_size\"). Each one writes the hot"
+            " pages again and, with full_page_writes=on, the first change to every page after"
+            " it logs a full page image: more WAL and more I/O. The count also includes"
+            " CHECKPOINT commands (PoZoL runs one before each cluster snapshot) and base"
+            " backups: if those are most of them, there is nothing to tune.",
+            "Raise max_wal_size (double it, reload) until most checkpoints are timed, and keep"
+            " room for that much WAL on the WAL dataset.",
+            f"{src.NIMBUS}; {src.STAMPEDE}; {src.PG_DOCS}", subject=c.data_dir))
+    return found
+
+
+def _with_unit(cluster, name: str) -> str:
+    row = r.setting(cluster, name)
+    return f"{row.setting}{row.unit or ''}" if row else "not known"
+
+
+def transparent_huge_pages_always(ctx: Context) -> list[Finding]:
+    enabled, defrag = ctx.facts.thp_enabled, ctx.facts.thp_defrag
+    if enabled != "always" or not ctx.facts.clusters:
+        return []
+    return [Finding(
+        "transparent_huge_pages_always", "warning" if defrag == "always" else "info",
+        "transparent huge pages always on",
+        f"/sys/kernel/mm/transparent_hugepage: enabled={enabled},"
+        f" defrag={defrag or 'not known'}",
+        "With THP always, the kernel backs backends' private memory with 2MB pages whether"
+        " it helps or not: memory use grows, khugepaged and compaction run behind"
+        " PostgreSQL's back, and with defrag=always a page fault waits while the kernel"
+        " compacts memory (latency spikes). shared_buffers gains nothing from it: shared"
+        " memory follows shmem_enabled, not enabled; explicit huge pages are what serve it.",
+        "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled (and the same for"
+        " defrag), kept across reboots with transparent_hugepage=madvise on the kernel"
+        " command line; back shared_buffers with explicit huge pages (huge_pages=try,"
+        " vm.nr_hugepages) instead.",
+        f"{src.LINUX_THP}; {src.PG_DOCS}")]
+
+
 RULES: tuple[tuple[str, Rule], ...] = (
     ("zfs_fuse_large_shared_buffers", zfs_fuse_large_shared_buffers),
     ("full_page_writes_off_not_zfs", full_page_writes_off_not_zfs),
@@ -380,4 +454,6 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("full_page_writes_off_standby", full_page_writes_off_standby),
     ("wal_compression_on_zfs", wal_compression_on_zfs),
     ("max_connections_high", max_connections_high),
+    ("checkpoints_requested", checkpoints_requested),
+    ("transparent_huge_pages_always", transparent_huge_pages_always),
 )

@@ -34,3 +34,6 @@ LINUX_BLOCK_FLUSH = (
     " flush (REQ_PREFLUSH) — Linux kernel"
 )
 PG_DOCS = "PostgreSQL documentation (runtime-config: WAL, resources, connections)"
+LINUX_THP = (
+    "Documentation/admin-guide/mm/transhuge.rst (enabled, defrag, shmem_enabled) — Linux kernel"
+)

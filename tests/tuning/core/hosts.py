@@ -81,10 +81,9 @@ def _openzfs_22_shell() -> FakeShell:
     postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
     nvme = {f"nvme:{d}": cmd("nvme", "get-feature", "-f", "6", f"/dev/{d}")
             for d in ("nvme0n1", "nvme1n1", "nvme2n1")}
-    psql = cmd("sh", "-c", 'cd / && exec "$@"', "sh", "timeout", 30, "runuser", "-u", "postgres",
-               "--", "/usr/lib/postgresql/16/bin/psql", "-h", "/var/run/postgresql", "-p", 5432,
-               "-X", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", "postgres",
-               "-c", postgres.SETTINGS_QUERY)
+    psql = ("sh", "-c", 'cd / && exec "$@"', "sh", "timeout", 30, "runuser", "-u", "postgres",
+            "--", "/usr/lib/postgresql/16/bin/psql", "-h", "/var/run/postgresql", "-p", 5432,
+            "-X", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", "postgres", "-c")
     version = zfs.ZfsVersion("2.2.4-1", "2.2.4-1")
     zfs_facts = ZfsFacts("OpenZFS", zfs.OPENZFS, "2.2.4-1", "2.2.4-1", "2.2.4-1",
                          zfs.baseline_capabilities(zfs.OPENZFS, version))
@@ -93,7 +92,8 @@ def _openzfs_22_shell() -> FakeShell:
     host.script(shell, {**gather.zfs_probes(), **nvme,
                         **gather.postmaster_probes(postmaster)})
     data = gather.zfs_data_probes(zfs_facts, ["tank"])
-    return host.script(shell, {**data, "psql:1500": psql})
+    return host.script(shell, {**data, "psql:1500": cmd(*psql, postgres.SETTINGS_QUERY),
+                               "psql:1500:stats": cmd(*psql, postgres.stats_query(16))})
 
 
 # -- edits ---------------------------------------------------------------------------------

@@ -11,10 +11,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from apps.remote.facts import postgres
 from apps.remote.facts.host import HostFacts
 from apps.tuning.core import advisor, sources
 from apps.tuning.core.advisor import advise
 from apps.tuning.core.profiles import builtin
+from tests.remote.fixtures.hosts import fuse_extra
 from tests.tuning.core import hosts
 from tests.tuning.core.hosts import GiB, cluster, set_prop, set_setting
 
@@ -30,7 +32,7 @@ def only(facts: HostFacts, rule: str, acknowledged: frozenset[str] = frozenset()
 
 
 def test_every_rule_is_registered_once_and_every_finding_cites_a_source():
-    assert len(set(advisor.rule_ids())) == len(advisor.rule_ids()) == 40
+    assert len(set(advisor.rule_ids())) == len(advisor.rule_ids()) == 42
     facts = hosts.openzfs("2.2.0")
     set_prop(facts, DATA, "sync", "disabled")
     known = {v for k, v in vars(sources).items() if k.isupper()}
@@ -444,6 +446,79 @@ def test_full_page_writes_off_on_a_standby():
     cluster(facts).settings.append(hosts._row("synchronous_standby_names", "replica1", None,
                                               "sighup", "string"))
     assert "has standbys" in only(facts, "full_page_writes_off_standby")[0].evidence
+
+
+def _with_stats(facts: HostFacts, **values) -> HostFacts:
+    cluster(facts).stats = replace(cluster(facts).stats, **values)
+    return facts
+
+
+def _captured_stats() -> postgres.ServerStats:
+    """A fleet host with a standby streaming, a spare slot and 19 requested checkpoints."""
+    return postgres.parse_stats(fuse_extra("psql_stats_busy").split("\n", 2)[2])
+
+
+def test_full_page_writes_off_with_replication_slots_or_standbys():
+    facts = hosts.openzfs()  # full_page_writes=off, a primary alone (no standby, no slot)
+    assert cluster(facts).stats.standbys == 0 and "full_page_writes_off_standby" not in ids(facts)
+    cluster(facts).stats = _captured_stats()
+    [finding] = only(facts, "full_page_writes_off_standby")
+    assert "1 standby(s) streaming" in finding.evidence
+    assert "pozol_standby (active), pozol_spare (inactive)" in finding.evidence
+    assert "were not read" not in finding.action
+    # A slot alone, kept for a standby that is away, is enough; a logical slot is not.
+    spare = postgres.ReplicationSlot("pozol_spare", "physical", False)
+    _with_stats(facts, standbys=0, slots=[spare])
+    assert "pozol_spare (inactive)" in only(facts, "full_page_writes_off_standby")[0].evidence
+    _with_stats(facts, slots=[postgres.ReplicationSlot("cdc", "logical", True)])
+    assert "full_page_writes_off_standby" not in ids(facts)
+    _with_stats(facts, in_recovery=True)  # a standby restored without primary_conninfo
+    assert "in recovery" in only(facts, "full_page_writes_off_standby")[0].evidence
+    set_setting(facts, "full_page_writes", "on")
+    assert "full_page_writes_off_standby" not in ids(facts)
+
+
+def test_full_page_writes_off_with_replication_unknown_says_to_check():
+    facts = hosts.openzfs()
+    cluster(facts).stats = None  # facts from a discovery before standbys were read
+    cluster(facts).settings.append(hosts._row("synchronous_standby_names", "replica1", None,
+                                              "sighup", "string"))
+    assert "pg_replication_slots" in only(facts, "full_page_writes_off_standby")[0].action
+
+
+def test_requested_checkpoints_dominate():
+    facts = hosts.openzfs()  # 412 timed, 37 requested: fine
+    assert "checkpoints_requested" not in ids(facts)
+    cluster(facts).stats = _captured_stats()  # real: max_wal_size=32MB under pgbench
+    [finding] = only(facts, "checkpoints_requested")
+    assert "requested 19, timed 0 since 2026-11-23 22:02:34" in finding.evidence
+    assert "max_wal_size=1024MB, checkpoint_timeout=300s" in finding.evidence
+    assert "Raise max_wal_size" in finding.action and "CHECKPOINT" in finding.why
+    _with_stats(facts, checkpoints_timed=19)  # as many timed: not dominated
+    assert "checkpoints_requested" not in ids(facts)
+    _with_stats(facts, checkpoints_timed=1, checkpoints_requested=5)  # too few to tell
+    assert "checkpoints_requested" not in ids(facts)
+    _with_stats(facts, checkpoints_requested=50, in_recovery=True)  # restartpoints
+    assert "checkpoints_requested" not in ids(facts)
+    cluster(facts).stats = None
+    assert "checkpoints_requested" not in ids(facts)
+
+
+def test_transparent_huge_pages_always():
+    facts = hosts.fuse()  # the capture: madvise/madvise, as Debian ships it
+    assert (facts.thp_enabled, facts.thp_defrag) == ("madvise", "madvise")
+    assert "transparent_huge_pages_always" not in ids(facts)
+    facts.thp_enabled = "always"
+    [finding] = only(facts, "transparent_huge_pages_always")
+    assert finding.severity == "info" and "enabled=always, defrag=madvise" in finding.evidence
+    assert "shmem_enabled" in finding.why and "transparent_hugepage=madvise" in finding.action
+    facts.thp_defrag = "always"  # page faults wait for direct compaction
+    assert only(facts, "transparent_huge_pages_always")[0].severity == "warning"
+    facts.clusters = []
+    assert "transparent_huge_pages_always" not in ids(facts)
+    facts = hosts.fuse()
+    facts.thp_enabled = None  # not known: no finding
+    assert "transparent_huge_pages_always" not in ids(facts)
 
 
 def test_wal_compression_on_a_compressed_dataset():

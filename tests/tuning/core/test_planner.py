@@ -84,6 +84,19 @@ def test_zfs_fuse_plan_details():
     assert p.requires_acknowledgement == ()
 
 
+def test_zfs_properties_change_online_and_the_new_data_only_ones_say_so():
+    """Campoli: properties change without a remount, but recordsize and compression only
+    reach data written afterwards; the plan labels exactly those two."""
+    facts = set_prop(set_prop(hosts.fuse(), DATA, "compression", "off"), DATA, "atime", "on")
+    zfs = [c for c in plan(facts, SAFE).changes if c.layer == "zfs"]
+    assert {c.key for c in zfs} == {"recordsize", "compression", "atime", "logbias"}
+    for change in zfs:
+        assert change.method in ("zfs_set", "zfs_set_new_data")  # never a restart
+        later = change.key in ("recordsize", "compression")
+        assert (change.method == "zfs_set_new_data") is later, change.key
+        assert ("newly written data only" in change.reason) is later, change.key
+
+
 def test_order_is_zfs_module_sysctl_reload_restart():
     p = plan(hosts.openzfs(), LOSS)
     stages = [c.method if c.layer == "postgres" else c.layer for c in p.changes]

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class ClonesConfig(AppConfig):
+    name = "apps.clones"
+    label = "clones"
+
+    def ready(self) -> None:
+        from apps.clones import steps  # noqa: F401  registers kinds

@@ -1,0 +1,182 @@
+"""Where a clone lives and what it must not share with its origin: pure decisions.
+
+A clone of a PostgreSQL cluster is two ZFS clones (data and WAL, from one
+snapshot name) under `<pool>/pozol_clones/<name>/`, started as a second
+PostgreSQL on a port of its own. What a copy must not share with its origin
+(issue 10; Database Lab Engine does the same): its port and sockets, archiving
+(archive_command would ship the clone's WAL into the origin's archive),
+replication (primary_conninfo, slots, standby/recovery signal files), the
+origin's `postmaster.pid`, and the origin's memory settings: a clone gets the
+"Clone / development" profile's small ones, so many fit on one host.
+
+Settings go at the end of `postgresql.auto.conf`, which PostgreSQL reads last,
+so they win over whatever postgresql.conf says without editing it. pg_hba.conf
+is replaced: the owner by peer over the clone's own socket (PoZoL's way in),
+the clone's role by password from the addresses the operator allows, nothing
+else. A cluster whose configuration lives outside its data directory (Debian's
+/etc/postgresql layout) is refused: its clone would read the origin's files.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+
+from apps.remote.commands import InvalidValue, abs_path, dataset_name, integer, pg_identifier
+
+CLONES_PARENT = "pozol_clones"
+NAME_MAX = 40
+_NAME = re.compile(r"[a-z][a-z0-9-]*\Z")
+
+# The "Clone / development" profile (apps/tuning/core/profiles.py CLONE_DEV), at the floor
+# of its formulas: shared_buffers max(128MB, ...) is 128MB, so a host fits many clones.
+CLONE_SETTINGS = {
+    "shared_buffers": "128MB",
+    "work_mem": "4MB",
+    "maintenance_work_mem": "64MB",
+    "effective_cache_size": "512MB",
+    "synchronous_commit": "off",
+    "max_connections": "20",
+    "archive_mode": "off",
+    "archive_command": "",
+    "primary_conninfo": "",
+    "primary_slot_name": "",
+    "hot_standby": "off",
+    "wal_level": "replica",
+    "max_wal_senders": "0",
+    "max_replication_slots": "0",
+    "logging_collector": "off",
+}
+
+
+# What one clone takes at the most: its shared buffers and every connection's work_mem.
+CLONE_MEMORY = (128 + 20 * 4) * 2**20
+
+
+class CloneError(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def clone_name(value: object) -> str:
+    if not isinstance(value, str) or not _NAME.match(value) or len(value) > NAME_MAX:
+        raise CloneError("name", f"A clone name is 1-{NAME_MAX} characters of a-z 0-9 - "
+                                 f"starting with a letter, not {value!r}.")
+    return value
+
+
+@dataclass(frozen=True)
+class Origin:
+    """The cluster a clone is made from, as discovery found it."""
+
+    data_dataset: str
+    data_mountpoint: str
+    data_dir: str
+    wal_dataset: str | None = None  # None: the WAL is inside the data directory
+    wal_mountpoint: str | None = None
+    wal_dir: str | None = None
+    owner: str = "postgres"
+    bin_dir: str = "/usr/lib/postgresql/15/bin"
+
+    def __post_init__(self) -> None:
+        dataset_name(self.data_dataset)
+        for path in (self.data_mountpoint, self.data_dir, self.bin_dir):
+            abs_path(path)
+        if not _below(self.data_dir, self.data_mountpoint):
+            raise CloneError("cluster", f"{self.data_dir} is not on {self.data_dataset}")
+        if self.wal_dataset is not None:
+            dataset_name(self.wal_dataset)
+            if not (self.wal_mountpoint and self.wal_dir
+                    and _below(self.wal_dir, self.wal_mountpoint)):
+                raise CloneError("cluster", f"its WAL ({self.wal_dir}) is not on "
+                                            f"{self.wal_dataset}")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Everything a clone's creation needs to know, checked."""
+
+    origin: Origin
+    name: str
+    snapshot: str  # the part after '@', on both datasets
+    port: int
+    listen: str  # the address the clone listens on
+    allowed: tuple[str, ...]  # CIDRs its role may connect from
+    role: str
+    socket_dir: str
+
+    def __post_init__(self) -> None:
+        clone_name(self.name)
+        dataset_name(f"{self.origin.data_dataset}@{self.snapshot}".split("@")[0])
+        if not self.snapshot or "@" in self.snapshot or "/" in self.snapshot:
+            raise CloneError("snapshot", f"Not a snapshot label: {self.snapshot!r}.")
+        try:
+            integer(self.port, minimum=1024, maximum=65535)
+            pg_identifier(self.role)
+            abs_path(self.socket_dir)
+        except InvalidValue as exc:
+            raise CloneError(exc.kind, str(exc)) from None
+        ipaddress.ip_address(self.listen)
+        for cidr in self.allowed:
+            ipaddress.ip_network(cidr, strict=False)
+
+    @property
+    def pool(self) -> str:
+        return self.origin.data_dataset.split("/")[0]
+
+    @property
+    def root(self) -> str:
+        return f"{self.pool}/{CLONES_PARENT}/{self.name}"
+
+    @property
+    def data_clone(self) -> str:
+        return f"{self.root}/data"
+
+    @property
+    def wal_clone(self) -> str | None:
+        return f"{self.root}/wal" if self.origin.wal_dataset else None
+
+    @property
+    def data_below(self) -> str:
+        """The data directory's path below its dataset's mountpoint ("pgdata", or "")."""
+        return _relative(self.origin.data_dir, self.origin.data_mountpoint)
+
+    @property
+    def wal_below(self) -> str:
+        assert self.origin.wal_dir and self.origin.wal_mountpoint
+        return _relative(self.origin.wal_dir, self.origin.wal_mountpoint)
+
+    def settings(self) -> dict[str, str]:
+        return {**CLONE_SETTINGS, "port": str(self.port), "listen_addresses": self.listen,
+                "unix_socket_directories": self.socket_dir}
+
+    def auto_conf(self) -> str:
+        lines = [f"{name} = '{_conf_value(value)}'" for name, value in self.settings().items()]
+        return "# PoZoL clone settings: read last, they win\n" + "\n".join(lines) + "\n"
+
+    def hba(self) -> str:
+        lines = ["# PoZoL clone: the owner over its socket, the clone's role from the "
+                 "allowed addresses, nothing else",
+                 f"local all {self.origin.owner} peer"]
+        lines += [f"host all {self.role} {ipaddress.ip_network(c, strict=False)} "
+                  "scram-sha-256" for c in self.allowed]
+        return "\n".join(lines) + "\n"
+
+    def connection_string(self) -> str:
+        return f"postgresql://{self.role}@{self.listen}:{self.port}/postgres"
+
+
+def _below(path: str, mountpoint: str) -> bool:
+    return path == mountpoint or path.startswith(mountpoint.rstrip("/") + "/")
+
+
+def _relative(path: str, mountpoint: str) -> str:
+    return path[len(mountpoint.rstrip("/")):].lstrip("/")
+
+
+def _conf_value(value: str) -> str:
+    if "'" in value or "\\" in value or "\n" in value:
+        raise CloneError("settings", f"Not a safe configuration value: {value!r}.")
+    return value

@@ -1,0 +1,89 @@
+"""Clones: a writable copy of a PostgreSQL cluster, made from one of its snapshots on the
+same host and started as a second PostgreSQL on a port of its own.
+
+The clone's datasets hold their origin snapshot (ZFS itself refuses to destroy a
+snapshot with clones, and the inventory records them, so pruning never tries).
+Its password is kept encrypted only because a reset re-creates the role on a
+fresh copy with the same password; it is shown once, when the clone is asked
+for. The origin cluster is named by host and data directory, since discovery
+recreates cluster rows.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class CloneHostSettings(models.Model):
+    """What an operator allows clones on one host: ports, addresses, memory."""
+
+    host = models.OneToOneField("fleet.Host", on_delete=models.CASCADE,
+                                related_name="clone_settings")
+    port_min = models.PositiveIntegerField(default=6500)
+    port_max = models.PositiveIntegerField(default=6599)
+    listen_address = models.GenericIPAddressField(
+        null=True, blank=True, help_text="The address clones listen on; empty: the host's "
+                                         "address.")
+    allowed_networks = models.JSONField(default=list, blank=True,
+                                        help_text="CIDRs a clone's role may connect from.")
+    memory_limit = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Bytes of RAM all clones on the host may take "
+                                         "together; empty: no limit.")
+
+    DEFAULT_ALLOWED = ["127.0.0.0/8"]
+
+    def __str__(self) -> str:
+        return f"clone settings of {self.host}"
+
+
+class Clone(models.Model):
+    class State(models.TextChoices):
+        CREATING = "creating"
+        READY = "ready"
+        RESETTING = "resetting"
+        DESTROYING = "destroying"
+        DESTROYED = "destroyed"
+        FAILED = "failed"
+
+    LIVE = (State.CREATING, State.READY, State.RESETTING, State.DESTROYING, State.FAILED)
+
+    host = models.ForeignKey("fleet.Host", on_delete=models.CASCADE, related_name="clones")
+    cluster_data_dir = models.CharField(max_length=1024)
+    name = models.SlugField(max_length=40)
+    snapshot = models.CharField(max_length=255, blank=True,
+                                help_text="The origin snapshot (the part after '@').")
+    port = models.PositiveIntegerField()
+    role = models.CharField(max_length=63)
+    password_encrypted = models.TextField(editable=False)
+    state = models.CharField(max_length=16, choices=State, default=State.CREATING)
+    connection_string = models.CharField(max_length=300, blank=True)
+    layout = models.JSONField(default=dict, blank=True,
+                              help_text="Where the clone lives (apps.clones.core.layout).")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    protected_until = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    ready_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    last_operation = models.ForeignKey("ops.Operation", null=True, blank=True,
+                                       on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # Names and ports are taken until the clone is destroyed.
+            models.UniqueConstraint(fields=["host", "name"], name="clone_name_per_host",
+                                    condition=~models.Q(state="destroyed")),
+            models.UniqueConstraint(fields=["host", "port"], name="clone_port_per_host",
+                                    condition=~models.Q(state="destroyed")),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.host}: clone {self.name}"
+
+    @property
+    def protected(self) -> bool:
+        return bool(self.protected_until and self.protected_until > timezone.now())

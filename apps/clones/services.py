@@ -1,0 +1,291 @@
+"""What the UI, the API and the scheduler ask of clones: make one, destroy one, expire.
+
+None opens SSH. Making a clone checks the request against the inventory (the
+cluster, its datasets' mountpoints, the snapshot on both datasets), takes a
+free port from the host's range and a fresh password, records the clone and
+starts one `clones.create` operation; "now" snapshots the cluster first, in the
+same operation, with snapshot now's own plan. The password is returned to the
+caller once and never shown again.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from dataclasses import asdict
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.clones import steps
+from apps.clones.core.layout import CLONE_MEMORY, CloneError, Layout, Origin, clone_name
+from apps.clones.models import Clone, CloneHostSettings
+from apps.fleet import credentials
+from apps.fleet.models import Host, PgCluster
+from apps.ops import engine
+from apps.ops.errors import Conflict, DomainError
+from apps.ops.models import Operation
+from apps.remote.commands import InvalidValue, pg_identifier
+from apps.snapshots import services as snapshot_services
+from apps.snapshots.core import naming
+from apps.snapshots.models import Snapshot
+
+MAX_TTL = timedelta(days=30)
+PASSWORD_LENGTH = 24
+
+
+class CloneRefused(DomainError):
+    """A clone request refused; `fields` names the inputs at fault."""
+
+
+def _refuse(field: str, text: str, *, code: str = "invalid", status: int = 400) -> CloneRefused:
+    return CloneRefused(f"{field}: {text}", fields={field: [text]}, code=code, status=status)
+
+
+def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
+                 name: str = "", ttl: timedelta | None = None,
+                 protected_for: timedelta | None = None, role: str = "dev", by=None,
+                 trigger: str = Operation.Trigger.API) -> tuple[Clone, Operation, str]:
+    """Start making a clone of `cluster` from its snapshot `snapshot` (the part after '@'),
+    or from a new one when None. Returns the clone, its operation and its password."""
+    if cluster.host_id != host.pk:
+        raise _refuse("cluster", "that cluster is not on this host")
+    name = _name(host, name)
+    try:
+        role = pg_identifier(role)
+    except InvalidValue as exc:
+        raise _refuse("role", exc.reason) from None
+    if role in ("postgres", cluster.owner) or role.startswith("pg_"):
+        raise _refuse("role", f"{role} is the cluster's superuser or a built-in role: name "
+                              "an application role, or leave the default")
+    ttl = _span("ttl", ttl)
+    protected_for = _span("protected_for", protected_for)
+    origin = _origin(host, cluster)
+    state: dict = {}
+    if snapshot is None:
+        plan, state = snapshot_services.plan_target(host, cluster=cluster)
+        snapshot = naming.snapshot_name(timezone.now())
+        state.update(plan=asdict(plan), snapshot=snapshot, hold=False, checkpoint=False,
+                     properties={"pozol:owner": snapshot_services.OWNER,
+                                 "pozol:policy": naming.MANUAL,
+                                 "pozol:label": f"for clone {name}"})
+    else:
+        _check_snapshot(host, origin, snapshot)
+    password = _password()
+    with transaction.atomic():
+        _check_memory(host)
+        port = _free_port(host)
+        layout = _layout(host, origin, name, snapshot, port, role)
+        now = timezone.now()
+        clone = Clone(host=host, cluster_data_dir=cluster.data_dir, name=name,
+                      snapshot=snapshot, port=port, role=role,
+                      password_encrypted=credentials.encrypt(password),
+                      layout=_layout_values(layout),
+                      expires_at=now + ttl if ttl else None,
+                      protected_until=now + protected_for if protected_for else None,
+                      created_by=by if by and by.is_authenticated else None)
+        try:
+            with transaction.atomic():
+                clone.save()
+        except IntegrityError:
+            raise _refuse("name", f"a clone named {name!r} (or port {port}) is taken on "
+                                  f"{host.name}; try again", code="conflict",
+                          status=409) from None
+        operation = engine.start(
+            steps.CREATE.name, host=host, trigger=trigger, user=by,
+            subject=f"{host.name}: clone {name} of {cluster.data_dir}"[:200],
+            state={**state, "clone": clone.pk, "take_snapshot": "plan" in state})
+        clone.last_operation = operation
+        clone.save(update_fields=["last_operation"])
+    return clone, operation, password
+
+
+def destroy_clone(clone: Clone, *, by=None, trigger: str = Operation.Trigger.API) -> Operation:
+    """Stop the clone's PostgreSQL and destroy its datasets; refused while protected."""
+    with transaction.atomic():
+        clone = Clone.objects.select_for_update().get(pk=clone.pk)
+        if clone.state == Clone.State.DESTROYED:
+            raise Conflict(f"clone {clone.name} is destroyed already", code="destroyed")
+        if clone.protected:
+            raise Conflict(f"clone {clone.name} is protected until "
+                           f"{clone.protected_until:%Y-%m-%d %H:%M} UTC", code="protected")
+        if _running(clone):
+            raise Conflict(f"clone {clone.name} is busy (operation #{_running(clone).pk})",
+                           code="busy")
+        clone.state = Clone.State.DESTROYING
+        operation = engine.start(steps.DESTROY.name, host=clone.host, trigger=trigger, user=by,
+                                 subject=f"{clone.host.name}: destroy clone {clone.name}",
+                                 state={"clone": clone.pk})
+        clone.last_operation = operation
+        clone.save(update_fields=["state", "last_operation"])
+    return operation
+
+
+def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
+                trigger: str = Operation.Trigger.API) -> Operation:
+    """Make the clone again from `snapshot` (a label of the origin cluster's), or from a
+    new one when None, keeping its name, port, role and password."""
+    with transaction.atomic():
+        clone = Clone.objects.select_for_update().select_related("host").get(pk=clone.pk)
+        if clone.state not in (Clone.State.READY, Clone.State.FAILED):
+            raise Conflict(f"clone {clone.name} is {clone.state}: it can be reset when ready "
+                           "or failed", code=clone.state)
+        if _running(clone):
+            raise Conflict(f"clone {clone.name} is busy", code="busy")
+        host = clone.host
+        cluster = host.clusters.filter(data_dir=clone.cluster_data_dir).select_related(
+            "data_dataset", "wal_dataset").first()
+        if cluster is None:
+            raise _refuse("cluster", f"no cluster at {clone.cluster_data_dir} on {host.name} "
+                                     "any more (run discovery)")
+        origin = _origin(host, cluster)
+        state: dict = {}
+        if snapshot is None:
+            plan, state = snapshot_services.plan_target(host, cluster=cluster)
+            snapshot = naming.snapshot_name(timezone.now())
+            state.update(plan=asdict(plan), snapshot=snapshot, hold=False, checkpoint=False,
+                         properties={"pozol:owner": snapshot_services.OWNER,
+                                     "pozol:policy": naming.MANUAL,
+                                     "pozol:label": f"for clone {clone.name}"})
+        else:
+            _check_snapshot(host, origin, snapshot)
+        operation = engine.start(
+            steps.RESET.name, host=host, trigger=trigger, user=by,
+            subject=f"{host.name}: reset clone {clone.name} to @{snapshot}"[:200],
+            state={**state, "clone": clone.pk, "take_snapshot": "plan" in state,
+                   "new_snapshot": snapshot})
+        clone.state, clone.last_operation = Clone.State.RESETTING, operation
+        clone.save(update_fields=["state", "last_operation"])
+    return operation
+
+
+def expire(now=None) -> list[Operation]:
+    """Destroy the clones whose time is up (beat), unless protected."""
+    now = now or timezone.now()
+    started = []
+    for clone in Clone.objects.filter(expires_at__lte=now, state__in=(
+            Clone.State.READY, Clone.State.FAILED)):
+        try:
+            started.append(destroy_clone(clone, trigger=Operation.Trigger.SCHEDULE))
+        except Conflict:
+            continue
+    return started
+
+
+def _running(clone: Clone) -> Operation | None:
+    return Operation.objects.filter(status__in=Operation.ACTIVE, state__clone=clone.pk,
+                                    kind__startswith="clones.").first()
+
+
+# ---- checks -------------------------------------------------------------------------------
+
+def _name(host: Host, name: str) -> str:
+    if not name:
+        name = f"clone-{secrets.token_hex(3)}"
+    try:
+        return clone_name(name)
+    except CloneError as exc:
+        raise _refuse("name", str(exc)) from None
+
+
+def _span(field: str, value: timedelta | None) -> timedelta | None:
+    if value is None:
+        return None
+    if not isinstance(value, timedelta) or not timedelta(minutes=1) <= value <= MAX_TTL:
+        raise _refuse(field, "between one minute and 30 days")
+    return value
+
+
+def _origin(host: Host, cluster: PgCluster) -> Origin:
+    if cluster.data_dataset is None:
+        raise _refuse("cluster", f"{cluster.data_dir} is not on a ZFS dataset")
+    config = (cluster.setting("config_file") or {}).get("setting") or ""
+    if config and not config.startswith(cluster.data_dir.rstrip("/") + "/"):
+        raise _refuse("cluster", f"its configuration lives outside its data directory "
+                                 f"({config}): a clone would read the origin's files")
+    wal = cluster.wal_dataset
+    separate = wal is not None and wal.pk != cluster.data_dataset.pk
+    try:
+        return Origin(data_dataset=cluster.data_dataset.name,
+                      data_mountpoint=cluster.data_dataset.mountpoint,
+                      data_dir=cluster.data_dir,
+                      wal_dataset=wal.name if separate else None,
+                      wal_mountpoint=wal.mountpoint if separate else None,
+                      wal_dir=cluster.wal_dir if separate else None,
+                      owner=cluster.owner or "postgres",
+                      bin_dir=cluster.bin_dir or "/usr/lib/postgresql/15/bin")
+    except (CloneError, InvalidValue) as exc:
+        raise _refuse("cluster", str(exc)) from None
+
+
+def _check_snapshot(host: Host, origin: Origin, snapshot: object) -> None:
+    if not isinstance(snapshot, str) or not snapshot or "@" in snapshot or "/" in snapshot:
+        raise _refuse("snapshot", "the part after '@' of a snapshot of the cluster")
+    datasets = [origin.data_dataset] + ([origin.wal_dataset] if origin.wal_dataset else [])
+    found = set(Snapshot.objects.filter(host=host, dataset__in=datasets, name=snapshot)
+                .values_list("dataset", flat=True))
+    missing = [d for d in datasets if d not in found]
+    if missing:
+        raise _refuse("snapshot", f"{missing[0]}@{snapshot} is not in the inventory: a clone "
+                                  "needs the same snapshot of data and WAL")
+
+
+def _check_memory(host: Host) -> None:
+    limits = CloneHostSettings.objects.filter(host=host).first()
+    if limits is None or limits.memory_limit is None:
+        return
+    live = Clone.objects.select_for_update().filter(host=host).exclude(
+        state=Clone.State.DESTROYED).count()
+    needed = (live + 1) * CLONE_MEMORY
+    if needed > limits.memory_limit:
+        raise _refuse("host", f"{host.name} would need {needed // 2**20} MiB for {live + 1} "
+                              f"clones (each up to {CLONE_MEMORY // 2**20} MiB), over its "
+                              f"limit of {limits.memory_limit // 2**20} MiB",
+                      code="memory_limit", status=409)
+
+
+def _free_port(host: Host) -> int:
+    limits = CloneHostSettings.objects.filter(host=host).first() or CloneHostSettings(host=host)
+    taken = set(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED)
+                .values_list("port", flat=True))
+    taken |= {c.port for c in host.clusters.all() if c.port}
+    for port in range(limits.port_min, limits.port_max + 1):
+        if port not in taken:
+            return port
+    raise _refuse("port", f"every port of {host.name}'s clone range {limits.port_min}-"
+                          f"{limits.port_max} is taken", code="no_port", status=409)
+
+
+def _layout(host: Host, origin: Origin, name: str, snapshot: str, port: int,
+            role: str) -> Layout:
+    limits = CloneHostSettings.objects.filter(host=host).first() or CloneHostSettings(host=host)
+    listen = limits.listen_address or host.address
+    allowed = tuple(limits.allowed_networks or CloneHostSettings.DEFAULT_ALLOWED)
+    socket_dir = f"{host.work_dir.rstrip('/')}/clones/{name}"
+    try:
+        return Layout(origin=origin, name=name, snapshot=snapshot, port=port, listen=listen,
+                      allowed=allowed, role=role, socket_dir=socket_dir)
+    except (CloneError, InvalidValue, ValueError) as exc:
+        raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
+
+
+def _layout_values(layout: Layout) -> dict:
+    values = asdict(layout)
+    values["allowed"] = list(layout.allowed)
+    return values
+
+
+def layout_of(clone: Clone) -> Layout:
+    values = dict(clone.layout)
+    origin = Origin(**values.pop("origin"))
+    return Layout(origin=origin, **{**values, "allowed": tuple(values["allowed"])})
+
+
+def password_of(clone: Clone) -> str:
+    return credentials.decrypt(clone.password_encrypted)
+
+
+def _password() -> str:
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(PASSWORD_LENGTH))

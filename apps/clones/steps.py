@@ -1,0 +1,125 @@
+"""The clone operations: create (snapshot first when asked for "now"), destroy.
+
+Creation is one command on the host (apps.clones.core.commands.create), so a
+clone is ready about as fast as the floor: a `zfs snapshot -r`, two `zfs
+clone`, `pg_ctl start` and one psql. If it fails halfway, whatever it made is
+destroyed by the same command destroy runs, and the clone is marked failed
+with the host's words. The inventory records the clone on its origin
+snapshots at once (their `clones`), so no pruner tries them; the next listing
+confirms it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from apps.clones.core import commands
+from apps.clones.models import Clone
+from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
+from apps.ops.models import LogLine
+from apps.snapshots.models import Snapshot
+
+TAIL = 800
+
+
+def _then(following: str):
+    """The snapshot step of a kind: take the cluster's snapshot with snapshot now's own
+    step when asked for "now", then go on to `following`."""
+
+    def snapshot(ctx: StepContext) -> Next | Fail:
+        from apps.snapshots import steps as snapshot_steps
+
+        if not ctx.state.get("take_snapshot"):
+            return Next(following)
+        outcome = snapshot_steps.take(ctx)
+        if isinstance(outcome, Fail):
+            _failed(ctx, outcome.error)
+            return outcome
+        return Next(following, message=outcome.message, progress=40)
+
+    return snapshot
+
+
+def clone(ctx: StepContext) -> Done | Fail:
+    from apps.clones.services import layout_of, password_of
+
+    row = Clone.objects.get(pk=ctx.state["clone"])
+    layout = layout_of(row)
+    run = ctx.runner()
+    result = run(commands.create(layout, password_of(row)), timeout=300, check=False)
+    if not result.ok:
+        why = (result.stderr or result.stdout).strip()[-TAIL:]
+        run(commands.destroy(layout), timeout=120, check=False)
+        ctx.log(f"removed what the failed clone had made ({layout.root})", LogLine.Level.WARNING)
+        _failed(ctx, why)
+        return Fail(f"clone {row.name} failed: {why}", code="clone_failed")
+    _note_clones(row, layout, add=True)
+    now = timezone.now()
+    Clone.objects.filter(pk=row.pk).update(state=Clone.State.READY, ready_at=now, error="",
+                                           connection_string=layout.connection_string())
+    return Done({"clone": row.pk, "connection_string": layout.connection_string(),
+                 "snapshot": layout.snapshot},
+                message=f"clone {row.name} ready on port {layout.port}")
+
+
+def reset(ctx: StepContext) -> Done | Fail:
+    """Destroy the clone's datasets, then make them again from the new snapshot with the
+    same name, port, role and password."""
+    from apps.clones.services import layout_of
+
+    row = Clone.objects.get(pk=ctx.state["clone"])
+    old = layout_of(row)
+    result = ctx.runner()(commands.destroy(old), timeout=180, check=False)
+    if not result.ok:
+        why = (result.stderr or result.stdout).strip()[-TAIL:]
+        _failed(ctx, why)
+        return Fail(f"resetting clone {row.name} failed: {why}", code="reset_failed")
+    _note_clones(row, old, add=False)
+    Clone.objects.filter(pk=row.pk).update(
+        snapshot=ctx.state["new_snapshot"],
+        layout={**row.layout, "snapshot": ctx.state["new_snapshot"]})
+    ctx.log(f"removed {old.root} (was @{old.snapshot}); cloning @{ctx.state['new_snapshot']}")
+    return clone(ctx)
+
+
+def destroy(ctx: StepContext) -> Done | Fail:
+    from apps.clones.services import layout_of
+
+    row = Clone.objects.get(pk=ctx.state["clone"])
+    layout = layout_of(row)
+    result = ctx.runner()(commands.destroy(layout), timeout=180, check=False)
+    if not result.ok:
+        why = (result.stderr or result.stdout).strip()[-TAIL:]
+        Clone.objects.filter(pk=row.pk).update(state=Clone.State.FAILED, error=why)
+        return Fail(f"destroying clone {row.name} failed: {why}", code="destroy_failed")
+    _note_clones(row, layout, add=False)
+    Clone.objects.filter(pk=row.pk).update(state=Clone.State.DESTROYED)
+    who = ctx.operation.triggered_by or ctx.operation.get_trigger_display()
+    ctx.log(f"destroyed clone {row.name} ({layout.root}), asked by {who}")
+    return Done({"clone": row.pk}, message=f"clone {row.name} destroyed")
+
+
+def _note_clones(row: Clone, layout, *, add: bool) -> None:
+    pairs = [(layout.origin.data_dataset, layout.data_clone)]
+    if layout.wal_clone:
+        pairs.append((layout.origin.wal_dataset, layout.wal_clone))
+    for dataset, made in pairs:
+        for snap in Snapshot.objects.filter(host=row.host, dataset=dataset, name=row.snapshot):
+            clones = [c for c in snap.clones if c != made] + ([made] if add else [])
+            Snapshot.objects.filter(pk=snap.pk).update(clones=clones)
+
+
+def _failed(ctx: StepContext, why: str) -> None:
+    Clone.objects.filter(pk=ctx.state["clone"]).update(state=Clone.State.FAILED,
+                                                       error=why[-4000:])
+
+
+CREATE = register(Kind(name="clones.create", steps={"snapshot": _then("clone"), "clone": clone},
+                       first_step="snapshot", mutating=False, deadline=timedelta(minutes=30)))
+RESET = register(Kind(name="clones.reset", steps={"snapshot": _then("reset"),
+                                                  "reset": reset},
+                      first_step="snapshot", mutating=False, deadline=timedelta(minutes=30)))
+DESTROY = register(Kind(name="clones.destroy", steps={"destroy": destroy},
+                        first_step="destroy", mutating=False, deadline=timedelta(minutes=30)))

@@ -1,0 +1,75 @@
+"""What a clone must not share with its origin, and hostile values refused before any
+command exists."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.clones.core import commands
+from apps.clones.core.layout import CloneError, Layout, Origin, clone_name
+from apps.remote.commands import InvalidValue
+
+ORIGIN = Origin(data_dataset="tank/pg/data", data_mountpoint="/mnt/pg/data",
+                data_dir="/mnt/pg/data/pgdata", wal_dataset="tank/pg/wal",
+                wal_mountpoint="/mnt/pg/wal", wal_dir="/mnt/pg/wal/pg_wal")
+
+
+def layout(**changes) -> Layout:
+    values = {"origin": ORIGIN, "name": "dev1", "snapshot": "pozol_manual_20261123T120000Z",
+              "port": 6500, "listen": "10.0.0.5", "allowed": ("10.0.0.0/24",),
+              "role": "dev", "socket_dir": "/var/lib/pozol/clones/dev1", **changes}
+    return Layout(**values)
+
+
+def test_a_clone_lives_under_the_pool_and_keeps_the_origins_paths_below_its_mounts():
+    made = layout()
+    assert (made.data_clone, made.wal_clone) == ("tank/pozol_clones/dev1/data",
+                                                 "tank/pozol_clones/dev1/wal")
+    assert (made.data_below, made.wal_below) == ("pgdata", "pg_wal")
+    assert made.connection_string() == "postgresql://dev@10.0.0.5:6500/postgres"
+
+
+def test_what_a_copy_must_not_share_is_overridden_last():
+    conf = layout().auto_conf()
+    for line in ("port = '6500'", "archive_mode = 'off'", "archive_command = ''",
+                 "primary_conninfo = ''", "max_replication_slots = '0'",
+                 "shared_buffers = '128MB'", "listen_addresses = '10.0.0.5'"):
+        assert line in conf
+
+
+def test_only_the_owner_by_socket_and_the_role_from_allowed_networks_get_in():
+    hba = layout(allowed=("10.0.0.0/24", "192.168.1.7")).hba().splitlines()[1:]
+    assert hba == ["local all postgres peer",
+                   "host all dev 10.0.0.0/24 scram-sha-256",
+                   "host all dev 192.168.1.7/32 scram-sha-256"]
+
+
+@pytest.mark.parametrize("name", ["a;b", "$(id)", "-x", "Dev", "a b", "x" * 41, ""])
+def test_hostile_clone_names_are_refused(name):
+    with pytest.raises(CloneError):
+        clone_name(name)
+
+
+@pytest.mark.parametrize("changes", [
+    {"snapshot": "a@b"}, {"snapshot": "a/b"}, {"port": 80}, {"role": "dev; drop"},
+    {"listen": "not-an-address"}, {"allowed": ("10.0.0.0/99",)},
+    {"socket_dir": "relative/path"},
+])
+def test_bad_layout_values_are_refused(changes):
+    with pytest.raises((CloneError, InvalidValue, ValueError)):
+        layout(**changes)
+
+
+def test_data_outside_its_dataset_is_refused():
+    with pytest.raises(CloneError, match="not on tank/pg/data"):
+        Origin(data_dataset="tank/pg/data", data_mountpoint="/mnt/pg/data",
+               data_dir="/elsewhere/pgdata")
+
+
+def test_the_password_travels_on_stdin_only():
+    command = commands.create(layout(), "Abcdefghij0123456789")
+    assert "Abcdefghij0123456789" not in command.text
+    assert b"\\set pw 'Abcdefghij0123456789'" in command.stdin
+    assert "Abcdefghij0123456789" not in command.redacted()
+    with pytest.raises(CloneError):
+        commands.create(layout(), "short'quote")

@@ -1,0 +1,95 @@
+"""Clone requests are checked before anything runs: names, roles, snapshots, ports, memory,
+protection and expiry. The operations are started, not run (tests/integration/test_clones.py
+runs them on a real host)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.clones import services
+from apps.clones.core.layout import CLONE_MEMORY
+from apps.clones.models import Clone, CloneHostSettings
+from apps.fleet.models import Dataset
+from apps.ops.errors import Conflict
+from apps.ops.models import Operation
+from tests.snapshots import factories
+
+pytestmark = pytest.mark.django_db
+SNAP = "pozol_manual_20261123T190000Z"
+
+
+@pytest.fixture
+def origin():
+    host = factories.host("db1")
+    Dataset.objects.filter(host=host, name="tank/pg/data").update(mountpoint="/tank/pg/data")
+    Dataset.objects.filter(host=host, name="tank/pg/wal").update(mountpoint="/tank/pg/wal")
+    cluster = factories.cluster(host, data_dir="/tank/pg/data/pgdata",
+                                wal_dir="/tank/pg/wal/pg_wal")
+    for dataset in ("tank/pg/data", "tank/pg/wal"):
+        factories.snapshot(host, f"{dataset}@{SNAP}")
+    return host, cluster
+
+
+def make(origin, **changes):
+    host, cluster = origin
+    return services.create_clone(host, cluster, **{"snapshot": SNAP, **changes})
+
+
+def test_a_clone_gets_the_first_free_port_a_password_and_an_operation(origin, delivered):
+    first, operation, password = make(origin, name="a")
+    second, _, other = make(origin, name="b")
+    assert (first.port, second.port) == (6500, 6501)
+    assert len(password) == 24 and password != other
+    assert password not in str(operation.state)
+    assert operation.kind == "clones.create" and first.state == Clone.State.CREATING
+    assert services.layout_of(first).data_clone == "tank/pozol_clones/a/data"
+
+
+@pytest.mark.parametrize(("changes", "field"), [
+    ({"name": "a;b"}, "name"), ({"name": "-a"}, "name"), ({"name": "A'b"}, "name"),
+    ({"role": "x; drop"}, "role"), ({"role": "postgres"}, "role"),
+    ({"snapshot": "nope"}, "snapshot"), ({"snapshot": "a@b"}, "snapshot"),
+    ({"ttl": timedelta(days=365)}, "ttl"), ({"ttl": timedelta(seconds=1)}, "ttl"),
+])
+def test_bad_requests_are_refused_naming_the_field(origin, changes, field):
+    with pytest.raises(services.CloneRefused) as refused:
+        make(origin, **changes)
+    assert field in refused.value.fields
+    assert not Clone.objects.exists()
+
+
+def test_a_taken_name_is_a_conflict(origin, delivered):
+    make(origin, name="a")
+    with pytest.raises(services.CloneRefused) as refused:
+        make(origin, name="a")
+    assert refused.value.status == 409
+
+
+def test_the_memory_limit_and_the_port_range_are_kept(origin, delivered):
+    host, _ = origin
+    CloneHostSettings.objects.create(host=host, port_min=7000, port_max=7001,
+                                     memory_limit=3 * CLONE_MEMORY)
+    make(origin, name="a")
+    make(origin, name="b")
+    with pytest.raises(services.CloneRefused, match="every port"):
+        make(origin, name="c")
+    CloneHostSettings.objects.filter(host=host).update(port_max=7010, memory_limit=2 * CLONE_MEMORY)
+    with pytest.raises(services.CloneRefused, match="over its limit") as refused:
+        make(origin, name="c")
+    assert refused.value.status == 409
+
+
+def test_a_protected_clone_is_kept_and_an_expired_one_is_destroyed(origin, delivered):
+    kept, _, _ = make(origin, name="a", protected_for=timedelta(hours=1),
+                      ttl=timedelta(minutes=5))
+    gone, _, _ = make(origin, name="b", ttl=timedelta(minutes=5))
+    Clone.objects.update(state=Clone.State.READY)
+    Operation.objects.update(status=Operation.Status.SUCCEEDED)  # both were made
+    with pytest.raises(Conflict, match="protected"):
+        services.destroy_clone(kept)
+    started = services.expire(timezone.now() + timedelta(minutes=10))
+    assert [op.state["clone"] for op in started] == [gone.pk]
+    assert Clone.objects.get(pk=gone.pk).state == Clone.State.DESTROYING
