@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from apps.accounts.docs import ApiSchemaView, api_docs
 from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
+from apps.clones.api import CloneViewSet, HostCloneSettingsView
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
 from apps.replication.api import ReplicationLinkViewSet
@@ -34,6 +35,7 @@ api.register("snapshots", SnapshotViewSet, basename="snapshot")
 api.register("snapshot-policies", SnapshotPolicyViewSet, basename="snapshot-policy")
 api.register("policy-assignments", PolicyAssignmentViewSet, basename="policy-assignment")
 api.register("replication-links", ReplicationLinkViewSet, basename="replication-link")
+api.register("clones", CloneViewSet, basename="clone")
 api.register("tenants", TenantViewSet, basename="tenant")
 api.register("memberships", MembershipViewSet, basename="membership")
 api.register("cluster-assignments", ClusterAssignmentViewSet, basename="cluster-assignment")
@@ -50,12 +52,14 @@ urlpatterns = [
     path("api/hosts/<int:pk>/findings/", tuning_api.HostFindingsView.as_view()),
     path("api/hosts/<int:pk>/plan/", tuning_api.HostPlanView.as_view()),
     path("api/hosts/<int:pk>/snapshots/", HostSnapshotsView.as_view()),
+    path("api/hosts/<int:pk>/clone-settings/", HostCloneSettingsView.as_view()),
     path("api/", include(api.urls)),
     path("operations/", include("apps.ops.urls")),
     path("tuning/", include("apps.tuning.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("snapshots/", include("apps.snapshots.urls")),
     path("replication/", include("apps.replication.urls")),
+    path("clones/", include("apps.clones.urls")),
     path("audit/", include("apps.audit.urls")),
     path("", include("apps.tenants.urls")),
     path("", include("apps.fleet.urls")),

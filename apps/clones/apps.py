@@ -6,4 +6,6 @@ class ClonesConfig(AppConfig):
     label = "clones"
 
     def ready(self) -> None:
-        from apps.clones import steps  # noqa: F401  registers kinds
+        from apps.clones import host_page, steps  # noqa: F401  registers kinds
+
+        host_page.register()

@@ -10,6 +10,7 @@ caller once and never shown again.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 import string
 from dataclasses import asdict
@@ -289,3 +290,86 @@ def password_of(clone: Clone) -> str:
 def _password() -> str:
     alphabet = string.ascii_letters + string.digits
     return "".join(secrets.choice(alphabet) for _ in range(PASSWORD_LENGTH))
+
+
+def minutes(value: int | None) -> timedelta | None:
+    """A span given in whole minutes (the API and the form), or None."""
+    return timedelta(minutes=value) if value is not None else None
+
+
+# ---- the operator's settings per host -----------------------------------------------------
+
+PORT_FLOOR, PORT_CEILING = 1024, 65535
+MAX_NETWORKS = 64
+
+
+def settings_of(host: Host) -> CloneHostSettings:
+    """The host's clone settings, or the defaults (unsaved) when the operator set none."""
+    return (CloneHostSettings.objects.filter(host=host).first()
+            or CloneHostSettings(host=host, allowed_networks=[]))
+
+
+MAX_MEMORY_LIMIT = 64 * 2**40  # no host has this much RAM: a typo
+
+
+def update_settings(host: Host, *, port_min: int, port_max: int, listen_address: str | None,
+                    allowed_networks: list[str], memory_limit: int | None = None,
+                    by=None) -> CloneHostSettings:
+    """Save what the operator allows clones on `host`. Clones made before keep their port
+    and pg_hba; the next clone gets the new values."""
+    for field, port in (("port_min", port_min), ("port_max", port_max)):
+        if isinstance(port, bool) or not isinstance(port, int) or not (
+                PORT_FLOOR <= port <= PORT_CEILING):
+            raise _refuse(field, f"a port from {PORT_FLOOR} to {PORT_CEILING}")
+    if port_min > port_max:
+        raise _refuse("port_max", f"at least port_min ({port_min})")
+    listen_address = _address(listen_address)
+    networks = _networks(allowed_networks)
+    if memory_limit is not None and (
+            isinstance(memory_limit, bool) or not isinstance(memory_limit, int)
+            or not CLONE_MEMORY <= memory_limit <= MAX_MEMORY_LIMIT):
+        raise _refuse("memory_limit", f"bytes, from one clone's {CLONE_MEMORY} to "
+                                      f"{MAX_MEMORY_LIMIT}, or empty for no limit")
+    limits = settings_of(host)
+    limits.memory_limit = memory_limit
+    limits.port_min, limits.port_max = port_min, port_max
+    limits.listen_address, limits.allowed_networks = listen_address, networks
+    limits.save()
+    return limits
+
+
+def _address(value: object) -> str | None:
+    if value in (None, ""):
+        return None
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise _refuse("listen_address", f"an IPv4 or IPv6 address, not {value!r}") from None
+
+
+def _networks(values: object) -> list[str]:
+    if not isinstance(values, list | tuple) or len(values) > MAX_NETWORKS:
+        raise _refuse("allowed_networks", f"a list of at most {MAX_NETWORKS} CIDRs")
+    networks = []
+    for value in values:
+        if not isinstance(value, str) or "/" not in value:
+            raise _refuse("allowed_networks", f"a CIDR such as 10.0.0.0/8, not {value!r}")
+        try:
+            network = ipaddress.ip_network(value)
+        except ValueError:
+            # A host address with a prefix (10.1.2.3/8) is most likely a typo for either
+            # its network or the host alone: ask rather than guess which.
+            raise _refuse("allowed_networks", _cidr_hint(value)) from None
+        if str(network) not in networks:
+            networks.append(str(network))
+    return networks
+
+
+def _cidr_hint(value: str) -> str:
+    try:
+        loose = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return f"a CIDR such as 10.0.0.0/8, not {value!r}"
+    address = value.split("/")[0]
+    return (f"{value} has host bits set: write {loose} for the network, or "
+            f"{address}/{loose.max_prefixlen} for that address alone")

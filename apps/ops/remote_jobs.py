@@ -47,6 +47,28 @@ def advance(ctx: StepContext, name: str, command: Command) -> UnitStatus:
     return detached.poll(run, unit, work_dir)
 
 
+def follow(ctx: StepContext, name: str, command: Command,
+           seconds: float) -> tuple[UnitStatus, str]:
+    """Start the unit if the host does not have it yet, wait up to `seconds` for it to
+    end, and say where it stands and the end of its stderr: one round trip."""
+    from apps.remote.ssh import unobserved
+
+    unit = unit_for(ctx, name)
+    try:
+        with unobserved():
+            started, status, err = detached.follow(ctx.runner(), unit, command,
+                                                   ctx.host.work_dir, _has_systemd(ctx),
+                                                   seconds)
+    except RemoteError:
+        ctx.log(f"$ {command.redacted()}  -> could not be followed as detached unit {unit}",
+                LogLine.Level.WARNING)
+        raise
+    if started:
+        ctx.log(f"$ {command.redacted()}  -> started on {ctx.host.name} as detached unit "
+                f"{unit}", LogLine.Level.COMMAND)
+    return status, err
+
+
 def output(ctx: StepContext, name: str, offset: int = 0, stream: str = "stdout") -> tuple[str, int]:
     return detached.read_output(ctx.runner(), unit_for(ctx, name), ctx.host.work_dir,
                                 offset, stream)

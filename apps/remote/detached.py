@@ -144,13 +144,41 @@ while [ ! -e {status} ] && [ "$i" -lt {tenths} ]; do sleep 0.1; i=$((i + 1)); do
 """
 
 
-def wait(run: Runner, unit: str, work_dir: str, seconds: float) -> None:
-    """Block up to `seconds` until the unit has ended: a poller that sleeps between polls
-    notices the end up to a whole interval late, this within a tenth of a second."""
+_FOLLOW = """\
+( {start} )
+echo @@pozol:wait
+( {wait} )
+( {poll} )
+echo @@pozol:err
+tail -c {tail} {dir}/{err} 2>/dev/null || true
+"""
+
+
+def follow(run: Runner, unit: str, command: Command, work_dir: str, use_systemd: bool,
+           seconds: float, tail: int = 64 * 1024) -> tuple[bool, UnitStatus, str]:
+    """start, wait and poll in one round trip, plus the last `tail` bytes of stderr:
+    whether this call started the unit, where it stands, and what it said last.
+
+    A poller that sleeps between polls pays several round trips per interval and
+    notices the end up to an interval late; this costs one and notices it within
+    a tenth of a second.
+    """
     unit, work_dir = unit_name(unit), abs_path(work_dir)
+    values = {"wrapper": _WRAPPER, "unit": unit, "text": command.text, "pid": f"{unit}.pid"}
+    launch = (script(_LAUNCH_SYSTEMD, sd_unit=f"pozol-{unit}", dir=work_dir, **values)
+              if use_systemd else script(_LAUNCH_SETSID, **values))
     tenths = integer(int(seconds * 10), minimum=0, maximum=6000)
-    run(script(_WAIT, dir=work_dir, status=f"{unit}.status", tenths=tenths,
-               shown=f"detached {unit}: wait up to {seconds:g} s"), timeout=seconds + 30)
+    text = script(_FOLLOW,
+                  start=script(_START, dir=work_dir, pid=f"{unit}.pid", launch=launch),
+                  wait=script(_WAIT, dir=work_dir, status=f"{unit}.status", tenths=tenths),
+                  poll=script(_POLL, dir=work_dir, pid=f"{unit}.pid", status=f"{unit}.status",
+                              unit=unit),
+                  tail=integer(tail, minimum=1), dir=work_dir, err=f"{unit}.err")
+    result = run(Command(text.text, secrets=command.secrets,
+                         shown=f"detached {unit}: follow"), timeout=seconds + 60)
+    head, _, rest = result.stdout.partition("@@pozol:wait\n")
+    state, _, err = rest.partition("@@pozol:err\n")
+    return head.strip() == "started", _parse_status(state.strip()), err
 
 
 def read_output(

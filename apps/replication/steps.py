@@ -1,14 +1,16 @@
 """Replication's operation kinds: run a link, and remove what a deleted link left.
 
 `replication.run` (on the source host), as zrepl's loop does:
-  key      the link's key pair exists; its receive-only line is in the
-           target's authorized_keys and its private key and the target's
-           pinned host key are in the source's work dir (idempotent, each run)
-  plan     both sides listed (one command per host), planned by the pure
-           planner; refused, busy or in sync ends here
-  execute  the plan's steps in order, one per call; a SEND runs detached on
-           the source (`op<id>-send<i>`), so a worker that dies does not stop
-           it and the step, run again, polls the same unit
+  plan     the link's key pair exists, its receive-only line is in the target's
+           authorized_keys and its private key and the target's pinned host key
+           are in the source's work dir (again after anything but a clean
+           run); both sides listed (one command per host) and planned by the
+           pure planner; refused, busy or in sync ends here
+  execute  the plan's steps in order, the quick ones back to back; a SEND runs
+           detached on the source (`op<id>-send<i>`), so a worker that dies
+           does not stop it, and each call starts it if missing, waits on the
+           host up to a few seconds and reads where it stands in one round
+           trip (detached.follow)
   finish   both inventories refreshed, the newest common snapshot and the
            newest received recorded (lag counts from it)
   prune    the target's keep rules (the link's counts, each received
@@ -32,11 +34,10 @@ from apps.fleet.models import Host
 from apps.ops import remote_jobs
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.ops.models import LogLine
-from apps.remote import detached, keys
+from apps.remote import keys
 from apps.remote.commands import cmd, script, snapshot_name
 from apps.remote.errors import RemoteError
 from apps.remote.facts.zfs import ZfsVersion
-from apps.remote.ssh import unobserved
 from apps.replication.core import commands, listing, progress
 from apps.replication.core.capabilities import ReplicationCapabilities, replication_capabilities
 from apps.replication.core.lag import newest_received
@@ -63,10 +64,11 @@ class LinkFailure(RemoteError):
 
 # ---- key ----------------------------------------------------------------------------------
 
-def key(ctx: StepContext) -> Next | Fail:
-    link = _link(ctx)
-    if link is None:
-        return Fail("the link was deleted", code="link_gone")
+def _install_key(ctx: StepContext, link: ReplicationLink) -> Fail | None:
+    """The link's key pair exists; its receive-only line is in the target's
+    authorized_keys and its private key and the target's pinned host key are in the
+    source's work dir. Skipped after a clean run: a key that stopped working fails the
+    next transfer, and the run after that installs it again."""
     if not link.private_key_encrypted:
         private, public = keys.generate_keypair(commands.key_comment(link.name))
         link.private_key_encrypted = credentials.encrypt(private)
@@ -74,18 +76,18 @@ def key(ctx: StepContext) -> Next | Fail:
         link.save(update_fields=["private_key_encrypted", "public_key", "updated_at"])
     target = link.target_host
     if not target.host_key:
+        _record_outcome(link, ReplicationLink.State.FAILED,
+                        f"{target.name}'s host key is not pinned yet")
         return Fail(f"{target.name}'s host key is not pinned yet: discover it first",
                     code="target_not_pinned")
-    target_caps = capabilities_of(target)
-    line = commands.authorized_keys_line(core_link(link), link.public_key, target_caps)
+    line = commands.authorized_keys_line(core_link(link), link.public_key,
+                                         capabilities_of(target))
     _on(target)(commands.install_key(target.authorized_keys_file, core_link(link), line))
-    endpoint = _endpoint(link)
     known = commands.known_hosts_line(target.address, target.port, target.host_key)
     ctx.runner()(commands.write_source_files(
-        endpoint, known, credentials.decrypt(link.private_key_encrypted)))
-    if link.key_installed_at is None:
-        ReplicationLink.objects.filter(pk=link.pk).update(key_installed_at=timezone.now())
-    return Next("plan", message="key in place", progress=5)
+        _endpoint(link), known, credentials.decrypt(link.private_key_encrypted)))
+    ReplicationLink.objects.filter(pk=link.pk).update(key_installed_at=timezone.now())
+    return None
 
 
 # ---- plan ---------------------------------------------------------------------------------
@@ -94,8 +96,12 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
     link = _link(ctx)
     if link is None:
         return Fail("the link was deleted", code="link_gone")
+    if not (link.key_installed_at and link.state == ReplicationLink.State.IN_SYNC):
+        failure = _install_key(ctx, link)  # again after anything but a clean run
+        if failure is not None:
+            return failure
     core = core_link(link)
-    source_caps, target_caps, chosen = _plan(ctx, link, core)
+    source_caps, target_caps, chosen, sources = _plan(ctx, link, core)
     ctx.state["plan_action"] = chosen.action.value
     for dataset in chosen.datasets:
         ctx.log(f"{dataset.source} -> {dataset.target}: {dataset.action.value}: "
@@ -116,6 +122,7 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
     ctx.state["source_caps"] = asdict(source_caps)
     ctx.state["target_caps"] = asdict(target_caps)
     ctx.state["transfer"] = {"bytes": 0, "seconds": 0.0}
+    ctx.state["expected"] = _estimates(chosen.steps, sources)
     if link.resume_failed:
         ReplicationLink.objects.filter(pk=link.pk).update(resume_failed=False)
     return Next("execute", message=f"{chosen.action.value}: {len(chosen.steps)} steps",
@@ -136,7 +143,7 @@ def _plan(ctx: StepContext, link: ReplicationLink, core) -> tuple:
     target_states = {source: on_target.targets[target] for source, target in targets.items()}
     chosen = plan_link(core, sources.sources, target_states, source_caps, target_caps,
                        held=link.held, resume_failed=link.resume_failed)
-    return source_caps, target_caps, chosen
+    return source_caps, target_caps, chosen, sources.sources
 
 
 def replication_capabilities_with_tools(caps: ReplicationCapabilities,
@@ -209,22 +216,15 @@ def _send(ctx: StepContext, link: ReplicationLink, step: Step, index: int,
     """None when the transfer is done; Wait while it runs; Fail when it failed."""
     assert step.send is not None
     name = f"send{index}"
-    expected = ctx.state.setdefault("expected", {}).get(name)
-    if expected is None:
-        expected = _expected(ctx, link, step.send)
-        ctx.state["expected"][name] = expected
-        ctx.state.setdefault("started", {})[name] = time.time()
+    if name not in ctx.state.setdefault("started", {}):
+        exact = _exact_size(ctx, step.send)
+        if exact is not None:
+            ctx.state["expected"][name] = exact
+        ctx.state["started"][name] = time.time()
+    expected = ctx.state["expected"].get(name)
     command = commands.pipeline(step.send, _endpoint(link), _caps(ctx, "source_caps"),
                                 link.bandwidth_limit)
-    status = remote_jobs.advance(ctx, name, command)
-    if status.state == "running":
-        with unobserved():  # waits and reads every few seconds are not worth log lines
-            detached.wait(ctx.runner(), remote_jobs.unit_for(ctx, name), ctx.host.work_dir,
-                          WAIT_SECONDS)
-            status = detached.poll(ctx.runner(), remote_jobs.unit_for(ctx, name),
-                                   ctx.host.work_dir)
-    with unobserved():
-        err, _ = remote_jobs.output(ctx, name, stream="stderr")
+    status, err = remote_jobs.follow(ctx, name, command, WAIT_SECONDS)
     sent = progress.parse_counter(err) or 0
     if status.state == "running":
         shown = progress.Progress(sent, _expected_of(expected))
@@ -237,7 +237,6 @@ def _send(ctx: StepContext, link: ReplicationLink, step: Step, index: int,
         return Wait(0)
     seconds = time.time() - ctx.state["started"].get(name, time.time())
     failed = status.state != "succeeded" or commands.send_failed(err)
-    _forget(ctx, name)
     if failed:
         why = progress.pipeline_messages(err, TAIL) or f"the transfer unit ended {status.state}"
         if step.send.resume_token:
@@ -254,34 +253,41 @@ def _send(ctx: StepContext, link: ReplicationLink, step: Step, index: int,
     return None
 
 
-def _expected(ctx: StepContext, link: ReplicationLink, send: Send) -> dict | None:
-    caps = _caps(ctx, "source_caps")
-    if caps.send_estimate and not send.resume_token:
-        result = ctx.runner()(commands.estimate_command(send), timeout=300, check=False)
-        size = progress.parse_send_estimate(result.stdout) if result.ok else None
-        if size is not None:
-            return {"bytes": size, "exact": True, "label": "expected"}
-    if send.snapshot is None:
+def _exact_size(ctx: StepContext, send: Send) -> dict | None:
+    """`zfs send -nvP` where the source has it; elsewhere the plan's estimate stands."""
+    if not _caps(ctx, "source_caps").send_estimate or send.resume_token:
         return None
-    text = ctx.runner()(listing.source_command([send.source]), timeout=300).stdout
-    snaps = listing.parse_source(text, [send.source]).sources[send.source].snapshots
-    to = send.snapshot.partition("@")[2]
-    from_ = send.from_snapshot.partition("@")[2] if send.from_snapshot else None
-    estimate = progress.estimate_from_listing(snaps, to, from_)
-    if estimate is None:
-        return None
-    return {"bytes": estimate.bytes, "exact": False, "label": estimate.label}
+    result = ctx.runner()(commands.estimate_command(send), timeout=300, check=False)
+    size = progress.parse_send_estimate(result.stdout) if result.ok else None
+    return {"bytes": size, "exact": True, "label": "expected"} if size is not None else None
+
+
+def _estimates(steps: tuple[Step, ...], sources: dict) -> dict[str, dict]:
+    """The size of each send from the plan's own listing (used/referenced), labelled an
+    estimate; sends whose snapshots it cannot size are left out."""
+    found = {}
+    for index, step in enumerate(steps):
+        send = step.send
+        if send is None or send.snapshot is None:
+            continue
+        to = send.snapshot.partition("@")[2]
+        from_ = send.from_snapshot.partition("@")[2] if send.from_snapshot else None
+        estimate = progress.estimate_from_listing(sources[send.source].snapshots, to, from_)
+        if estimate is not None:
+            found[f"send{index}"] = {"bytes": estimate.bytes, "exact": False,
+                                     "label": estimate.label}
+    return found
 
 
 def _expected_of(expected: dict | None) -> progress.Expected | None:
     return progress.Expected(expected["bytes"], expected["exact"]) if expected else None
 
 
-def _forget(ctx: StepContext, name: str) -> None:
-    try:
-        detached.forget(ctx.runner(), remote_jobs.unit_for(ctx, name), ctx.host.work_dir)
-    except detached.UnitStillRunning:
-        pass
+def _forget_units(ctx: StepContext) -> None:
+    """The finished transfers' unit files, all in one command."""
+    prefix = remote_jobs.unit_for(ctx, "send")
+    ctx.runner()(script("cd {dir} 2>/dev/null && rm -f -- {prefix}*", dir=ctx.host.work_dir,
+                        prefix=prefix, shown=f"remove the files of units {prefix}*"))
 
 
 def _release_after_failure(ctx: StepContext, link: ReplicationLink, rest: list[Step]) -> None:
@@ -327,6 +333,7 @@ def finish(ctx: StepContext) -> Next:
         last_run_at=now, common_snapshot=common or "", last_transfer=transfer,
         newest_received=received.name if received else "",
         newest_received_at=received.created if received else None, updated_at=now)
+    _forget_units(ctx)
     inventory.refresh(ctx.host, ctx.runner())
     inventory.refresh(link.target_host, _on(link.target_host))
     ctx.log(f"in sync: newest common snapshot @{common}" if common else
@@ -485,9 +492,9 @@ def _recorded(step):
 
 RUN = register(Kind(name="replication.run",
                     steps={name: _recorded(step) for name, step in (
-                        ("key", key), ("plan", plan), ("execute", execute),
+                        ("plan", plan), ("execute", execute),
                         ("finish", finish), ("prune", prune))},
-                    first_step="key", mutating=False, deadline=timedelta(hours=24)))
+                    first_step="plan", mutating=False, deadline=timedelta(hours=24)))
 REMOVE = register(Kind(name="replication.remove", steps={"remove": remove},
                        first_step="remove", mutating=False, deadline=timedelta(minutes=30)))
 

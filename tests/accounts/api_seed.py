@@ -14,6 +14,7 @@ from apps.tenants import services as tenants
 from apps.tuning import services as tuning
 from apps.tuning.models import Profile
 from tests.benchmarks import factories
+from tests.clones import factories as clone_factories
 from tests.remote.fixtures.hosts import replay_transcript
 from tests.replication import factories as replication_factories
 from tests.snapshots import factories as snapshot_factories
@@ -39,12 +40,15 @@ def seed(user) -> tuple[str, dict[str, int]]:
     spare_link = replication_factories.link(host, link_target, "fuzz-spare",
                                             sources=["tank"], cluster_data_dir="",
                                             target_parent="backup/spare")
+    clone = clone_factories.clone(host, "fuzz-clone", port=6500)
+    spare_clone = clone_factories.clone(host, "fuzz-spare", port=6501)
     _, token = ApiToken.objects.issue(user, "fuzz")
     tenants = _tenants(host)
     ids = {"HOST": host, "SPARE_HOST": spare_host, "PROFILE": profile,
            "SPARE_PROFILE": spare_profile, "PLAN": plan, "BENCHMARK": after,
            "VALIDATION": validation, "OPERATION": Operation.objects.filter(host=host).first(),
-           "SNAPSHOT": snapshot, "LINK": link, "SPARE_LINK": spare_link, **tenants,
+           "SNAPSHOT": snapshot, "LINK": link, "SPARE_LINK": spare_link,
+           "CLONE": clone, "SPARE_CLONE": spare_clone, **tenants,
            "TOKEN": ApiToken.objects.issue(user, "fuzz spare")[0],
            "AUDIT_EVENT": audit.record(action="seed", outcome="success", user=user)}
     return token, {name: row.pk for name, row in ids.items()}

@@ -39,6 +39,8 @@ ID_PARAMETERS = [
     ("^/api/replication-links/\\{id\\}/$", 'include-method = "DELETE"', "SPARE_LINK"),
     ("^/api/replication-links/\\{id\\}/rollback-opt-in/$", 'include-method = "DELETE"',
      "LINK"),
+    ("^/api/clones/\\{id\\}/$", 'exclude-method = "DELETE"', "CLONE"),
+    ("^/api/clones/\\{id\\}/$", 'include-method = "DELETE"', "SPARE_CLONE"),
     ("^/api/profiles/\\{id\\}/", 'exclude-method = "DELETE"', "PROFILE"),
     ("^/api/profiles/\\{id\\}/$", 'include-method = "DELETE"', "SPARE_PROFILE"),
     ("^/api/tenants/\\{id\\}/", 'exclude-method = "DELETE"', "TENANT"),

@@ -27,6 +27,7 @@ from apps.tuning import services as tuning
 from apps.tuning.models import Profile
 from tests import browser as chromium
 from tests.benchmarks import factories
+from tests.clones import factories as clone_factories
 from tests.replication import factories as replication_factories
 from tests.snapshots import factories as snapshot_factories
 
@@ -39,7 +40,7 @@ PAGES = {
     "host": ("/hosts/{host}/", True),
     **{f"host-{section}": (f"/hosts/{{host}}/{section}/", True)
        for section in ("datasets", "postgresql", "tuning", "benchmarks", "snapshots",
-                       "operations", "replication")},
+                       "operations", "replication", "clones")},
     "host-never-reached": ("/hosts/{fresh}/", True),
     "host-never-reached-datasets": ("/hosts/{fresh}/datasets/", True),
     "profiles": ("/tuning/profiles/", True),
@@ -57,6 +58,8 @@ PAGES = {
     "replication-new": ("/replication/new/", True),
     "replication-link": ("/replication/{link}/", True),
     "replication-link-opted-in": ("/replication/{opted_in}/", True),
+    "clone-new": ("/clones/hosts/{host}/new/", True),
+    "clone-settings": ("/clones/hosts/{host}/settings/", True),
     "tenants": ("/tenants/", True),
     "tenant": ("/tenants/{tenant}/", True),
     "tokens": ("/account/tokens/", True),
@@ -111,6 +114,7 @@ def site(replayed_host) -> dict:
     policy = SnapshotPolicy.objects.create(name="hourly", hourly=24, daily=7)
     PolicyAssignment.objects.create(policy=policy, host=host, dataset="tank/pg")
     link, opted_in = _links(host, operation)
+    _clones(host)
     tenant, member = _tenant(host)
     return {"host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
             "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk,
@@ -157,6 +161,20 @@ def _links(host, operation) -> tuple[ReplicationLink, ReplicationLink]:
     return late, opted_in
 
 
+def _clones(host) -> None:
+    """A ready clone with a size, a protected one, one being made and a failed one."""
+    now = timezone.now()
+    clone_factories.clone(host, "migration-test-of-the-main-cluster", port=6500)
+    host.datasets.create(name="tank/pozol_clones/migration-test-of-the-main-cluster",
+                         used=48 << 20)
+    clone_factories.clone(host, "kept", port=6501, expires_at=None,
+                          protected_until=now + timedelta(hours=5))
+    clone_factories.clone(host, "new", port=6502, state="creating", connection_string="")
+    clone_factories.clone(host, "broken", port=6503, state="failed", connection_string="",
+                          error="PostgreSQL did not start on the clone: FATAL: could not "
+                                "create shared memory segment: No space left on device")
+
+
 @pytest.mark.parametrize("name", PAGES)
 def test_the_page_is_accessible_and_fits_a_phone(name, tab, site, live_server, operator,
                                                  django_user_model):
@@ -201,6 +219,28 @@ def test_form_errors_stand_next_to_their_fields_and_pass_axe(tab, live_server, o
         error = tab.locator(f"#{name.get_attribute('aria-describedby').split()[0]}")
         assert error.is_visible() and error.inner_text().strip()
         assert error.evaluate("e => getComputedStyle(e).color") == "rgb(185, 28, 28)"
+        if violations := chromium.axe_violations(tab):
+            problems.append(f"at {width} width, axe-core found:\n{chromium.describe(violations)}")
+        if width == "375" and (extra := chromium.sideways_scroll(tab)):
+            problems.append(f"at 375 width the page scrolls sideways by {extra}px")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_new_clone_shows_its_password_once_and_passes_axe(tab, live_server, operator):
+    host = clone_factories.host("clones1")
+    clone_factories.cluster(host)
+    clone_factories.snapshots(host)
+    chromium.sign_in(tab.context, live_server.url, operator)
+    problems = []
+    for number, (width, viewport) in enumerate(chromium.WIDTHS.items()):
+        tab.set_viewport_size(viewport)
+        tab.goto(f"{live_server.url}/hosts/{host.pk}/clones/")
+        tab.select_option("#id_snapshot", clone_factories.SNAPSHOT)
+        tab.fill("#id_name", f"dev{number}")
+        tab.click("#clone-form button")
+        assert tab.locator("#clone-password").is_visible()
+        assert "it is not shown again" in tab.locator("#clone-password").inner_text()
+        assert len(tab.input_value("#password")) == 24
         if violations := chromium.axe_violations(tab):
             problems.append(f"at {width} width, axe-core found:\n{chromium.describe(violations)}")
         if width == "375" and (extra := chromium.sideways_scroll(tab)):

@@ -226,3 +226,18 @@ class RecordingShell(FakeShell):
     def __call__(self, command, *, timeout=60.0, check=True, stdin=None) -> Result:
         self.calls.append(command.text)
         return Result(command.redacted(), 0, "started\n", "")
+
+
+@pytest.mark.ssh
+def test_follow_starts_once_waits_for_the_end_and_reads_the_last_stderr(
+        run: ssh.Session, work_dir: str):
+    command = script("echo working >&2; sleep 1; echo done >&2")
+    started, status, err = detached.follow(run, "f1", command, work_dir, False, 0.2)
+    assert started and status.state == "running" and "working" in err
+    begun = time.monotonic()
+    again, status, err = detached.follow(run, "f1", command, work_dir, False, 60)
+    waited = time.monotonic() - begun
+    assert not again  # the same unit, never a second start
+    assert status.state == "succeeded" and status.exit_code == 0
+    assert err.split() == ["working", "done"]
+    assert waited < 30, "follow returns when the unit ends, not after its whole wait"

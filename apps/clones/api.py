@@ -1,0 +1,81 @@
+"""The clones API: list, make (the answer carries the password, once), show, destroy; and
+each host's clone settings. Each view reads its input and calls one service; a refusal
+is a CloneRefused or Conflict mapped to the API's error shape in apps.accounts.api_errors."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.clones import queries, services
+from apps.clones.filters import CloneFilter
+from apps.clones.serializers import (
+    CloneCreatedSerializer,
+    CloneCreateSerializer,
+    CloneSerializer,
+    CloneSettingsSerializer,
+)
+from apps.fleet.models import Host
+from apps.ops.models import Operation
+from apps.ops.serializers import OperationSerializer
+
+
+class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Clones: a writable copy of a PostgreSQL cluster made from one of its snapshots on
+    the same host, on a port of its own. Making and destroying one are operations."""
+
+    serializer_class = CloneSerializer
+    filterset_class = CloneFilter
+
+    def get_queryset(self):
+        return queries.for_table()
+
+    def filter_queryset(self, queryset):
+        return super().filter_queryset(queryset) if self.action == "list" else queryset
+
+    @extend_schema(request=CloneCreateSerializer, responses={202: CloneCreatedSerializer})
+    def create(self, request):
+        """Start making a clone. The answer holds the clone, its operation and the clone
+        role's password: the only time the password is ever shown."""
+        body = CloneCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        clone, operation, password = services.create_clone(
+            data["host"], data["cluster"], snapshot=data.get("snapshot"), name=data["name"],
+            ttl=services.minutes(data["ttl_minutes"]),
+            protected_for=services.minutes(data["protected_minutes"]),
+            role=data["role"], by=request.user, trigger=Operation.Trigger.API)
+        shown = queries.for_table().get(pk=clone.pk)
+        answer = CloneCreatedSerializer({"clone": shown, "operation": operation,
+                                         "password": password}).data
+        return Response(answer, status=status.HTTP_202_ACCEPTED,
+                        headers={"Cache-Control": "no-store"})
+
+    @extend_schema(responses={202: OperationSerializer})
+    def destroy(self, request, pk=None):
+        """Stop the clone's PostgreSQL and destroy its datasets (the operation returned);
+        409 while it is protected or busy."""
+        operation = services.destroy_clone(self.get_object(), by=request.user,
+                                           trigger=Operation.Trigger.API)
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+
+class HostCloneSettingsView(APIView):
+    """What an operator allows clones on one host: the port range they take ports from,
+    the address they listen on, and the networks their role may connect from."""
+
+    @extend_schema(responses=CloneSettingsSerializer)
+    def get(self, request, pk: int):
+        host = get_object_or_404(Host.objects.only("pk"), pk=pk)
+        return Response(CloneSettingsSerializer(services.settings_of(host)).data)
+
+    @extend_schema(request=CloneSettingsSerializer, responses=CloneSettingsSerializer)
+    def put(self, request, pk: int):
+        host = get_object_or_404(Host, pk=pk)
+        body = CloneSettingsSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        limits = services.update_settings(host, **body.validated_data, by=request.user)
+        return Response(CloneSettingsSerializer(limits).data)

@@ -1,0 +1,109 @@
+"""The forms of the clone pages: a new clone, and a host's clone settings.
+
+The forms take each value in its type; apps.clones.services checks names, roles,
+spans, the snapshot, ports and CIDRs, and its refusals land beside the fields they
+name (apps.ops.ui_errors.on_form). Names and roles are not stripped: a trailing
+newline is refused by the service, not quietly removed.
+"""
+
+from __future__ import annotations
+
+from django import forms
+
+from apps.clones import services
+from apps.clones.core.layout import CLONE_MEMORY, NAME_MAX
+from apps.clones.models import CloneHostSettings
+from apps.fleet.models import Host
+from apps.snapshots.models import Snapshot
+
+MAX_MINUTES = int(services.MAX_TTL.total_seconds() // 60)
+NOW = ""
+
+
+class NewCloneForm(forms.Form):
+    cluster = forms.ModelChoiceField(queryset=None, empty_label=None)
+    snapshot = forms.ChoiceField(required=False, help_text=(
+        "A snapshot of the cluster's data (and WAL) dataset, or now: a fresh snapshot is "
+        "taken first."))
+    name = forms.CharField(required=False, strip=False, max_length=NAME_MAX, help_text=(
+        "a-z 0-9 - starting with a letter; empty: one is made up."))
+    ttl_minutes = forms.IntegerField(required=False, min_value=1, max_value=MAX_MINUTES,
+                                     label="TTL (minutes)",
+                                     help_text="Destroyed this long after creation; "
+                                               "empty: kept until destroyed.")
+    protected_minutes = forms.IntegerField(required=False, min_value=1, max_value=MAX_MINUTES,
+                                           label="Protected for (minutes)",
+                                           help_text="Destroy is refused for this long.")
+    role = forms.CharField(strip=False, max_length=63, initial="dev", help_text=(
+        "The role the password is for: lower-case letters, digits, _ and $."))
+
+    def __init__(self, host: Host, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        clusters = host.clusters.all()
+        self.fields["cluster"].queryset = clusters
+        self.fields["cluster"].label_from_instance = _cluster_label
+        self.fields["snapshot"].choices = snapshot_choices(host, clusters)
+
+    def request(self) -> dict:
+        """The arguments of services.create_clone after the host."""
+        data = self.cleaned_data
+        return {"snapshot": data["snapshot"] or None, "name": data["name"],
+                "ttl": services.minutes(data["ttl_minutes"]),
+                "protected_for": services.minutes(data["protected_minutes"]),
+                "role": data["role"]}
+
+
+def _cluster_label(cluster) -> str:
+    return f"PostgreSQL {cluster.version or '?'} at {cluster.data_dir} (port {cluster.port})"
+
+
+def snapshot_choices(host: Host, clusters) -> list:
+    """"now", then each cluster's data dataset snapshots (newest first), one query."""
+    by_dataset: dict[str, list[str]] = {}
+    data_datasets = {c.data_dataset.name: c for c in clusters if c.data_dataset_id}
+    for dataset, name in (Snapshot.objects.filter(host=host, dataset__in=data_datasets)
+                          .order_by("-created_at").values_list("dataset", "name")):
+        by_dataset.setdefault(dataset, []).append(name)
+    choices: list = [(NOW, "now (a fresh snapshot first)")]
+    for dataset, cluster in data_datasets.items():
+        if names := by_dataset.get(dataset):
+            choices.append((f"{cluster.data_dir} ({dataset})", [(n, n) for n in names]))
+    return choices
+
+
+class CloneSettingsForm(forms.Form):
+    port_min = forms.IntegerField(min_value=services.PORT_FLOOR,
+                                  max_value=services.PORT_CEILING, label="Lowest port")
+    port_max = forms.IntegerField(min_value=services.PORT_FLOOR,
+                                  max_value=services.PORT_CEILING, label="Highest port")
+    listen_address = forms.GenericIPAddressField(
+        required=False, label="Listen address",
+        help_text="The address clones listen on; empty: the host's address.")
+    allowed_networks = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), max_length=4000,
+        label="Allowed networks",
+        help_text="CIDRs the clone's role may connect from, one per line; empty: "
+                  "127.0.0.0/8 only.")
+
+    memory_limit_mib = forms.IntegerField(
+        required=False, min_value=CLONE_MEMORY // 2**20,
+        max_value=services.MAX_MEMORY_LIMIT // 2**20, label="Memory for all clones (MiB)",
+        help_text=f"Each clone counts {CLONE_MEMORY // 2**20} MiB; empty: no limit.")
+
+    @classmethod
+    def of(cls, limits: CloneHostSettings, data=None) -> CloneSettingsForm:
+        mib = limits.memory_limit // 2**20 if limits.memory_limit else None
+        return cls(data, initial={"port_min": limits.port_min, "port_max": limits.port_max,
+                                  "memory_limit_mib": mib,
+                                  "listen_address": limits.listen_address or "",
+                                  "allowed_networks": "\n".join(limits.allowed_networks)})
+
+    def values(self) -> dict:
+        data = self.cleaned_data
+        mib = data.get("memory_limit_mib")
+        return {"port_min": data["port_min"], "port_max": data["port_max"],
+                "memory_limit": mib * 2**20 if mib else None,
+                "listen_address": data["listen_address"] or None,
+                "allowed_networks": [line.strip() for line in
+                                     data["allowed_networks"].replace(",", "\n").splitlines()
+                                     if line.strip()]}

@@ -1,0 +1,31 @@
+"""The clones as lists show them: host and author joined, and each clone's size, in one
+query whatever the number of clones.
+
+A clone's size is what ZFS says its datasets use (`used` of
+`<pool>/pozol_clones/<name>`, its data and WAL clones together, as the host's
+last listing found it): it grows as the clone diverges from its snapshot. None until a listing
+has seen them.
+"""
+
+from __future__ import annotations
+
+from django.db.models import BigIntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Concat
+
+from apps.clones.core.layout import CLONES_PARENT
+from apps.clones.models import Clone
+from apps.fleet.models import Dataset, Host
+
+
+def for_table() -> QuerySet:
+    used = (Dataset.objects
+            .filter(host=OuterRef("host"),
+                    name__endswith=Concat(Value(f"/{CLONES_PARENT}/"), OuterRef("name")))
+            .order_by().values("used")[:1])
+    return (Clone.objects.select_related("host", "created_by")
+            .annotate(used=Subquery(used, output_field=BigIntegerField())))
+
+
+def live_of(host: Host) -> QuerySet:
+    """The host's clones that are not destroyed, newest first."""
+    return for_table().filter(host=host).exclude(state=Clone.State.DESTROYED)

@@ -1,0 +1,120 @@
+"""Clones and the hosts' clone settings as the API shows and takes them.
+
+apps.clones.services checks every value (names, roles, spans, ports, CIDRs)
+against the core and the inventory; these serializers take each value in its
+JSON type and range, so the schema documents them; names, roles and snapshots
+are not trimmed, so "dev\n" is refused rather than quietly read as "dev". A
+clone is never shown with its password or the password's encrypted form: only
+the answer to its creation carries the password, once.
+"""
+
+from __future__ import annotations
+
+from django.core.validators import RegexValidator
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.accounts.api_fields import (
+    ModelSerializer,
+    StrictCharField,
+    StrictIntegerField,
+    StrictPrimaryKeyRelatedField,
+)
+from apps.clones import services
+from apps.clones.core.layout import CLONE_MEMORY, NAME_MAX
+from apps.clones.models import Clone, CloneHostSettings
+from apps.fleet.models import Host, PgCluster
+from apps.ops.serializers import OperationSerializer
+
+MAX_MINUTES = int(services.MAX_TTL.total_seconds() // 60)
+# For the schema, so clients (and the fuzzer) know the shapes; the service checks again.
+NAME_SHAPE = RegexValidator(r"^([a-z][a-z0-9-]*)?$", "a-z 0-9 - starting with a letter")
+ROLE_SHAPE = RegexValidator(r"^[a-z_][a-z0-9_$]*$", "lower-case letters, digits, _ and $")
+
+
+class CloneSerializer(ModelSerializer):
+    host = StrictPrimaryKeyRelatedField(read_only=True)
+    host_name = serializers.CharField(source="host.name", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True,
+                                              allow_null=True)
+    last_operation = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+    protected = serializers.BooleanField(read_only=True,
+                                         help_text="Destroy is refused until protected_until.")
+    used = serializers.IntegerField(read_only=True, allow_null=True, help_text=(
+        "Bytes the clone's datasets use (grows as it diverges); null until a listing of "
+        "the host has seen them."))
+
+    class Meta:
+        model = Clone
+        fields = ["id", "host", "host_name", "cluster_data_dir", "name", "snapshot", "port",
+                  "role", "state", "connection_string", "expires_at", "protected_until",
+                  "protected", "used", "error", "ready_at", "created_at", "created_by",
+                  "last_operation"]
+        read_only_fields = fields
+
+
+class CloneCreateSerializer(serializers.Serializer):
+    host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all())
+    cluster = StrictPrimaryKeyRelatedField(
+        queryset=PgCluster.objects.all(), help_text="A PostgreSQL cluster of that host (id).")
+    snapshot = StrictCharField(required=False, max_length=255, trim_whitespace=False, help_text=(
+        "The part after '@' of a snapshot of the cluster's data (and WAL) dataset; left out: "
+        "a fresh snapshot is taken first (\"now\")."))
+    name = StrictCharField(required=False, allow_blank=True, default="", max_length=NAME_MAX,
+                           trim_whitespace=False, validators=[NAME_SHAPE],
+                           help_text="a-z 0-9 - starting with a letter; empty: one is made up.")
+    ttl_minutes = StrictIntegerField(required=False, allow_null=True, default=None,
+                                     min_value=1, max_value=MAX_MINUTES,
+                                     help_text="Destroyed this long after creation; null: kept.")
+    protected_minutes = StrictIntegerField(
+        required=False, allow_null=True, default=None, min_value=1, max_value=MAX_MINUTES,
+        help_text="Destroy (by hand or by TTL) is refused for this long.")
+    role = StrictCharField(required=False, default="dev", max_length=63,
+                           trim_whitespace=False, validators=[ROLE_SHAPE], help_text=(
+        "The role the password is for: lower-case letters, digits, _ and $; not the "
+        "cluster's superuser."))
+
+
+class CloneCreatedSerializer(serializers.Serializer):
+    clone = CloneSerializer()
+    operation = OperationSerializer()
+    password = serializers.CharField(help_text="The clone role's password: shown in this "
+                                               "answer only, never again.")
+
+
+class CloneSettingsSerializer(ModelSerializer):
+    """What an operator allows clones on one host. allowed_networks empty: the clone's
+    role may connect from 127.0.0.0/8 only."""
+
+    port_min = StrictIntegerField(min_value=services.PORT_FLOOR,
+                                  max_value=services.PORT_CEILING)
+    port_max = StrictIntegerField(min_value=services.PORT_FLOOR,
+                                  max_value=services.PORT_CEILING)
+    listen_address = serializers.IPAddressField(
+        required=False, allow_null=True, default=None,
+        help_text="The address clones listen on; null: the host's address.")
+    allowed_networks = serializers.ListField(
+        child=StrictCharField(max_length=49), max_length=services.MAX_NETWORKS,
+        help_text="CIDRs the clone's role may connect from, e.g. 10.0.0.0/8.")
+    memory_limit = StrictIntegerField(
+        required=False, allow_null=True, default=None, min_value=CLONE_MEMORY,
+        max_value=services.MAX_MEMORY_LIMIT,
+        help_text="Bytes of RAM all clones on the host may take together (each counts "
+                  f"{CLONE_MEMORY}); null: no limit.")
+    effective_allowed_networks = serializers.SerializerMethodField()
+
+    class Meta:
+        model = CloneHostSettings
+        fields = ["port_min", "port_max", "listen_address", "allowed_networks",
+                  "memory_limit", "effective_allowed_networks"]
+
+    def validate(self, values: dict) -> dict:
+        if values["port_min"] > values["port_max"]:
+            raise serializers.ValidationError({"port_max": [
+                f"at least port_min ({values['port_min']})"]})
+        return values
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField(), help_text=(
+        "What pg_hba lets the role in from: allowed_networks, or 127.0.0.0/8 when empty.")))
+    def get_effective_allowed_networks(self, limits: CloneHostSettings) -> list[str]:
+        return list(limits.allowed_networks or CloneHostSettings.DEFAULT_ALLOWED)
