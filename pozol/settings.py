@@ -159,6 +159,8 @@ INSTALLED_APPS = [
     "apps.replication",
     "apps.clones",
     "apps.telemetry",
+    "apps.tenants",
+    "apps.audit",
     "axes",
     "csp",
 ]
@@ -173,7 +175,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "apps.accounts.roles.OperatorOnlyMiddleware",
     "apps.ops.ui_errors.DomainErrorMiddleware",
+    # After DomainErrorMiddleware: it sees a refusal before that turns it into a redirect.
+    "apps.audit.middleware.AuditMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
@@ -273,7 +278,8 @@ REST_FRAMEWORK = {
         "apps.accounts.authentication.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Operator-only unless a view says otherwise (apps/accounts/roles.py).
+    "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.roles.IsOperator"],
     "DEFAULT_PAGINATION_CLASS": "apps.accounts.api_pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

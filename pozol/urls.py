@@ -4,6 +4,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from apps.accounts.docs import ApiSchemaView, api_docs
+from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.clones.api import CloneViewSet, HostCloneSettingsView
 from apps.fleet.api import HostViewSet
@@ -16,6 +17,12 @@ from apps.snapshots.api import (
     SnapshotViewSet,
 )
 from apps.telemetry.api import HostTelemetryView
+from apps.tenants.api import (
+    ClusterAssignmentViewSet,
+    MembershipViewSet,
+    TenantViewSet,
+    TokenViewSet,
+)
 from apps.tuning import api as tuning_api
 
 api = DefaultRouter()
@@ -30,6 +37,11 @@ api.register("snapshot-policies", SnapshotPolicyViewSet, basename="snapshot-poli
 api.register("policy-assignments", PolicyAssignmentViewSet, basename="policy-assignment")
 api.register("replication-links", ReplicationLinkViewSet, basename="replication-link")
 api.register("clones", CloneViewSet, basename="clone")
+api.register("tenants", TenantViewSet, basename="tenant")
+api.register("memberships", MembershipViewSet, basename="membership")
+api.register("cluster-assignments", ClusterAssignmentViewSet, basename="cluster-assignment")
+api.register("tokens", TokenViewSet, basename="token")
+api.register("audit-events", AuditEventViewSet, basename="audit-event")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -50,6 +62,8 @@ urlpatterns = [
     path("snapshots/", include("apps.snapshots.urls")),
     path("replication/", include("apps.replication.urls")),
     path("clones/", include("apps.clones.urls")),
+    path("audit/", include("apps.audit.urls")),
+    path("", include("apps.tenants.urls")),
     path("", include("apps.fleet.urls")),
 ]
 

@@ -15,20 +15,22 @@ from apps.accounts.models import ApiToken
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("hint", "user", "name", "created_at", "last_used_at", "expires_at")
-    list_filter = ("expires_at",)
+    list_display = ("hint", "user", "name", "created_at", "last_used_at", "expires_at",
+                    "revoked_at")
+    list_filter = ("expires_at", "revoked_at")
     search_fields = ("hint", "name", "user__username")
 
     def get_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> list[str]:
         if obj is None:
             return ["user", "name", "expires_at"]
-        return ["user", "name", "expires_at", "hint", "created_at", "last_used_at"]
+        return ["user", "name", "expires_at", "hint", "created_at", "last_used_at",
+                "revoked_at", "revoked_by"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: ApiToken | None = None):
         if obj is None:
             return ()
         # A token's owner never changes: revoke it and issue another instead.
-        return ("user", "hint", "created_at", "last_used_at")
+        return ("user", "hint", "created_at", "last_used_at", "revoked_at", "revoked_by")
 
     def save_model(self, request: HttpRequest, obj: ApiToken, form, change: bool) -> None:
         if not change:

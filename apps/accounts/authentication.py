@@ -23,7 +23,7 @@ class HashedTokenAuthentication(authentication.TokenAuthentication):
         token = (
             ApiToken.objects.select_related("user").filter(digest=hash_token(key)).first()
         )
-        if token is None or not token.user.is_active:
+        if token is None or token.revoked_at is not None or not token.user.is_active:
             self._failures.record_failure()
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         if token.is_expired():
@@ -44,5 +44,6 @@ class HashedTokenScheme(OpenApiAuthenticationExtension):
             "type": "apiKey",
             "in": "header",
             "name": "Authorization",
-            "description": "`Token <token>`; create one with `manage.py create_api_token`.",
+            "description": "`Token <token>`; make one on the Tokens page, with "
+                           "`POST /api/tokens/` or with `manage.py create_api_token`.",
         }

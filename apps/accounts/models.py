@@ -37,6 +37,10 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(
         null=True, blank=True, help_text="Refused from this moment on; empty: never expires.")
+    # A revoked token is kept (refused) so the list and the audit log can still name it.
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
 
     objects = ApiTokenManager()
 
@@ -52,3 +56,9 @@ class ApiToken(models.Model):
 
     def is_expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
+    def state(self) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        return "expired" if self.is_expired() else "active"

@@ -9,6 +9,8 @@ act on. The API maps it to its error shape in one place
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 
 class DomainError(Exception):
     """Refused: `message` is a sentence for a person, `fields` names the inputs at fault."""
@@ -33,3 +35,12 @@ class Conflict(DomainError):
 
     status = 409
     code = "conflict"
+
+
+# The refusal a request ended with, when a page put it on a form instead of
+# raising it (apps.ops.ui_errors.on_form): the audit log reads it from here.
+REFUSAL: ContextVar[DomainError | None] = ContextVar("pozol_refusal", default=None)
+
+
+def note_refusal(exc: DomainError) -> None:
+    REFUSAL.set(exc)

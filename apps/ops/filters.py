@@ -16,7 +16,7 @@ from apps.ops.models import Operation
 MAX_ID = 2**63 - 1
 
 
-class _GivenOrAbsent:
+class GivenOrAbsent:
     """A parameter is left out or has a value: `?host=` is refused, not read as absent.
 
     The schema types these parameters (an integer, one of an enum), and an
@@ -29,15 +29,15 @@ class _GivenOrAbsent:
         return super().clean(value)
 
 
-class _IdField(_GivenOrAbsent, forms.IntegerField):
+class _IdField(GivenOrAbsent, forms.IntegerField):
     pass
 
 
-class _ChoiceField(_GivenOrAbsent, forms.ChoiceField):
+class _ChoiceField(GivenOrAbsent, forms.ChoiceField):
     pass
 
 
-class _TrueFalseField(_GivenOrAbsent, forms.TypedChoiceField):
+class _TrueFalseField(GivenOrAbsent, forms.TypedChoiceField):
     pass
 
 

@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from apps.ops.errors import DomainError
+from apps.ops.errors import DomainError, note_refusal
 
 
 def field_messages(fields: dict | None, prefix: str = "") -> list[tuple[str, str]]:
@@ -29,6 +29,7 @@ def field_messages(fields: dict | None, prefix: str = "") -> list[tuple[str, str
 
 def on_form(form, exc: DomainError) -> None:
     """The error beside the fields it names, or above the form."""
+    note_refusal(exc)
     named = False
     for name, text in field_messages(exc.fields):
         if name in form.fields:

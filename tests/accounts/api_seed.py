@@ -4,11 +4,13 @@ to find, so generated requests reach the code behind the 404s."""
 from __future__ import annotations
 
 from apps.accounts.models import ApiToken
+from apps.audit import services as audit
 from apps.benchmarks import services as benchmarks
 from apps.fleet.models import Host
 from apps.fleet.steps import record_facts
 from apps.ops.models import Operation
 from apps.remote.gather import discover
+from apps.tenants import services as tenants
 from apps.tuning import services as tuning
 from apps.tuning.models import Profile
 from tests.benchmarks import factories
@@ -42,11 +44,14 @@ def seed(user) -> tuple[str, dict[str, int]]:
     spare_clone = clone_factories.clone(host, "fuzz-spare", port=6501)
     _sampled(host)
     _, token = ApiToken.objects.issue(user, "fuzz")
+    tenants = _tenants(host)
     ids = {"HOST": host, "SPARE_HOST": spare_host, "PROFILE": profile,
            "SPARE_PROFILE": spare_profile, "PLAN": plan, "BENCHMARK": after,
            "VALIDATION": validation, "OPERATION": Operation.objects.filter(host=host).first(),
            "SNAPSHOT": snapshot, "LINK": link, "SPARE_LINK": spare_link,
-           "CLONE": clone, "SPARE_CLONE": spare_clone}
+           "CLONE": clone, "SPARE_CLONE": spare_clone, **tenants,
+           "TOKEN": ApiToken.objects.issue(user, "fuzz spare")[0],
+           "AUDIT_EVENT": audit.record(action="seed", outcome="success", user=user)}
     return token, {name: row.pk for name, row in ids.items()}
 
 
@@ -65,6 +70,16 @@ def _sampled(host: Host) -> None:
         text, _ = captured(number)
         taken_at = timezone.now() - timedelta(seconds=120 - 60 * number)
         telemetry.record(telemetry.Taken(host.pk, parse_sample(text, fuse_spec(), taken_at), 0.2))
+
+
+def _tenants(host: Host) -> dict:
+    """A tenant with a member and a cluster, and spares of each for the deletes."""
+    tenant = tenants.create_tenant("fuzz tenant")
+    cluster = host.clusters.order_by("port").first()
+    return {"TENANT": tenant, "SPARE_TENANT": tenants.create_tenant("fuzz spare tenant"),
+            "MEMBERSHIP": tenants.add_member(tenant, "fuzz-member", "member"),
+            "SPARE_MEMBERSHIP": tenants.add_member(tenant, "fuzz-spare", "member"),
+            "CLUSTER_ASSIGNMENT": tenants.assign_cluster(tenant, host, cluster.data_dir)}
 
 
 def _discovered_host(name: str) -> Host:

@@ -43,6 +43,14 @@ ID_PARAMETERS = [
     ("^/api/clones/\\{id\\}/$", 'include-method = "DELETE"', "SPARE_CLONE"),
     ("^/api/profiles/\\{id\\}/", 'exclude-method = "DELETE"', "PROFILE"),
     ("^/api/profiles/\\{id\\}/$", 'include-method = "DELETE"', "SPARE_PROFILE"),
+    ("^/api/tenants/\\{id\\}/", 'exclude-method = "DELETE"', "TENANT"),
+    ("^/api/tenants/\\{id\\}/$", 'include-method = "DELETE"', "SPARE_TENANT"),
+    ("^/api/memberships/\\{id\\}/", 'exclude-method = "DELETE"', "MEMBERSHIP"),
+    ("^/api/memberships/\\{id\\}/$", 'include-method = "DELETE"', "SPARE_MEMBERSHIP"),
+    ("^/api/cluster-assignments/\\{id\\}/", "", "CLUSTER_ASSIGNMENT"),
+    # A spare: revoking the token the fuzzer authenticates with would end the run.
+    ("^/api/tokens/\\{id\\}/", "", "TOKEN"),
+    ("^/api/audit-events/\\{id\\}/", "", "AUDIT_EVENT"),
 ]
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 

@@ -78,7 +78,7 @@ def _measure(fleet_host, args) -> None:
     _wait(discovery.pk)
     _settle(host)
     host.refresh_from_db()
-    user = get_user_model().objects.create_user("bench")
+    user = get_user_model().objects.create_user("bench", is_staff=True)  # an operator
     _, raw = ApiToken.objects.issue(user, "bench")
     api = APIClient(HTTP_HOST="localhost")
     api.credentials(HTTP_AUTHORIZATION=f"Token {raw}")

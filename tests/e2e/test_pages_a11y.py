@@ -14,10 +14,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from apps.accounts.models import ApiToken
+from apps.audit import services as audit
 from apps.benchmarks import services as benchmarks
 from apps.ops.models import LogLine, Operation
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
+from apps.tenants import services as tenants
+from apps.tenants import tokens
+from apps.tenants.models import Membership
 from apps.tuning import services as tuning
 from apps.tuning.models import Profile
 from tests import browser as chromium
@@ -28,7 +33,8 @@ from tests.snapshots import factories as snapshot_factories
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-# name: (address, with {ids} filled in from the data; signed in?)
+# name: (address, with {ids} filled in from the data; signed in? True: as the
+# operator, "member": as a tenant admin)
 PAGES = {
     "overview": ("/", True),
     "host": ("/hosts/{host}/", True),
@@ -54,6 +60,12 @@ PAGES = {
     "replication-link-opted-in": ("/replication/{opted_in}/", True),
     "clone-new": ("/clones/hosts/{host}/new/", True),
     "clone-settings": ("/clones/hosts/{host}/settings/", True),
+    "tenants": ("/tenants/", True),
+    "tenant": ("/tenants/{tenant}/", True),
+    "tokens": ("/account/tokens/", True),
+    "audit": ("/audit/", True),
+    "tenant-as-member": ("/tenants/{tenant}/", "member"),
+    "tokens-as-member": ("/account/tokens/", "member"),
     "login": ("/login/", False),
     "not-found": ("/hosts/999999/", True),
 }
@@ -103,9 +115,30 @@ def site(replayed_host) -> dict:
     PolicyAssignment.objects.create(policy=policy, host=host, dataset="tank/pg")
     link, opted_in = _links(host, operation)
     _clones(host)
+    tenant, member = _tenant(host)
     return {"host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
             "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk,
-            "policy": policy.pk, "link": link.pk, "opted_in": opted_in.pk}
+            "policy": policy.pk, "link": link.pk, "opted_in": opted_in.pk,
+            "tenant": tenant.pk, "member": member.pk}
+
+
+def _tenant(host):
+    """A tenant with an admin and a member, a cluster, tokens in each state, and an
+    audit log with a success, a refusal and a failure."""
+    tenant = tenants.create_tenant("Acme Analytics")
+    admin = tenants.add_member(tenant, "ana.admin", Membership.Role.TENANT_ADMIN).user
+    tenants.add_member(tenant, "bob", Membership.Role.MEMBER)
+    tenants.assign_cluster(tenant, host, host.clusters.order_by("port").first().data_dir)
+    ApiToken.objects.issue(admin, "ci pipeline")
+    old, _ = ApiToken.objects.issue(admin, "laptop", expires_at=timezone.now()
+                                    - timedelta(days=1))
+    tokens.revoke(ApiToken.objects.issue(admin, "leaked")[0], by=admin)
+    for outcome, message in [("success", ""), ("refused", "name: a tenant named 'Acme "
+                             "Analytics' exists already."), ("failed", "the server failed")]:
+        audit.record(action="tenants:list", outcome=outcome, user=admin, method="POST",
+                     path="/tenants/", status_code=200, message=message, address="127.0.0.1",
+                     details={"name": "Acme Analytics"})
+    return tenant, admin
 
 
 def _links(host, operation) -> tuple[ReplicationLink, ReplicationLink]:
@@ -143,9 +176,13 @@ def _clones(host) -> None:
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_the_page_is_accessible_and_fits_a_phone(name, tab, site, live_server, operator):
+def test_the_page_is_accessible_and_fits_a_phone(name, tab, site, live_server, operator,
+                                                 django_user_model):
     address, signed_in = PAGES[name]
-    if signed_in:
+    if signed_in == "member":
+        member = django_user_model.objects.get(pk=site["member"])
+        chromium.sign_in(tab.context, live_server.url, member)
+    elif signed_in:
         chromium.sign_in(tab.context, live_server.url, operator)
     else:
         tab.context.clear_cookies()
@@ -156,7 +193,7 @@ def test_the_page_is_accessible_and_fits_a_phone(name, tab, site, live_server, o
         tab.set_viewport_size(viewport)
         response = tab.goto(url)
         assert response.status == (404 if name == "not-found" else 200), url
-        assert signed_in == (tab.locator("nav[aria-label=Sections]").count() == 1), \
+        assert bool(signed_in) == (tab.locator("nav[aria-label=Sections]").count() == 1), \
             f"{url}: expected to be signed {'in' if signed_in else 'out'}"
         if violations := chromium.axe_violations(tab):
             problems.append(f"at {width} width, axe-core found:\n{chromium.describe(violations)}")

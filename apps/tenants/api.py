@@ -1,0 +1,139 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from apps.accounts.models import ApiToken
+from apps.accounts.roles import IsOperator, is_operator
+from apps.tenants import services, tokens
+from apps.tenants.filters import ClusterAssignmentFilter, MembershipFilter
+from apps.tenants.models import ClusterAssignment, Membership, Tenant
+from apps.tenants.serializers import (
+    ClusterAssignmentSerializer,
+    IssuedTokenSerializer,
+    MembershipCreateSerializer,
+    MembershipSerializer,
+    TenantSerializer,
+    TokenCreateSerializer,
+    TokenSerializer,
+)
+
+
+class OperatorWrites(IsAuthenticated):
+    """Members read what is theirs (the queryset scopes it); only operators change it."""
+
+    message = IsOperator.message
+
+    def has_permission(self, request, view) -> bool:
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return super().has_permission(request, view)
+        return is_operator(request.user)
+
+
+class TenantViewSet(viewsets.ModelViewSet):
+    """Tenants: operators create, rename and delete them; a member reads its own."""
+
+    queryset = Tenant.objects.none()  # typed ids in the schema; get_queryset scopes
+    serializer_class = TenantSerializer
+    permission_classes = [OperatorWrites]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return services.visible_tenants(self.request.user)
+
+    def perform_create(self, serializer):
+        serializer.instance = services.create_tenant(serializer.validated_data["name"])
+
+    def perform_update(self, serializer):
+        name = serializer.validated_data.get("name", serializer.instance.name)
+        serializer.instance = services.rename_tenant(serializer.instance, name)
+
+    def perform_destroy(self, instance):
+        services.delete_tenant(instance)
+
+
+class MembershipViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                        mixins.UpdateModelMixin, mixins.DestroyModelMixin,
+                        viewsets.GenericViewSet):
+    """Who belongs to which tenant, with which role. Operators manage every tenant's
+    members, a tenant admin its own tenant's (new accounts only); members read them."""
+
+    queryset = Membership.objects.none()
+    serializer_class = MembershipSerializer
+    filterset_class = MembershipFilter
+    permission_classes = [IsAuthenticated]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        user = self.request.user
+        writing = self.request.method not in ("GET", "HEAD", "OPTIONS")
+        tenants = services.managed_tenants(user) if writing else services.visible_tenants(user)
+        return Membership.objects.select_related("user").filter(tenant__in=tenants)
+
+    @extend_schema(request=MembershipCreateSerializer, responses={201: MembershipSerializer})
+    def create(self, request):
+        body = MembershipCreateSerializer(data=request.data)
+        # Another tenant's id is "does not exist", as everywhere else.
+        body.fields["tenant"].queryset = services.visible_tenants(request.user)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        if not services.managed_tenants(request.user).filter(pk=data["tenant"].pk).exists():
+            raise PermissionDenied("Only operators and the tenant's admins add members.")
+        membership = services.add_member(data["tenant"], data["username"], data["role"],
+                                         data["password"], by=request.user)
+        return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+    def perform_update(self, serializer):
+        role = serializer.validated_data.get("role", serializer.instance.role)
+        serializer.instance = services.set_role(serializer.instance, role)
+
+    def perform_destroy(self, instance):
+        services.remove_member(instance)
+
+
+class ClusterAssignmentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
+                               mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
+                               viewsets.GenericViewSet):
+    """Which tenant each PostgreSQL cluster belongs to (by host and data directory)."""
+
+    queryset = ClusterAssignment.objects.select_related("tenant", "host")
+    serializer_class = ClusterAssignmentSerializer
+    filterset_class = ClusterAssignmentFilter
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = services.assign_cluster(data["tenant"], data["host"],
+                                                      data["cluster_data_dir"])
+
+    def perform_destroy(self, instance):
+        services.unassign_cluster(instance)
+
+
+class TokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """API tokens: your own; a tenant admin's members' too; an operator's, everyone's.
+
+    A new token is always the caller's own and carries the caller's rights.
+    """
+
+    queryset = ApiToken.objects.none()
+    serializer_class = TokenSerializer
+    permission_classes = [IsAuthenticated]
+
+    def get_queryset(self):
+        return tokens.visible_to(self.request.user)
+
+    @extend_schema(request=TokenCreateSerializer, responses={201: IssuedTokenSerializer})
+    def create(self, request):
+        body = TokenCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        token, raw = tokens.issue(request.user, body.validated_data["name"],
+                                  body.validated_data["expires_at"])
+        return Response(IssuedTokenSerializer(token, context={"raw": raw}).data,
+                        status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: TokenSerializer})
+    @action(detail=True, methods=["post"])
+    def revoke(self, request, pk=None):
+        return Response(TokenSerializer(tokens.revoke(self.get_object(), by=request.user)).data)

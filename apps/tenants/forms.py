@@ -1,0 +1,48 @@
+"""The tenants pages' forms: each field in its type; the services decide the rest."""
+
+from __future__ import annotations
+
+from django import forms
+
+from apps.tenants.models import Membership
+
+
+class TenantForm(forms.Form):
+    name = forms.CharField(max_length=100, label="Tenant name")
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150, label="User name",
+                               help_text="An account is made if none has this name.")
+    role = forms.ChoiceField(choices=Membership.Role.choices)
+    password = forms.CharField(required=False, max_length=128, widget=forms.PasswordInput,
+                               label="Password (new account)",
+                               help_text="Leave empty to set one later.")
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Membership.Role.choices)
+
+
+class ClusterForm(forms.Form):
+    """A cluster as "<host id>:<data directory>", from the clusters discovery found."""
+
+    cluster = forms.ChoiceField(label="Cluster")
+
+    def __init__(self, *args, clusters=(), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["cluster"].choices = [
+            (f"{c.host_id}:{c.data_dir}", f"{c.host.name}: PostgreSQL {c.version} at "
+             f"{c.data_dir}") for c in clusters]
+
+    def host_and_dir(self) -> tuple[int, str]:
+        host, _, data_dir = self.cleaned_data["cluster"].partition(":")
+        return int(host), data_dir
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, required=False, label="Token name",
+                           help_text="What it is for, e.g. CI.")
+    expires_in_days = forms.IntegerField(
+        min_value=1, max_value=3650, required=False, label="Expires after (days)",
+        help_text="Leave empty for a token that never expires.")

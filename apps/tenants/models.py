@@ -1,0 +1,65 @@
+"""Tenants (the operator's customers), their members' roles, and their clusters.
+
+Operators are not members: they are staff accounts and see the whole fleet
+(apps.accounts.roles). A user belongs to at most one tenant.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Tenant(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        TENANT_ADMIN = "tenant_admin", "tenant admin"
+        MEMBER = "member", "member"
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                related_name="membership")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.MEMBER)
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["tenant__name", "user__username"]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.get_role_display()} of {self.tenant})"
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == self.Role.TENANT_ADMIN
+
+
+class ClusterAssignment(models.Model):
+    """A PostgreSQL cluster given to a tenant, one tenant per cluster.
+
+    Named by host and data directory, not a foreign key to the cluster row:
+    discovery replaces a host's cluster rows as a whole (as PolicyAssignment).
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="clusters")
+    host = models.ForeignKey("fleet.Host", on_delete=models.CASCADE,
+                             related_name="tenant_assignments")
+    cluster_data_dir = models.CharField(max_length=1024)
+    assigned_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["tenant__name", "host__name", "cluster_data_dir"]
+        constraints = [models.UniqueConstraint(fields=["host", "cluster_data_dir"],
+                                               name="one_tenant_per_cluster")]
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.cluster_data_dir} ({self.tenant})"

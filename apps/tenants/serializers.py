@@ -1,0 +1,82 @@
+from rest_framework import serializers
+
+from apps.accounts.api_fields import (
+    ModelSerializer,
+    StrictCharField,
+    StrictPrimaryKeyRelatedField,
+)
+from apps.accounts.models import ApiToken
+from apps.fleet.models import Host
+from apps.tenants.models import ClusterAssignment, Membership, Tenant
+
+
+class TenantSerializer(ModelSerializer):
+    class Meta:
+        model = Tenant
+        fields = ["id", "name", "created_at"]
+        read_only_fields = ["id", "created_at"]
+        # A taken name is a conflict (409) the service reports, whatever its case.
+        extra_kwargs = {"name": {"validators": []}}
+
+
+class MembershipSerializer(ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "tenant", "username", "role", "added_at"]
+        read_only_fields = ["id", "tenant", "username", "added_at"]
+
+
+class MembershipCreateSerializer(serializers.Serializer):
+    tenant = StrictPrimaryKeyRelatedField(queryset=Tenant.objects.all())
+    username = StrictCharField(max_length=150, help_text="An account; made if it does not exist.")
+    role = serializers.ChoiceField(choices=Membership.Role.choices)
+    password = StrictCharField(required=False, default="", allow_blank=True, max_length=128,
+                               write_only=True, help_text="For a new account only; without "
+                               "one it cannot sign in until a password is set.")
+
+
+class ClusterAssignmentSerializer(ModelSerializer):
+    tenant = StrictPrimaryKeyRelatedField(queryset=Tenant.objects.all())
+    host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all())
+    cluster_data_dir = StrictCharField(max_length=1024,
+                                       help_text="The cluster's data directory on the host.")
+
+    class Meta:
+        model = ClusterAssignment
+        fields = ["id", "tenant", "host", "cluster_data_dir", "assigned_at"]
+        read_only_fields = ["id", "assigned_at"]
+        validators = []  # the service says which tenant holds a taken cluster
+
+
+class TokenSerializer(ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+    revoked_by = serializers.CharField(source="revoked_by.username", read_only=True,
+                                       allow_null=True, default=None)
+    state = serializers.ChoiceField(choices=["active", "expired", "revoked"], read_only=True)
+
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "hint", "username", "state", "created_at", "last_used_at",
+                  "expires_at", "revoked_at", "revoked_by"]
+        read_only_fields = fields
+
+
+class TokenCreateSerializer(serializers.Serializer):
+    name = StrictCharField(max_length=100, required=False, default="", allow_blank=True)
+    expires_at = serializers.DateTimeField(
+        required=False, allow_null=True, default=None,
+        help_text="Refused from this moment on; null: never expires.")
+
+
+class IssuedTokenSerializer(TokenSerializer):
+    token = serializers.SerializerMethodField(
+        help_text="The token itself: shown this once, never stored.")
+
+    class Meta(TokenSerializer.Meta):
+        fields = [*TokenSerializer.Meta.fields, "token"]
+        read_only_fields = fields
+
+    def get_token(self, obj) -> str:
+        return self.context["raw"]

@@ -1,0 +1,53 @@
+"""API tokens managed by their users: list, issue, revoke.
+
+A token carries its owner's rights and nothing more (authentication returns
+the owner). Everyone manages their own tokens; a tenant admin also sees and
+revokes its tenant's members' tokens; operators see and revoke any.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from apps.accounts.models import ApiToken
+from apps.accounts.roles import is_operator
+from apps.ops.errors import DomainError
+from apps.tenants.models import Membership
+
+
+class TokenError(DomainError):
+    code = "token_refused"
+
+
+def visible_to(user) -> QuerySet[ApiToken]:
+    """The tokens `user` may list and revoke; anything else is not found (404)."""
+    tokens = ApiToken.objects.select_related("user", "revoked_by").order_by("-created_at", "-pk")
+    if is_operator(user):
+        return tokens
+    admin_of = Membership.objects.filter(user=user, role=Membership.Role.TENANT_ADMIN)
+    return tokens.filter(Q(user=user) | Q(user__membership__tenant__in=admin_of.values(
+        "tenant")))
+
+
+def issue(owner, name: str, expires_at: datetime | None) -> tuple[ApiToken, str]:
+    """A new token of `owner`'s; the plaintext is returned once and never stored."""
+    name = (name or "").strip()
+    if len(name) > 100 or not name.isprintable():
+        raise TokenError("name: at most 100 printable characters.",
+                         fields={"name": ["at most 100 printable characters"]})
+    if expires_at is not None and expires_at <= timezone.now():
+        raise TokenError("expires_at: give a moment in the future, or none for a token "
+                         "that never expires.", fields={"expires_at": ["in the past"]})
+    return ApiToken.objects.issue(owner, name, expires_at=expires_at)
+
+
+def revoke(token: ApiToken, by) -> ApiToken:
+    """Refused from now on; revoking a revoked token changes nothing."""
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.revoked_by = by
+        token.save(update_fields=["revoked_at", "revoked_by"])
+    return token
