@@ -63,16 +63,7 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
     ttl = _span("ttl", ttl)
     protected_for = _span("protected_for", protected_for)
     origin = _origin(host, cluster)
-    state: dict = {}
-    if snapshot is None:
-        plan, state = snapshot_services.plan_target(host, cluster=cluster)
-        snapshot = naming.snapshot_name(timezone.now())
-        state.update(plan=asdict(plan), snapshot=snapshot, hold=False, checkpoint=False,
-                     properties={"pozol:owner": snapshot_services.OWNER,
-                                 "pozol:policy": naming.MANUAL,
-                                 "pozol:label": f"for clone {name}"})
-    else:
-        _check_snapshot(host, origin, snapshot)
+    snapshot, state = _source_snapshot(host, cluster, origin, snapshot, name)
     password = _password()
     with transaction.atomic():
         _check_memory(host)
@@ -141,16 +132,7 @@ def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
             raise _refuse("cluster", f"no cluster at {clone.cluster_data_dir} on {host.name} "
                                      "any more (run discovery)")
         origin = _origin(host, cluster)
-        state: dict = {}
-        if snapshot is None:
-            plan, state = snapshot_services.plan_target(host, cluster=cluster)
-            snapshot = naming.snapshot_name(timezone.now())
-            state.update(plan=asdict(plan), snapshot=snapshot, hold=False, checkpoint=False,
-                         properties={"pozol:owner": snapshot_services.OWNER,
-                                     "pozol:policy": naming.MANUAL,
-                                     "pozol:label": f"for clone {clone.name}"})
-        else:
-            _check_snapshot(host, origin, snapshot)
+        snapshot, state = _source_snapshot(host, cluster, origin, snapshot, clone.name)
         operation = engine.start(
             steps.RESET.name, host=host, trigger=trigger, user=by,
             subject=f"{host.name}: reset clone {clone.name} to @{snapshot}"[:200],
@@ -218,6 +200,21 @@ def _origin(host: Host, cluster: PgCluster) -> Origin:
                       bin_dir=cluster.bin_dir or "/usr/lib/postgresql/15/bin")
     except (CloneError, InvalidValue) as exc:
         raise _refuse("cluster", str(exc)) from None
+
+
+def _source_snapshot(host: Host, cluster: PgCluster, origin: Origin, snapshot: str | None,
+                     name: str) -> tuple[str, dict]:
+    """The snapshot a clone is made from, checked in the inventory; None: the name and
+    the step state of one to take first, with snapshot now's own plan."""
+    if snapshot is not None:
+        _check_snapshot(host, origin, snapshot)
+        return snapshot, {}
+    plan, state = snapshot_services.plan_target(host, cluster=cluster)
+    snapshot = naming.snapshot_name(timezone.now())
+    state.update(plan=asdict(plan), snapshot=snapshot, hold=False, checkpoint=False,
+                 properties={"pozol:owner": snapshot_services.OWNER,
+                             "pozol:policy": naming.MANUAL, "pozol:label": f"for clone {name}"})
+    return snapshot, state
 
 
 def _check_snapshot(host: Host, origin: Origin, snapshot: object) -> None:

@@ -26,12 +26,9 @@ import argparse
 import os
 import statistics
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
-from tests.bench.database import database_of_its_own
-from tests.bench.snapshot_listing import _server, _settle, _wait
+from tests.bench.fresh import on_fresh_hosts, register, wait
 
 DATABASE = "pozol_clonebench"
 FLOOR_PORT = 6999
@@ -39,31 +36,8 @@ FLOOR_PORT = 6999
 
 def main() -> None:
     args = _arguments()
-    with database_of_its_own(_server(), DATABASE):
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.django_settings")
-        import django
-
-        django.setup()
-        _on_a_fresh_host(args)
-
-
-def _on_a_fresh_host(args) -> None:
-    from django.core.management import call_command
-
-    from apps.demo.fleet import down, up
-    from tests.workers import Worker
-
-    call_command("migrate", verbosity=0)
-    state_dir = Path(tempfile.mkdtemp(prefix="pozol-clonebench-"))
-    worker = None
-    try:
-        fleet_host = up(1, state_dir=state_dir, subnet=args.subnet, pool_size=2 << 30)[0]
-        worker = Worker("pozol", "clonebench", state_dir)
-        _measure(fleet_host, args)
-    finally:
-        if worker:
-            worker.stop()
-        down(state_dir)
+    on_fresh_hosts(DATABASE, 1, args.subnet, lambda hosts: _measure(hosts[0], args),
+                   pool_size=2 << 30)
 
 
 def _measure(fleet_host, args) -> None:
@@ -75,7 +49,7 @@ def _measure(fleet_host, args) -> None:
                     f"runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/psql -XAt "
                     f"-h {fleet_host.pg_socket_dir} -p {fleet_host.pg_port} -d postgres "
                     "-c CHECKPOINT")
-    host = _registered(fleet_host)
+    host = register(fleet_host, "clonebench")
     cluster = host.clusters.get()
     size = int(ssh(fleet_host, "zfs get -Hp -o value referenced tank/pg/data").strip())
     floor, now, existing = [], [], []
@@ -95,26 +69,12 @@ def _measure(fleet_host, args) -> None:
         print(f"{label:56}{statistics.median(values):>9.2f}{max(values):>8.2f}")
 
 
-def _registered(fleet_host):
-    from apps.fleet import services as fleet
-
-    host, discovery = fleet.add_host(
-        name="clonebench", address=fleet_host.address, port=fleet_host.port,
-        user=fleet_host.user, work_dir=fleet_host.work_dir,
-        private_key=Path(fleet_host.private_key_path).read_text(),
-        expected_fingerprint=fleet_host.host_key_fingerprint)
-    _wait(discovery.pk)
-    _settle(host)
-    host.refresh_from_db()
-    return host
-
-
 def _snapshot(host, cluster) -> str:
     from apps.snapshots import services
 
     time.sleep(1.1)  # names have one-second resolution
     operation = services.snapshot_now(host, cluster=cluster)
-    _wait(operation.pk, poll=0.02)
+    wait(operation.pk, poll=0.02)
     return operation.state["snapshot"]
 
 
@@ -126,13 +86,13 @@ def _pozol(host, cluster, snapshot: str | None, name: str) -> float:
     started = time.monotonic()
     clone, operation, password = services.create_clone(host, cluster, snapshot=snapshot,
                                                        name=name)
-    _wait(operation.pk, poll=0.01)
+    wait(operation.pk, poll=0.01)
     clone = Clone.objects.get(pk=clone.pk)
     subprocess.run(["psql", f"postgresql://{clone.role}:{password}@{clone.layout['listen']}:"
                             f"{clone.port}/postgres", "-XAtc", "select 1"],
                    check=True, capture_output=True)
     seconds = time.monotonic() - started
-    _wait(services.destroy_clone(clone).pk)
+    wait(services.destroy_clone(clone).pk)
     return seconds
 
 

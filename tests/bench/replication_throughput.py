@@ -26,12 +26,9 @@ import argparse
 import os
 import statistics
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
-from tests.bench.database import database_of_its_own
-from tests.bench.snapshot_listing import _server, _settle, _wait
+from tests.bench.fresh import on_fresh_hosts, register, wait
 
 DATABASE = "pozol_replbench"
 POOL_SIZE = 4 << 30
@@ -39,31 +36,8 @@ POOL_SIZE = 4 << 30
 
 def main() -> None:
     args = _arguments()
-    with database_of_its_own(_server(), DATABASE):
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.django_settings")
-        import django
-
-        django.setup()
-        _on_fresh_hosts(args)
-
-
-def _on_fresh_hosts(args) -> None:
-    from django.core.management import call_command
-
-    from apps.demo.fleet import down, up
-    from tests.workers import Worker
-
-    call_command("migrate", verbosity=0)
-    state_dir = Path(tempfile.mkdtemp(prefix="pozol-replbench-"))
-    worker = None
-    try:
-        fleet_hosts = up(2, state_dir=state_dir, subnet=args.subnet, pool_size=POOL_SIZE)
-        worker = Worker("pozol", "replbench", state_dir)
-        _measure(fleet_hosts, args)
-    finally:
-        if worker:
-            worker.stop()
-        down(state_dir)
+    on_fresh_hosts(DATABASE, 2, args.subnet, lambda hosts: _measure(hosts, args),
+                   pool_size=POOL_SIZE)
 
 
 def _measure(fleet_hosts, args) -> None:
@@ -75,7 +49,8 @@ def _measure(fleet_hosts, args) -> None:
                         f"count={args.mib} status=none && zfs snapshot tank/bench@b1")
     written = time.monotonic() - started
     size = int(ssh(fleet_hosts[0], "zfs get -Hp -o value referenced tank/bench@b1").strip())
-    source, target = (_registered(h) for h in fleet_hosts)  # discovery finds tank/bench
+    # registered after tank/bench exists, so discovery finds it
+    source, target = (register(h, f"repl-{h.name}") for h in fleet_hosts)
 
     bare, pozol, transfer = [], [], []
     for index in range(args.rounds):
@@ -105,21 +80,6 @@ def _measure(fleet_hosts, args) -> None:
           f"PoZoL {', '.join(f'{s:.2f}' for s in pozol)}")
 
 
-def _registered(fleet_host):
-    from apps.fleet import services as fleet
-
-    host, discovery = fleet.add_host(
-        name=f"repl-{fleet_host.name}", address=fleet_host.address, port=fleet_host.port,
-        user=fleet_host.user, work_dir=fleet_host.work_dir,
-        authorized_keys_file=fleet_host.authorized_keys_path or "",
-        private_key=Path(fleet_host.private_key_path).read_text(),
-        expected_fingerprint=fleet_host.host_key_fingerprint)
-    _wait(discovery.pk)
-    _settle(host)
-    host.refresh_from_db()
-    return host
-
-
 def _bare(fleet_hosts) -> float:
 
     one, two = (_ssh_argv(h) for h in fleet_hosts)
@@ -143,10 +103,10 @@ def _pozol(source, target, target_fleet_host, index: int) -> tuple[float, float]
                                 interval_minutes=0)
     started = time.monotonic()
     operation = services.run_now(link)
-    _wait(operation.pk, poll=0.05, limit=1800)
+    wait(operation.pk, poll=0.05, limit=1800)
     seconds = time.monotonic() - started
     transfer = Operation.objects.get(pk=operation.pk).state["transfer"]["seconds"]
-    _wait(services.delete_link(link).pk)
+    wait(services.delete_link(link).pk)
     _destroy(target_fleet_host, f"tank/p{index}")
     return seconds, transfer
 

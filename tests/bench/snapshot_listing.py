@@ -25,42 +25,16 @@ import argparse
 import os
 import statistics
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
-from tests.bench.database import database_of_its_own
+from tests.bench.fresh import on_fresh_hosts, register, wait
 
 DATABASE = "pozol_snapbench"
 
 
 def main() -> None:
     args = _arguments()
-    with database_of_its_own(_server(), DATABASE):
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.django_settings")
-        import django
-
-        django.setup()
-        _measure_on_a_fresh_host(args)
-
-
-def _measure_on_a_fresh_host(args) -> None:
-    from django.core.management import call_command
-
-    from apps.demo.fleet import down, up
-    from tests.workers import Worker
-
-    call_command("migrate", verbosity=0)
-    state_dir = Path(tempfile.mkdtemp(prefix="pozol-snapbench-"))
-    worker = None
-    try:
-        fleet_host = up(1, state_dir=state_dir, subnet=args.subnet)[0]
-        worker = Worker("pozol", "snapbench", state_dir)
-        _measure(fleet_host, args)
-    finally:
-        if worker:
-            worker.stop()
-        down(state_dir)
+    on_fresh_hosts(DATABASE, 1, args.subnet, lambda hosts: _measure(hosts[0], args))
 
 
 def _measure(fleet_host, args) -> None:
@@ -68,16 +42,8 @@ def _measure(fleet_host, args) -> None:
     from rest_framework.test import APIClient
 
     from apps.accounts.models import ApiToken
-    from apps.fleet import services as fleet
 
-    host, discovery = fleet.add_host(
-        name="snapbench", address=fleet_host.address, port=fleet_host.port,
-        user=fleet_host.user, work_dir=fleet_host.work_dir,
-        private_key=Path(fleet_host.private_key_path).read_text(),
-        expected_fingerprint=fleet_host.host_key_fingerprint)
-    _wait(discovery.pk)
-    _settle(host)
-    host.refresh_from_db()
+    host = register(fleet_host, "snapbench")
     user = get_user_model().objects.create_user("bench", is_staff=True)  # an operator
     _, raw = ApiToken.objects.issue(user, "bench")
     api = APIClient(HTTP_HOST="localhost")
@@ -114,30 +80,8 @@ def _snapshot_now(api, host_id: int, cluster_id: int) -> float:
                         format="json")
     if response.status_code != 202:
         raise SystemExit(f"snapshot now refused: {response.content!r}")
-    _wait(response.json()["id"], poll=0.01)
+    wait(response.json()["id"], poll=0.01)
     return time.monotonic() - started
-
-
-def _wait(operation_id: int, poll: float = 0.2, limit: float = 300) -> None:
-    from apps.ops.models import Operation
-
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        operation = Operation.objects.only("status", "error", "kind").get(pk=operation_id)
-        if operation.status == "succeeded":
-            return
-        if operation.status in ("failed", "cancelled"):
-            raise SystemExit(f"{operation.kind} {operation.status}: {operation.error}")
-        time.sleep(poll)
-    raise SystemExit(f"operation {operation_id} did not end in {limit} s")
-
-
-def _settle(host) -> None:
-    """The inventory refresh discovery started, finished before anything is timed."""
-    from apps.ops.models import Operation
-
-    for operation in Operation.objects.filter(host=host, kind="snapshots.refresh"):
-        _wait(operation.pk)
 
 
 def _make_snapshots(fleet_host, count: int) -> None:
@@ -172,12 +116,6 @@ def _listing(fleet_host, host, rounds: int) -> tuple[float, float, float, int]:
         refresh.append(time.monotonic() - started)
     return (statistics.median(bare), statistics.median(pozol), statistics.median(refresh),
             count)
-
-
-def _server() -> str:
-    from apps.demo.services import postgres_url
-
-    return postgres_url(os.environ.get("POZOL_TEST_DATABASE_URL")).rsplit("/", 1)[0]
 
 
 def _arguments() -> argparse.Namespace:

@@ -1,7 +1,7 @@
 """What telemetry costs: a collection round of the fleet against a bare `ssh host true`,
 and reading a 48-hour graph from the database.
 
-    .venv/bin/python -m tests.bench.telemetry_cost [--rounds 10] [--subnet 127.0.97]
+    .venv/bin/python -m tests.bench.telemetry_cost [--rounds 10] [--subnet 127.0.84]
 
 Not a test: it prints figures side by side (the issue's goal: a round within
 1.5x of a bare parallel `ssh host true` over the same hosts). It brings up two
@@ -25,13 +25,12 @@ import argparse
 import os
 import statistics
 import subprocess
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
-from tests.bench.database import database_of_its_own
+from tests.bench.fresh import on_fresh_hosts
 
 DATABASE = "pozol_telebench"
 RAW_SAMPLES = 2880
@@ -39,27 +38,8 @@ RAW_SAMPLES = 2880
 
 def main() -> None:
     args = _arguments()
-    with database_of_its_own(_server(), DATABASE):
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.django_settings")
-        import django
-
-        django.setup()
-        _on_fresh_hosts(args)
-
-
-def _on_fresh_hosts(args) -> None:
-    from django.core.management import call_command
-
-    from apps.demo.fleet import down, up
-
-    call_command("migrate", verbosity=0)
-    state_dir = Path(tempfile.mkdtemp(prefix="pozol-telebench-"))
-    try:
-        fleet_hosts = up(2, state_dir=state_dir, subnet=args.subnet)
-        hosts = [_registered(fleet_host) for fleet_host in fleet_hosts]
-        _measure(fleet_hosts, hosts, args.rounds)
-    finally:
-        down(state_dir)
+    on_fresh_hosts(DATABASE, 2, args.subnet, lambda fleet_hosts: _measure(
+        fleet_hosts, [_registered(h) for h in fleet_hosts], args.rounds), worker=False)
 
 
 def _registered(fleet_host):
@@ -119,7 +99,7 @@ def _graph_reads(host, rounds: int) -> dict[str, list[float]]:
     end = timezone.now()
     start = end - timedelta(hours=48)
     _fill(host, start)
-    user = get_user_model().objects.create_user("bench")
+    user = get_user_model().objects.create_user("bench", is_staff=True)  # an operator
     _, raw = ApiToken.objects.issue(user, "bench")
     api = APIClient(HTTP_HOST="localhost")
     api.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
@@ -191,17 +171,11 @@ def _med(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def _server() -> str:
-    from apps.demo.services import postgres_url
-
-    return postgres_url(os.environ.get("POZOL_TEST_DATABASE_URL")).rsplit("/", 1)[0]
-
-
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=10, help="timings of each kind")
-    parser.add_argument("--subnet", default=os.environ.get("POZOL_BENCH_SUBNET", "127.0.97"),
-                        help="loopback /24 of the bench's test hosts (127.0.97)")
+    parser.add_argument("--subnet", default=os.environ.get("POZOL_BENCH_SUBNET", "127.0.84"),
+                        help="loopback /24 of the bench's test hosts (127.0.84)")
     return parser.parse_args()
 
 
