@@ -26,7 +26,6 @@ from apps.replication.core.planner import Snap
 from apps.replication.models import ReplicationLink
 from apps.snapshots import services as snapshot_services
 from apps.snapshots.core.policy import Policy, PolicyError
-from apps.snapshots.models import Snapshot
 
 MAX_INTERVAL_MINUTES = 366 * 24 * 60
 EDITABLE = ("mode", "interval_minutes", "after_policy", *ReplicationLink.KEEP_COUNTS,
@@ -331,8 +330,3 @@ def protected_snapshots(host: Host, datasets: list[str]) -> dict[str, str]:
                 protected[f"{dataset}@{link.common_snapshot}"] = (
                     f"last common snapshot of link {link.name}")
     return protected
-
-
-def received_snapshots(link: ReplicationLink) -> list[Snapshot]:
-    targets = list(core_link(link).targets().values())
-    return list(Snapshot.objects.filter(host=link.target_host, dataset__in=targets))

@@ -129,18 +129,24 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
                 progress=10)
 
 
-def _plan(ctx: StepContext, link: ReplicationLink, core) -> tuple:
-    source_caps = capabilities_of(link.source_host)
-    target_caps = capabilities_of(link.target_host)
+def _list_sides(ctx: StepContext, link: ReplicationLink, core,
+                target_caps: ReplicationCapabilities):
+    """Both sides, one command each: the source's listing (with its tools) and the
+    target's states keyed by target dataset."""
     targets = core.targets()
     source_text = ctx.runner()(listing.source_command(core.sources), timeout=300).stdout
     target_text = _on(link.target_host)(
         listing.target_command(targets.values(), target_caps), timeout=300).stdout
-    sources = listing.parse_source(source_text, core.sources)
-    tools = sources.tools
-    source_caps = replication_capabilities_with_tools(source_caps, tools)
-    on_target = listing.parse_target(target_text, targets.values())
-    target_states = {source: on_target.targets[target] for source, target in targets.items()}
+    return (listing.parse_source(source_text, core.sources),
+            listing.parse_target(target_text, targets.values()).targets)
+
+
+def _plan(ctx: StepContext, link: ReplicationLink, core) -> tuple:
+    source_caps = capabilities_of(link.source_host)
+    target_caps = capabilities_of(link.target_host)
+    sources, on_target = _list_sides(ctx, link, core, target_caps)
+    source_caps = replication_capabilities_with_tools(source_caps, sources.tools)
+    target_states = {source: on_target[target] for source, target in core.targets().items()}
     chosen = plan_link(core, sources.sources, target_states, source_caps, target_caps,
                        held=link.held, resume_failed=link.resume_failed)
     return source_caps, target_caps, chosen, sources.sources
@@ -317,12 +323,8 @@ def finish(ctx: StepContext) -> Next:
     link = _link(ctx)
     core = core_link(link)
     targets = core.targets()
-    target_caps = _caps(ctx, "target_caps")
-    source_text = ctx.runner()(listing.source_command(core.sources), timeout=300).stdout
-    target_text = _on(link.target_host)(
-        listing.target_command(targets.values(), target_caps), timeout=300).stdout
-    sources = listing.parse_source(source_text, core.sources).sources
-    on_target = listing.parse_target(target_text, targets.values()).targets
+    listed, on_target = _list_sides(ctx, link, core, _caps(ctx, "target_caps"))
+    sources = listed.sources
     common = _common_name(core.sources, targets, sources, on_target)
     received = newest_received({t: on_target[t].snapshots for t in targets.values()})
     now = timezone.now()
