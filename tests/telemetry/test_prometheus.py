@@ -169,3 +169,14 @@ def dashboard_metric_names(dashboard: dict) -> set[str]:
     for variable in dashboard.get("templating", {}).get("list", []):
         names |= set(re.findall(r"\bpozol_[a-z0-9_]+", json.dumps(variable.get("query", ""))))
     return names
+
+
+def test_redis_away_is_redis_up_0_not_a_500(scrape, settings):
+    from tests.remote.sshd import free_port
+
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{free_port('127.0.0.1')}/0"  # nobody
+    pinned("db1")
+    found = samples(scrape())
+    assert value(found, "pozol_redis_up") == 0
+    assert value(found, "pozol_host_reachable", host="db1") == 1
+    assert not any(name == "pozol_queue_depth" for name, _ in found)
