@@ -121,9 +121,6 @@ class Families:
             "pozol_step_duration_seconds", "Time a step of an operation ran, by kind and "
             "step.", labels=["kind", "step"])
 
-    def __getattr__(self, name: str) -> GaugeMetricFamily:  # typed access for the gauges
-        raise AttributeError(name)
-
     def all(self) -> list[Metric]:
         return [value for value in vars(self).values() if isinstance(value, Metric)]
 

@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 from tests.bench.database import database_of_its_own
 from tests.bench.fresh import server
 
-DATABASE = "pozol_prom_bench"
+DATABASE = os.environ.get("POZOL_BENCH_DATABASE", "pozol_prom_bench")
 METRICS_TOKEN = "bench-scrape-token"
 GOALS = {"fleet page /": 100.0, "API 7 d arc_hit_rate": 300.0, "API 7 d tps": 300.0,
          "API 7 d arc_size": 300.0}
