@@ -16,6 +16,7 @@ from apps.snapshots.api import (
     SnapshotPolicyViewSet,
     SnapshotViewSet,
 )
+from apps.telemetry import scrape
 from apps.telemetry.api import HostTelemetryView
 from apps.tenants.api import (
     ClusterAssignmentViewSet,
@@ -56,6 +57,7 @@ urlpatterns = [
     path("api/hosts/<int:pk>/clone-settings/", HostCloneSettingsView.as_view()),
     path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),
     path("api/", include(api.urls)),
+    path("metrics", scrape.metrics, name="metrics"),
     path("operations/", include("apps.ops.urls")),
     path("tuning/", include("apps.tuning.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
