@@ -12,8 +12,11 @@ DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server 
 run: deps node
 	$(PY) -m apps.demo
 
+# Two pytest-xdist workers: the tests on real hosts run on one (tests/conftest.py says
+# why), the rest beside them. TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 2
 test: deps node
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Figures, not a test: "OLTP on ZFS (safe)" before/after on a fresh test host.
 bench: deps
