@@ -161,6 +161,7 @@ INSTALLED_APPS = [
     "apps.telemetry",
     "apps.tenants",
     "apps.audit",
+    "apps.experiments",
     "axes",
     "csp",
 ]
