@@ -14,7 +14,8 @@ def validate(layer: str, key: str, value: str) -> str:
     """The value, or InvalidValue: checked the way the writer will quote it."""
     if layer == "postgres":
         c.pg_setting_name(key)
-        return appliers._pg_value(value)
+        # Values worth comparing are words, numbers and sizes (off, fdatasync, 128MB).
+        return appliers._plain(appliers._pg_value(value))
     if layer == "zfs":
         c.zfs_property(key)
         # Property values worth comparing are words and sizes (16K, zstd-3, disabled).
