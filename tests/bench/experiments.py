@@ -48,10 +48,12 @@ def _measure(fleet_host, args) -> None:
 
 def _run(host, template: str, work: dict, repetitions: int):
     from apps.experiments import services
+    from apps.experiments.templates import TEMPLATES
 
     started = time.monotonic()
+    held = [*TEMPLATES[template].held, *HOLD]  # the template's own, and shared_buffers
     exp = services.create_experiment(host, None, {"template": template, "workload": work,
-                                                  "repetitions": repetitions, "held": HOLD})
+                                                  "repetitions": repetitions, "held": held})
     while True:
         exp.refresh_from_db()
         exp.operation.refresh_from_db()

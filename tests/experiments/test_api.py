@@ -2,13 +2,12 @@
 field, nothing starts; scripts are versioned; results and the chart JSON render."""
 
 import json
-from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
-from apps.experiments.models import Experiment, Run, Script
+from apps.experiments.models import Experiment, Script
 from apps.ops.models import Operation
+from tests.experiments.factories import finished_experiment
 
 pytestmark = pytest.mark.django_db
 
@@ -86,23 +85,6 @@ def test_scripts_are_versioned_and_refuse_a_shell(api):
                     format="json").status_code == 400
     assert api.post("/api/experiment-scripts/", {"name": "Inserts", "text": "SELECT 1;"},
                     format="json").status_code == 409
-
-
-def finished_experiment(host) -> Experiment:
-    operation = Operation.objects.create(kind="experiments.run", host=host, subject="x",
-                                         step="finish", status="succeeded", mutating=True)
-    exp = Experiment.objects.create(
-        host=host, data_dir="/tank/pg/data", title="full_page_writes on/off",
-        layer="postgres", key="full_page_writes", values=["on", "off"], workload={},
-        operation=operation, restored=True, primary_metric="wal_per_tx",
-        original={"varied": {"value": "on"}, "held": []})
-    now = timezone.now()
-    for i, (value, tps, wal) in enumerate([("on", 1000, 2000), ("off", 1090, 430),
-                                           ("off", 1100, 440), ("on", 990, 2050)]):
-        Run.objects.create(experiment=exp, position=i, value=value, repetition=i // 2, tps=tps,
-                           wal_per_tx=wal, checkpoints=3,
-                           ended_at=now + timedelta(seconds=i))
-    return exp
 
 
 def test_the_page_shows_the_table_the_verdict_and_chart_json(signed_in, replayed_host):
