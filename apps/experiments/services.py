@@ -16,7 +16,7 @@ from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue, pg_identifier
 
-LIMITS = {"scale": (1, 1000), "clients": (1, 64), "threads": (1, 64), "duration": (5, 3600),
+LIMITS = {"scale": (1, 1000), "clients": (1, 64), "threads": (1, 64), "duration": (2, 3600),
           "checkpoint_every": (0, 600)}
 WORKLOAD = {"database": "pgbench", "scale": 10, "clients": 4, "threads": 2, "duration": 60,
             "protocol": "prepared", "mode": "tpcb", "reinit": True, "checkpoint_every": 10}
@@ -77,6 +77,7 @@ def create_experiment(host: Host, cluster: PgCluster | None, spec: dict, *, by=N
     held = _held(cluster, spec.get("held", list(template.held) if template else []))
     _module_supported(host, [layer] + [h["layer"] for h in held])
     version = _script_version(spec.get("script", template.script if template else ""))
+    _room(host, cluster, workload)
     if Experiment.objects.filter(host=host, operation__status__in=Operation.ACTIVE).exists():
         raise Conflict("an experiment is already running on this host")
     metric = spec.get("primary_metric") or (template.primary_metric if template else "tps")
@@ -165,6 +166,20 @@ def _held(cluster: PgCluster, held) -> list[dict]:
         out.append({"layer": item["layer"], "key": item["key"], "value": value,
                     "target": target})
     return out
+
+
+def _room(host: Host, cluster: PgCluster, work: dict) -> None:
+    """Refused now when the last discovery already shows too little room in the pool; the
+    operation checks again on the host before it changes anything."""
+    if cluster.data_dataset is None:
+        return
+    pool = cluster.data_dataset.name.split("/")[0]
+    root = host.datasets.filter(name=pool).only("available").first()
+    need = core.room_needed(work["scale"], work["duration"], 1, work["reinit"])
+    if root is not None and root.available is not None and root.available < need:
+        raise _refuse(workload=f"pool {pool} had {root.available // 2**20} MiB free at the "
+                               f"last discovery; a run at scale {work['scale']} for "
+                               f"{work['duration']} s may need {need // 2**20} MiB")
 
 
 def _module_supported(host: Host, layers: list[str]) -> None:

@@ -25,6 +25,8 @@ def post(api, body):
     ({"template": "full-page-writes", "values": ["on", "off\nx"]}, "values"),
     ({"template": "recordsize", "values": ["8K", "16K; reboot"]}, "values"),
     ({"template": "full-page-writes", "repetitions": 11}, "repetitions"),
+    ({"template": "full-page-writes", "workload": {"scale": 1000, "duration": 3600}},
+     "workload"),
     ({"template": "txg-timeout"}, "acknowledged"),
     ({"layer": "shell", "key": "x", "values": ["1", "2"]}, "layer"),
     ({"template": "dirty-bytes", "values": ["kernel.panic=1", "1073741824"]}, "values"),

@@ -65,6 +65,20 @@ def test_experiments_full_page_writes_copy_script_and_wal_sync_method(fleet_host
     assert body["restored"] and show(fleet_host, "full_page_writes") == before[0]
     assert body["results"]["charts"][0]["series"][0]["label"] == "on"
 
+    # A value the host refuses: the held compression and the recordsize go back.
+    compression = run_on(fleet_host, "zfs get -H -o value,source compression tank/pg/data")
+    failing = api.post("/api/experiments/", {
+        "host": host.pk, "template": "recordsize", "values": ["bogus", "8K"],
+        "repetitions": 1, "workload": SHORT}, format="json")
+    assert failing.status_code == 201, failing.json()
+    body = wait_for(lambda: (b := api.get(f"/api/experiments/{failing.json()['id']}/").json())
+                    ["status"] == "failed" and b, 120, "the failing experiment to end")
+    assert "bogus" in body["operation"]["error"] and "host was restored" in \
+        body["operation"]["error"] and body["runs"][0]["tps"] is None
+    assert run_on(fleet_host, "zfs get -H -o source recordsize tank/pg/data").strip() != "local"
+    assert run_on(fleet_host, "zfs get -H -o value,source compression tank/pg/data") == \
+        compression
+
     copy = api.post("/api/experiments/", {
         "host": host.pk, "template": "wal-level-copy", "repetitions": 1,
         "workload": {"duration": 4, "scale": 1}}, format="json")
