@@ -12,6 +12,7 @@ from apps.experiments.serializers import (
     ScriptSerializer,
     ScriptVersionCreateSerializer,
     ScriptVersionSerializer,
+    TemplateSerializer,
 )
 from apps.ops.models import Operation
 
@@ -36,11 +37,11 @@ class ExperimentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
                                          trigger=Operation.Trigger.API)
         return Response(ExperimentSerializer(exp).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: dict})
-    @action(detail=False, methods=["get"])
+    @extend_schema(responses={200: TemplateSerializer(many=True)})
+    @action(detail=False, methods=["get"], pagination_class=None, filter_backends=[])
     def templates(self, request):
         """The built-in templates, each with the published figure it reproduces."""
-        return Response(services.templates())
+        return Response(TemplateSerializer(services.templates(), many=True).data)
 
 
 class ScriptViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,

@@ -58,6 +58,25 @@ class ExperimentCreateSerializer(serializers.Serializer):
     acknowledged = StrictBooleanField(required=False)
 
 
+class TemplateSerializer(serializers.Serializer):
+    """A built-in template (apps.experiments.templates), with the figure it reproduces."""
+
+    slug = StrictCharField()
+    title = StrictCharField()
+    layer = StrictCharField()
+    key = StrictCharField()
+    values = serializers.ListField(child=StrictCharField())
+    primary_metric = StrictCharField()
+    target_role = StrictCharField(allow_blank=True)
+    workload = serializers.DictField()
+    held = serializers.ListField(child=serializers.DictField())
+    script = StrictCharField(allow_blank=True)
+    acknowledge = StrictCharField(allow_blank=True)
+    citation = StrictCharField()
+    published = StrictCharField()
+    note = StrictCharField(allow_blank=True)
+
+
 class RunSerializer(ModelSerializer):
     class Meta:
         model = Run
