@@ -52,7 +52,8 @@ def test_a_template_starts_one_operation_with_the_alternating_order(api, replaye
     assert exp.operation.state["order"] == [["on", 0], ["off", 0], ["off", 1], ["on", 1]]
     assert exp.workload["checkpoint_every"] == 10 and exp.workload["reinit"] is True
     assert "1.2GB" in exp.citation
-    again = post(api, {"host": replayed_host.pk, "template": "recordsize"})
+    again = post(api, {"host": replayed_host.pk, "template": "recordsize",
+                       "workload": {"duration": 5, "scale": 1}})
     assert again.status_code == 409  # one experiment at a time on a host
 
 
