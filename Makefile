@@ -19,8 +19,10 @@ test: deps node
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Figures, not a test: "OLTP on ZFS (safe)" before/after on a fresh test host.
+# Then the full_page_writes and recordsize experiments, published figures next to ours.
 bench: deps
 	$(PY) -m tests.bench.oltp_safe --override postgres.shared_buffers=128MB $(BENCH_ARGS)
+	$(PY) -m tests.bench.experiments $(EXPERIMENT_BENCH_ARGS)
 
 # The API fuzzed for longer than the suite does, with a random seed (printed).
 FUZZ_SECONDS ?= 900

@@ -174,6 +174,7 @@ INSTALLED_APPS = [
     "apps.telemetry",
     "apps.tenants",
     "apps.audit",
+    "apps.experiments",
     "axes",
     "csp",
 ]

@@ -7,6 +7,7 @@ from apps.accounts.docs import ApiSchemaView, api_docs
 from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.clones.api import CloneViewSet, HostCloneSettingsView
+from apps.experiments.api import ExperimentViewSet, ScriptViewSet
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
 from apps.replication.api import ReplicationLinkViewSet
@@ -43,6 +44,8 @@ api.register("memberships", MembershipViewSet, basename="membership")
 api.register("cluster-assignments", ClusterAssignmentViewSet, basename="cluster-assignment")
 api.register("tokens", TokenViewSet, basename="token")
 api.register("audit-events", AuditEventViewSet, basename="audit-event")
+api.register("experiments", ExperimentViewSet, basename="experiment")
+api.register("experiment-scripts", ScriptViewSet, basename="experiment-script")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -65,6 +68,7 @@ urlpatterns = [
     path("replication/", include("apps.replication.urls")),
     path("clones/", include("apps.clones.urls")),
     path("audit/", include("apps.audit.urls")),
+    path("experiments/", include("apps.experiments.urls")),
     path("", include("apps.tenants.urls")),
     path("", include("apps.fleet.urls")),
 ]

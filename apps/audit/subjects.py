@@ -34,6 +34,8 @@ SEGMENT_MODELS = {
     "cluster-assignments": "tenants.ClusterAssignment",
     "tokens": "accounts.ApiToken",
     "clones": "clones.Clone",
+    "experiments": "experiments.Experiment",
+    "experiment-scripts": "experiments.Script",
 }
 
 

@@ -28,6 +28,7 @@ from apps.tuning.models import Profile
 from tests import browser as chromium
 from tests.benchmarks import factories
 from tests.clones import factories as clone_factories
+from tests.experiments.factories import finished_experiment
 from tests.replication import factories as replication_factories
 from tests.snapshots import factories as snapshot_factories
 
@@ -51,6 +52,8 @@ PAGES = {
     "benchmarks": ("/benchmarks/", True),
     "benchmark": ("/benchmarks/{benchmark}/", True),
     "validation": ("/benchmarks/validations/{validation}/", True),
+    "experiments": ("/experiments/", True),
+    "experiment": ("/experiments/{experiment}/", True),
     "add-host": ("/hosts/add/", True),
     "snapshot-policies": ("/snapshots/policies/", True),
     "snapshot-policy": ("/snapshots/policies/{policy}/", True),
@@ -119,7 +122,8 @@ def site(replayed_host) -> dict:
     return {"host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
             "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk,
             "policy": policy.pk, "link": link.pk, "opted_in": opted_in.pk,
-            "tenant": tenant.pk, "member": member.pk}
+            "tenant": tenant.pk, "member": member.pk,
+            "experiment": finished_experiment(host).pk}
 
 
 def _tenant(host):
