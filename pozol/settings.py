@@ -158,6 +158,7 @@ INSTALLED_APPS = [
     "apps.snapshots",
     "apps.replication",
     "apps.clones",
+    "apps.drills",
     "apps.telemetry",
     "apps.tenants",
     "apps.audit",
@@ -379,6 +380,17 @@ POZOL = {
     "TELEMETRY_FIVE_MINUTE_DAYS": env_int("TELEMETRY_FIVE_MINUTE_DAYS", 30, minimum=1),
     "TELEMETRY_HOURLY_DAYS": env_int("TELEMETRY_HOURLY_DAYS", 400, minimum=1),
     "TELEMETRY_ROLLUP_INTERVAL": env_int("TELEMETRY_ROLLUP_INTERVAL", 300, minimum=60),
+    # This control plane's name on its hosts: clone datasets carry it (pozol:owner), and
+    # the orphan reconciler only ever touches datasets that carry it. Two control planes
+    # sharing a host need different names.
+    "INSTANCE": env_str("INSTANCE", "pozol"),
+    # How often restore drills are checked for being due (each schedule has its own
+    # period), and how often clone orphans are looked for.
+    "DRILL_TICK_INTERVAL": env_int("DRILL_TICK_INTERVAL", 300, minimum=10),
+    "RECONCILE_INTERVAL": env_int("RECONCILE_INTERVAL", 900, minimum=60),
+    # An orphan clone dataset or postmaster younger than this is left alone: it may be
+    # one whose operation has not recorded it yet.
+    "ORPHAN_GRACE_MINUTES": env_int("ORPHAN_GRACE_MINUTES", 30, minimum=0),
 }
 
 LOGGING = {
