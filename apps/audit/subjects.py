@@ -34,6 +34,10 @@ SEGMENT_MODELS = {
     "cluster-assignments": "tenants.ClusterAssignment",
     "tokens": "accounts.ApiToken",
     "clones": "clones.Clone",
+    "drills": "drills.DrillRun",
+    "runs": "drills.DrillRun",
+    "drill-schedules": "drills.DrillSchedule",
+    "schedules": "drills.DrillSchedule",
 }
 
 

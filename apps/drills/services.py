@@ -202,7 +202,7 @@ def layout_of(run: DrillRun) -> Layout:
 def _finish_unstarted(run: DrillRun, why: str) -> None:
     run.status, run.error, run.finished_at = DrillRun.Status.FAILED, why, timezone.now()
     run.save()
-    transaction.on_commit(lambda: update_alert(run.host))
+    update_alert(run.host)
 
 
 # ---- the schedule's tick and the host's alert -------------------------------------------------
