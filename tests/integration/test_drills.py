@@ -12,6 +12,7 @@ datasets, once past the grace period, and leaves another control plane's alone.
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 import pytest
@@ -197,3 +198,54 @@ def test_the_reconciler_removes_a_lost_clone_past_the_grace_period(host, setting
     assert done.result["removed"] == ["lost"], done.result
     assert leftovers(fleet_host, "lost") == ""
     assert "pozol_clones/foreign" in run_on(fleet_host, "zfs list -H -o name")
+
+
+def test_a_worker_killed_while_making_a_clone_is_survived_without_orphans(
+        host, settings, tmp_path):
+    """The worker is SIGKILLed once the clone's dataset exists (its script is running:
+    crash recovery of unflushed WAL keeps it busy); the sweeper re-delivers the step,
+    which removes what the first attempt made and makes the clone again."""
+    from apps.ops import engine
+    from apps.remote.commands import cmd
+    from tests.waiting import wait_for
+    from tests.workers import Worker
+
+    lease = "3"
+    settings.POZOL = {**settings.POZOL, "OPERATION_LEASE": int(lease)}
+    fleet_host, row = host
+    psql(fleet_host, f"CREATE TABLE {TABLE} AS SELECT generate_series(1, 300000) AS i")
+    name = snapshot_now(row)
+    watch = product_ssh.session(row.ssh_target())
+    doomed = Worker("tests.worker_app", "doomed", tmp_path, POZOL_OPERATION_LEASE=lease)
+    try:
+        clone, operation, password = clone_services.create_clone(
+            row, row.clusters.get(), snapshot=name, name="killed")
+        wait_for(lambda: "pozol_clones/killed/data" in watch(
+            cmd("zfs", "list", "-H", "-o", "name"), check=False).stdout, 60,
+                 "the clone's dataset (the create script running)", interval=0.02)
+        doomed.kill()
+    finally:
+        doomed.stop()
+    print(f"\nkilled with the clone {Clone.objects.get(pk=clone.pk).state}, "
+          f"postmasters: {leftovers(fleet_host, 'killed').count('bin/postgres')}")
+    assert Operation.objects.get(pk=operation.pk).status == Operation.Status.RUNNING
+
+    rescuer = Worker("tests.worker_app", "rescuer", tmp_path, POZOL_OPERATION_LEASE=lease)
+    try:
+        time.sleep(int(lease) + 0.5)  # the lease must run out before a sweep takes it
+        assert operation.pk in wait_for(engine.sweep, 30, "the sweeper to find the step")
+        done = wait_for(lambda: (op := Operation.objects.get(pk=operation.pk)).is_active
+                        is False and op, 120, "the rescuing worker to finish")
+    finally:
+        rescuer.stop()
+    assert done.status == Operation.Status.SUCCEEDED, rescuer.output()[-3000:]
+    assert done.attempts == 2
+    clone.refresh_from_db()
+    assert clone.state == Clone.State.READY
+    # One postmaster (the second attempt's), and the clone answers with its password.
+    assert leftovers(fleet_host, "killed").count("bin/postgres") == 1
+    answered = subprocess.run(
+        ["psql", f"postgresql://{clone.role}:{password}@{clone.layout['listen']}:"
+                 f"{clone.port}/postgres", "-XAtc", f"SELECT count(*) FROM {TABLE}"],
+        capture_output=True, text=True, timeout=30)
+    assert answered.stdout.strip() == "300000", answered.stderr
