@@ -45,7 +45,8 @@ def known_names(host: Host) -> set[str]:
     names = set(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED)
                 .values_list("name", flat=True))
     names |= {f"pozol-drill-{pk}" for pk in DrillRun.objects.filter(
-        host=host, status=DrillRun.Status.RUNNING).values_list("pk", flat=True)}
+        host=host, status=DrillRun.Status.RUNNING,
+        operation__status__in=Operation.ACTIVE).values_list("pk", flat=True)}
     return names
 
 

@@ -99,12 +99,28 @@ def run_now(schedule: DrillSchedule, *, by=None,
         schedule = DrillSchedule.objects.select_for_update(of=("self",)).select_related(
             "host", "link").get(pk=schedule.pk)
         running = schedule.runs.filter(status=DrillRun.Status.RUNNING).first()
+        if running is not None and _ended_without_result(running):
+            running = None
         if running is not None:
             raise Conflict(f"drill #{running.pk} of {schedule.source_label} is running",
                            code="busy")
         schedule.last_started_at = timezone.now()
         schedule.save(update_fields=["last_started_at"])
         return _start(schedule, by=by, trigger=trigger)
+
+
+def _ended_without_result(run: DrillRun) -> bool:
+    """A run whose operation ended without its step recording it (cancelled, or past
+    its deadline) is failed now, with the operation's words, rather than running
+    forever and blocking its schedule."""
+    operation = run.operation
+    if operation is None or operation.is_active:
+        return False
+    run.status, run.finished_at = DrillRun.Status.FAILED, timezone.now()
+    run.error = f"its operation #{operation.pk} ended {operation.status}: {operation.error}"
+    run.save(update_fields=["status", "finished_at", "error"])
+    update_alert(run.host)
+    return True
 
 
 def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:

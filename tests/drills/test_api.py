@@ -194,3 +194,23 @@ def test_the_endpoints_are_in_the_schema():
     paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
     assert {"/api/drill-schedules/", "/api/drill-schedules/{id}/run/", "/api/drills/",
             "/api/drills/{id}/", "/api/hosts/{id}/reconcile/"} <= set(paths)
+
+
+def test_a_run_whose_operation_ended_without_it_no_longer_blocks_its_schedule(host,
+                                                                                delivered):
+    schedule = services.save_schedule(host=host, cluster=host.clusters.get())
+    stuck = services.run_now(schedule)
+    Operation.objects.filter(pk=stuck.operation_id).update(
+        status=Operation.Status.FAILED, error="past its deadline")
+    again = services.run_now(schedule)
+    stuck.refresh_from_db()
+    assert stuck.status == DrillRun.Status.FAILED and "past its deadline" in stuck.error
+    assert again.status == DrillRun.Status.RUNNING and again.pk != stuck.pk
+
+
+def test_a_drill_with_no_free_port_fails_at_once_saying_so(host):
+    CloneHostSettings.objects.create(host=host, port_min=6500, port_max=6500)
+    factories.clone(host, "dev1", port=6500)
+    run = services.run_now(services.save_schedule(host=host, cluster=host.clusters.get()))
+    assert run.status == DrillRun.Status.FAILED and "every port" in run.error
+    assert not Operation.objects.exists()
