@@ -171,6 +171,7 @@ INSTALLED_APPS = [
     "apps.snapshots",
     "apps.replication",
     "apps.clones",
+    "apps.drills",
     "apps.telemetry",
     "apps.tenants",
     "apps.audit",
@@ -397,6 +398,17 @@ POZOL = {
     # that may scrape without one. Neither set: /metrics answers 403.
     "METRICS_TOKEN": env_str("METRICS_TOKEN", ""),
     "METRICS_ALLOWED_CIDRS": env_networks("METRICS_ALLOWED_CIDRS"),
+    # This control plane's name on its hosts: clone datasets carry it (pozol:owner), and
+    # the orphan reconciler only ever touches datasets that carry it. Two control planes
+    # sharing a host need different names.
+    "INSTANCE": env_str("INSTANCE", "pozol"),
+    # How often restore drills are checked for being due (each schedule has its own
+    # period), and how often clone orphans are looked for.
+    "DRILL_TICK_INTERVAL": env_int("DRILL_TICK_INTERVAL", 300, minimum=10),
+    "RECONCILE_INTERVAL": env_int("RECONCILE_INTERVAL", 900, minimum=60),
+    # An orphan clone dataset or postmaster younger than this is left alone: it may be
+    # one whose operation has not recorded it yet.
+    "ORPHAN_GRACE_MINUTES": env_int("ORPHAN_GRACE_MINUTES", 30, minimum=0),
 }
 
 LOGGING = {

@@ -7,6 +7,7 @@ from apps.accounts.docs import ApiSchemaView, api_docs
 from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.clones.api import CloneViewSet, HostCloneSettingsView
+from apps.drills.api import DrillRunViewSet, DrillScheduleViewSet, HostReconcileView
 from apps.experiments.api import ExperimentViewSet, ScriptViewSet
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
@@ -39,6 +40,8 @@ api.register("snapshot-policies", SnapshotPolicyViewSet, basename="snapshot-poli
 api.register("policy-assignments", PolicyAssignmentViewSet, basename="policy-assignment")
 api.register("replication-links", ReplicationLinkViewSet, basename="replication-link")
 api.register("clones", CloneViewSet, basename="clone")
+api.register("drill-schedules", DrillScheduleViewSet, basename="drill-schedule")
+api.register("drills", DrillRunViewSet, basename="drill")
 api.register("tenants", TenantViewSet, basename="tenant")
 api.register("memberships", MembershipViewSet, basename="membership")
 api.register("cluster-assignments", ClusterAssignmentViewSet, basename="cluster-assignment")
@@ -58,6 +61,7 @@ urlpatterns = [
     path("api/hosts/<int:pk>/plan/", tuning_api.HostPlanView.as_view()),
     path("api/hosts/<int:pk>/snapshots/", HostSnapshotsView.as_view()),
     path("api/hosts/<int:pk>/clone-settings/", HostCloneSettingsView.as_view()),
+    path("api/hosts/<int:pk>/reconcile/", HostReconcileView.as_view()),
     path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),
     path("api/", include(api.urls)),
     path("metrics", scrape.metrics, name="metrics"),
@@ -67,6 +71,7 @@ urlpatterns = [
     path("snapshots/", include("apps.snapshots.urls")),
     path("replication/", include("apps.replication.urls")),
     path("clones/", include("apps.clones.urls")),
+    path("drills/", include("apps.drills.urls")),
     path("audit/", include("apps.audit.urls")),
     path("experiments/", include("apps.experiments.urls")),
     path("", include("apps.tenants.urls")),

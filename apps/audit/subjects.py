@@ -36,6 +36,10 @@ SEGMENT_MODELS = {
     "clones": "clones.Clone",
     "experiments": "experiments.Experiment",
     "experiment-scripts": "experiments.Script",
+    "drills": "drills.DrillRun",
+    "runs": "drills.DrillRun",
+    "drill-schedules": "drills.DrillSchedule",
+    "schedules": "drills.DrillSchedule",
 }
 
 

@@ -33,6 +33,8 @@ from apps.snapshots.core import naming
 from apps.snapshots.models import Snapshot
 
 MAX_TTL = timedelta(days=30)
+# Restore drills clone under the same parent dataset (apps.drills): their names.
+RESERVED_PREFIX = "pozol-"
 PASSWORD_LENGTH = 24
 
 
@@ -167,9 +169,13 @@ def _name(host: Host, name: str) -> str:
     if not name:
         name = f"clone-{secrets.token_hex(3)}"
     try:
-        return clone_name(name)
+        name = clone_name(name)
     except CloneError as exc:
         raise _refuse("name", str(exc)) from None
+    if name.startswith(RESERVED_PREFIX):
+        raise _refuse("name", f"names starting with {RESERVED_PREFIX!r} are PoZoL's own "
+                              "(restore drills)")
+    return name
 
 
 def _span(field: str, value: timedelta | None) -> timedelta | None:
@@ -197,7 +203,8 @@ def _origin(host: Host, cluster: PgCluster) -> Origin:
                       wal_mountpoint=wal.mountpoint if separate else None,
                       wal_dir=cluster.wal_dir if separate else None,
                       owner=cluster.owner or "postgres",
-                      bin_dir=cluster.bin_dir or "/usr/lib/postgresql/15/bin")
+                      bin_dir=cluster.bin_dir or "/usr/lib/postgresql/15/bin",
+                      server_version_num=cluster.server_version_num)
     except (CloneError, InvalidValue) as exc:
         raise _refuse("cluster", str(exc)) from None
 

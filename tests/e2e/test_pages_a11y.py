@@ -17,6 +17,7 @@ from django.utils import timezone
 from apps.accounts.models import ApiToken
 from apps.audit import services as audit
 from apps.benchmarks import services as benchmarks
+from apps.drills.models import DrillRun, DrillSchedule
 from apps.ops.models import LogLine, Operation
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
@@ -41,7 +42,7 @@ PAGES = {
     "host": ("/hosts/{host}/", True),
     **{f"host-{section}": (f"/hosts/{{host}}/{section}/", True)
        for section in ("datasets", "postgresql", "tuning", "benchmarks", "snapshots",
-                       "operations", "replication", "clones")},
+                       "operations", "replication", "clones", "drills")},
     "host-never-reached": ("/hosts/{fresh}/", True),
     "host-never-reached-datasets": ("/hosts/{fresh}/datasets/", True),
     "profiles": ("/tuning/profiles/", True),
@@ -63,6 +64,9 @@ PAGES = {
     "replication-link-opted-in": ("/replication/{opted_in}/", True),
     "clone-new": ("/clones/hosts/{host}/new/", True),
     "clone-settings": ("/clones/hosts/{host}/settings/", True),
+    "drills": ("/drills/", True),
+    "drill-run-failed": ("/drills/runs/{drill}/", True),
+    "drill-new": ("/drills/hosts/{host}/new/", True),
     "tenants": ("/tenants/", True),
     "tenant": ("/tenants/{tenant}/", True),
     "tokens": ("/account/tokens/", True),
@@ -118,12 +122,34 @@ def site(replayed_host) -> dict:
     PolicyAssignment.objects.create(policy=policy, host=host, dataset="tank/pg")
     link, opted_in = _links(host, operation)
     _clones(host)
+    drill = _drills(host, operation)
     tenant, member = _tenant(host)
     return {"host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
             "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk,
             "policy": policy.pk, "link": link.pk, "opted_in": opted_in.pk,
             "tenant": tenant.pk, "member": member.pk,
-            "experiment": finished_experiment(host).pk}
+            "experiment": finished_experiment(host).pk,
+            "drill": drill.pk}
+
+
+def _drills(host, operation) -> DrillRun:
+    """A drill schedule with a run that passed and one that failed with a long log."""
+    cluster = host.clusters.order_by("port").first()
+    schedule = DrillSchedule.objects.create(host=host, cluster_data_dir=cluster.data_dir,
+                                            check_query="SELECT count(*) FROM accounts")
+    DrillRun.objects.create(
+        schedule=schedule, host=host, cluster_data_dir=cluster.data_dir, snapshot="s1",
+        check_query=schedule.query, status=DrillRun.Status.PASSED, clone_seconds=0.04,
+        start_seconds=0.31, check_seconds=0.12, destroy_seconds=0.4, total_seconds=0.87,
+        answers={"postgres": "5123", "pgbench": "100000"}, finished_at=timezone.now())
+    return DrillRun.objects.create(
+        schedule=schedule, host=host, cluster_data_dir=cluster.data_dir,
+        snapshot="pozol_manual_20261123T190000Z", check_query=schedule.query,
+        status=DrillRun.Status.FAILED, clone_seconds=0.05, destroy_seconds=0.3,
+        operation=operation, finished_at=timezone.now(),
+        error="clone or start failed: pg_ctl: could not start server\nExamine the log output.",
+        log_tail="LOG:  database system was interrupted; last known up at 2026-11-24\n"
+                 "PANIC:  could not locate a valid checkpoint record " + "x" * 300)
 
 
 def _tenant(host):
