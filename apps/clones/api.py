@@ -1,5 +1,6 @@
-"""The clones API: list, make (the answer carries the password, once), show, destroy; and
-each host's clone settings. Each view reads its input and calls one service; a refusal
+"""The clones API: list, make (the answer carries the password, once), show, reset,
+destroy, for operators and (scoped to their tenant) members; and each host's clone
+settings (operators). Each view reads its input and calls one service; a refusal
 is a CloneRefused or Conflict mapped to the API's error shape in apps.accounts.api_errors."""
 
 from __future__ import annotations
@@ -7,14 +8,18 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.clones import queries, services
+from apps.clones import services, tenancy
 from apps.clones.filters import CloneFilter
+from apps.clones.models import Clone
 from apps.clones.serializers import (
     CloneCreatedSerializer,
     CloneCreateSerializer,
+    CloneResetSerializer,
     CloneSerializer,
     CloneSettingsSerializer,
 )
@@ -23,15 +28,28 @@ from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
 
 
+class UsesClones(BasePermission):
+    """Operators, and every tenant's members and admins (the queryset scopes them)."""
+
+    message = "Clones are for operators and the members of a tenant."
+
+    def has_permission(self, request, view) -> bool:
+        return tenancy.may_use_clones(request.user)
+
+
 class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Clones: a writable copy of a PostgreSQL cluster made from one of its snapshots on
-    the same host, on a port of its own. Making and destroying one are operations."""
+    the same host, on a port of its own. Making, resetting and destroying one are
+    operations. A tenant's member sees and makes its tenant's clones only (another
+    tenant's is not found), within the tenant's quotas."""
 
+    queryset = Clone.objects.none()  # typed ids in the schema; get_queryset scopes
     serializer_class = CloneSerializer
     filterset_class = CloneFilter
+    permission_classes = [UsesClones]
 
     def get_queryset(self):
-        return queries.for_table()
+        return tenancy.visible_clones(self.request.user)
 
     def filter_queryset(self, queryset):
         return super().filter_queryset(queryset) if self.action == "list" else queryset
@@ -40,15 +58,16 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     def create(self, request):
         """Start making a clone. The answer holds the clone, its operation and the clone
         role's password: the only time the password is ever shown."""
-        body = CloneCreateSerializer(data=request.data)
+        body = CloneCreateSerializer(data=request.data, user=request.user)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         clone, operation, password = services.create_clone(
-            data["host"], data["cluster"], snapshot=data.get("snapshot"), name=data["name"],
+            data.get("host") or data["cluster"].host, data["cluster"],
+            snapshot=data.get("snapshot"), name=data["name"],
             ttl=services.minutes(data["ttl_minutes"]),
             protected_for=services.minutes(data["protected_minutes"]),
             role=data["role"], by=request.user, trigger=Operation.Trigger.API)
-        shown = queries.for_table().get(pk=clone.pk)
+        shown = tenancy.visible_clones(request.user).get(pk=clone.pk)
         answer = CloneCreatedSerializer({"clone": shown, "operation": operation,
                                          "password": password}).data
         return Response(answer, status=status.HTTP_202_ACCEPTED,
@@ -60,6 +79,18 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         409 while it is protected or busy."""
         operation = services.destroy_clone(self.get_object(), by=request.user,
                                            trigger=Operation.Trigger.API)
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=CloneResetSerializer, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"])
+    def reset(self, request, pk=None):
+        """Make the clone again from a snapshot (or a fresh one), keeping its name, port,
+        role and password; 409 unless it is ready or failed."""
+        body = CloneResetSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        operation = services.reset_clone(self.get_object(),
+                                         snapshot=body.validated_data.get("snapshot"),
+                                         by=request.user, trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
 

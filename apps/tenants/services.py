@@ -78,6 +78,30 @@ def rename_tenant(tenant: Tenant, name: str) -> Tenant:
     return tenant
 
 
+QUOTA_FIELDS = ("max_clones", "max_clone_space", "max_clone_ttl_minutes", "clone_idle_minutes")
+QUOTA_MAX = 100_000
+SPACE_MAX = 2**60
+TTL_MAX = 30 * 24 * 60  # the longest TTL a clone may have at all (apps.clones.services)
+_QUOTA_RANGES = {"max_clones": (0, QUOTA_MAX), "max_clone_space": (0, SPACE_MAX),
+                 "max_clone_ttl_minutes": (1, TTL_MAX), "clone_idle_minutes": (1, TTL_MAX)}
+
+
+def set_quotas(tenant: Tenant, **values) -> Tenant:
+    """Set the tenant's clone quotas given (None: no limit). Clones already made stay; the
+    next request is checked against the new figures."""
+    for field, value in values.items():
+        if field not in _QUOTA_RANGES:
+            raise TenantError(f"{field}: not a quota.", fields={field: ["not a quota"]})
+        low, high = _QUOTA_RANGES[field]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not low <= value <= high):
+            raise TenantError(f"{field}: a whole number from {low} to {high}, or empty for "
+                              "no limit.", fields={field: [f"from {low} to {high}, or empty"]})
+        setattr(tenant, field, value)
+    tenant.save(update_fields=list(values) or None)
+    return tenant
+
+
 def delete_tenant(tenant: Tenant) -> None:
     """Refused while it has members or clusters: each is removed on purpose first."""
     if tenant.memberships.exists() or tenant.clusters.exists():
