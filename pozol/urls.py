@@ -6,7 +6,7 @@ from rest_framework.routers import DefaultRouter
 from apps.accounts.docs import ApiSchemaView, api_docs
 from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
-from apps.clones.api import CloneViewSet, HostCloneSettingsView
+from apps.clones.api import CloneViewSet, ClusterSnapshotsView, HostCloneSettingsView
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
 from apps.replication.api import ReplicationLinkViewSet
@@ -55,6 +55,7 @@ urlpatterns = [
     path("api/hosts/<int:pk>/snapshots/", HostSnapshotsView.as_view()),
     path("api/hosts/<int:pk>/clone-settings/", HostCloneSettingsView.as_view()),
     path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),
+    path("api/cluster-assignments/<int:pk>/snapshots/", ClusterSnapshotsView.as_view()),
     path("api/", include(api.urls)),
     path("operations/", include("apps.ops.urls")),
     path("tuning/", include("apps.tuning.urls")),

@@ -22,10 +22,13 @@ from apps.clones.serializers import (
     CloneResetSerializer,
     CloneSerializer,
     CloneSettingsSerializer,
+    ClusterSnapshotSerializer,
+    TenantUsageSerializer,
 )
 from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
+from apps.tenants import services as tenant_services
 
 
 class UsesClones(BasePermission):
@@ -81,6 +84,15 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
                                            trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
+    @extend_schema(responses={200: TenantUsageSerializer(many=True)})
+    @action(detail=False, methods=["get"])
+    def usage(self, request):
+        """What each tenant's clones take of its quotas: yours, or every tenant's for an
+        operator."""
+        tenants = tenant_services.visible_tenants(request.user)
+        return Response(TenantUsageSerializer(
+            [tenancy.usage_row(tenant) for tenant in tenants[:1000]], many=True).data)
+
     @extend_schema(request=CloneResetSerializer, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
     def reset(self, request, pk=None):
@@ -110,3 +122,17 @@ class HostCloneSettingsView(APIView):
         body.is_valid(raise_exception=True)
         limits = services.update_settings(host, **body.validated_data, by=request.user)
         return Response(CloneSettingsSerializer(limits).data)
+
+
+class ClusterSnapshotsView(APIView):
+    """The snapshots of one of your clusters (its data dataset's), newest first, as the
+    host's last listing found them: what a clone is made from. Another tenant's cluster
+    is not found."""
+
+    permission_classes = [UsesClones]
+
+    @extend_schema(responses={200: ClusterSnapshotSerializer(many=True)})
+    def get(self, request, pk: int):
+        assignment = get_object_or_404(tenancy.visible_assignments(request.user), pk=pk)
+        rows = tenancy.snapshots_of(tenancy.cluster_of(assignment))[:500]
+        return Response(ClusterSnapshotSerializer(rows, many=True).data)

@@ -149,3 +149,23 @@ class CloneSettingsSerializer(ModelSerializer):
         "What pg_hba lets the role in from: allowed_networks, or 127.0.0.0/8 when empty.")))
     def get_effective_allowed_networks(self, limits: CloneHostSettings) -> list[str]:
         return list(limits.allowed_networks or CloneHostSettings.DEFAULT_ALLOWED)
+
+
+class ClusterSnapshotSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The part after '@': what a clone is asked for with.")
+    dataset = serializers.CharField()
+    created_at = serializers.DateTimeField(allow_null=True)
+    used = serializers.IntegerField(allow_null=True)
+    label = serializers.CharField()
+
+
+class TenantUsageSerializer(serializers.Serializer):
+    tenant = serializers.IntegerField()
+    name = serializers.CharField()
+    clones = serializers.IntegerField(help_text="Its clones not destroyed.")
+    space = serializers.IntegerField(help_text="Bytes they use together (ZFS used, as the "
+                                               "clones tick last read it).")
+    max_clones = serializers.IntegerField(allow_null=True)
+    max_clone_space = serializers.IntegerField(allow_null=True)
+    max_clone_ttl_minutes = serializers.IntegerField(allow_null=True)
+    clone_idle_minutes = serializers.IntegerField(allow_null=True)

@@ -20,6 +20,7 @@ from apps.clones import queries
 from apps.clones.models import Clone
 from apps.fleet.models import Host, PgCluster
 from apps.ops.errors import DomainError
+from apps.tenants import services as tenant_services
 from apps.tenants.models import ClusterAssignment, Membership, Tenant
 
 
@@ -57,13 +58,8 @@ def visible_clones(user) -> QuerySet:
     return clones.filter(tenant_id=tenant_id) if tenant_id else clones.none()
 
 
-def visible_assignments(user) -> QuerySet[ClusterAssignment]:
-    """The clusters given to `user`'s tenant (all assignments for operators)."""
-    rows = ClusterAssignment.objects.select_related("tenant", "host")
-    if is_operator(user):
-        return rows
-    tenant_id = _tenant_id(user) if user is not None and user.is_authenticated else None
-    return rows.filter(tenant_id=tenant_id) if tenant_id else rows.none()
+visible_assignments = tenant_services.visible_assignments
+cluster_of = tenant_services.cluster_of
 
 
 def visible_clusters(user) -> QuerySet[PgCluster]:
@@ -86,6 +82,12 @@ def usage(tenant: Tenant) -> dict:
     live = queries.for_table().filter(tenant=tenant).exclude(state=Clone.State.DESTROYED)
     totals = live.aggregate(total=Sum("space"))
     return {"clones": live.count(), "space": totals["total"] or 0}
+
+
+def usage_row(tenant: Tenant) -> dict:
+    """The tenant's usage beside its quotas, as /api/clones/usage/ shows it."""
+    return {"tenant": tenant.pk, "name": tenant.name, **usage(tenant),
+            **{field: getattr(tenant, field) for field in tenant_services.QUOTA_FIELDS}}
 
 
 def check_quota(tenant: Tenant, ttl: timedelta | None,
@@ -121,13 +123,6 @@ def check_quota(tenant: Tenant, ttl: timedelta | None,
 
 def _minutes(span: timedelta) -> int:
     return int(span.total_seconds() // 60)
-
-
-def cluster_of(assignment: ClusterAssignment) -> PgCluster | None:
-    """The assigned cluster's current row (discovery replaces rows; the assignment names
-    host and data directory)."""
-    return (PgCluster.objects.select_related("host", "data_dataset", "wal_dataset")
-            .filter(host_id=assignment.host_id, data_dir=assignment.cluster_data_dir).first())
 
 
 def snapshots_of(cluster: PgCluster | None) -> QuerySet:

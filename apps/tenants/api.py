@@ -12,7 +12,6 @@ from apps.tenants.filters import ClusterAssignmentFilter, MembershipFilter
 from apps.tenants.models import ClusterAssignment, Membership, Tenant
 from apps.tenants.serializers import (
     ClusterAssignmentSerializer,
-    ClusterSnapshotSerializer,
     IssuedTokenSerializer,
     MembershipCreateSerializer,
     MembershipSerializer,
@@ -102,8 +101,8 @@ class ClusterAssignmentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
                                mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
                                viewsets.GenericViewSet):
     """Which tenant each PostgreSQL cluster belongs to (by host and data directory).
-    Operators assign them; a tenant's members read their own, and each one's snapshots
-    (what a clone is made from)."""
+    Operators assign them; a tenant's members read their own (each one's snapshots:
+    /api/cluster-assignments/{id}/snapshots/, apps.clones)."""
 
     queryset = ClusterAssignment.objects.none()  # typed ids in the schema; scoped below
     serializer_class = ClusterAssignmentSerializer
@@ -111,22 +110,10 @@ class ClusterAssignmentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
     permission_classes = [OperatorWrites]
 
     def get_queryset(self):
-        from apps.clones import tenancy
-
-        return tenancy.visible_assignments(self.request.user)
+        return services.visible_assignments(self.request.user)
 
     def filter_queryset(self, queryset):
         return super().filter_queryset(queryset) if self.action == "list" else queryset
-
-    @extend_schema(responses={200: ClusterSnapshotSerializer(many=True)})
-    @action(detail=True, methods=["get"])
-    def snapshots(self, request, pk=None):
-        """The cluster's snapshots (of its data dataset), newest first, as the host's last
-        listing found them: what a clone is made from."""
-        from apps.clones import tenancy
-
-        rows = tenancy.snapshots_of(tenancy.cluster_of(self.get_object()))[:500]
-        return Response(ClusterSnapshotSerializer(rows, many=True).data)
 
     def perform_create(self, serializer):
         data = serializer.validated_data

@@ -8,13 +8,14 @@ from apps.accounts.api_fields import (
 )
 from apps.accounts.models import ApiToken
 from apps.fleet.models import Host
+from apps.tenants import services
 from apps.tenants.models import ClusterAssignment, Membership, Tenant
 from apps.tenants.services import QUOTA_FIELDS, QUOTA_MAX, SPACE_MAX, TTL_MAX
 
 
 class TenantSerializer(ModelSerializer):
-    """A tenant, its clone quotas (operators set them; null: no limit) and what its clones
-    take now."""
+    """A tenant and its clone quotas (operators set them; null: no limit). What its clones
+    take now: /api/clones/usage/."""
 
     max_clones = StrictIntegerField(required=False, allow_null=True, min_value=0,
                                     max_value=QUOTA_MAX, help_text=Tenant._meta.get_field(
@@ -29,31 +30,14 @@ class TenantSerializer(ModelSerializer):
     clone_idle_minutes = StrictIntegerField(
         required=False, allow_null=True, min_value=1, max_value=TTL_MAX,
         help_text=Tenant._meta.get_field("clone_idle_minutes").help_text)
-    clones = serializers.SerializerMethodField(help_text="Its clones not destroyed.")
-    clone_space_used = serializers.SerializerMethodField(
-        help_text="Bytes its clones use together (ZFS used, as last read).")
 
     class Meta:
         model = Tenant
-        fields = ["id", "name", "created_at", *QUOTA_FIELDS, "clones", "clone_space_used"]
+        fields = ["id", "name", "created_at", *QUOTA_FIELDS]
         read_only_fields = ["id", "created_at"]
         # A taken name is a conflict (409) the service reports, whatever its case.
         extra_kwargs = {"name": {"validators": []}}
 
-
-    def get_clones(self, tenant: Tenant) -> int:
-        return self._usage(tenant)["clones"]
-
-    def get_clone_space_used(self, tenant: Tenant) -> int:
-        return self._usage(tenant)["space"]
-
-    def _usage(self, tenant: Tenant) -> dict:
-        from apps.clones import tenancy
-
-        cache = self.context.setdefault("usage", {})
-        if tenant.pk not in cache:
-            cache[tenant.pk] = tenancy.usage(tenant)
-        return cache[tenant.pk]
 
 
 class MembershipSerializer(ModelSerializer):
@@ -91,9 +75,7 @@ class ClusterAssignmentSerializer(ModelSerializer):
         validators = []  # the service says which tenant holds a taken cluster
 
     def get_cluster(self, assignment: ClusterAssignment) -> int | None:
-        from apps.clones import tenancy
-
-        cluster = tenancy.cluster_of(assignment)
+        cluster = services.cluster_of(assignment)
         return cluster.pk if cluster else None
 
 
@@ -127,11 +109,3 @@ class IssuedTokenSerializer(TokenSerializer):
 
     def get_token(self, obj) -> str:
         return self.context["raw"]
-
-
-class ClusterSnapshotSerializer(serializers.Serializer):
-    name = serializers.CharField(help_text="The part after '@': what a clone is asked for with.")
-    dataset = serializers.CharField()
-    created_at = serializers.DateTimeField(allow_null=True)
-    used = serializers.IntegerField(allow_null=True)
-    label = serializers.CharField()

@@ -45,6 +45,24 @@ def managed_tenants(user) -> QuerySet[Tenant]:
                                  memberships__role=Membership.Role.TENANT_ADMIN)
 
 
+def visible_assignments(user) -> QuerySet[ClusterAssignment]:
+    """The clusters given to `user`'s tenant (every assignment for operators)."""
+    rows = ClusterAssignment.objects.select_related("tenant", "host")
+    if is_operator(user):
+        return rows
+    if user is None or not user.is_authenticated:
+        return rows.none()
+    tenant_id = Membership.objects.filter(user=user).values_list("tenant_id", flat=True).first()
+    return rows.filter(tenant_id=tenant_id) if tenant_id else rows.none()
+
+
+def cluster_of(assignment: ClusterAssignment) -> PgCluster | None:
+    """The assigned cluster's current row (discovery replaces rows; an assignment names
+    host and data directory)."""
+    return (PgCluster.objects.select_related("host", "data_dataset", "wal_dataset")
+            .filter(host_id=assignment.host_id, data_dir=assignment.cluster_data_dir).first())
+
+
 def _clean_name(name: str) -> str:
     name = (name or "").strip()
     if not name:

@@ -81,9 +81,6 @@ def _detail_context(tenant: Tenant, operator: bool, manages: bool,
                "members": tenant.memberships.select_related("user"),
                "clusters": tenant.clusters.select_related("host"),
                "roles": Membership.Role.choices}
-    from apps.clones import tenancy
-
-    context["usage"] = tenancy.usage(tenant)
     if operator:
         context["quota_form"] = QuotaForm.of(tenant)
         taken = set(ClusterAssignment.objects.values_list("host_id", "cluster_data_dir"))

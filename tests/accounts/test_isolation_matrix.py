@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db
 # Routes a member opens (each scopes what it shows); ADMIN_ONLY: a tenant admin's too.
 MEMBER_ROUTES = {"/account/", "/account/tokens/", "/api/tenants/", "/api/memberships/",
                  "/api/tokens/", "/api/clones/", "/api/cluster-assignments/", "/clones/",
-                 "/api/schema/"}
+                 "/api/schema/", "/api/clones/usage/"}
 ADMIN_ONLY_PREFIXES = ("/audit/", "/api/audit-events/")
 PUBLIC = {"/login/", "/api/docs/"}
 # Routes naming one of tenant A's objects: A's personas reach it, B's find nothing.

@@ -118,8 +118,9 @@ def test_quotas_are_the_operators_and_refuse_with_the_figures(world, api):
     assert spacious.status_code == 409
     assert (f"use {12 * 2**20} bytes and its clone space quota is {10 * 2**20} bytes"
             in spacious.json()["error"]["message"])
-    shown = member.get(f"/api/tenants/{acme.pk}/").json()
-    assert (shown["clones"], shown["clone_space_used"]) == (1, 12 * 2**20)
+    shown = member.get("/api/clones/usage/").json()
+    assert [(u["name"], u["clones"], u["space"], u["max_clone_space"]) for u in shown] == [
+        ("Acme", 1, 12 * 2**20, 10 * 2**20)]
     # Zorgco has no quota: its member is not refused.
     assert ask(world["olaf_api"], world["db2"], ttl_minutes=600).status_code == 202
 
