@@ -17,6 +17,7 @@ from django.utils import timezone
 from apps.accounts.models import ApiToken
 from apps.audit import services as audit
 from apps.benchmarks import services as benchmarks
+from apps.clones.models import Clone
 from apps.ops.models import LogLine, Operation
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
@@ -66,6 +67,11 @@ PAGES = {
     "audit": ("/audit/", True),
     "tenant-as-member": ("/tenants/{tenant}/", "member"),
     "tokens-as-member": ("/account/tokens/", "member"),
+    "clones": ("/clones/", True),
+    "clones-as-member": ("/clones/", "member"),
+    "clone-cluster-as-member": ("/clones/clusters/{assignment}/", "member"),
+    "clone-as-member": ("/clones/{clone}/", "member"),
+    "clone-failed-as-member": ("/clones/{failed_clone}/", "member"),
     "login": ("/login/", False),
     "not-found": ("/hosts/999999/", True),
 }
@@ -116,7 +122,11 @@ def site(replayed_host) -> dict:
     link, opted_in = _links(host, operation)
     _clones(host)
     tenant, member = _tenant(host)
-    return {"host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
+    Clone.objects.update(tenant=tenant)  # the customer's pages show them
+    return {"assignment": tenant.clusters.get().pk,
+            "clone": Clone.objects.get(name="migration-test-of-the-main-cluster").pk,
+            "failed_clone": Clone.objects.get(name="broken").pk,
+            "host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
             "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk,
             "policy": policy.pk, "link": link.pk, "opted_in": opted_in.pk,
             "tenant": tenant.pk, "member": member.pk}
