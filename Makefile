@@ -42,9 +42,14 @@ bench-clones: deps
 	$(PY) -m tests.bench.clone_ready $(BENCH_ARGS)
 
 # Figures, not a test: a telemetry round of two fresh test hosts against a bare
-# `ssh host true`, and reading a 48-hour graph (a database of its own).
+# `ssh host true`, and reading a 48-hour graph (a database of its own); a round of
+# 24 lightweight SSH hosts against the same; 200 hosts with 7 days of samples: the
+# fleet page, a host page, 24-hour and 7-day series and /metrics timed, the
+# database's size (each in a database of its own).
 bench-telemetry: deps
 	$(PY) -m tests.bench.telemetry_cost $(BENCH_ARGS)
+	$(PY) -m tests.bench.collection_scale
+	$(PY) -m tests.bench.telemetry_scale
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -8,6 +8,7 @@ Every variable is listed in .env.example.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 from datetime import timedelta
@@ -91,6 +92,18 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value.strip() == "":
         return default
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """A comma-separated list of CIDRs (10.0.0.0/8, ::1/128, or a bare address)."""
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"POZOL_{name}: {item!r} is not an address or CIDR (like 10.0.0.0/8)") from None
+    return networks
 
 
 def env_rate(name: str, default: str) -> str:
@@ -379,6 +392,10 @@ POZOL = {
     "TELEMETRY_FIVE_MINUTE_DAYS": env_int("TELEMETRY_FIVE_MINUTE_DAYS", 30, minimum=1),
     "TELEMETRY_HOURLY_DAYS": env_int("TELEMETRY_HOURLY_DAYS", 400, minimum=1),
     "TELEMETRY_ROLLUP_INTERVAL": env_int("TELEMETRY_ROLLUP_INTERVAL", 300, minimum=60),
+    # /metrics (Prometheus): a scraper's bearer token, and/or the addresses (CIDRs)
+    # that may scrape without one. Neither set: /metrics answers 403.
+    "METRICS_TOKEN": env_str("METRICS_TOKEN", ""),
+    "METRICS_ALLOWED_CIDRS": env_networks("METRICS_ALLOWED_CIDRS"),
 }
 
 LOGGING = {

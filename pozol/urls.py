@@ -16,6 +16,7 @@ from apps.snapshots.api import (
     SnapshotPolicyViewSet,
     SnapshotViewSet,
 )
+from apps.telemetry import scrape
 from apps.telemetry.api import HostTelemetryView
 from apps.tenants.api import (
     ClusterAssignmentViewSet,
@@ -57,6 +58,7 @@ urlpatterns = [
     path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),
     path("api/cluster-assignments/<int:pk>/snapshots/", ClusterSnapshotsView.as_view()),
     path("api/", include(api.urls)),
+    path("metrics", scrape.metrics, name="metrics"),
     path("operations/", include("apps.ops.urls")),
     path("tuning/", include("apps.tuning.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
