@@ -32,6 +32,7 @@ MEMBER_ROUTES = {"/account/", "/account/tokens/", "/api/tenants/", "/api/members
                  "/api/schema/", "/api/clones/usage/"}
 ADMIN_ONLY_PREFIXES = ("/audit/", "/api/audit-events/")
 PUBLIC = {"/login/", "/api/docs/"}
+SCRAPER_ONLY = {"/metrics"}
 # Routes naming one of tenant A's objects: A's personas reach it, B's find nothing.
 TENANT_OBJECT_PREFIXES = (
     "/tenants/{tenant}/", "/api/tenants/{tenant}/", "/api/memberships/{membership}/",
@@ -118,6 +119,8 @@ def expected(persona: str, path: str, method: str, own: tuple[str, ...], status:
     """Whether `status` is what `persona` should get for `method` on `path`; `owners` is
     what tenant A's member got for the same request."""
     api = path.startswith("/api/")
+    if path in SCRAPER_ONLY:
+        return status in (401, 403, 405)  # its own bearer token or address, no one's session
     if path in PUBLIC:
         # A token sent to the API's docs is checked like any other: a revoked one is a 401.
         return status < 500 and status not in (401, 403) or (
