@@ -6,7 +6,7 @@ from rest_framework.routers import DefaultRouter
 from apps.accounts.docs import ApiSchemaView, api_docs
 from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
-from apps.clones.api import CloneViewSet, HostCloneSettingsView
+from apps.clones.api import CloneViewSet, ClusterSnapshotsView, HostCloneSettingsView
 from apps.drills.api import DrillRunViewSet, DrillScheduleViewSet, HostReconcileView
 from apps.experiments.api import ExperimentViewSet, ScriptViewSet
 from apps.fleet.api import HostViewSet
@@ -63,6 +63,7 @@ urlpatterns = [
     path("api/hosts/<int:pk>/clone-settings/", HostCloneSettingsView.as_view()),
     path("api/hosts/<int:pk>/reconcile/", HostReconcileView.as_view()),
     path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),
+    path("api/cluster-assignments/<int:pk>/snapshots/", ClusterSnapshotsView.as_view()),
     path("api/", include(api.urls)),
     path("metrics", scrape.metrics, name="metrics"),
     path("operations/", include("apps.ops.urls")),

@@ -17,6 +17,7 @@ from django.utils import timezone
 from apps.accounts.models import ApiToken
 from apps.audit import services as audit
 from apps.benchmarks import services as benchmarks
+from apps.clones.models import Clone
 from apps.drills.models import DrillRun, DrillSchedule
 from apps.ops.models import LogLine, Operation
 from apps.replication.models import ReplicationLink
@@ -73,6 +74,11 @@ PAGES = {
     "audit": ("/audit/", True),
     "tenant-as-member": ("/tenants/{tenant}/", "member"),
     "tokens-as-member": ("/account/tokens/", "member"),
+    "clones": ("/clones/", True),
+    "clones-as-member": ("/clones/", "member"),
+    "clone-cluster-as-member": ("/clones/clusters/{assignment}/", "member"),
+    "clone-as-member": ("/clones/{clone}/", "member"),
+    "clone-failed-as-member": ("/clones/{failed_clone}/", "member"),
     "login": ("/login/", False),
     "not-found": ("/hosts/999999/", True),
 }
@@ -124,7 +130,11 @@ def site(replayed_host) -> dict:
     _clones(host)
     drill = _drills(host, operation)
     tenant, member = _tenant(host)
-    return {"host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
+    Clone.objects.update(tenant=tenant)  # the customer's pages show them
+    return {"assignment": tenant.clusters.get().pk,
+            "clone": Clone.objects.get(name="migration-test-of-the-main-cluster").pk,
+            "failed_clone": Clone.objects.get(name="broken").pk,
+            "host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
             "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk,
             "policy": policy.pk, "link": link.pk, "opted_in": opted_in.pk,
             "tenant": tenant.pk, "member": member.pk,
