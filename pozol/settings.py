@@ -159,6 +159,7 @@ INSTALLED_APPS = [
     "apps.replication",
     "apps.clones",
     "apps.telemetry",
+    "apps.alerts",
     "apps.tenants",
     "apps.audit",
     "axes",
@@ -379,7 +380,26 @@ POZOL = {
     "TELEMETRY_FIVE_MINUTE_DAYS": env_int("TELEMETRY_FIVE_MINUTE_DAYS", 30, minimum=1),
     "TELEMETRY_HOURLY_DAYS": env_int("TELEMETRY_HOURLY_DAYS", 400, minimum=1),
     "TELEMETRY_ROLLUP_INTERVAL": env_int("TELEMETRY_ROLLUP_INTERVAL", 300, minimum=60),
+    # Alerts: how often rules are evaluated and due deliveries sent; where webhooks
+    # may go (networks or host names; empty: nowhere); attempts of one delivery and
+    # the first retry's delay (doubled each time); the link put into messages.
+    "ALERT_INTERVAL": env_int("ALERT_INTERVAL", 30, minimum=1),
+    "ALERT_WEBHOOK_ALLOW": env_list("ALERT_WEBHOOK_ALLOW", []),
+    "ALERT_DELIVERY_ATTEMPTS": env_int("ALERT_DELIVERY_ATTEMPTS", 5, minimum=1),
+    "ALERT_RETRY_SECONDS": env_int("ALERT_RETRY_SECONDS", 30, minimum=1),
+    "ALERT_WEBHOOK_TIMEOUT": env_int("ALERT_WEBHOOK_TIMEOUT", 10, minimum=1),
+    "BASE_URL": env_str("BASE_URL", "http://127.0.0.1:8000"),
+    "SCRUB_TICK_INTERVAL": env_int("SCRUB_TICK_INTERVAL", 300, minimum=10),
 }
+
+# Alert mail goes through Django's mail settings.
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("EMAIL_FROM", "pozol@localhost")
 
 LOGGING = {
     "version": 1,

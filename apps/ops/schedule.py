@@ -20,6 +20,7 @@ PERIODIC = {
     "pozol: destroy clones whose time is up": ("clones.expire", "CLONE_EXPIRE_INTERVAL"),
     "pozol: sample every host's telemetry": ("telemetry.collect", "TELEMETRY_INTERVAL"),
     "pozol: roll telemetry up, prune it": ("telemetry.maintain", "TELEMETRY_ROLLUP_INTERVAL"),
+    "pozol: evaluate alert rules, send due deliveries": ("alerts.tick", "ALERT_INTERVAL"),
 }
 
 

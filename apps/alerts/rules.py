@@ -1,0 +1,32 @@
+"""Reading and editing the rules (one row per kind in core.rules.SPECS)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from apps.alerts.core.rules import SPECS
+from apps.alerts.models import Rule
+
+
+def rule_of(kind: str) -> Rule | None:
+    return Rule.objects.filter(kind=kind).first()
+
+
+def rules_by_kind() -> dict[str, Rule]:
+    return {rule.kind: rule for rule in Rule.objects.all()}
+
+
+def pool_capacity_threshold() -> float:
+    """The pool_capacity rule's threshold; the setting until the rule exists (before
+    migrate) or when it has none."""
+    rule = Rule.objects.filter(kind="pool_capacity").only("threshold").first()
+    if rule is None or rule.threshold is None:
+        return settings.POZOL["POOL_CAPACITY_ALERT"]
+    return rule.threshold
+
+
+def seed_rows() -> list[dict]:
+    """The built-in rules' defaults, as the seeding migration writes them."""
+    return [{"kind": s.kind, "threshold": s.threshold, "hysteresis": s.hysteresis,
+             "for_minutes": s.for_minutes, "clear_minutes": s.clear_minutes}
+            for s in SPECS.values()]
