@@ -4,6 +4,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from apps.accounts.docs import ApiSchemaView, api_docs
+from apps.alerts import api as alerts_api
 from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.clones.api import CloneViewSet, HostCloneSettingsView
@@ -42,6 +43,11 @@ api.register("memberships", MembershipViewSet, basename="membership")
 api.register("cluster-assignments", ClusterAssignmentViewSet, basename="cluster-assignment")
 api.register("tokens", TokenViewSet, basename="token")
 api.register("audit-events", AuditEventViewSet, basename="audit-event")
+api.register("alerts", alerts_api.AlertViewSet, basename="alert")
+api.register("alert-rules", alerts_api.RuleViewSet, basename="alert-rule")
+api.register("alert-channels", alerts_api.ChannelViewSet, basename="alert-channel")
+api.register("alert-silences", alerts_api.SilenceViewSet, basename="alert-silence")
+api.register("alert-deliveries", alerts_api.DeliveryViewSet, basename="alert-delivery")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -63,6 +69,7 @@ urlpatterns = [
     path("replication/", include("apps.replication.urls")),
     path("clones/", include("apps.clones.urls")),
     path("audit/", include("apps.audit.urls")),
+    path("alerts/", include("apps.alerts.urls")),
     path("", include("apps.tenants.urls")),
     path("", include("apps.fleet.urls")),
 ]

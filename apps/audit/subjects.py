@@ -34,6 +34,13 @@ SEGMENT_MODELS = {
     "cluster-assignments": "tenants.ClusterAssignment",
     "tokens": "accounts.ApiToken",
     "clones": "clones.Clone",
+    "alerts": "fleet.Alert",
+    "channels": "alerts.Channel",
+    "alert-channels": "alerts.Channel",
+    "silences": "alerts.Silence",
+    "alert-silences": "alerts.Silence",
+    "deliveries": "alerts.Delivery",
+    "alert-deliveries": "alerts.Delivery",
 }
 
 

@@ -1,0 +1,123 @@
+"""/api/alert-rules/, /api/alert-channels/, /api/alerts/, /api/alert-silences/ and
+/api/alert-deliveries/: operator-only (the API's default), each calling services."""
+
+from django_filters import rest_framework as filters
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from apps.alerts import services
+from apps.alerts.models import Channel, Delivery, Rule, Silence
+from apps.alerts.serializers import (
+    AlertSerializer,
+    ChannelSerializer,
+    DeliverySerializer,
+    RuleSerializer,
+    SilenceRequestSerializer,
+    SilenceSerializer,
+)
+from apps.fleet.models import Alert
+
+
+class RuleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.UpdateModelMixin,
+                  viewsets.GenericViewSet):
+    """The built-in rules, one per alert kind (by kind), and their thresholds."""
+
+    queryset = Rule.objects.all()
+    serializer_class = RuleSerializer
+    lookup_field = "kind"
+    lookup_value_regex = "[a-z_]+"
+
+    def perform_update(self, serializer):
+        serializer.instance = services.update_rule(serializer.instance,
+                                                   **serializer.validated_data)
+
+
+class ChannelViewSet(viewsets.ModelViewSet):
+    """Delivery channels; POST {id}/test/ sends a test message through the log."""
+
+    queryset = Channel.objects.all()
+    serializer_class = ChannelSerializer
+
+    def perform_create(self, serializer):
+        serializer.instance = services.save_channel(Channel(**serializer.validated_data))
+
+    def perform_update(self, serializer):
+        channel = serializer.instance
+        for name, value in serializer.validated_data.items():
+            setattr(channel, name, value)
+        serializer.instance = services.save_channel(channel)
+
+    def perform_destroy(self, instance):
+        services.delete_channel(instance)
+
+    @extend_schema(request=None, responses={202: DeliverySerializer})
+    @action(detail=True, methods=["post"])
+    def test(self, request, pk=None):
+        row = services.test_channel(self.get_object())
+        return Response(DeliverySerializer(row).data, status=status.HTTP_202_ACCEPTED)
+
+
+class AlertFilter(filters.FilterSet):
+    open = filters.BooleanFilter(field_name="resolved_at", lookup_expr="isnull")
+
+    class Meta:
+        model = Alert
+        fields = ["host", "kind", "open"]
+
+
+class AlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Alerts that fired, newest first (`?open=true` for the open ones), with history."""
+
+    queryset = Alert.objects.select_related("host", "acknowledged_by")
+    serializer_class = AlertSerializer
+    filterset_class = AlertFilter
+
+    @extend_schema(request=None, responses={200: AlertSerializer})
+    @action(detail=True, methods=["post"])
+    def acknowledge(self, request, pk=None):
+        alert = services.acknowledge(self.get_object(), request.user)
+        return Response(AlertSerializer(alert).data)
+
+    @extend_schema(request=SilenceRequestSerializer, responses={201: SilenceSerializer})
+    @action(detail=True, methods=["post"])
+    def silence(self, request, pk=None):
+        body = SilenceRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        made = services.silence_alert(self.get_object(), by=request.user,
+                                      **body.validated_data)
+        return Response(SilenceSerializer(made).data, status=status.HTTP_201_CREATED)
+
+
+class SilenceViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
+                     mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
+                     viewsets.GenericViewSet):
+    """Silences (a host, a kind, or both; empty means all); DELETE ends one now."""
+
+    queryset = Silence.objects.select_related("created_by")
+    serializer_class = SilenceSerializer
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = services.silence(
+            host=data.get("host"), kind=data.get("kind", ""), minutes=data["minutes"],
+            reason=data.get("reason", ""), by=self.request.user)
+
+    def perform_destroy(self, instance):
+        services.end_silence(instance)
+
+
+class DeliveryFilter(filters.FilterSet):
+    class Meta:
+        model = Delivery
+        fields = ["alert", "channel", "status", "event"]
+
+
+class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                      viewsets.GenericViewSet):
+    """The delivery log: every alert event per channel, with each attempt."""
+
+    queryset = Delivery.objects.select_related("channel")
+    serializer_class = DeliverySerializer
+    filterset_class = DeliveryFilter
