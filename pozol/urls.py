@@ -48,6 +48,7 @@ api.register("alert-rules", alerts_api.RuleViewSet, basename="alert-rule")
 api.register("alert-channels", alerts_api.ChannelViewSet, basename="alert-channel")
 api.register("alert-silences", alerts_api.SilenceViewSet, basename="alert-silence")
 api.register("alert-deliveries", alerts_api.DeliveryViewSet, basename="alert-delivery")
+api.register("scrub-schedules", alerts_api.ScrubScheduleViewSet, basename="scrub-schedule")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -8,16 +8,19 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.alerts import services
-from apps.alerts.models import Channel, Delivery, Rule, Silence
+from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
 from apps.alerts.serializers import (
     AlertSerializer,
     ChannelSerializer,
     DeliverySerializer,
     RuleSerializer,
+    ScrubScheduleSerializer,
     SilenceRequestSerializer,
     SilenceSerializer,
 )
 from apps.fleet.models import Alert
+from apps.ops.models import Operation
+from apps.ops.serializers import OperationSerializer
 
 
 class RuleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.UpdateModelMixin,
@@ -121,3 +124,29 @@ class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     queryset = Delivery.objects.select_related("channel")
     serializer_class = DeliverySerializer
     filterset_class = DeliveryFilter
+
+
+class ScrubScheduleViewSet(viewsets.ModelViewSet):
+    """Scheduled `zpool scrub` per pool (default every 30 days); POST {id}/run/ starts
+    one now. Progress and result are the run's operation (`last_operation`)."""
+
+    queryset = ScrubSchedule.objects.select_related("host", "last_operation")
+    serializer_class = ScrubScheduleSerializer
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = services.schedule_scrub(
+            data["host"], data["pool"], every_days=data.get("every_days", 30),
+            next_at=data.get("next_at"), enabled=data.get("enabled", True))
+
+    def perform_update(self, serializer):
+        changes = {k: v for k, v in serializer.validated_data.items()
+                   if k not in ("host", "pool")}
+        serializer.instance = services.update_scrub_schedule(serializer.instance, **changes)
+
+    @extend_schema(request=None, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"])
+    def run(self, request, pk=None):
+        operation = services.scrub_now(self.get_object(), by=request.user,
+                                       trigger=Operation.Trigger.API)
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)

@@ -6,7 +6,7 @@ class AlertsConfig(AppConfig):
     label = "alerts"
 
     def ready(self) -> None:
-        from apps.alerts import rules
+        from apps.alerts import rules, steps  # noqa: F401  registers the scrub kind
         from apps.fleet import capacity
 
         # Discovery's pool_capacity alert uses the operator's threshold.

@@ -1,7 +1,8 @@
 from django import forms
 
 from apps.alerts.models import Channel, Rule
-from apps.alerts.services import MAX_SILENCE_MINUTES
+from apps.alerts.services import MAX_SCRUB_DAYS, MAX_SILENCE_MINUTES
+from apps.fleet.models import Host
 
 
 class RuleForm(forms.ModelForm):
@@ -33,3 +34,10 @@ class SilenceForm(forms.Form):
         if not 1 <= minutes <= MAX_SILENCE_MINUTES:
             raise forms.ValidationError("out of range")
         return minutes
+
+
+class ScrubForm(forms.Form):
+    host = forms.ModelChoiceField(queryset=Host.objects.order_by("name"))
+    pool = forms.CharField(max_length=255, strip=False)
+    every_days = forms.IntegerField(min_value=1, max_value=MAX_SCRUB_DAYS, initial=30,
+                                    label="Every (days)")

@@ -103,3 +103,24 @@ class Silence(models.Model):
 
     def __str__(self) -> str:
         return f"silence {self.kind or 'all'} on {self.host or 'all hosts'}"
+
+
+class ScrubSchedule(models.Model):
+    """`zpool scrub` of one pool every `every_days` (default monthly), started by the
+    beat task when `next_at` passes; each run is a pools.scrub Operation."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="scrub_schedules")
+    pool = models.CharField(max_length=255)
+    every_days = models.PositiveIntegerField(default=30)
+    enabled = models.BooleanField(default=True)
+    next_at = models.DateTimeField()
+    last_operation = models.ForeignKey("ops.Operation", null=True, blank=True,
+                                       on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["host__name", "pool"]
+        constraints = [models.UniqueConstraint(fields=["host", "pool"], name="scrub_per_pool")]
+
+    def __str__(self) -> str:
+        return f"scrub {self.host}:{self.pool} every {self.every_days} days"

@@ -7,7 +7,7 @@ from apps.accounts.api_fields import (
     StrictPrimaryKeyRelatedField,
 )
 from apps.alerts.core.rules import SPECS
-from apps.alerts.models import Channel, Delivery, Rule, Silence
+from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
 from apps.alerts.services import MAX_SILENCE_MINUTES
 from apps.fleet.models import Alert, Host
 
@@ -93,3 +93,31 @@ class DeliverySerializer(ModelSerializer):
         fields = ["id", "alert", "channel", "channel_name", "event", "status", "attempts",
                   "next_attempt_at", "last_error", "log", "body", "created_at", "sent_at"]
         read_only_fields = fields
+
+
+class ScrubScheduleSerializer(ModelSerializer):
+    """A pool's scheduled scrub; `last_operation` is its latest run (progress, result)."""
+
+    host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all())
+    last_operation = StrictPrimaryKeyRelatedField(read_only=True)
+    last_status = serializers.CharField(source="last_operation.status", read_only=True,
+                                        default=None)
+    last_progress = serializers.IntegerField(source="last_operation.progress", read_only=True,
+                                             default=None)
+    last_result = serializers.JSONField(source="last_operation.result", read_only=True,
+                                        default=None)
+
+    class Meta:
+        model = ScrubSchedule
+        fields = ["id", "host", "pool", "every_days", "enabled", "next_at", "last_operation",
+                  "last_status", "last_progress", "last_result", "created_at"]
+        read_only_fields = ["id", "last_operation", "created_at"]
+        extra_kwargs = {"next_at": {"required": False}}
+
+    def validate(self, attrs: dict) -> dict:
+        if self.instance is not None:
+            for name in ("host", "pool"):
+                if name in attrs and attrs[name] != getattr(self.instance, name):
+                    raise serializers.ValidationError(
+                        {name: ["a schedule's pool cannot change; make another"]})
+        return attrs

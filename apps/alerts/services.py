@@ -11,12 +11,15 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
-from apps.alerts import delivery, dispatch, evaluate
+from apps.alerts import delivery, dispatch, evaluate, steps
 from apps.alerts.core import rules as core
 from apps.alerts.core import webhooks
-from apps.alerts.models import Channel, Delivery, Rule, Silence
+from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
 from apps.fleet.models import Alert, Host
-from apps.ops.errors import DomainError
+from apps.ops import engine
+from apps.ops.errors import Conflict, DomainError
+from apps.ops.models import Operation
+from apps.remote import commands
 
 MAX_SILENCE_MINUTES = 90 * 24 * 60
 
@@ -128,3 +131,82 @@ def end_silence(item: Silence) -> Silence:
         item.until = now
         item.save(update_fields=["until"])
     return item
+
+
+# -- scrubs -------------------------------------------------------------------------------
+
+MAX_SCRUB_DAYS = 366
+
+
+def _check_pool(host: Host, pool: str) -> str:
+    try:
+        name = commands.pool_name(pool)
+    except commands.InvalidValue as exc:
+        raise AlertError(str(exc), fields={"pool": [str(exc)]}) from None
+    if not host.pools.filter(name=name).exists():
+        raise AlertError(f"{host.name} has no pool {name} (as of its last discovery).",
+                         fields={"pool": ["no such pool on this host"]})
+    return name
+
+
+def schedule_scrub(host: Host, pool: str, *, every_days: int = 30,
+                   next_at: datetime | None = None, enabled: bool = True) -> ScrubSchedule:
+    """A pool's scrub every `every_days`; the first at `next_at` (default: the next tick)."""
+    name = _check_pool(host, pool)
+    _check_days(every_days)
+    if ScrubSchedule.objects.filter(host=host, pool=name).exists():
+        raise AlertError(f"{name} on {host.name} has a scrub schedule already.",
+                         fields={"pool": ["already scheduled"]}, status=409, code="conflict")
+    return ScrubSchedule.objects.create(host=host, pool=name, every_days=every_days,
+                                        enabled=enabled, next_at=next_at or timezone.now())
+
+
+def update_scrub_schedule(schedule: ScrubSchedule, **changes) -> ScrubSchedule:
+    if "every_days" in changes:
+        _check_days(changes["every_days"])
+    for name, value in changes.items():
+        setattr(schedule, name, value)
+    schedule.save()
+    return schedule
+
+
+def _check_days(days: int) -> None:
+    if not 1 <= days <= MAX_SCRUB_DAYS:
+        raise AlertError(f"A scrub is scheduled every 1 to {MAX_SCRUB_DAYS} days.",
+                         fields={"every_days": ["out of range"]})
+
+
+def scrub_now(schedule: ScrubSchedule, *, by=None,
+              trigger: str = Operation.Trigger.API) -> Operation:
+    """Start the schedule's scrub now (one at a time per pool)."""
+    with transaction.atomic():
+        locked = ScrubSchedule.objects.select_for_update().get(pk=schedule.pk)
+        last = locked.last_operation
+        if last is not None and last.status in Operation.ACTIVE:
+            raise Conflict(f"A scrub of {locked.pool} is running: operation #{last.pk}.",
+                           code="scrub_running")
+        operation = engine.start(
+            steps.SCRUB.name, host=locked.host, trigger=trigger, user=by,
+            subject=f"{locked.host.name}: scrub {locked.pool}", state={"pool": locked.pool})
+        locked.last_operation = operation
+        locked.next_at = timezone.now() + timedelta(days=locked.every_days)
+        locked.save(update_fields=["last_operation", "next_at"])
+    return operation
+
+
+def scrub_tick(now: datetime) -> int:
+    """Beat: start every due, enabled schedule's scrub; how many started."""
+    started = 0
+    due = ScrubSchedule.objects.filter(enabled=True, next_at__lte=now,
+                                       host__host_key_state=Host.KeyState.PINNED)
+    for schedule in due.select_related("host", "last_operation"):
+        try:
+            scrub_now(schedule, trigger=Operation.Trigger.SCHEDULE)
+        except Conflict:
+            continue  # still running: the next tick looks again
+        started += 1
+    return started
+
+
+def delete_scrub_schedule(schedule: ScrubSchedule) -> None:
+    schedule.delete()

@@ -17,3 +17,8 @@ def deliver(pk: int) -> None:
     if row is not None and row.next_attempt_at is not None:
         wait = max(0.0, (row.next_attempt_at - timezone.now()).total_seconds())
         deliver.apply_async((pk,), countdown=wait)
+
+
+@shared_task(name="alerts.scrub_tick", ignore_result=True)
+def scrub_tick() -> int:
+    return services.scrub_tick(timezone.now())

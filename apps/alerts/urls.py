@@ -16,4 +16,7 @@ urlpatterns = [
     path("channels/<int:pk>/test/", views.channel_test, name="channel_test"),
     path("channels/<int:pk>/delete/", views.channel_delete, name="channel_delete"),
     path("deliveries/", views.delivery_list, name="deliveries"),
+    path("scrubs/", views.scrub_list, name="scrubs"),
+    path("scrubs/<int:pk>/run/", views.scrub_run, name="scrub_run"),
+    path("scrubs/<int:pk>/delete/", views.scrub_delete, name="scrub_delete"),
 ]

@@ -8,10 +8,11 @@ from django.views.decorators.http import require_POST
 
 from apps.alerts import services
 from apps.alerts.core.rules import SPECS
-from apps.alerts.forms import ChannelForm, RuleForm, SilenceForm
-from apps.alerts.models import Channel, Delivery, Rule, Silence
+from apps.alerts.forms import ChannelForm, RuleForm, ScrubForm, SilenceForm
+from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
 from apps.fleet.models import Alert
 from apps.ops.errors import DomainError
+from apps.ops.models import Operation
 from apps.ops.ui_errors import on_form
 
 HISTORY = 50
@@ -134,3 +135,33 @@ def channel_delete(request, pk: int):
 def delivery_list(request):
     rows = Delivery.objects.select_related("channel", "alert__host")[:200]
     return render(request, "alerts/deliveries.html", {"deliveries": rows})
+
+
+@login_required
+def scrub_list(request):
+    form = ScrubForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.schedule_scrub(**form.cleaned_data)
+        except DomainError as exc:
+            on_form(form, exc)
+        else:
+            return redirect("alerts:scrubs")
+    rows = ScrubSchedule.objects.select_related("host", "last_operation")
+    return render(request, "alerts/scrubs.html", {"schedules": rows, "form": form},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def scrub_run(request, pk: int):
+    operation = services.scrub_now(get_object_or_404(ScrubSchedule, pk=pk), by=request.user,
+                                   trigger=Operation.Trigger.UI)
+    return redirect("ops:operation", operation.pk)
+
+
+@login_required
+@require_POST
+def scrub_delete(request, pk: int):
+    services.delete_scrub_schedule(get_object_or_404(ScrubSchedule, pk=pk))
+    return redirect("alerts:scrubs")

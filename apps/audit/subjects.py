@@ -41,6 +41,8 @@ SEGMENT_MODELS = {
     "alert-silences": "alerts.Silence",
     "deliveries": "alerts.Delivery",
     "alert-deliveries": "alerts.Delivery",
+    "scrubs": "alerts.ScrubSchedule",
+    "scrub-schedules": "alerts.ScrubSchedule",
 }
 
 

@@ -101,7 +101,7 @@ def test_the_pages_show_alerts_rules_channels_and_the_log(signed_in, allow_local
     channel = Channel.objects.create(name="ops", kind="email", target="ops@example.com")
     Delivery.objects.create(alert=alert, channel=channel, event="firing", body={},
                             status="failed", attempts=5, last_error="HTTP 500")
-    for path in ("/alerts/", f"/alerts/{alert.pk}/", "/alerts/rules/",
+    for path in ("/alerts/", f"/alerts/{alert.pk}/", "/alerts/rules/", "/alerts/scrubs/",
                  "/alerts/rules/pool_capacity/", "/alerts/channels/",
                  f"/alerts/channels/{channel.pk}/", "/alerts/deliveries/"):
         assert signed_in.get(path).status_code == 200, path
@@ -118,3 +118,26 @@ def test_the_pages_show_alerts_rules_channels_and_the_log(signed_in, allow_local
     assert Alert.objects.get(pk=alert.pk).acknowledged_at is not None
     assert signed_in.post(f"/alerts/{alert.pk}/silence/", {"minutes": "60"}).status_code == 302
     assert signed_in.post(f"/alerts/{alert.pk}/silence/", {"minutes": "7"}).status_code == 400
+
+
+def test_scrub_schedules_are_checked_and_run_as_operations(api, monkeypatch):
+    from apps.fleet.models import Pool
+    from apps.ops import engine
+
+    monkeypatch.setattr(engine, "deliver", lambda *a, **k: None)
+    host = factories.host("db1")
+    Pool.objects.create(host=host, name="tank")
+    for body in ({"host": host.pk, "pool": "tank; rm -rf /"}, {"host": host.pk, "pool": "nope"},
+                 {"host": host.pk, "pool": "tank", "every_days": 0}):
+        assert api.post("/api/scrub-schedules/", body, format="json").status_code == 400, body
+    made = api.post("/api/scrub-schedules/", {"host": host.pk, "pool": "tank"}, format="json")
+    assert made.status_code == 201 and made.json()["every_days"] == 30
+    pk = made.json()["id"]
+    assert api.post("/api/scrub-schedules/", {"host": host.pk, "pool": "tank"},
+                    format="json").status_code == 400  # one schedule per pool
+    ran = api.post(f"/api/scrub-schedules/{pk}/run/")
+    assert ran.status_code == 202 and ran.json()["kind"] == "pools.scrub"
+    assert api.post(f"/api/scrub-schedules/{pk}/run/").status_code == 409  # one at a time
+    assert api.get(f"/api/scrub-schedules/{pk}/").json()["last_status"] == "pending"
+    assert api.patch(f"/api/scrub-schedules/{pk}/", {"pool": "other"},
+                     format="json").status_code == 400
