@@ -52,7 +52,8 @@ def test_a_full_pool_is_mailed_and_posted_and_so_is_its_resolution(fleet_hosts, 
     fleet_host = fleet_hosts[0]
     where = Path(fleet_host.work_dir).parent
     disk, mnt = where / f"{POOL}.img", where / f"{POOL}-mnt"
-    Rule.objects.filter(kind="pool_capacity").update(clear_minutes=0)
+    Rule.objects.update_or_create(kind="pool_capacity",
+                                  defaults={"threshold": 80, "clear_minutes": 0})
     with smtp_sink() as sink, http_receiver(statuses=[502]) as hook:
         worker = Worker("pozol", "alerts", tmp_path, POZOL_EMAIL_HOST="127.0.0.1",
                         POZOL_EMAIL_PORT=str(sink.port), POZOL_ALERT_RETRY_SECONDS="1",
