@@ -368,7 +368,8 @@ POZOL = {
     # How often links are checked (each link's own interval decides when it runs).
     "REPLICATION_TICK_INTERVAL": env_int("REPLICATION_TICK_INTERVAL", 60, minimum=10),
     "CLONE_EXPIRE_INTERVAL": env_int("CLONE_EXPIRE_INTERVAL", 60, minimum=10),
-    # A pool fuller than this percentage raises its host's pool_capacity alert.
+    # A pool fuller than this percentage raises its host's pool_capacity alert: the
+    # default threshold of apps/alerts' pool_capacity rule, which operators edit.
     "POOL_CAPACITY_ALERT": env_int("POOL_CAPACITY_ALERT", 80, minimum=1),
     # Telemetry: a sample of every reachable pinned host this often, sampled by
     # this many threads of the one collector process (a slow host holds one thread).

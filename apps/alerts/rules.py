@@ -29,7 +29,12 @@ def pool_capacity_threshold() -> float:
 
 
 def seed_rows() -> list[dict]:
-    """The built-in rules' defaults, as the seeding migration writes them."""
-    return [{"kind": s.kind, "threshold": s.threshold, "hysteresis": s.hysteresis,
-             "for_minutes": s.for_minutes, "clear_minutes": s.clear_minutes}
-            for s in SPECS.values()]
+    """The built-in rules' defaults, as the seeding migration writes them; the pool
+    capacity threshold's default is POZOL_POOL_CAPACITY_ALERT, as it was before rules."""
+    return [{"kind": s.kind, "threshold": _default_threshold(s.kind, s.threshold),
+             "hysteresis": s.hysteresis, "for_minutes": s.for_minutes,
+             "clear_minutes": s.clear_minutes} for s in SPECS.values()]
+
+
+def _default_threshold(kind: str, threshold: float | None) -> float | None:
+    return settings.POZOL["POOL_CAPACITY_ALERT"] if kind == "pool_capacity" else threshold
