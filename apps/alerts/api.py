@@ -7,7 +7,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from apps.alerts import services
+from apps.alerts import rules, services
 from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
 from apps.alerts.serializers import (
     AlertSerializer,
@@ -31,6 +31,10 @@ class RuleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Updat
     serializer_class = RuleSerializer
     lookup_field = "kind"
     lookup_value_regex = "[a-z_]+"
+
+    def get_queryset(self):
+        rules.ensure()
+        return super().get_queryset()
 
     def perform_update(self, serializer):
         serializer.instance = services.update_rule(serializer.instance,

@@ -8,8 +8,12 @@ from apps.alerts.core.rules import SPECS
 from apps.alerts.models import Rule
 
 
-def rule_of(kind: str) -> Rule | None:
-    return Rule.objects.filter(kind=kind).first()
+def ensure() -> None:
+    """Write the built-in rows that are missing (deleted by hand, or a flushed test
+    database), so every kind can be seen and edited."""
+    have = set(Rule.objects.values_list("kind", flat=True))
+    Rule.objects.bulk_create([Rule(**row) for row in seed_rows() if row["kind"] not in have],
+                             ignore_conflicts=True)
 
 
 def rules_by_kind() -> dict[str, Rule]:

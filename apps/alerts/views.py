@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from apps.alerts import services
+from apps.alerts import rules, services
 from apps.alerts.core.rules import SPECS
 from apps.alerts.forms import ChannelForm, RuleForm, ScrubForm, SilenceForm
 from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
@@ -66,12 +66,14 @@ def end_silence(request, pk: int):
 
 @login_required
 def rule_list(request):
-    rules = [(rule, SPECS.get(rule.kind)) for rule in Rule.objects.all()]
-    return render(request, "alerts/rules.html", {"rules": rules})
+    rules.ensure()
+    rows = [(rule, SPECS.get(rule.kind)) for rule in Rule.objects.all()]
+    return render(request, "alerts/rules.html", {"rules": rows})
 
 
 @login_required
 def rule_edit(request, kind: str):
+    rules.ensure()
     rule = get_object_or_404(Rule, kind=kind)
     form = RuleForm(request.POST or None, instance=rule)
     if request.method == "POST" and form.is_valid():
