@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import smtplib
 import socket
 import ssl
@@ -18,9 +19,12 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from apps.alerts.core import webhooks
 from apps.alerts.models import Channel, Delivery
+
+log = logging.getLogger(__name__)
 
 LOST_AFTER = timedelta(minutes=1)  # due this long ago and still pending: its message was lost
 
@@ -30,10 +34,19 @@ class Failed(Exception):
 
 
 def enqueue(ids: list[int]) -> None:
+    for pk in ids:
+        transaction.on_commit(lambda pk=pk: _send_to_worker(pk))
+
+
+def _send_to_worker(pk: int) -> None:
+    """After commit; a broker that is away only delays it: the tick re-sends a due
+    delivery still pending (resend_lost), as the sweeper does for operations."""
     from apps.alerts.tasks import deliver
 
-    for pk in ids:
-        transaction.on_commit(lambda pk=pk: deliver.delay(pk))
+    try:
+        deliver.delay(pk)
+    except (OperationalError, OSError) as exc:
+        log.warning("broker unavailable, delivery %s left for the next tick: %s", pk, exc)
 
 
 def resend_lost(now: datetime) -> int:
