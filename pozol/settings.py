@@ -310,7 +310,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Benchmarks have a "mode" too: name the link's so neither gets a hashed name.
-    "ENUM_NAME_OVERRIDES": {"LinkModeEnum": "apps.replication.models.ReplicationLink.Mode"},
+    "ENUM_NAME_OVERRIDES": {"LinkModeEnum": "apps.replication.models.ReplicationLink.Mode",
+                            "DeliveryStatusEnum": "apps.alerts.models.Delivery.Status",
+                            "DeliveryEventEnum": "apps.alerts.models.Delivery.Event",
+                            "ChannelKindEnum": "apps.alerts.models.Channel.Kind",
+                            "AlertKindEnum": "apps.fleet.models.Alert.Kind"},
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "apps.accounts.api_schema.add_error_responses"],
     # Never send the schema URL to swagger.io's validator.
