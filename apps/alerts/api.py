@@ -1,13 +1,13 @@
 """/api/alert-rules/, /api/alert-channels/, /api/alerts/, /api/alert-silences/ and
 /api/alert-deliveries/: operator-only (the API's default), each calling services."""
 
-from django_filters import rest_framework as filters
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.alerts import rules, services
+from apps.alerts.filters import AlertFilter, DeliveryFilter
 from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
 from apps.alerts.serializers import (
     AlertSerializer,
@@ -66,14 +66,6 @@ class ChannelViewSet(viewsets.ModelViewSet):
         return Response(DeliverySerializer(row).data, status=status.HTTP_202_ACCEPTED)
 
 
-class AlertFilter(filters.FilterSet):
-    open = filters.BooleanFilter(field_name="resolved_at", lookup_expr="isnull")
-
-    class Meta:
-        model = Alert
-        fields = ["host", "kind", "open"]
-
-
 class AlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Alerts that fired, newest first (`?open=true` for the open ones), with history."""
 
@@ -113,12 +105,6 @@ class SilenceViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
 
     def perform_destroy(self, instance):
         services.end_silence(instance)
-
-
-class DeliveryFilter(filters.FilterSet):
-    class Meta:
-        model = Delivery
-        fields = ["alert", "channel", "status", "event"]
 
 
 class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,

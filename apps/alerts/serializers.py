@@ -52,7 +52,7 @@ class AlertSerializer(ModelSerializer):
     host = StrictPrimaryKeyRelatedField(read_only=True)
     host_name = serializers.CharField(source="host.name", read_only=True)
     acknowledged_by = serializers.CharField(source="acknowledged_by.username", read_only=True,
-                                            default=None)
+                                            default=None, allow_null=True)
 
     class Meta:
         model = Alert
@@ -74,7 +74,7 @@ class SilenceSerializer(ModelSerializer):
                                    required=False, default="")
     minutes = StrictIntegerField(min_value=1, max_value=MAX_SILENCE_MINUTES, write_only=True)
     created_by = serializers.CharField(source="created_by.username", read_only=True,
-                                       default=None)
+                                       default=None, allow_null=True)
 
     class Meta:
         model = Silence
@@ -86,7 +86,7 @@ class SilenceSerializer(ModelSerializer):
 class DeliverySerializer(ModelSerializer):
     channel = StrictPrimaryKeyRelatedField(read_only=True)
     channel_name = serializers.CharField(source="channel.name", read_only=True)
-    alert = StrictPrimaryKeyRelatedField(read_only=True)
+    alert = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
 
     class Meta:
         model = Delivery
@@ -99,13 +99,13 @@ class ScrubScheduleSerializer(ModelSerializer):
     """A pool's scheduled scrub; `last_operation` is its latest run (progress, result)."""
 
     host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all())
-    last_operation = StrictPrimaryKeyRelatedField(read_only=True)
+    last_operation = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
     last_status = serializers.CharField(source="last_operation.status", read_only=True,
-                                        default=None)
+                                        default=None, allow_null=True)
     last_progress = serializers.IntegerField(source="last_operation.progress", read_only=True,
-                                             default=None)
+                                             default=None, allow_null=True)
     last_result = serializers.JSONField(source="last_operation.result", read_only=True,
-                                        default=None)
+                                        default=None, allow_null=True)
 
     class Meta:
         model = ScrubSchedule
