@@ -173,6 +173,7 @@ INSTALLED_APPS = [
     "apps.clones",
     "apps.drills",
     "apps.telemetry",
+    "apps.alerts",
     "apps.tenants",
     "apps.audit",
     "apps.experiments",
@@ -324,7 +325,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Benchmarks have a "mode" too: name the link's so neither gets a hashed name.
-    "ENUM_NAME_OVERRIDES": {"LinkModeEnum": "apps.replication.models.ReplicationLink.Mode"},
+    "ENUM_NAME_OVERRIDES": {"LinkModeEnum": "apps.replication.models.ReplicationLink.Mode",
+                            "DeliveryStatusEnum": "apps.alerts.models.Delivery.Status",
+                            "DeliveryEventEnum": "apps.alerts.models.Delivery.Event",
+                            "ChannelKindEnum": "apps.alerts.models.Channel.Kind",
+                            "AlertKindEnum": "apps.fleet.models.Alert.Kind"},
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "apps.accounts.api_schema.add_error_responses"],
     # Never send the schema URL to swagger.io's validator.
@@ -382,7 +387,8 @@ POZOL = {
     # How often links are checked (each link's own interval decides when it runs).
     "REPLICATION_TICK_INTERVAL": env_int("REPLICATION_TICK_INTERVAL", 60, minimum=10),
     "CLONE_EXPIRE_INTERVAL": env_int("CLONE_EXPIRE_INTERVAL", 60, minimum=10),
-    # A pool fuller than this percentage raises its host's pool_capacity alert.
+    # A pool fuller than this percentage raises its host's pool_capacity alert: the
+    # default threshold of apps/alerts' pool_capacity rule, which operators edit.
     "POOL_CAPACITY_ALERT": env_int("POOL_CAPACITY_ALERT", 80, minimum=1),
     # Telemetry: a sample of every reachable pinned host this often, sampled by
     # this many threads of the one collector process (a slow host holds one thread).
@@ -409,7 +415,26 @@ POZOL = {
     # An orphan clone dataset or postmaster younger than this is left alone: it may be
     # one whose operation has not recorded it yet.
     "ORPHAN_GRACE_MINUTES": env_int("ORPHAN_GRACE_MINUTES", 30, minimum=0),
+    # Alerts: how often rules are evaluated and due deliveries sent; where webhooks
+    # may go (networks or host names; empty: nowhere); attempts of one delivery and
+    # the first retry's delay (doubled each time); the link put into messages.
+    "ALERT_INTERVAL": env_int("ALERT_INTERVAL", 30, minimum=1),
+    "ALERT_WEBHOOK_ALLOW": env_list("ALERT_WEBHOOK_ALLOW", []),
+    "ALERT_DELIVERY_ATTEMPTS": env_int("ALERT_DELIVERY_ATTEMPTS", 5, minimum=1),
+    "ALERT_RETRY_SECONDS": env_int("ALERT_RETRY_SECONDS", 30, minimum=1),
+    "ALERT_WEBHOOK_TIMEOUT": env_int("ALERT_WEBHOOK_TIMEOUT", 10, minimum=1),
+    "BASE_URL": env_str("BASE_URL", "http://127.0.0.1:8000"),
+    "SCRUB_TICK_INTERVAL": env_int("SCRUB_TICK_INTERVAL", 300, minimum=10),
 }
+
+# Alert mail goes through Django's mail settings.
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("EMAIL_FROM", "pozol@localhost")
 
 LOGGING = {
     "version": 1,

@@ -4,6 +4,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from apps.accounts.docs import ApiSchemaView, api_docs
+from apps.alerts import api as alerts_api
 from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.clones.api import CloneViewSet, ClusterSnapshotsView, HostCloneSettingsView
@@ -49,6 +50,12 @@ api.register("tokens", TokenViewSet, basename="token")
 api.register("audit-events", AuditEventViewSet, basename="audit-event")
 api.register("experiments", ExperimentViewSet, basename="experiment")
 api.register("experiment-scripts", ScriptViewSet, basename="experiment-script")
+api.register("alerts", alerts_api.AlertViewSet, basename="alert")
+api.register("alert-rules", alerts_api.RuleViewSet, basename="alert-rule")
+api.register("alert-channels", alerts_api.ChannelViewSet, basename="alert-channel")
+api.register("alert-silences", alerts_api.SilenceViewSet, basename="alert-silence")
+api.register("alert-deliveries", alerts_api.DeliveryViewSet, basename="alert-delivery")
+api.register("scrub-schedules", alerts_api.ScrubScheduleViewSet, basename="scrub-schedule")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -75,6 +82,7 @@ urlpatterns = [
     path("drills/", include("apps.drills.urls")),
     path("audit/", include("apps.audit.urls")),
     path("experiments/", include("apps.experiments.urls")),
+    path("alerts/", include("apps.alerts.urls")),
     path("", include("apps.tenants.urls")),
     path("", include("apps.fleet.urls")),
 ]

@@ -40,6 +40,15 @@ SEGMENT_MODELS = {
     "runs": "drills.DrillRun",
     "drill-schedules": "drills.DrillSchedule",
     "schedules": "drills.DrillSchedule",
+    "alerts": "fleet.Alert",
+    "channels": "alerts.Channel",
+    "alert-channels": "alerts.Channel",
+    "silences": "alerts.Silence",
+    "alert-silences": "alerts.Silence",
+    "deliveries": "alerts.Delivery",
+    "alert-deliveries": "alerts.Delivery",
+    "scrubs": "alerts.ScrubSchedule",
+    "scrub-schedules": "alerts.ScrubSchedule",
 }
 
 

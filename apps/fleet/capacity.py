@@ -1,6 +1,6 @@
 """When a pool is too full to be left alone, and what its snapshots hold there.
 
-Pure: discovery's facts in, the pool_capacity alert's text out (or None when
+Pure (but for `threshold()`): discovery's facts in, the pool_capacity alert's text out (or None when
 every pool is at or below the threshold). Snapshots are named because they
 are what an operator can free without touching live data: the largest
 `usedbysnapshots` (space only that dataset's snapshots hold) come first.
@@ -8,16 +8,32 @@ are what an operator can free without touching live data: the largest
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from apps.remote.facts.host import Dataset, Pool
 from pozol.formatting import human_bytes
 
 LARGEST = 3  # datasets named per pool; the sum covers them all
 
+# Where the threshold comes from: the setting, unless an app that lets operators
+# edit it (apps/alerts' pool_capacity rule) registers its reader at ready().
+_threshold_source: Callable[[], float] | None = None
+
+
+def set_threshold_source(source: Callable[[], float] | None) -> None:
+    global _threshold_source
+    _threshold_source = source
+
+
+def threshold() -> float:
+    """Percent: a pool fuller than this raises its host's pool_capacity alert."""
+    from django.conf import settings
+
+    return _threshold_source() if _threshold_source else settings.POZOL["POOL_CAPACITY_ALERT"]
+
 
 def pool_capacity_message(pools: Iterable[Pool], datasets: Iterable[Dataset],
-                          threshold: int) -> str | None:
+                          threshold: float) -> str | None:
     """"pool tank is 86% full; snapshots hold 412 MiB: tank/pg/data 380 MiB, ..." for
     each pool over `threshold` percent, or None. A pool whose capacity is not
     known is not called full."""

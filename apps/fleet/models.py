@@ -229,6 +229,16 @@ class Host(models.Model):
 
 
 class Alert(models.Model):
+    """An alert that fired on a host: open while its condition holds, resolved after.
+
+    Whoever sees the condition writes it (discovery, the snapshot and replication
+    ticks, the SSH layer, apps/alerts' evaluator) through raise_once /
+    raise_or_resolve. What reaches people is apps/alerts' business: it reads
+    these rows and keeps on them when the firing and the resolution were
+    announced (`notified_at`, `resolution_notified_at`), and the operator's
+    acknowledgement.
+    """
+
     class Kind(models.TextChoices):
         HOST_KEY_CHANGED = "host_key_changed"
         UNREACHABLE = "unreachable"
@@ -236,15 +246,29 @@ class Alert(models.Model):
         POOL_CAPACITY = "pool_capacity"
         REPLICATION_LAG = "replication_lag"
         RESTORE_DRILL_FAILED = "restore_drill_failed"
+        ARC_HIT_RATE = "arc_hit_rate"
+        POOL_HEALTH = "pool_health"
+        SCRUB_OVERDUE = "scrub_overdue"
+        PROFILE_DRIFT = "profile_drift"
+        OPERATION_FAILED = "operation_failed"
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="alerts")
     kind = models.CharField(max_length=32, choices=Kind)
     message = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+    # Set by apps/alerts when the firing was announced (or decided silent), and
+    # when its resolution was: a firing alert resolved but not yet announced is
+    # reopened by raise_once, so a flapping condition is one alert, not many.
+    notified_at = models.DateTimeField(null=True, blank=True)
+    resolution_notified_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                        on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [models.Index(fields=["host", "kind", "resolved_at"], name="alert_open")]
 
     def __str__(self) -> str:
         return f"{self.host}: {self.kind}"
@@ -252,7 +276,22 @@ class Alert(models.Model):
     @classmethod
     def raise_once(cls, host: Host, kind: str, message: str) -> Alert:
         alert = cls.objects.filter(host=host, kind=kind, resolved_at=None).first()
-        return alert or cls.objects.create(host=host, kind=kind, message=message)
+        return alert or cls._reopened(host, kind, message) or cls.objects.create(
+            host=host, kind=kind, message=message)
+
+    @classmethod
+    def _reopened(cls, host: Host, kind: str, message: str) -> Alert | None:
+        """The hysteresis of resolution: an alert whose firing was announced and
+        whose resolution is not yet (it waits for its rule's clear time) is
+        still the same incident when the condition returns."""
+        alert = cls.objects.filter(host=host, kind=kind, notified_at__isnull=False,
+                                   resolved_at__isnull=False,
+                                   resolution_notified_at=None).order_by("-created_at").first()
+        if alert is None:
+            return None
+        alert.resolved_at, alert.message = None, message
+        alert.save(update_fields=["resolved_at", "message"])
+        return alert
 
     @classmethod
     def raise_or_resolve(cls, host: Host, kind: str, message: str | None) -> None:

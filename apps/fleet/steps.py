@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.fleet.capacity import pool_capacity_message
+from apps.fleet.capacity import threshold as capacity_threshold
 from apps.fleet.models import Alert, Dataset, Disk, Host, PgCluster, Pool
 from apps.fleet.signals import discovered, facts_recorded
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
@@ -123,7 +124,7 @@ def _check_pool_capacity(host: Host) -> None:
     """Raise, update or resolve the pool_capacity alert from the facts just recorded."""
     typed = host.typed_facts()
     message = typed and pool_capacity_message(typed.pools, typed.datasets,
-                                              settings.POZOL["POOL_CAPACITY_ALERT"])
+                                              capacity_threshold())
     Alert.raise_or_resolve(host, Alert.Kind.POOL_CAPACITY, message)
 
 

@@ -22,6 +22,8 @@ PERIODIC = {
     "pozol: find and remove orphan clones": ("drills.reconcile", "RECONCILE_INTERVAL"),
     "pozol: sample every host's telemetry": ("telemetry.collect", "TELEMETRY_INTERVAL"),
     "pozol: roll telemetry up, prune it": ("telemetry.maintain", "TELEMETRY_ROLLUP_INTERVAL"),
+    "pozol: evaluate alert rules, send due deliveries": ("alerts.tick", "ALERT_INTERVAL"),
+    "pozol: start due pool scrubs": ("alerts.scrub_tick", "SCRUB_TICK_INTERVAL"),
 }
 
 

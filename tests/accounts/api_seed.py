@@ -51,7 +51,8 @@ def seed(user) -> tuple[str, dict[str, int]]:
            "SNAPSHOT": snapshot, "LINK": link, "SPARE_LINK": spare_link,
            "CLONE": clone, "SPARE_CLONE": spare_clone, **tenants,
            "TOKEN": ApiToken.objects.issue(user, "fuzz spare")[0],
-           "AUDIT_EVENT": audit.record(action="seed", outcome="success", user=user)}
+           "AUDIT_EVENT": audit.record(action="seed", outcome="success", user=user),
+           **_alerting(host)}
     return token, {name: row.pk for name, row in ids.items()}
 
 
@@ -80,6 +81,26 @@ def _tenants(host: Host) -> dict:
             "MEMBERSHIP": tenants.add_member(tenant, "fuzz-member", "member"),
             "SPARE_MEMBERSHIP": tenants.add_member(tenant, "fuzz-spare", "member"),
             "CLUSTER_ASSIGNMENT": tenants.assign_cluster(tenant, host, cluster.data_dir)}
+
+
+def _alerting(host: Host) -> dict:
+    """An alert, a channel with a delivery, a silence and a scrub schedule (and spares
+    to delete); the channel's mail goes nowhere: deliveries are not sent here."""
+    from django.utils import timezone
+
+    from apps.alerts.models import Channel, Delivery, ScrubSchedule, Silence
+    from apps.fleet.models import Alert
+
+    alert = Alert.raise_once(host, "pool_capacity", "pool tank is 91% full")
+    channel = Channel.objects.create(name="fuzz", kind="email", target="fuzz@example.com")
+    spare = Channel.objects.create(name="fuzz spare", kind="email", target="f@example.com")
+    delivery = Delivery.objects.create(alert=alert, channel=channel, event="firing", body={},
+                                       status="failed", attempts=5)
+    silence = Silence.objects.create(host=host, kind="", until=timezone.now())
+    pool = host.pools.first().name
+    scrub = ScrubSchedule.objects.create(host=host, pool=pool, next_at=timezone.now())
+    return {"ALERT": alert, "CHANNEL": channel, "SPARE_CHANNEL": spare, "DELIVERY": delivery,
+            "SILENCE": silence, "SCRUB": scrub}
 
 
 def _discovered_host(name: str) -> Host:

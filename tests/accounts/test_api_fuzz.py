@@ -51,6 +51,12 @@ ID_PARAMETERS = [
     # A spare: revoking the token the fuzzer authenticates with would end the run.
     ("^/api/tokens/\\{id\\}/", "", "TOKEN"),
     ("^/api/audit-events/\\{id\\}/", "", "AUDIT_EVENT"),
+    ("^/api/alerts/\\{id\\}/", "", "ALERT"),
+    ("^/api/alert-channels/\\{id\\}/", 'exclude-method = "DELETE"', "CHANNEL"),
+    ("^/api/alert-channels/\\{id\\}/$", 'include-method = "DELETE"', "SPARE_CHANNEL"),
+    ("^/api/alert-deliveries/\\{id\\}/", "", "DELIVERY"),
+    ("^/api/alert-silences/\\{id\\}/", "", "SILENCE"),
+    ("^/api/scrub-schedules/\\{id\\}/", "", "SCRUB"),
 ]
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 

@@ -15,10 +15,12 @@ import pytest
 from django.utils import timezone
 
 from apps.accounts.models import ApiToken
+from apps.alerts.models import Channel, Delivery, ScrubSchedule, Silence
 from apps.audit import services as audit
 from apps.benchmarks import services as benchmarks
 from apps.clones.models import Clone
 from apps.drills.models import DrillRun, DrillSchedule
+from apps.fleet.models import Alert
 from apps.ops.models import LogLine, Operation
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
@@ -72,6 +74,14 @@ PAGES = {
     "tenant": ("/tenants/{tenant}/", True),
     "tokens": ("/account/tokens/", True),
     "audit": ("/audit/", True),
+    "alerts": ("/alerts/", True),
+    "alert": ("/alerts/{alert}/", True),
+    "alert-rules": ("/alerts/rules/", True),
+    "alert-rule": ("/alerts/rules/arc_hit_rate/", True),
+    "alert-channels": ("/alerts/channels/", True),
+    "alert-channel": ("/alerts/channels/{channel}/", True),
+    "alert-deliveries": ("/alerts/deliveries/", True),
+    "scrubs": ("/alerts/scrubs/", True),
     "tenant-as-member": ("/tenants/{tenant}/", "member"),
     "tokens-as-member": ("/account/tokens/", "member"),
     "clones": ("/clones/", True),
@@ -130,8 +140,10 @@ def site(replayed_host) -> dict:
     _clones(host)
     drill = _drills(host, operation)
     tenant, member = _tenant(host)
+    alert, channel = _alerts(host)
     Clone.objects.update(tenant=tenant)  # the customer's pages show them
-    return {"assignment": tenant.clusters.get().pk,
+    return {"alert": alert.pk, "channel": channel.pk,
+            "assignment": tenant.clusters.get().pk,
             "clone": Clone.objects.get(name="migration-test-of-the-main-cluster").pk,
             "failed_clone": Clone.objects.get(name="broken").pk,
             "host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
@@ -160,6 +172,31 @@ def _drills(host, operation) -> DrillRun:
         error="clone or start failed: pg_ctl: could not start server\nExamine the log output.",
         log_tail="LOG:  database system was interrupted; last known up at 2026-11-24\n"
                  "PANIC:  could not locate a valid checkpoint record " + "x" * 300)
+
+
+def _alerts(host):
+    """A firing alert delivered by mail and to a webhook that failed for good, a
+    resolved one, a silence and a scrub schedule that ran."""
+    firing = Alert.raise_once(host, "pool_capacity", "pool tank is 91% full; snapshots hold "
+                              "412 MiB: tank/pg/data 380 MiB, tank/pg/wal 32 MiB")
+    Alert.objects.filter(pk=firing.pk).update(notified_at=timezone.now())
+    Alert.raise_once(host, "unreachable", "db1 could not be reached: timed out")
+    Alert.objects.filter(kind="unreachable").update(resolved_at=timezone.now())
+    mail = Channel.objects.create(name="on-call", kind="email", target="oncall@example.com")
+    hook = Channel.objects.create(
+        name="chat", kind="slack",
+        target="https://hooks.slack.com/services/T000000/B0000000/XXXXXXXXXXXXXXXXXXXXXXXX")
+    Delivery.objects.create(alert=firing, channel=mail, event="firing", body={}, status="sent",
+                            attempts=1, sent_at=timezone.now(),
+                            log=[{"at": timezone.now().isoformat(), "outcome": "sent"}])
+    Delivery.objects.create(alert=firing, channel=hook, event="firing", body={},
+                            status="failed", attempts=5, last_error="Failed: HTTP 502 Bad "
+                            "Gateway", log=[{"at": timezone.now().isoformat(),
+                                              "outcome": "Failed: HTTP 502 Bad Gateway"}] * 5)
+    Silence.objects.create(host=host, kind="scrub_overdue", reason="pool being replaced",
+                           until=timezone.now() + timedelta(days=1))
+    ScrubSchedule.objects.create(host=host, pool="tank", next_at=timezone.now())
+    return firing, hook
 
 
 def _tenant(host):

@@ -7,6 +7,7 @@ import copy
 
 import pytest
 
+from apps.alerts.models import Rule
 from apps.fleet.capacity import pool_capacity_message
 from apps.fleet.models import Alert
 from apps.fleet.steps import record_facts
@@ -99,7 +100,9 @@ def test_discovery_raises_the_alert_once_keeps_it_current_and_resolves_it(replay
     assert open_alerts(replayed_host) == []
     assert Alert.objects.get(pk=alert.pk).resolved_at is not None
 
-    settings.POZOL = {**settings.POZOL, "POOL_CAPACITY_ALERT": 70}
+    # The threshold is the operator's pool_capacity rule (POZOL_POOL_CAPACITY_ALERT
+    # is its default): discovery follows an edit at once.
+    Rule.objects.filter(kind="pool_capacity").update(threshold=70)
     record_facts(replayed_host, full(facts, 75, 0))
     [lower] = open_alerts(replayed_host)
     assert lower.pk != alert.pk and lower.message == "pool tank is 75% full; snapshots hold 0 B"

@@ -1,0 +1,168 @@
+"""Sending one Delivery: mail through Django's mail settings, webhooks to
+addresses the allowlist permits (checked again on the addresses resolved now,
+and the request goes to the checked address). A failure is retried with a
+doubling delay up to POZOL_ALERT_DELIVERY_ATTEMPTS; each attempt is logged on
+the row. The row is the truth: Celery carries "attempt delivery #N", and the
+tick re-sends a due delivery whose message was lost."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import smtplib
+import socket
+import ssl
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from apps.alerts.core import webhooks
+from apps.alerts.models import Channel, Delivery
+
+log = logging.getLogger(__name__)
+
+LOST_AFTER = timedelta(minutes=1)  # due this long ago and still pending: its message was lost
+
+
+class Failed(Exception):
+    """This attempt failed; another may succeed."""
+
+
+def enqueue(ids: list[int]) -> None:
+    for pk in ids:
+        transaction.on_commit(lambda pk=pk: _send_to_worker(pk))
+
+
+def _send_to_worker(pk: int) -> None:
+    """After commit; a broker that is away only delays it: the tick re-sends a due
+    delivery still pending (resend_lost), as the sweeper does for operations."""
+    from apps.alerts.tasks import deliver
+
+    try:
+        deliver.delay(pk)
+    except (OperationalError, OSError) as exc:
+        log.warning("broker unavailable, delivery %s left for the next tick: %s", pk, exc)
+
+
+def resend_lost(now: datetime) -> int:
+    ids = list(Delivery.objects.filter(status=Delivery.Status.PENDING,
+                                       next_attempt_at__lte=now - LOST_AFTER)
+               .values_list("pk", flat=True)[:500])
+    enqueue(ids)
+    return len(ids)
+
+
+def attempt(pk: int) -> Delivery | None:
+    """One attempt of a due, pending delivery; None when it is not (already sent,
+    not due yet, or another worker holds it)."""
+    with transaction.atomic():
+        row = (Delivery.objects.select_for_update(skip_locked=True).select_related("channel")
+               .filter(pk=pk, status=Delivery.Status.PENDING,
+                       next_attempt_at__lte=timezone.now()).first())
+        if row is None:
+            return None
+        outcome, final = _send(row)
+        _record(row, outcome, final)
+    return row
+
+
+def _send(row: Delivery) -> tuple[str | None, bool]:
+    """(None, True) when sent; (error, final) otherwise."""
+    try:
+        send(row.channel, row.body)
+    except webhooks.Refused as exc:
+        return f"refused: {exc}", True
+    except (Failed, OSError, smtplib.SMTPException, http.client.HTTPException) as exc:
+        return f"{type(exc).__name__}: {exc}"[:500], False
+    return None, True
+
+
+def _record(row: Delivery, error: str | None, final: bool) -> None:
+    now = timezone.now()
+    row.attempts += 1
+    row.log = [*row.log, {"at": now.isoformat(), "outcome": error or "sent"}]
+    if error is None:
+        row.status, row.sent_at, row.next_attempt_at = Delivery.Status.SENT, now, None
+    elif final or row.attempts >= settings.POZOL["ALERT_DELIVERY_ATTEMPTS"]:
+        row.status, row.next_attempt_at = Delivery.Status.FAILED, None
+    else:
+        delay = settings.POZOL["ALERT_RETRY_SECONDS"] * 2 ** (row.attempts - 1)
+        row.next_attempt_at = now + timedelta(seconds=delay)
+    row.last_error = error or ""
+    row.save(update_fields=["attempts", "log", "status", "sent_at", "next_attempt_at",
+                            "last_error"])
+
+
+def send(channel: Channel, event: dict) -> None:
+    if channel.kind == Channel.Kind.EMAIL:
+        send_email(recipients(channel.target), event)
+    elif channel.kind == Channel.Kind.SLACK:
+        post_json(channel.target, webhooks.slack_body(event))
+    else:
+        post_json(channel.target, webhooks.generic_body(event))
+
+
+def recipients(target: str) -> list[str]:
+    return [a.strip() for a in target.split(",") if a.strip()]
+
+
+def send_email(to: list[str], event: dict) -> None:
+    subject = f"[PoZoL] {event['status'].upper()}: {event['title']} on {event['host']}"
+    lines = [event["message"], "", f"Host: {event['host']}", f"Since: {event['since']}"]
+    if event.get("resolved_at"):
+        lines.append(f"Resolved: {event['resolved_at']}")
+    lines.append(event["url"])
+    send_mail(subject, "\n".join(lines), settings.DEFAULT_FROM_EMAIL, to, fail_silently=False)
+
+
+def allowlist() -> webhooks.Allowlist:
+    return webhooks.Allowlist.parse(settings.POZOL["ALERT_WEBHOOK_ALLOW"])
+
+
+def post_json(url: str, body: dict) -> int:
+    """POST `body`; the status, or Failed for anything but 2xx. No redirects."""
+    allow, timeout = allowlist(), settings.POZOL["ALERT_WEBHOOK_TIMEOUT"]
+    target = webhooks.parse_url(url, allow)
+    try:
+        infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise Failed(f"{target.host} does not resolve: {exc}") from None
+    address = webhooks.checked_address(target, [info[4][0] for info in infos], allow)
+    kind = _PinnedHTTPS if target.scheme == "https" else _PinnedHTTP
+    connection = kind(target.host, target.port, address, timeout)
+    try:
+        connection.request("POST", target.path, body=json.dumps(body).encode(), headers={
+            "Content-Type": "application/json", "User-Agent": "PoZoL-alerts"})
+        response = connection.getresponse()
+        response.read(65536)
+    finally:
+        connection.close()
+    if not 200 <= response.status < 300:
+        raise Failed(f"HTTP {response.status} {response.reason}")
+    return response.status
+
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    """Connects to the address that was checked, not to a second lookup's."""
+
+    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._address = address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self._address = address
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
