@@ -67,6 +67,15 @@ def signed_in(client, operator):
 
 
 @pytest.fixture
+def builtin_rules(db):
+    """The built-in alert rules as their migration seeds them. A transactional test
+    flushes the database, and under xdist one may run before this test on its worker."""
+    from apps.alerts import rules
+
+    rules.ensure()
+
+
+@pytest.fixture
 def delivered(monkeypatch) -> list[int]:
     """Record step deliveries instead of sending them to Celery."""
     sent: list[int] = []

@@ -32,7 +32,7 @@ def test_rules_are_built_in_and_editable(api):
     ({"threshold": "a lot"}, "threshold"), ({"hysteresis": -2}, "hysteresis"),
     ({"for_minutes": -1}, "for_minutes"), ({"for_minutes": 10**9}, "for_minutes"),
     ({"enabled": "maybe"}, "enabled")])
-def test_bad_thresholds_are_a_400_naming_the_field(api, body, field):
+def test_bad_thresholds_are_a_400_naming_the_field(api, body, field, builtin_rules):
     answer = api.patch("/api/alert-rules/pool_capacity/", body, format="json")
     assert answer.status_code == 400
     assert field in answer.json()["error"]["fields"]

@@ -72,7 +72,7 @@ def test_unreachable_is_delivered_only_after_its_minutes(host, channel, enqueued
     assert not Delivery.objects.exists()
 
 
-def test_a_disabled_rule_delivers_nothing(host, channel, enqueued):
+def test_a_disabled_rule_delivers_nothing(host, channel, enqueued, builtin_rules):
     Rule.objects.filter(kind="host_key_changed").update(enabled=False)
     Alert.raise_once(host, "host_key_changed", "the key changed")
     assert dispatch.announce(later(1)) == 0
@@ -146,7 +146,7 @@ def test_a_failed_operation_fires_until_that_kind_succeeds(host):
     assert not Alert.objects.filter(kind="operation_failed", resolved_at=None).exists()
 
 
-def test_the_pool_capacity_rule_sets_discovery_threshold(db):
+def test_the_pool_capacity_rule_sets_discovery_threshold(builtin_rules):
     from apps.fleet import capacity
 
     services.update_rule(Rule.objects.get(kind="pool_capacity"), threshold=60)

@@ -82,8 +82,9 @@ def open_alerts(host) -> list[Alert]:
 
 
 @pytest.mark.django_db
-def test_discovery_raises_the_alert_once_keeps_it_current_and_resolves_it(replayed_host,
-                                                                        settings):
+def test_discovery_raises_the_alert_once_keeps_it_current_and_resolves_it(builtin_rules,
+                                                                         replayed_host,
+                                                                         settings):
     facts = replayed_host.facts
     assert open_alerts(replayed_host) == []  # the captured pools are nearly empty
 
