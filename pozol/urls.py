@@ -63,6 +63,7 @@ urlpatterns = [
     path("replication/", include("apps.replication.urls")),
     path("clones/", include("apps.clones.urls")),
     path("audit/", include("apps.audit.urls")),
+    path("telemetry/", include("apps.telemetry.urls")),
     path("", include("apps.tenants.urls")),
     path("", include("apps.fleet.urls")),
 ]

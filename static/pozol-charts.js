@@ -84,6 +84,19 @@
     note.hidden = !text;
   }
 
+  // What the chart leaves out, and why ("ZFS dirty: not available on this host").
+  function listMissing(figure, data) {
+    let list = figure.querySelector(":scope > .chart-missing");
+    const missing = (data && Array.isArray(data.missing)) ? data.missing : [];
+    if (!missing.length) { if (list) list.remove(); return; }
+    if (!list) {
+      list = document.createElement("p");
+      list.className = "chart-missing muted";
+      figure.append(list);
+    }
+    list.textContent = `Not shown: ${missing.join("; ")}.`;
+  }
+
   function options(figure, data, width) {
     const units = [...new Set(data.series.map((s) => s.unit || ""))];
     const bars = data.kind === "bars" && window.uPlot.paths && window.uPlot.paths.bars;
@@ -116,7 +129,8 @@
       cursor: {drag: {x: true, y: false, setScale: true},
                sync: group ? {key: group} : undefined},
       legend: {live: true},
-      hooks: {setScale: [(u, key) => { if (key === "x") copyZoom(figure, u); }]},
+      hooks: {setScale: [(u, key) => { if (key === "x") copyZoom(figure, u); }],
+              setSelect: [(u) => selectWindow(figure, u)]},
     };
   }
 
@@ -141,6 +155,59 @@
     }
   }
 
+  // ---- ranges: <div data-chart-ranges="6h"> holding buttons data-chart-range="1h" and
+  // figures whose sources take ?range= (or ?from=&to= unix seconds, a dragged window).
+  function setSources(container, change) {
+    for (const figure of container.querySelectorAll("figure[data-chart-src]")) {
+      const url = new URL(figure.dataset.chartSrc, window.location.href);
+      change(url.searchParams);
+      figure.dataset.chartSrc = url.pathname + url.search;
+    }
+  }
+  function pressRange(container, name) {
+    container.dataset.chartRanges = name;
+    for (const button of container.querySelectorAll("button[data-chart-range]")) {
+      button.setAttribute("aria-pressed", String(button.dataset.chartRange === name));
+    }
+    const shown = container.querySelector("[data-chart-window]");
+    if (shown) shown.textContent = "";
+    setSources(container, (query) => {
+      query.delete("from"); query.delete("to"); query.set("range", name);
+    });
+  }
+  // A drag across a chart with a source asks the server for that window, at the
+  // finest resolution it keeps, for every chart of the page's range.
+  function selectWindow(figure, plot) {
+    const container = figure.closest("[data-chart-ranges]");
+    if (!container || !figure.dataset.chartSrc || plot.select.width < 2) return;
+    const first = Math.floor(plot.posToVal(plot.select.left, "x"));
+    const last = Math.ceil(plot.posToVal(plot.select.left + plot.select.width, "x"));
+    if (!(last > first)) return;
+    for (const button of container.querySelectorAll("button[data-chart-range]")) {
+      button.setAttribute("aria-pressed", "false");
+    }
+    const shown = container.querySelector("[data-chart-window]");
+    if (shown) {
+      const when = (t) => new Date(t * 1000).toLocaleString();
+      shown.textContent = `Showing ${when(first)} – ${when(last)}; double-click a chart for the range again.`;
+    }
+    setSources(container, (query) => {
+      query.delete("range"); query.set("from", String(first)); query.set("to", String(last));
+    });
+  }
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-chart-range]");
+    const container = button && button.closest("[data-chart-ranges]");
+    if (container) pressRange(container, button.dataset.chartRange);
+  });
+  document.addEventListener("dblclick", (event) => {
+    const figure = event.target.closest("figure[data-chart-src]");
+    const container = figure && figure.closest("[data-chart-ranges]");
+    if (container && /[?&]from=/.test(figure.dataset.chartSrc)) {
+      pressRange(container, container.dataset.chartRanges || "6h");
+    }
+  });
+
   function draw(figure, data) {
     const chart = charts.get(figure) || {};
     charts.set(figure, chart);
@@ -151,13 +218,14 @@
     } else {
       say(figure, "");
     }
+    listMissing(figure, hasValues(data) ? data : null);
     if (!hasValues(data)) {
       if (chart.plot) { chart.plot.destroy(); chart.plot = null; }
       return;
     }
     const shape = data.series.map((s) => `${s.label}|${s.unit}`).join(",") + data.kind;
     if (chart.plot && chart.shape === shape) {
-      chart.plot.setData(columns(data)); // a refresh keeps the reader's zoom? no: new range
+      chart.plot.setData(columns(data));
       return;
     }
     if (chart.plot) chart.plot.destroy();
@@ -184,7 +252,8 @@
     if (!figure.dataset.chartSrc || !seconds || !chart || chart.timer) return;
     chart.timer = setInterval(() => {
       if (!figure.isConnected) { forget(figure); return; }
-      if (!document.hidden) load(figure);
+      // A dragged window is history: only a range ending now changes.
+      if (!document.hidden && !/[?&]from=/.test(figure.dataset.chartSrc)) load(figure);
     }, seconds * 1000);
   }
 
