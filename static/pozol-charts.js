@@ -100,7 +100,11 @@
   function options(figure, data, width) {
     const units = [...new Set(data.series.map((s) => s.unit || ""))];
     const bars = data.kind === "bars" && window.uPlot.paths && window.uPlot.paths.bars;
-    const series = [{value: (u, v) => (v === null ? "–" : new Date(v * 1000).toLocaleString())}];
+    // x is unix seconds, or with "xlabel" a plain number (seconds since a run started).
+    const timeAxis = !data.xlabel;
+    const series = [timeAxis
+      ? {value: (u, v) => (v === null ? "–" : new Date(v * 1000).toLocaleString())}
+      : {label: data.xlabel, value: (u, v) => (v === null ? "–" : `${plain(v)} s`)}];
     data.series.forEach((s, i) => {
       const colour = COLOURS[i % COLOURS.length];
       series.push({
@@ -111,12 +115,13 @@
         value: (u, v) => format(v, s.unit),
       });
     });
-    const axes = [{}];
+    const axes = [timeAxis ? {} : {label: data.xlabel, labelSize: 20,
+                                   values: (u, splits) => splits.map((v) => `${plain(v)} s`)}];
     units.forEach((unit, i) => {
       axes.push({scale: unit, side: i % 2 ? 1 : 3, size: 70,
                  grid: {show: i === 0}, values: (u, splits) => splits.map((v) => format(v, unit))});
     });
-    const scales = {x: {time: true}};
+    const scales = {x: {time: timeAxis}};
     units.forEach((unit) => {
       // Ratios and percentages start at zero, so a small dip does not look like a fall.
       if (["ratio", "percent", "%"].includes(unit)) {
@@ -158,6 +163,7 @@
   // ---- ranges: <div data-chart-ranges="6h"> holding buttons data-chart-range="1h" and
   // figures whose sources take ?range= (or ?from=&to= unix seconds, a dragged window).
   function setSources(container, change) {
+    // Each figure's source changes: the MutationObserver below reads it again.
     for (const figure of container.querySelectorAll("figure[data-chart-src]")) {
       const url = new URL(figure.dataset.chartSrc, window.location.href);
       change(url.searchParams);
@@ -174,6 +180,7 @@
     setSources(container, (query) => {
       query.delete("from"); query.delete("to"); query.set("range", name);
     });
+    container.querySelectorAll("figure[data-chart-src]").forEach((f) => { delete f.dataset.chartPaused; });
   }
   // A drag across a chart with a source asks the server for that window, at the
   // finest resolution it keeps, for every chart of the page's range.
@@ -194,6 +201,7 @@
     setSources(container, (query) => {
       query.delete("range"); query.set("from", String(first)); query.set("to", String(last));
     });
+    container.querySelectorAll("figure[data-chart-src]").forEach((f) => { f.dataset.chartPaused = "1"; });
   }
   document.addEventListener("click", (event) => {
     const button = event.target.closest("button[data-chart-range]");
@@ -203,7 +211,7 @@
   document.addEventListener("dblclick", (event) => {
     const figure = event.target.closest("figure[data-chart-src]");
     const container = figure && figure.closest("[data-chart-ranges]");
-    if (container && /[?&]from=/.test(figure.dataset.chartSrc)) {
+    if (container && figure.dataset.chartPaused) {
       pressRange(container, container.dataset.chartRanges || "6h");
     }
   });
@@ -253,7 +261,7 @@
     chart.timer = setInterval(() => {
       if (!figure.isConnected) { forget(figure); return; }
       // A dragged window is history: only a range ending now changes.
-      if (!document.hidden && !/[?&]from=/.test(figure.dataset.chartSrc)) load(figure);
+      if (!document.hidden && !figure.dataset.chartPaused) load(figure);
     }, seconds * 1000);
   }
 
