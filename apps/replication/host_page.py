@@ -3,7 +3,7 @@ from the host and those that receive into it, with their state and lag."""
 
 from __future__ import annotations
 
-from django.db.models import F, OuterRef, Subquery
+from django.db.models import Exists, F, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
 from apps.fleet.models import Host
@@ -24,10 +24,11 @@ def with_lag(hosts):
     """The oldest "newest received snapshot" of the host's active outgoing links (a
     link that never delivered counts from its creation, as its lag does): the host's
     worst replication lag, in the hosts' own query. None: no active link."""
-    behind = (ReplicationLink.objects.filter(source_host=OuterRef("pk"), paused=False)
-              .annotate(since=Coalesce("newest_received_at", "created_at"))
+    active = ReplicationLink.objects.filter(source_host=OuterRef("pk"), paused=False)
+    behind = (active.annotate(since=Coalesce("newest_received_at", "created_at"))
               .order_by("since").values("since")[:1])
-    return hosts.annotate(replication_since=Subquery(behind))
+    return hosts.annotate(replication_since=Subquery(behind), replication_never=Exists(
+        active.filter(newest_received_at__isnull=True)))
 
 
 def register() -> None:

@@ -133,6 +133,10 @@ def test_the_overview_sorts_by_replication_lag_and_capacity(signed_in, replayed_
                                        newest_received_at=received)
     assert _names(signed_in, sort="replication_lag")[:2] == [late.name, source.name]
     assert "5\xa0hours behind" in signed_in.get("/", {"sort": "replication_lag"}).content.decode()
+    ReplicationLink.objects.create(name="c", source_host=target, target_host=source)
+    row = parse(signed_in.get("/", {"sort": "replication_lag"}).content).find(
+        "table", id="hosts").find("tbody").find_all("tr")[2]
+    assert row.find("a").text == target.name and "never replicated" in row.text
     Pool.objects.filter(host=late).update(capacity=91)
     Pool.objects.filter(host=source).update(capacity=12)
     assert _names(signed_in, sort="capacity")[0] == late.name
