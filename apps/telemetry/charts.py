@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
-from apps.fleet.models import Host
+from apps.fleet.models import Host, PgCluster
 from apps.telemetry import services
 from apps.telemetry.core.metrics import METRICS
 from apps.telemetry.services import TelemetryError
@@ -106,6 +106,8 @@ def chart_data(host: Host, chart_id: str, start: datetime, end: datetime) -> dic
     lines: list[tuple[str, str, dict[float, float | None]]] = []
     missing: list[str] = []
     resolution = None
+    names = _cluster_names(host) if any(
+        METRICS[line.metric].per == "cluster" for line in chart.lines) else {}
     for line in chart.lines:
         reading = services.read(host, line.metric, start, end)
         resolution = resolution or reading.resolution
@@ -115,8 +117,16 @@ def chart_data(host: Host, chart_id: str, start: datetime, end: datetime) -> dic
         unit = line.unit or _UNITS.get(METRICS[line.metric].unit, METRICS[line.metric].unit)
         for found in reading.series:
             points = {at.timestamp(): _scaled(v, line.scale) for at, v in found.points}
-            lines.append((line.label.format(key=found.key or ""), unit, points))
+            key = names.get(found.key, found.key) if found.key else ""
+            lines.append((line.label.format(key=key), unit, points))
     return _shaped(chart, lines, missing, resolution, start, end)
+
+
+def _cluster_names(host: Host) -> dict[str, str]:
+    """A cluster's series is keyed by its data directory; its port reads shorter."""
+    return {data_dir: f":{port}" for data_dir, port in
+            PgCluster.objects.filter(host=host, port__isnull=False)
+            .values_list("data_dir", "port")}
 
 
 def _scaled(value: float | None, scale: float) -> float | None:

@@ -16,6 +16,7 @@ from apps.telemetry.charts import CHARTS
 from apps.telemetry.core.sample import NOT_AVAILABLE
 from apps.telemetry.models import HostTelemetry
 from tests.bench import seed
+from tests.benchmarks import factories
 from tests.html import parse
 from tests.telemetry.test_services import _record_captured, pinned
 
@@ -29,13 +30,15 @@ def chart(client, host, chart_id, **query):
 def test_arc_and_tps_charts_carry_percent_and_rates_on_one_time_axis(signed_in):
     host = pinned()
     second = _record_captured(host)
+    [cluster] = HostTelemetry.objects.get(host=host).last_sample["clusters"]
+    factories.cluster(host, port=5499, data_dir=cluster["key"])  # the captured cluster
     arc = chart(signed_in, host, "arc-hit", range="1h").json()
     [series] = arc["series"]
     assert series["unit"] == "percent" and 0 <= series["values"][-1] <= 100
     assert arc["x"][-1] == pytest.approx(second.timestamp(), abs=0.01)
     dirty = chart(signed_in, host, "dirty", range="1h").json()
     labels = [s["label"] for s in dirty["series"]]
-    assert labels[:2] == ["Dirty", "Writeback"] and labels[2].startswith("TPS /")
+    assert labels[:2] == ["Dirty", "Writeback"] and labels[2] == "TPS :5499"
     assert all(len(s["values"]) == len(dirty["x"]) for s in dirty["series"])
     # zfs-fuse keeps no txg history: ZFS dirty data is said to be missing, not zero.
     assert dirty["missing"] == [f"ZFS dirty: {NOT_AVAILABLE}"]
@@ -154,3 +157,20 @@ def test_the_overview_reads_telemetry_in_a_fixed_number_of_queries(signed_in, re
     many = seed.clone_hosts(replayed_host, 27, prefix="m")
     _sampled(many, [0.7] * 27, [3.0] * 27)
     assert count() == small
+
+
+def test_hostile_query_strings_are_refused_never_a_500(operator):
+    from django.test import Client
+
+    from tests.fleet.test_ui_hostile_input import HOSTILE
+
+    client = Client(raise_request_exception=False)
+    client.force_login(operator)
+    host = pinned()
+    url = f"/telemetry/hosts/{host.pk}/charts/arc-hit/"
+    for value in HOSTILE:
+        for query in ({"range": value}, {"from": value, "to": value},
+                      {"from": "1700000000", "to": value}):
+            assert client.get(url, query).status_code in (200, 400), query  # "" is the default
+    for value in HOSTILE[-5:]:  # the overview is slower to render: a few
+        assert client.get("/", {"sort": value}).status_code == 200, value
