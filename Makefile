@@ -12,12 +12,17 @@ DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server 
 run: deps node
 	$(PY) -m apps.demo
 
+# Two pytest-xdist workers: the tests on real hosts run on one (tests/conftest.py says
+# why), the rest beside them. TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 2
 test: deps node
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Figures, not a test: "OLTP on ZFS (safe)" before/after on a fresh test host.
+# Then the full_page_writes and recordsize experiments, published figures next to ours.
 bench: deps
 	$(PY) -m tests.bench.oltp_safe --override postgres.shared_buffers=128MB $(BENCH_ARGS)
+	$(PY) -m tests.bench.experiments $(EXPERIMENT_BENCH_ARGS)
 
 # The API fuzzed for longer than the suite does, with a random seed (printed).
 FUZZ_SECONDS ?= 900
@@ -42,9 +47,14 @@ bench-clones: deps
 	$(PY) -m tests.bench.clone_ready $(BENCH_ARGS)
 
 # Figures, not a test: a telemetry round of two fresh test hosts against a bare
-# `ssh host true`, and reading a 48-hour graph (a database of its own).
+# `ssh host true`, and reading a 48-hour graph (a database of its own); a round of
+# 24 lightweight SSH hosts against the same; 200 hosts with 7 days of samples: the
+# fleet page, a host page, 24-hour and 7-day series and /metrics timed, the
+# database's size (each in a database of its own).
 bench-telemetry: deps
 	$(PY) -m tests.bench.telemetry_cost $(BENCH_ARGS)
+	$(PY) -m tests.bench.collection_scale
+	$(PY) -m tests.bench.telemetry_scale
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -8,6 +8,7 @@ Every variable is listed in .env.example.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 from datetime import timedelta
@@ -93,6 +94,18 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """A comma-separated list of CIDRs (10.0.0.0/8, ::1/128, or a bare address)."""
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"POZOL_{name}: {item!r} is not an address or CIDR (like 10.0.0.0/8)") from None
+    return networks
+
+
 def env_rate(name: str, default: str) -> str:
     """A DRF throttle rate, "N/second|minute|hour|day" (or s/m/h/d, sec, min)."""
     value = env_str(name, "").strip() or default
@@ -158,9 +171,11 @@ INSTALLED_APPS = [
     "apps.snapshots",
     "apps.replication",
     "apps.clones",
+    "apps.drills",
     "apps.telemetry",
     "apps.tenants",
     "apps.audit",
+    "apps.experiments",
     "axes",
     "csp",
 ]
@@ -379,6 +394,21 @@ POZOL = {
     "TELEMETRY_FIVE_MINUTE_DAYS": env_int("TELEMETRY_FIVE_MINUTE_DAYS", 30, minimum=1),
     "TELEMETRY_HOURLY_DAYS": env_int("TELEMETRY_HOURLY_DAYS", 400, minimum=1),
     "TELEMETRY_ROLLUP_INTERVAL": env_int("TELEMETRY_ROLLUP_INTERVAL", 300, minimum=60),
+    # /metrics (Prometheus): a scraper's bearer token, and/or the addresses (CIDRs)
+    # that may scrape without one. Neither set: /metrics answers 403.
+    "METRICS_TOKEN": env_str("METRICS_TOKEN", ""),
+    "METRICS_ALLOWED_CIDRS": env_networks("METRICS_ALLOWED_CIDRS"),
+    # This control plane's name on its hosts: clone datasets carry it (pozol:owner), and
+    # the orphan reconciler only ever touches datasets that carry it. Two control planes
+    # sharing a host need different names.
+    "INSTANCE": env_str("INSTANCE", "pozol"),
+    # How often restore drills are checked for being due (each schedule has its own
+    # period), and how often clone orphans are looked for.
+    "DRILL_TICK_INTERVAL": env_int("DRILL_TICK_INTERVAL", 300, minimum=10),
+    "RECONCILE_INTERVAL": env_int("RECONCILE_INTERVAL", 900, minimum=60),
+    # An orphan clone dataset or postmaster younger than this is left alone: it may be
+    # one whose operation has not recorded it yet.
+    "ORPHAN_GRACE_MINUTES": env_int("ORPHAN_GRACE_MINUTES", 30, minimum=0),
 }
 
 LOGGING = {

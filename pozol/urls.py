@@ -6,7 +6,9 @@ from rest_framework.routers import DefaultRouter
 from apps.accounts.docs import ApiSchemaView, api_docs
 from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
-from apps.clones.api import CloneViewSet, HostCloneSettingsView
+from apps.clones.api import CloneViewSet, ClusterSnapshotsView, HostCloneSettingsView
+from apps.drills.api import DrillRunViewSet, DrillScheduleViewSet, HostReconcileView
+from apps.experiments.api import ExperimentViewSet, ScriptViewSet
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
 from apps.replication.api import ReplicationLinkViewSet
@@ -16,6 +18,7 @@ from apps.snapshots.api import (
     SnapshotPolicyViewSet,
     SnapshotViewSet,
 )
+from apps.telemetry import scrape
 from apps.telemetry.api import HostTelemetryView
 from apps.tenants.api import (
     ClusterAssignmentViewSet,
@@ -37,11 +40,15 @@ api.register("snapshot-policies", SnapshotPolicyViewSet, basename="snapshot-poli
 api.register("policy-assignments", PolicyAssignmentViewSet, basename="policy-assignment")
 api.register("replication-links", ReplicationLinkViewSet, basename="replication-link")
 api.register("clones", CloneViewSet, basename="clone")
+api.register("drill-schedules", DrillScheduleViewSet, basename="drill-schedule")
+api.register("drills", DrillRunViewSet, basename="drill")
 api.register("tenants", TenantViewSet, basename="tenant")
 api.register("memberships", MembershipViewSet, basename="membership")
 api.register("cluster-assignments", ClusterAssignmentViewSet, basename="cluster-assignment")
 api.register("tokens", TokenViewSet, basename="token")
 api.register("audit-events", AuditEventViewSet, basename="audit-event")
+api.register("experiments", ExperimentViewSet, basename="experiment")
+api.register("experiment-scripts", ScriptViewSet, basename="experiment-script")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -54,15 +61,20 @@ urlpatterns = [
     path("api/hosts/<int:pk>/plan/", tuning_api.HostPlanView.as_view()),
     path("api/hosts/<int:pk>/snapshots/", HostSnapshotsView.as_view()),
     path("api/hosts/<int:pk>/clone-settings/", HostCloneSettingsView.as_view()),
+    path("api/hosts/<int:pk>/reconcile/", HostReconcileView.as_view()),
     path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),
+    path("api/cluster-assignments/<int:pk>/snapshots/", ClusterSnapshotsView.as_view()),
     path("api/", include(api.urls)),
+    path("metrics", scrape.metrics, name="metrics"),
     path("operations/", include("apps.ops.urls")),
     path("tuning/", include("apps.tuning.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("snapshots/", include("apps.snapshots.urls")),
     path("replication/", include("apps.replication.urls")),
     path("clones/", include("apps.clones.urls")),
+    path("drills/", include("apps.drills.urls")),
     path("audit/", include("apps.audit.urls")),
+    path("experiments/", include("apps.experiments.urls")),
     path("telemetry/", include("apps.telemetry.urls")),
     path("", include("apps.tenants.urls")),
     path("", include("apps.fleet.urls")),

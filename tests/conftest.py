@@ -14,9 +14,35 @@ from rest_framework.test import APIClient
 from apps.accounts.models import ApiToken
 from apps.ops import engine
 from tests.driving import drive
+from tests.parallel import worker_subnet
 
-# Two checkouts testing on one machine each need their own subnet.
-TEST_FLEET_SUBNET = os.environ.get("POZOL_TEST_FLEET_SUBNET", "127.0.88")
+# Two checkouts testing on one machine each need their own subnet, and so does each
+# pytest-xdist worker of one run (gw0 keeps the subnet, gw1 takes the next one).
+TEST_FLEET_SUBNET = worker_subnet(os.environ.get("POZOL_TEST_FLEET_SUBNET", "127.0.88"))
+
+# Tests that change what every test host shares with this machine (the kernel's vm.*
+# sysctls) or that need the session's real hosts run on ONE xdist worker, one after
+# another: two at once would read each other's sysctls, and each worker would start
+# a fleet of its own. The other tests are grouped by file, so a module's fixtures are
+# set up once.
+REAL_HOSTS_GROUP = "real-hosts"
+SHARED_KERNEL_MODULES = {
+    "tests/demo/fleet/test_private_etc.py",
+    "tests/pozol/test_readme.py",
+    "tests/e2e/test_follow_log.py",
+    "tests/e2e/test_tuning_in_browser.py",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark each test's xdist group before xdist reads the marks (--dist loadgroup)."""
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        on_real_hosts = ("fleet_hosts" in getattr(item, "fixturenames", ())
+                         or item.get_closest_marker("fleet") is not None
+                         or path in SHARED_KERNEL_MODULES)
+        item.add_marker(pytest.mark.xdist_group(REAL_HOSTS_GROUP if on_real_hosts else path))
 
 
 @pytest.fixture

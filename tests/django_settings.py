@@ -7,13 +7,15 @@ exercised for real.
 import os
 
 from apps.demo import services
+from tests.parallel import worker_redis_db, worker_redis_url
 
-# Tests use their own Redis database so a `make run` worker never takes their tasks.
-TEST_REDIS_DB = 15
+# Tests use their own Redis database so a `make run` worker never takes their tasks,
+# and each xdist worker its own, so its Celery workers never take another's.
+TEST_REDIS_DB = worker_redis_db(15)
 os.environ.setdefault("POZOL_DATABASE_URL",
                       services.postgres_url(os.environ.get("POZOL_TEST_DATABASE_URL")))
 os.environ.setdefault("POZOL_REDIS_URL", services.redis_url(
-    TEST_REDIS_DB, os.environ.get("POZOL_TEST_REDIS_URL")))
+    TEST_REDIS_DB, worker_redis_url(os.environ.get("POZOL_TEST_REDIS_URL"))))
 os.environ.setdefault("POZOL_SECRET_KEY", "test-only-secret-key")
 os.environ.setdefault("POZOL_CREDENTIAL_KEY", "qEYY6l8kI85HU-fYTb2OY6p9wQiCx2a109DxZ20nN0U=")
 # The suite makes thousands of API calls from 127.0.0.1: generous limits, set through

@@ -33,3 +33,8 @@ class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     def filter_queryset(self, queryset):
         return super().filter_queryset(queryset) if self.action == "list" else queryset
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        # One query for the operations the page's requests started.
+        return services.with_operations(page) if page is not None else None

@@ -1,5 +1,7 @@
 """Query-string filters of the audit log: by user, tenant, object and time."""
 
+from datetime import UTC
+
 import django_filters
 from django import forms
 
@@ -8,7 +10,16 @@ from apps.ops.filters import EnumFilter, GivenOrAbsent, IdFilter, given
 
 
 class _MomentField(GivenOrAbsent, django_filters.fields.IsoDateTimeField):
-    pass
+    def to_python(self, value):
+        # ISO 8601 allows offsets PostgreSQL does not (-18:02 is past its +-15:59): the
+        # moment goes to the database in UTC, or is refused when UTC cannot hold it.
+        moment = super().to_python(value)
+        if moment is None or moment.tzinfo is None:
+            return moment
+        try:
+            return moment.astimezone(UTC)
+        except (OverflowError, ValueError):
+            raise forms.ValidationError("a moment from year 1 to 9999 (UTC)") from None
 
 
 class MomentFilter(django_filters.IsoDateTimeFilter):

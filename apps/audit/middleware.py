@@ -73,7 +73,7 @@ class AuditMiddleware:
         if response.status_code == 401 and "HTTP_AUTHORIZATION" in request.META:
             message = f"{message} (token starting {_presented_hint(request)})"
         details = _sent(request, response)
-        if started := _operation_started(response):
+        if started := getattr(request, "audit_operation", None) or _operation_started(response):
             details["started operation"] = started
         services.record(
             action=_action(request, response), outcome=outcome, user=request.user,
@@ -124,10 +124,20 @@ def _form_refused(request, response) -> bool:
 
 
 def _created(subject: subjects.Subject, request, response) -> None:
-    """A new object has no id in the request: take it from the answer."""
+    """A new object has no id in the request: take it from the answer, or from what the
+    view noted (`request.audit_created`)."""
+    noted = getattr(request, "audit_created", None)
+    if noted is not None and response.status_code < 400:
+        # A page that answers with what it made (a clone and its password), not a redirect.
+        found = subjects.load(noted._meta.label, str(noted.pk))
+        subject.type, subject.id, subject.text = found.type, found.id, found.text
+        subject.tenant_id = found.tenant_id or subject.tenant_id
+        return
     if subject.id or response.status_code >= 400:
         return
     data = getattr(response, "data", None)
+    if isinstance(data, dict) and isinstance(data.get("clone"), dict):
+        data = data["clone"]  # a clone's creation answers with the clone and its operation
     if isinstance(data, dict) and isinstance(data.get("id"), int):
         subject.id = str(data["id"])
         subject.text = str(data.get("name") or data.get("username") or "")[:300]

@@ -60,6 +60,12 @@ class AuditEvent(models.Model):
         return text if len(text) <= 200 else text[:199] + "…"
 
     @property
+    def started_operation_id(self) -> int | None:
+        """The Operation the request started, if it started one."""
+        value = self.details.get("started operation") if isinstance(self.details, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
     def who(self) -> str:
         name = self.username or "anonymous"
         return f"{name} (token {self.token_hint}…)" if self.token_hint else name

@@ -74,3 +74,17 @@ def visible_to(user) -> QuerySet[AuditEvent]:
         return events
     admin_of = Membership.objects.filter(user=user, role=Membership.Role.TENANT_ADMIN)
     return events.filter(tenant__in=admin_of.values("tenant"))
+
+
+def with_operations(events) -> list[AuditEvent]:
+    """The events, each given `operation`: the Operation its request started (None when it
+    started none, or the operation is purged), read in one query, so the log shows how
+    the work ended, not only that it was asked for."""
+    from apps.ops.models import Operation
+
+    events = list(events)
+    ids = {e.started_operation_id for e in events} - {None}
+    found = Operation.objects.only("pk", "kind", "status", "error", "finished_at").in_bulk(ids)
+    for event in events:
+        event.operation = found.get(event.started_operation_id)
+    return events

@@ -34,6 +34,12 @@ SEGMENT_MODELS = {
     "cluster-assignments": "tenants.ClusterAssignment",
     "tokens": "accounts.ApiToken",
     "clones": "clones.Clone",
+    "experiments": "experiments.Experiment",
+    "experiment-scripts": "experiments.Script",
+    "drills": "drills.DrillRun",
+    "runs": "drills.DrillRun",
+    "drill-schedules": "drills.DrillSchedule",
+    "schedules": "drills.DrillSchedule",
 }
 
 

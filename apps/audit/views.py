@@ -31,4 +31,5 @@ def audit_list(request):
                       status=400)
     page = uncounted_page(filters.qs, request.GET.get("page"), PER_PAGE)
     return render(request, "audit/list.html",
-                  {"filters": filters, "events": page.rows, "page": page})
+                  {"filters": filters, "events": services.with_operations(page.rows),
+                   "page": page})

@@ -1,5 +1,6 @@
-"""The clones API: list, make (the answer carries the password, once), show, destroy; and
-each host's clone settings. Each view reads its input and calls one service; a refusal
+"""The clones API: list, make (the answer carries the password, once), show, reset,
+destroy, for operators and (scoped to their tenant) members; and each host's clone
+settings (operators). Each view reads its input and calls one service; a refusal
 is a CloneRefused or Conflict mapped to the API's error shape in apps.accounts.api_errors."""
 
 from __future__ import annotations
@@ -7,31 +8,51 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.clones import queries, services
+from apps.clones import services, tenancy
 from apps.clones.filters import CloneFilter
+from apps.clones.models import Clone
 from apps.clones.serializers import (
     CloneCreatedSerializer,
     CloneCreateSerializer,
+    CloneResetSerializer,
     CloneSerializer,
     CloneSettingsSerializer,
+    ClusterSnapshotSerializer,
+    TenantUsageSerializer,
 )
 from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
+from apps.tenants import services as tenant_services
+
+
+class UsesClones(BasePermission):
+    """Operators, and every tenant's members and admins (the queryset scopes them)."""
+
+    message = "Clones are for operators and the members of a tenant."
+
+    def has_permission(self, request, view) -> bool:
+        return tenancy.may_use_clones(request.user)
 
 
 class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Clones: a writable copy of a PostgreSQL cluster made from one of its snapshots on
-    the same host, on a port of its own. Making and destroying one are operations."""
+    the same host, on a port of its own. Making, resetting and destroying one are
+    operations. A tenant's member sees and makes its tenant's clones only (another
+    tenant's is not found), within the tenant's quotas."""
 
+    queryset = Clone.objects.none()  # typed ids in the schema; get_queryset scopes
     serializer_class = CloneSerializer
     filterset_class = CloneFilter
+    permission_classes = [UsesClones]
 
     def get_queryset(self):
-        return queries.for_table()
+        return tenancy.visible_clones(self.request.user)
 
     def filter_queryset(self, queryset):
         return super().filter_queryset(queryset) if self.action == "list" else queryset
@@ -40,15 +61,16 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     def create(self, request):
         """Start making a clone. The answer holds the clone, its operation and the clone
         role's password: the only time the password is ever shown."""
-        body = CloneCreateSerializer(data=request.data)
+        body = CloneCreateSerializer(data=request.data, user=request.user)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         clone, operation, password = services.create_clone(
-            data["host"], data["cluster"], snapshot=data.get("snapshot"), name=data["name"],
+            data.get("host") or data["cluster"].host, data["cluster"],
+            snapshot=data.get("snapshot"), name=data["name"],
             ttl=services.minutes(data["ttl_minutes"]),
             protected_for=services.minutes(data["protected_minutes"]),
             role=data["role"], by=request.user, trigger=Operation.Trigger.API)
-        shown = queries.for_table().get(pk=clone.pk)
+        shown = tenancy.visible_clones(request.user).get(pk=clone.pk)
         answer = CloneCreatedSerializer({"clone": shown, "operation": operation,
                                          "password": password}).data
         return Response(answer, status=status.HTTP_202_ACCEPTED,
@@ -60,6 +82,27 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         409 while it is protected or busy."""
         operation = services.destroy_clone(self.get_object(), by=request.user,
                                            trigger=Operation.Trigger.API)
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses={200: TenantUsageSerializer(many=True)})
+    @action(detail=False, methods=["get"])
+    def usage(self, request):
+        """What each tenant's clones take of its quotas: yours, or every tenant's for an
+        operator."""
+        tenants = tenant_services.visible_tenants(request.user)
+        return Response(TenantUsageSerializer(
+            [tenancy.usage_row(tenant) for tenant in tenants[:1000]], many=True).data)
+
+    @extend_schema(request=CloneResetSerializer, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"])
+    def reset(self, request, pk=None):
+        """Make the clone again from a snapshot (or a fresh one), keeping its name, port,
+        role and password; 409 unless it is ready or failed."""
+        body = CloneResetSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        operation = services.reset_clone(self.get_object(),
+                                         snapshot=body.validated_data.get("snapshot"),
+                                         by=request.user, trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -79,3 +122,17 @@ class HostCloneSettingsView(APIView):
         body.is_valid(raise_exception=True)
         limits = services.update_settings(host, **body.validated_data, by=request.user)
         return Response(CloneSettingsSerializer(limits).data)
+
+
+class ClusterSnapshotsView(APIView):
+    """The snapshots of one of your clusters (its data dataset's), newest first, as the
+    host's last listing found them: what a clone is made from. Another tenant's cluster
+    is not found."""
+
+    permission_classes = [UsesClones]
+
+    @extend_schema(responses={200: ClusterSnapshotSerializer(many=True)})
+    def get(self, request, pk: int):
+        assignment = get_object_or_404(tenancy.visible_assignments(request.user), pk=pk)
+        rows = tenancy.snapshots_of(tenancy.cluster_of(assignment))[:500]
+        return Response(ClusterSnapshotSerializer(rows, many=True).data)

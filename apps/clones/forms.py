@@ -107,3 +107,26 @@ class CloneSettingsForm(forms.Form):
                 "allowed_networks": [line.strip() for line in
                                      data["allowed_networks"].replace(",", "\n").splitlines()
                                      if line.strip()]}
+
+
+class ClusterCloneForm(forms.Form):
+    """A new clone of one cluster (a customer's cluster page): a snapshot or now, a name,
+    a TTL, protection and the role."""
+
+    snapshot = forms.ChoiceField(required=False, help_text=(
+        "One of the cluster's snapshots, or now: a fresh snapshot is taken first."))
+    name = NewCloneForm.base_fields["name"]
+    ttl_minutes = NewCloneForm.base_fields["ttl_minutes"]
+    protected_minutes = NewCloneForm.base_fields["protected_minutes"]
+    role = NewCloneForm.base_fields["role"]
+
+    def __init__(self, snapshots, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["snapshot"].choices = [(NOW, "now (a fresh snapshot first)"),
+                                           *((s.name, s.name) for s in snapshots)]
+
+    request = NewCloneForm.request
+
+
+class ResetForm(forms.Form):
+    snapshot = forms.CharField(required=False, max_length=255, strip=False)

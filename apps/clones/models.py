@@ -70,6 +70,18 @@ class Clone(models.Model):
                                    on_delete=models.SET_NULL, related_name="+")
     last_operation = models.ForeignKey("ops.Operation", null=True, blank=True,
                                        on_delete=models.SET_NULL, related_name="+")
+    tenant = models.ForeignKey("tenants.Tenant", null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="clones",
+                               help_text="The tenant of the origin cluster when the clone was "
+                                         "made; none for a cluster no tenant has.")
+    used = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Bytes the clone's datasets use, as the clones tick "
+                                         "last read them (zfs get used).")
+    used_at = models.DateTimeField(null=True, blank=True)
+    active_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the clones tick last saw a client connected "
+                                         "(or the clone became ready): idle deletion counts "
+                                         "from here.")
 
     class Meta:
         ordering = ["-created_at"]

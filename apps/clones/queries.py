@@ -1,16 +1,16 @@
 """The clones as lists show them: host and author joined, and each clone's size, in one
 query whatever the number of clones.
 
-A clone's size is what ZFS says its datasets use (`used` of
-`<pool>/pozol_clones/<name>`, its data and WAL clones together, as the host's
-last listing found it): it grows as the clone diverges from its snapshot. None until a listing
-has seen them.
+A clone's size (`space`) is what ZFS says its datasets use (`used` of
+`<pool>/pozol_clones/<name>`, its data and WAL clones together, as the clones
+tick last read it, else as the host's last listing found it): it grows as the
+clone diverges from its snapshot. None until either has seen them.
 """
 
 from __future__ import annotations
 
 from django.db.models import BigIntegerField, OuterRef, QuerySet, Subquery, Value
-from django.db.models.functions import Concat
+from django.db.models.functions import Coalesce, Concat
 
 from apps.clones.core.layout import CLONES_PARENT
 from apps.clones.models import Clone
@@ -22,8 +22,9 @@ def for_table() -> QuerySet:
             .filter(host=OuterRef("host"),
                     name__endswith=Concat(Value(f"/{CLONES_PARENT}/"), OuterRef("name")))
             .order_by().values("used")[:1])
-    return (Clone.objects.select_related("host", "created_by")
-            .annotate(used=Subquery(used, output_field=BigIntegerField())))
+    # The clones tick's reading when there is one (fresher than the host's listing).
+    return (Clone.objects.select_related("host", "created_by", "tenant", "last_operation")
+            .annotate(space=Coalesce("used", Subquery(used, output_field=BigIntegerField()))))
 
 
 def live_of(host: Host) -> QuerySet:

@@ -20,7 +20,7 @@ from apps.accounts.api_fields import (
     StrictIntegerField,
     StrictPrimaryKeyRelatedField,
 )
-from apps.clones import services
+from apps.clones import services, tenancy
 from apps.clones.core.layout import CLONE_MEMORY, NAME_MAX
 from apps.clones.models import Clone, CloneHostSettings
 from apps.fleet.models import Host, PgCluster
@@ -40,23 +40,48 @@ class CloneSerializer(ModelSerializer):
     last_operation = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
     protected = serializers.BooleanField(read_only=True,
                                          help_text="Destroy is refused until protected_until.")
-    used = serializers.IntegerField(read_only=True, allow_null=True, help_text=(
-        "Bytes the clone's datasets use (grows as it diverges); null until a listing of "
-        "the host has seen them."))
+    used = serializers.IntegerField(source="space", read_only=True, allow_null=True, help_text=(
+        "Bytes the clone's datasets use (grows as it diverges); null until the clones tick "
+        "or a listing of the host has read them."))
+    tenant = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+    operation = serializers.SerializerMethodField(help_text=(
+        "The clone's last operation (creating, resetting, destroying): its status, progress "
+        "and message, for following it live."))
 
     class Meta:
         model = Clone
         fields = ["id", "host", "host_name", "cluster_data_dir", "name", "snapshot", "port",
                   "role", "state", "connection_string", "expires_at", "protected_until",
                   "protected", "used", "error", "ready_at", "created_at", "created_by",
-                  "last_operation"]
+                  "tenant", "last_operation", "operation"]
         read_only_fields = fields
 
 
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_operation(self, clone: Clone) -> dict | None:
+        operation = clone.last_operation
+        if operation is None:
+            return None
+        return {"id": operation.pk, "kind": operation.kind, "status": operation.status,
+                "progress": operation.progress, "message": operation.message,
+                "error": operation.error}
+
+
 class CloneCreateSerializer(serializers.Serializer):
-    host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all())
+    host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all(), required=False, help_text=(
+        "The cluster's host (id); left out: the cluster's own."))
     cluster = StrictPrimaryKeyRelatedField(
-        queryset=PgCluster.objects.all(), help_text="A PostgreSQL cluster of that host (id).")
+        queryset=PgCluster.objects.all(), help_text=(
+            "A PostgreSQL cluster (id): for a tenant's member, one of its tenant's."))
+
+    def __init__(self, *args, user=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if user is not None:
+            # Another tenant's cluster (or its host) "does not exist", like a missing one.
+            clusters = tenancy.visible_clusters(user)
+            self.fields["cluster"].queryset = clusters
+            self.fields["host"].queryset = Host.objects.filter(
+                pk__in=clusters.values("host_id"))
     snapshot = StrictCharField(required=False, max_length=255, trim_whitespace=False, help_text=(
         "The part after '@' of a snapshot of the cluster's data (and WAL) dataset; left out: "
         "a fresh snapshot is taken first (\"now\")."))
@@ -73,6 +98,12 @@ class CloneCreateSerializer(serializers.Serializer):
                            trim_whitespace=False, validators=[ROLE_SHAPE], help_text=(
         "The role the password is for: lower-case letters, digits, _ and $; not the "
         "cluster's superuser."))
+
+
+class CloneResetSerializer(serializers.Serializer):
+    snapshot = StrictCharField(required=False, max_length=255, trim_whitespace=False, help_text=(
+        "The part after '@' of a snapshot of the origin cluster; left out: a fresh "
+        "snapshot is taken first (\"now\")."))
 
 
 class CloneCreatedSerializer(serializers.Serializer):
@@ -118,3 +149,23 @@ class CloneSettingsSerializer(ModelSerializer):
         "What pg_hba lets the role in from: allowed_networks, or 127.0.0.0/8 when empty.")))
     def get_effective_allowed_networks(self, limits: CloneHostSettings) -> list[str]:
         return list(limits.allowed_networks or CloneHostSettings.DEFAULT_ALLOWED)
+
+
+class ClusterSnapshotSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The part after '@': what a clone is asked for with.")
+    dataset = serializers.CharField()
+    created_at = serializers.DateTimeField(allow_null=True)
+    used = serializers.IntegerField(allow_null=True)
+    label = serializers.CharField()
+
+
+class TenantUsageSerializer(serializers.Serializer):
+    tenant = serializers.IntegerField()
+    name = serializers.CharField()
+    clones = serializers.IntegerField(help_text="Its clones not destroyed.")
+    space = serializers.IntegerField(help_text="Bytes they use together (ZFS used, as the "
+                                               "clones tick last read it).")
+    max_clones = serializers.IntegerField(allow_null=True)
+    max_clone_space = serializers.IntegerField(allow_null=True)
+    max_clone_ttl_minutes = serializers.IntegerField(allow_null=True)
+    clone_idle_minutes = serializers.IntegerField(allow_null=True)

@@ -19,7 +19,7 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.clones import steps
+from apps.clones import steps, tenancy
 from apps.clones.core.layout import CLONE_MEMORY, CloneError, Layout, Origin, clone_name
 from apps.clones.models import Clone, CloneHostSettings
 from apps.fleet import credentials
@@ -31,8 +31,11 @@ from apps.remote.commands import InvalidValue, pg_identifier
 from apps.snapshots import services as snapshot_services
 from apps.snapshots.core import naming
 from apps.snapshots.models import Snapshot
+from apps.tenants.models import Tenant
 
 MAX_TTL = timedelta(days=30)
+# Restore drills clone under the same parent dataset (apps.drills): their names.
+RESERVED_PREFIX = "pozol-"
 PASSWORD_LENGTH = 24
 
 
@@ -66,6 +69,10 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
     snapshot, state = _source_snapshot(host, cluster, origin, snapshot, name)
     password = _password()
     with transaction.atomic():
+        tenant = tenancy.tenant_of_cluster(host, cluster.data_dir)
+        if tenant is not None:
+            tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+            ttl = tenancy.check_quota(tenant, ttl, protected_for)
         _check_memory(host)
         port = _free_port(host)
         layout = _layout(host, origin, name, snapshot, port, role)
@@ -76,7 +83,8 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
                       layout=_layout_values(layout),
                       expires_at=now + ttl if ttl else None,
                       protected_until=now + protected_for if protected_for else None,
-                      created_by=by if by and by.is_authenticated else None)
+                      created_by=by if by and by.is_authenticated else None,
+                      tenant=tenant)
         try:
             with transaction.atomic():
                 clone.save()
@@ -167,9 +175,13 @@ def _name(host: Host, name: str) -> str:
     if not name:
         name = f"clone-{secrets.token_hex(3)}"
     try:
-        return clone_name(name)
+        name = clone_name(name)
     except CloneError as exc:
         raise _refuse("name", str(exc)) from None
+    if name.startswith(RESERVED_PREFIX):
+        raise _refuse("name", f"names starting with {RESERVED_PREFIX!r} are PoZoL's own "
+                              "(restore drills)")
+    return name
 
 
 def _span(field: str, value: timedelta | None) -> timedelta | None:
@@ -197,7 +209,8 @@ def _origin(host: Host, cluster: PgCluster) -> Origin:
                       wal_mountpoint=wal.mountpoint if separate else None,
                       wal_dir=cluster.wal_dir if separate else None,
                       owner=cluster.owner or "postgres",
-                      bin_dir=cluster.bin_dir or "/usr/lib/postgresql/15/bin")
+                      bin_dir=cluster.bin_dir or "/usr/lib/postgresql/15/bin",
+                      server_version_num=cluster.server_version_num)
     except (CloneError, InvalidValue) as exc:
         raise _refuse("cluster", str(exc)) from None
 

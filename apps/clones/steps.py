@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
 
 from apps.clones.core import commands
 from apps.clones.models import Clone
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
-from apps.ops.models import LogLine
+from apps.ops.models import LogLine, Operation
+from apps.remote.errors import RemoteError
 from apps.snapshots.models import Snapshot
 
 TAIL = 800
@@ -26,9 +28,11 @@ TAIL = 800
 
 def _then(following: str):
     """The snapshot step of a kind: take the cluster's snapshot with snapshot now's own
-    step when asked for "now", then go on to `following`."""
+    step when asked for "now", then run `following` in the same delivery (a second
+    trip through the queue to the same worker would only add its latency; a step
+    the sweeper re-delivers finds the snapshot taken and goes on)."""
 
-    def snapshot(ctx: StepContext) -> Next | Fail:
+    def snapshot(ctx: StepContext) -> Next | Done | Fail:
         from apps.snapshots import steps as snapshot_steps
 
         if not ctx.state.get("take_snapshot"):
@@ -37,9 +41,16 @@ def _then(following: str):
         if isinstance(outcome, Fail):
             _failed(ctx, outcome.error)
             return outcome
-        return Next(following, message=outcome.message, progress=40)
+        ctx.log(outcome.message)
+        ctx.progress(40, outcome.message)
+        return {"clone": clone, "reset": reset}[following](ctx)
 
     return snapshot
+
+
+def identity() -> dict[str, str]:
+    """The user properties that say a clone dataset is this control plane's."""
+    return {"pozol:owner": settings.POZOL["INSTANCE"]}
 
 
 def clone(ctx: StepContext) -> Done | Fail:
@@ -47,8 +58,21 @@ def clone(ctx: StepContext) -> Done | Fail:
 
     row = Clone.objects.get(pk=ctx.state["clone"])
     layout = layout_of(row)
-    run = ctx.runner()
-    result = run(commands.create(layout, password_of(row)), timeout=300, check=False)
+    try:
+        run = ctx.runner()
+        # A step the sweeper re-delivers (its worker died) starts from nothing: whatever
+        # the first attempt made is removed first, so `zfs clone` never meets it.
+        if ctx.state.get("began"):
+            run(commands.destroy(layout), timeout=120, check=False)
+        ctx.state["began"] = True
+        Operation.objects.filter(pk=ctx.operation.pk).update(state=ctx.state)
+        result = run(commands.create(layout, password_of(row), identity()), timeout=300,
+                     check=False)
+    except RemoteError as exc:
+        # The host went away: the clone is failed, not "creating" forever; what the
+        # script may have made is the reconciler's (apps.drills.reconcile).
+        _failed(ctx, str(exc))
+        raise
     if not result.ok:
         why = (result.stderr or result.stdout).strip()[-TAIL:]
         run(commands.destroy(layout), timeout=120, check=False)

@@ -6,5 +6,9 @@ app_name = "clones"
 urlpatterns = [
     path("hosts/<int:host_pk>/new/", views.new, name="new"),
     path("hosts/<int:host_pk>/settings/", views.host_settings, name="settings"),
+    path("", views.mine, name="mine"),
+    path("clusters/<int:pk>/", views.cluster, name="cluster"),
+    path("<int:pk>/", views.clone, name="clone"),
+    path("<int:pk>/reset/", views.reset, name="reset"),
     path("<int:pk>/destroy/", views.destroy, name="destroy"),
 ]

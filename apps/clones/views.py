@@ -1,5 +1,8 @@
-"""The clone pages: make a clone (then its password, once), destroy one, and a host's
-clone settings. The list is the host page's Clones tab (apps.clones.host_page).
+"""The clone pages: make a clone (then its password, once), reset and destroy one, and a
+host's clone settings. Operators list a host's clones on its Clones tab
+(apps.clones.host_page); a tenant's members have their own pages here (their
+clusters, each one's snapshots, their clones), scoped by apps.clones.tenancy:
+another tenant's clone or cluster is not found.
 
 Thin: each view reads its form and calls one service. A refusal on a form goes
 beside its fields; a refused button (destroying a protected clone) goes back to
@@ -10,17 +13,20 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
-from apps.clones import services
-from apps.clones.forms import CloneSettingsForm, NewCloneForm
+from apps.accounts.roles import is_operator, members_allowed
+from apps.clones import services, tenancy
+from apps.clones.forms import CloneSettingsForm, ClusterCloneForm, NewCloneForm, ResetForm
 from apps.clones.models import Clone
 from apps.fleet.models import Host
 from apps.ops.errors import DomainError
 from apps.ops.models import Operation
 from apps.ops.ui_errors import on_form
+from apps.tenants import services as services_tenants
 
 
 def _host(pk: int) -> Host:
@@ -43,6 +49,7 @@ def new(request, host_pk: int):
         except DomainError as exc:
             on_form(form, exc)
         else:
+            request.audit_created, request.audit_operation = clone, operation.pk
             return render(request, "clones/created.html",
                           {"host": host, "clone": clone, "operation": operation,
                            "password": password,
@@ -50,14 +57,96 @@ def new(request, host_pk: int):
     return render(request, "clones/new.html", {"host": host, "form": form})
 
 
+@members_allowed
 @login_required
 @require_POST
 def destroy(request, pk: int):
-    clone = get_object_or_404(Clone.objects.select_related("host"), pk=pk)
+    clone = get_object_or_404(tenancy.visible_clones(request.user), pk=pk)
     operation = services.destroy_clone(clone, by=request.user, trigger=Operation.Trigger.UI)
+    request.audit_operation = operation.pk
     messages.success(request, f"Clone {clone.name} is being destroyed: its PostgreSQL stops "
                               "and its datasets go.")
-    return redirect("ops:operation", operation.pk)
+    if is_operator(request.user):
+        return redirect("ops:operation", operation.pk)
+    return redirect("clones:clone", clone.pk)
+
+
+@members_allowed
+@login_required
+@require_POST
+def reset(request, pk: int):
+    clone = get_object_or_404(tenancy.visible_clones(request.user), pk=pk)
+    form = ResetForm(request.POST)
+    snapshot = (form.cleaned_data["snapshot"] or None) if form.is_valid() else None
+    operation = services.reset_clone(clone, snapshot=snapshot, by=request.user,
+                                     trigger=Operation.Trigger.UI)
+    request.audit_operation = operation.pk
+    messages.success(request, f"Clone {clone.name} is being reset: same name, port and "
+                              "password, fresh data.")
+    return redirect("clones:clone", clone.pk)
+
+
+# ---- the customer's pages (operators see every tenant's) -------------------------------
+
+@members_allowed
+@login_required
+@require_safe
+def mine(request):
+    """Your tenant's clusters and clones, and what they take of its quotas."""
+    if not tenancy.may_use_clones(request.user):
+        raise PermissionDenied("Clones are for operators and the members of a tenant.")
+    membership = services_tenants.membership_of(request.user)
+    tenant = membership.tenant if membership else None
+    clones = tenancy.visible_clones(request.user).exclude(state=Clone.State.DESTROYED)
+    return render(request, "clones/mine.html", {
+        "tenant": tenant, "usage": tenancy.usage(tenant) if tenant else None,
+        "clusters": tenancy.visible_assignments(request.user),
+        "clones": clones.order_by("-created_at")[:500]})
+
+
+@members_allowed
+@login_required
+@never_cache
+def cluster(request, pk: int):
+    """One of your clusters: its snapshots and the form that makes a clone (POST: the
+    clone's password, shown in this answer once)."""
+    assignment = get_object_or_404(tenancy.visible_assignments(request.user), pk=pk)
+    origin = tenancy.cluster_of(assignment)
+    snapshots = list(tenancy.snapshots_of(origin)[:200])
+    form = ClusterCloneForm(snapshots, request.POST or None)
+    if request.method == "POST" and origin is None:
+        form.add_error(None, "Discovery no longer finds this cluster on its host.")
+    elif request.method == "POST" and form.is_valid():
+        try:
+            made, operation, password = services.create_clone(
+                origin.host, origin, **form.request(), by=request.user,
+                trigger=Operation.Trigger.UI)
+        except DomainError as exc:
+            on_form(form, exc)
+        else:
+            request.audit_created, request.audit_operation = made, operation.pk
+            return render(request, "clones/created.html", {
+                "clone": made, "operation": operation, "password": password,
+                "connection": services.layout_of(made).connection_string()})
+    clones = tenancy.visible_clones(request.user).filter(
+        host_id=assignment.host_id, cluster_data_dir=assignment.cluster_data_dir).exclude(
+        state=Clone.State.DESTROYED)
+    return render(request, "clones/cluster.html", {
+        "assignment": assignment, "cluster": origin, "snapshots": snapshots, "form": form,
+        "clones": clones})
+
+
+@members_allowed
+@login_required
+@require_safe
+def clone(request, pk: int):
+    """One clone: its state and its last operation's progress, live (htmx asks this page
+    again every second while the operation runs and swaps in the part that changes)."""
+    shown = get_object_or_404(tenancy.visible_clones(request.user), pk=pk)
+    context = {"clone": shown, "operation": shown.last_operation}
+    if request.headers.get("HX-Request"):
+        return render(request, "clones/_live.html", context)
+    return render(request, "clones/clone.html", context)
 
 
 @login_required

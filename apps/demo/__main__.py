@@ -81,6 +81,9 @@ def environment() -> dict[str, str]:
     env.setdefault("POZOL_CREDENTIAL_KEY",
                    kept_secret("credential_key", lambda: Fernet.generate_key().decode()))
     env["POZOL_DATABASE_URL"] = choose_database()
+    # /metrics for a local Prometheus (README: Prometheus and Grafana).
+    env.setdefault("POZOL_METRICS_TOKEN",
+                   kept_secret("metrics_token", lambda: secrets.token_urlsafe(32)))
     env.setdefault("POZOL_STATIC_ROOT", str(ROOT / ".staticfiles"))
     env.setdefault("POZOL_DISCOVERY_INTERVAL", "300")
     env["DJANGO_SETTINGS_MODULE"] = "pozol.settings"

@@ -235,6 +235,7 @@ class Alert(models.Model):
         SNAPSHOTS_STALE = "snapshots_stale"
         POOL_CAPACITY = "pool_capacity"
         REPLICATION_LAG = "replication_lag"
+        RESTORE_DRILL_FAILED = "restore_drill_failed"
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="alerts")
     kind = models.CharField(max_length=32, choices=Kind)

@@ -80,8 +80,9 @@ def gather(ctx: StepContext) -> Next:
 
 
 def record(ctx: StepContext) -> Done:
-    facts = ctx.state.pop("facts")
-    summary = record_facts(ctx.host, facts)
+    # Dropped from the state only once recorded: a retry must see what failed to record.
+    summary = record_facts(ctx.host, ctx.state["facts"])
+    ctx.state.pop("facts")
     ctx.log("recorded " + ", ".join(f"{n} {k}" for k, n in summary.items()))
     for receiver, outcome in discovered.send_robust(sender=Host, host=ctx.host,
                                                     runner=ctx.runner(), log=ctx.log):
@@ -126,8 +127,22 @@ def _check_pool_capacity(host: Host) -> None:
     Alert.raise_or_resolve(host, Alert.Kind.POOL_CAPACITY, message)
 
 
+# Host output is free text. A shown value longer than its column is cut rather than
+# fail the whole discovery; a path or a user name cut would name something else, so
+# it is left unknown instead.
+_NEVER_CUT = frozenset({"data_dir", "wal_dir", "socket_dir", "bin_dir", "owner", "mountpoint"})
+
+
+def _create(row_class, /, **values):
+    for field in row_class._meta.concrete_fields:
+        value = values.get(field.name)
+        if isinstance(value, str) and field.max_length and len(value) > field.max_length:
+            values[field.name] = "" if field.name in _NEVER_CUT else value[:field.max_length]
+    return row_class.objects.create(**values)
+
+
 def _pool(host: Host, fact: dict) -> Pool:
-    return Pool.objects.create(
+    return _create(Pool,
         host=host, name=fact["name"], health=fact.get("health") or "",
         size=fact.get("size"), allocated=fact.get("allocated"), free=fact.get("free"),
         fragmentation=fact.get("fragmentation"), capacity=fact.get("capacity"),
@@ -152,7 +167,7 @@ def _number(text: str) -> float | None:
 def _dataset(host: Host, pools: dict, fact: dict) -> Dataset:
     props = fact.get("properties") or {}
     recordsize = _number(_value(props, "recordsize"))
-    return Dataset.objects.create(
+    return _create(Dataset,
         host=host, pool=pools.get(fact["name"].split("/")[0]), name=fact["name"],
         type=fact.get("type") or "filesystem", mountpoint=fact.get("mountpoint") or "",
         used=fact.get("used"), available=fact.get("avail"), referenced=fact.get("refer"),
@@ -166,7 +181,7 @@ def _dataset(host: Host, pools: dict, fact: dict) -> Dataset:
 
 
 def _cluster(host: Host, datasets: dict, fact: dict) -> PgCluster:
-    return PgCluster.objects.create(
+    return _create(PgCluster,
         host=host, data_dir=fact["data_dir"], port=fact.get("port"),
         version=fact.get("version") or "", server_version_num=fact.get("server_version_num"),
         wal_dir=fact.get("wal_dir") or "", socket_dir=fact.get("socket_dir") or "",
@@ -179,7 +194,7 @@ def _cluster(host: Host, datasets: dict, fact: dict) -> PgCluster:
 
 
 def _disk(host: Host, fact: dict) -> Disk:
-    return Disk.objects.create(
+    return _create(Disk,
         host=host, name=fact["name"], type=fact.get("type") or "", size=fact.get("size"),
         rotational=fact.get("rotational"), model=fact.get("model") or "",
         transport=fact.get("transport") or "", write_cache=fact.get("write_cache") or "",

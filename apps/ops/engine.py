@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
+from apps.ops import timing
 from apps.ops.models import LogLine, Operation
 from apps.remote.errors import HostKeyMismatch, RemoteError
 
@@ -166,10 +168,12 @@ def run_step(operation_id: int, owner: str | None = None) -> str:
     operation = claim
     kind = KINDS[operation.kind]
     context = StepContext(operation)
+    started = time.monotonic()
     try:
         outcome = _run_observed(kind.steps[operation.step], context)
     except Exception as exc:  # a step may raise; the engine decides what that means
         outcome = _outcome_of_exception(operation, context, exc)
+    timing.record(operation.kind, operation.step, time.monotonic() - started)  # for /metrics
     return _record(operation, owner, outcome)
 
 

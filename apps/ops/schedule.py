@@ -18,6 +18,8 @@ PERIODIC = {
     "pozol: run due replication links, check their lag": ("replication.tick",
                                                            "REPLICATION_TICK_INTERVAL"),
     "pozol: destroy clones whose time is up": ("clones.expire", "CLONE_EXPIRE_INTERVAL"),
+    "pozol: run due restore drills": ("drills.tick", "DRILL_TICK_INTERVAL"),
+    "pozol: find and remove orphan clones": ("drills.reconcile", "RECONCILE_INTERVAL"),
     "pozol: sample every host's telemetry": ("telemetry.collect", "TELEMETRY_INTERVAL"),
     "pozol: roll telemetry up, prune it": ("telemetry.maintain", "TELEMETRY_ROLLUP_INTERVAL"),
 }

@@ -18,8 +18,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from apps.ops.identity import NameIsIdentity
 
-class ReplicationLink(models.Model):
+
+class ReplicationLink(NameIsIdentity, models.Model):
+    identity_noun = "link"
+    identity_where = "the hosts"
+
     class State(models.TextChoices):
         NEW = "new", "never run"
         IN_SYNC = "in_sync", "in sync"
@@ -112,14 +117,6 @@ class ReplicationLink(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    def save(self, *args, **kwargs) -> None:
-        if self.pk is not None:
-            saved = type(self).objects.filter(pk=self.pk).values_list("name", flat=True).first()
-            if saved is not None and saved != self.name:
-                raise ValueError(f"link {saved!r} cannot be renamed: its name is its "
-                                 "identity on the hosts")
-        super().save(*args, **kwargs)
 
     @property
     def source_label(self) -> str:

@@ -18,6 +18,7 @@ from apps.snapshots.serializers import (
     PolicyPreviewSerializer,
     SnapshotCreateSerializer,
     SnapshotPolicySerializer,
+    SnapshotRollbackSerializer,
     SnapshotSerializer,
 )
 
@@ -85,6 +86,19 @@ class SnapshotViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def release(self, request, pk=None):
         return _accepted(services.release(self.get_object(), by=request.user,
                                           trigger=Operation.Trigger.API))
+
+
+    @extend_schema(request=SnapshotRollbackSerializer, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"])
+    def rollback(self, request, pk=None):
+        """Roll this snapshot's PostgreSQL cluster back to it: stopped, data and WAL rolled
+        back together, started. 409 when newer snapshots are in the way (say destroy_newer)
+        or one of them may not be destroyed."""
+        body = SnapshotRollbackSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return _accepted(services.rollback(
+            self.get_object(), destroy_newer=body.validated_data["destroy_newer"],
+            by=request.user, trigger=Operation.Trigger.API))
 
 
 class SnapshotPolicyViewSet(viewsets.ModelViewSet):

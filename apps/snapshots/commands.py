@@ -129,3 +129,9 @@ def in_backup_mode(target: ClusterTarget, server_version_num: int | None, backup
 
 def dataset(value: object) -> str:
     return dataset_name(value)
+
+
+def rollback(snapshot: str, *, destroy_newer: bool = False) -> Command:
+    """`zfs rollback [-r]`: -r destroys the newer snapshots (the service named them and
+    the operator said yes); never -R, which would destroy their clones too."""
+    return cmd("zfs", "rollback", *(["-r"] if destroy_newer else []), snapshot_name(snapshot))

@@ -42,3 +42,32 @@ def destroy_refusal(*, full_name: str, userrefs: int, clones: list[str] | tuple[
         what = "was made by hand" if origin == "hand" else "was received"
         return Refusal(NOT_OURS, f"{full_name} {what}, not by PoZoL: pass force to destroy it")
     return None
+
+
+NOT_A_PAIR, NEWER = "not_a_pair", "newer_snapshots"
+
+
+def rollback_refusal(chosen, rows: dict, *, destroy_newer: bool,
+                     protected: dict[str, str]) -> Refusal | None:
+    """Why a cluster may not be rolled back as `chosen` (a core.rollback.RollbackPlan)
+    plans it, or None. `rows` maps full names to snapshots (model rows or listed rows).
+
+    The newer snapshots `zfs rollback -r` would destroy pass the destroy guards, as if
+    forced: saying destroy_newer is the operator's yes for hand-made ones, never for a
+    held, cloned or protected one.
+    """
+    if chosen.missing:
+        return Refusal(NOT_A_PAIR, f"no snapshot of that name on {', '.join(chosen.missing)}: "
+                                   "the data and the WAL would not be of one moment")
+    if chosen.newer and not destroy_newer:
+        shown = ", ".join(chosen.newer[:5]) + (" ..." if len(chosen.newer) > 5 else "")
+        return Refusal(NEWER, f"rolling back destroys {len(chosen.newer)} newer snapshot"
+                              f"{'s' if len(chosen.newer) > 1 else ''} ({shown}): say "
+                              "destroy_newer to allow it")
+    for full_name in chosen.newer:
+        row = rows[full_name]
+        refusal = destroy_refusal(full_name=full_name, userrefs=row.userrefs, clones=row.clones,
+                                  origin=row.origin, force=True, protected=protected)
+        if refusal:
+            return Refusal(refusal.code, f"cannot destroy a newer snapshot: {refusal.message}")
+    return None

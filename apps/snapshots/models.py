@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from apps.ops.identity import NameIsIdentity
+
 
 class Snapshot(models.Model):
     class Origin(models.TextChoices):
@@ -60,7 +62,7 @@ class Snapshot(models.Model):
         return self.userrefs > 0
 
 
-class SnapshotPolicy(models.Model):
+class SnapshotPolicy(NameIsIdentity, models.Model):
     """A named template of snapshots (apps.snapshots.core.policy.Policy, stored).
 
     `name` is the policy's identity on ZFS (`pozol:policy` on every snapshot it
@@ -68,6 +70,9 @@ class SnapshotPolicy(models.Model):
     policy and never be pruned. Everything else may change; a change of counts
     is previewed before it is saved (apps.snapshots.policies.preview).
     """
+
+    identity_noun = "policy"
+    identity_where = "ZFS"
 
     name = models.SlugField(max_length=64, unique=True,
                             help_text="Its identity on ZFS (pozol:policy); cannot be changed.")
@@ -94,14 +99,6 @@ class SnapshotPolicy(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    def save(self, *args, **kwargs) -> None:
-        if self.pk is not None:
-            saved = type(self).objects.filter(pk=self.pk).values_list("name", flat=True).first()
-            if saved is not None and saved != self.name:
-                raise ValueError(f"policy {saved!r} cannot be renamed: its name is its "
-                                 "identity on ZFS")
-        super().save(*args, **kwargs)
 
     def core_values(self) -> dict:
         """The fields of apps.snapshots.core.policy.Policy (which validates them)."""

@@ -43,6 +43,15 @@ class SnapshotCreateSerializer(serializers.Serializer):
                                     help_text="Run CHECKPOINT on the cluster first.")
 
 
+class SnapshotRollbackSerializer(serializers.Serializer):
+    """Roll the snapshot's cluster back to it (data and WAL together)."""
+
+    destroy_newer = StrictBooleanField(
+        required=False, default=False,
+        help_text="Allow `zfs rollback -r` to destroy the snapshots newer than this one "
+                  "(held, cloned and replication-protected ones are refused whatever this says).")
+
+
 class SnapshotPolicySerializer(ModelSerializer):
     """A snapshot policy; `name` is its identity on ZFS and cannot change once created."""
 

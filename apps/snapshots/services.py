@@ -1,4 +1,5 @@
-"""What the UI and the API ask of snapshots: take one now, destroy, hold, release, refresh.
+"""What the UI and the API ask of snapshots: take one now, destroy, hold, release, refresh,
+and roll a cluster back to one.
 
 None opens SSH: each checks its input and the inventory, then starts an
 Operation (apps.snapshots.steps). Names and labels are checked against the
@@ -20,6 +21,7 @@ from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue, dataset_name
 from apps.snapshots import commands, guards, plan, protection, steps
 from apps.snapshots.core import naming
+from apps.snapshots.core.rollback import Listed, plan_rollback
 from apps.snapshots.models import Snapshot
 
 OWNER = "pozol"
@@ -141,6 +143,58 @@ def start_refresh(host: Host, *, by=None, trigger: str = Operation.Trigger.SYSTE
                         subject=f"{host.name}: list snapshots")
 
 
+def rollback(snapshot: Snapshot, *, destroy_newer: bool = False, by=None,
+             trigger: str = Operation.Trigger.API) -> Operation:
+    """Start returning a cluster to one of its snapshots: PostgreSQL stopped, data and WAL
+    rolled back to the snapshots of that name, PostgreSQL started (it recovers as after a
+    crash). The rollback point taken before `pg_upgrade --link`, for one.
+
+    Refused (409) when the snapshot is not of a cluster's pair, or newer snapshots are in
+    the way and destroy_newer is not said, or one of those may not be destroyed.
+    """
+    host = snapshot.host
+    cluster = _cluster_of(snapshot)
+    datasets = cluster_datasets(cluster)
+    rows = {row.full_name: row for row in
+            Snapshot.objects.filter(host=host, dataset__in=datasets)}
+    chosen = plan_rollback(datasets, snapshot.name, [
+        Listed(row.dataset, row.name, int(row.created_at.timestamp()) if row.created_at else None)
+        for row in rows.values()])
+    refusal = guards.rollback_refusal(chosen, rows, destroy_newer=destroy_newer,
+                                      protected=protection.protected(host, datasets))
+    if refusal:
+        raise Conflict(refusal.message, code=refusal.code)
+    try:
+        target = cluster.target()
+    except InvalidValue as exc:
+        raise _refuse("snapshot", f"its cluster cannot be reached with pg_ctl: {exc}") from None
+    return engine.start(
+        steps.ROLLBACK.name, host=host, trigger=trigger, user=by,
+        subject=f"{host.name}: roll {cluster.data_dir} back to @{snapshot.name}"[:200],
+        state={"cluster": cluster.pk, "datasets": datasets, "snapshot": snapshot.name,
+               "destroy_newer": bool(destroy_newer),
+               "target": {"owner": target.owner, "bin_dir": target.bin_dir,
+                          "socket_dir": target.socket_dir, "port": target.port,
+                          "data_dir": target.data_dir}})
+
+
+def _cluster_of(snapshot: Snapshot) -> PgCluster:
+    for cluster in PgCluster.objects.filter(host=snapshot.host).select_related(
+            "data_dataset", "wal_dataset"):
+        if snapshot.dataset in cluster_datasets(cluster):
+            return cluster
+    raise _refuse("snapshot", f"{snapshot.dataset} holds no PostgreSQL cluster's data or WAL: "
+                              "a rollback returns a whole cluster to one moment")
+
+
+def cluster_datasets(cluster: PgCluster) -> list[str]:
+    """The datasets a snapshot of `cluster` covers: its data, and its WAL when apart."""
+    names = [cluster.data_dataset.name] if cluster.data_dataset else []
+    if cluster.wal_dataset and cluster.wal_dataset.name not in names:
+        names.append(cluster.wal_dataset.name)
+    return names
+
+
 def guard_of(snapshot: Snapshot, force: bool = False) -> guards.Refusal | None:
     """Why the UI should not offer to destroy it (the same guard the service applies)."""
     return guards.destroy_refusal(full_name=snapshot.full_name, userrefs=snapshot.userrefs,
@@ -155,4 +209,5 @@ def has_zfs(host: Host) -> bool:
     return bool((host.facts or {}).get("zfs"))
 
 
-__all__ = ["SnapshotError", "snapshot_now", "destroy", "hold", "release", "start_refresh"]
+__all__ = ["SnapshotError", "snapshot_now", "destroy", "hold", "release", "start_refresh",
+           "rollback"]

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
+from apps.ops import remote_jobs
+from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, script
 from apps.remote.facts.snapshots import already_exists, is_busy
 from apps.snapshots import commands, guards, inventory, plan, protection
+from apps.snapshots.core.rollback import Listed, plan_rollback
 
 TAIL = 600
+PG_CTL_SECONDS = 180  # pg_ctl's own -t is 120
 
 
 def take(ctx: StepContext) -> Done | Fail:
@@ -172,6 +175,99 @@ def refresh(ctx: StepContext) -> Done:
     return Done(summary, message=f"{summary['snapshots']} snapshots listed")
 
 
+def rollback_stop(ctx: StepContext) -> Next | Fail:
+    """The plan checked again against the host's own listing (a hold or a clone may have
+    appeared since the request), then PostgreSQL stopped."""
+    run = ctx.runner()
+    rows = inventory.list_host(run)
+    inventory.record(ctx.host, rows)
+    datasets = ctx.state["datasets"]
+    mine = {row.full_name: row for row in rows if row.dataset in datasets}
+    chosen = plan_rollback(datasets, ctx.state["snapshot"],
+                           [Listed(row.dataset, row.name, row.creation) for row in mine.values()])
+    refusal = guards.rollback_refusal(chosen, mine,
+                                      destroy_newer=bool(ctx.state.get("destroy_newer")),
+                                      protected=protection.protected(ctx.host, datasets))
+    if refusal:
+        return Fail(f"{refusal.message}; nothing was changed", code=refusal.code)
+    ctx.state["snapshots"] = list(chosen.snapshots)
+    ctx.state["destroys"] = list(chosen.newer)
+    ctx.state["parents"] = _parents_taken_with(rows, datasets, chosen.newer)
+    result = run(_target(ctx).pg_ctl("stop"), timeout=PG_CTL_SECONDS, check=False)
+    if not result.ok and "Is server running?" not in result.stderr:
+        return Fail(f"pg_ctl stop failed; nothing was rolled back: {_tail(result)}",
+                    code="stop_failed")
+    return Next("rollback", "PostgreSQL stopped", progress=30)
+
+
+def rollback_datasets(ctx: StepContext) -> Next | Fail:
+    run = ctx.runner()
+    done = ctx.state.setdefault("rolled_back", [])
+    for full_name in ctx.state["snapshots"]:
+        if full_name in done:
+            continue  # a step run again after a lost worker
+        result = run(commands.rollback(full_name,
+                                       destroy_newer=bool(ctx.state.get("destroy_newer"))),
+                     timeout=600, check=False)
+        if not result.ok:
+            return _rollback_failed(ctx, full_name, result)
+        done.append(full_name)
+        ctx.log(f"rolled back to {full_name}")
+    if ctx.state["destroys"]:
+        ctx.log("destroyed the newer snapshots: " + ", ".join(ctx.state["destroys"]))
+    for full_name in ctx.state["parents"]:
+        result = run(commands.destroy(full_name), check=False)
+        ctx.log(f"destroyed {full_name}, taken with them" if result.ok else
+                f"kept {full_name} (taken with them): {_tail(result)}")
+    return Next("start", "datasets rolled back", progress=60)
+
+
+def _parents_taken_with(rows, datasets: list[str], newer: tuple[str, ...]) -> list[str]:
+    """The snapshots of the datasets' parents that one `zfs snapshot -r` took with the
+    newer snapshots (zfs-fuse snapshots a cluster through its common parent): they go
+    with them, unless held or cloned."""
+    names = {full_name.partition("@")[2] for full_name in newer}
+    parents = {row.dataset for row in rows
+               if any(dataset.startswith(row.dataset + "/") for dataset in datasets)}
+    return sorted(row.full_name for row in rows
+                  if row.dataset in parents and row.name in names and row.origin == "pozol"
+                  and not row.userrefs and not row.clones)
+
+
+def _rollback_failed(ctx: StepContext, full_name: str, result) -> Next | Fail:
+    ctx.state["failed"] = f"zfs rollback {full_name} failed: {_tail(result)}"
+    if not ctx.state["rolled_back"]:
+        ctx.log(ctx.state["failed"] + "; nothing was rolled back, starting PostgreSQL again")
+        return Next("start", "rollback failed")
+    # Data of one moment and WAL of another must never meet in a running server.
+    return Fail(ctx.state["failed"] + f"; {', '.join(ctx.state['rolled_back'])} were rolled "
+            "back already, so PostgreSQL is left stopped: roll back again (or to another "
+            "snapshot of the pair) before starting it", code="rollback_failed")
+
+
+def rollback_start(ctx: StepContext) -> Done | Wait | Fail:
+    """PostgreSQL started detached (it recovers as after a crash) and asked to answer."""
+    target = _target(ctx)
+    status = remote_jobs.advance(ctx, "start", target.pg_ctl("start"))
+    if status.state == "running":
+        return Wait(0.5, message="starting PostgreSQL")
+    run = ctx.runner()
+    if not run(target.psql("SELECT 1"), check=False).ok:
+        if status.state == "succeeded":
+            # pg_ctl -w returns before crash recovery lets clients in on PostgreSQL 15.
+            return Wait(0.5, message="PostgreSQL is recovering")
+        said = "".join(remote_jobs.output(ctx, "start", stream=stream)[0]
+                       for stream in ("stdout", "stderr")).strip()[-TAIL:]
+        return Fail(f"PostgreSQL did not start after the rollback: pg_ctl start ended "
+                    f"{status.state} (exit {status.exit_code}): {said}", code="start_failed")
+    inventory.refresh(ctx.host, run)
+    if ctx.state.get("failed"):
+        return Fail(ctx.state["failed"] + "; PostgreSQL runs on what was there",
+                    code="rollback_failed")
+    return Done({"snapshots": ctx.state["snapshots"], "destroyed": ctx.state["destroys"]},
+                message=f"rolled back to @{ctx.state['snapshot']}")
+
+
 def _target(ctx: StepContext) -> ClusterTarget:
     return ClusterTarget.of(**ctx.state["target"])
 
@@ -186,6 +282,9 @@ DESTROY = register(Kind(name="snapshots.destroy", steps={"destroy": destroy},
                         first_step="destroy", mutating=False, deadline=timedelta(minutes=30)))
 HOLD = register(Kind(name="snapshots.hold", steps={"hold": hold}, first_step="hold",
                      mutating=False, deadline=timedelta(minutes=10)))
+ROLLBACK = register(Kind(name="snapshots.rollback", steps={
+    "stop": rollback_stop, "rollback": rollback_datasets, "start": rollback_start},
+    first_step="stop", mutating=True, deadline=timedelta(minutes=30)))
 REFRESH = register(Kind(name="snapshots.refresh", steps={"refresh": refresh},
                         first_step="refresh", mutating=False, deadline=timedelta(minutes=30)))
 POLICY = register(Kind(name="snapshots.policy", steps={"take": take_for_policy, "prune": prune},

@@ -14,6 +14,7 @@ recorded on the host's HostTelemetry (last error, when) and never raised.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Func, JSONField
 from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import JSONObject
 from django.utils import timezone
@@ -211,6 +212,10 @@ def prune(now: datetime) -> int:
 # -- reading ------------------------------------------------------------------------------
 
 RESOLUTION_SLACK = timedelta(minutes=1)
+# A 7-day graph of 5-minute points is 2,016 rollups per series to read and turn into
+# rates (over 300 ms at 200 hosts); past this many points the hourly rollups draw the
+# same shape for a twelfth of the work.
+MAX_FIVE_MINUTE_POINTS = 1000
 RAW, FIVE, HOURLY = "raw", Rollup.Resolution.FIVE_MINUTE.value, Rollup.Resolution.HOURLY.value
 
 
@@ -231,14 +236,17 @@ class Reading:
 def resolution_for(start: datetime, end: datetime, now: datetime,
                    keep: Retention | None = None) -> str:
     """The finest resolution that is still kept back to `start`, and that keeps the
-    number of points small for the span asked for (2,880 raw points in 48 hours)."""
+    number of points small for the span asked for (2,880 raw points in 48 hours, at
+    most MAX_FIVE_MINUTE_POINTS 5-minute ones: a 7-day graph is hourly)."""
     keep = keep or retention()
     # "The last 48 hours" as a client computed it a moment ago still reads raw rows
     # (pruning keeps them back to its 5-minute-aligned cut-off, at least 48 h).
     reach = max(end - start, now - start) - RESOLUTION_SLACK
     if reach <= keep.raw:
         return RAW
-    return FIVE if reach <= keep.five_minute else HOURLY
+    if reach <= keep.five_minute and end - start <= FIVE_MINUTES * MAX_FIVE_MINUTE_POINTS:
+        return FIVE
+    return HOURLY
 
 
 def read(host: Host, metric_name: str, start: datetime | None = None,
@@ -284,23 +292,52 @@ def _rolled_rows(host: Host, metric: metrics.Metric, resolution: str, start: dat
     return [(at, {metric.source: _cut(metric, source)}) for at, source in rows]
 
 
-def _only(metric: metrics.Metric) -> KeyTransform | JSONObject:
-    """The metric's source; cut down to the fields it reads (`{"hits": .., "misses": ..}`)
-    when it is one object, as the ARC's 24 fields are for a hit rate."""
+def _only(metric: metrics.Metric) -> KeyTransform | JSONObject | PerKeyFields:
+    """The metric's source, cut down in the database to the fields it reads: one
+    object (`{"hits": .., "misses": ..}` of the ARC's 24 fields for a hit rate), or
+    each key's (`{"/pg/main": {"xact_commit": .., "xact_rollback": ..}}` of a
+    cluster's 30 counters for TPS: 7 days of rollups of whole clusters took twice
+    the 300 ms goal to fetch and walk, tests/bench/telemetry_scale.py)."""
     source = KeyTransform(metric.source, "values")
-    if metric.per is not None or not metric.fields_read:
+    if not metric.fields_read:
         return source
+    if metric.per is not None:
+        return PerKeyFields(source, fields=metric.fields_read)
     return JSONObject(**{name: KeyTransform(name, source) for name in metric.fields_read})
 
 
+class PerKeyFields(Func):
+    """{key: {field: value}} of a per-key source (pools, datasets, clusters), each
+    key's object cut to `fields`; NULL when the source is."""
+
+    output_field = JSONField()
+    template = ("(SELECT jsonb_object_agg(per.key, jsonb_build_object(%(pairs)s)) "
+                "FROM jsonb_each(%(expressions)s) AS per)")
+
+    def __init__(self, source: KeyTransform, *, fields: tuple[str, ...]) -> None:
+        # Field names come from apps.telemetry.core.metrics, never from a request.
+        if not all(_FIELD.fullmatch(name) for name in fields):
+            raise ValueError(f"not a field name: {fields!r}")
+        pairs = ", ".join(f"'{name}', per.value -> '{name}'" for name in fields)
+        super().__init__(source, pairs=pairs)
+
+
 def _cut(metric: metrics.Metric, values: dict | None) -> dict | None:
-    return values if metric.per is not None or not metric.fields_read else _known(values)
+    if not metric.fields_read:
+        return values
+    if metric.per is None:
+        return _known(values)
+    cut = {key: _known(fields) for key, fields in (values or {}).items()}
+    return {key: fields for key, fields in cut.items() if fields} or None
 
 
 def _known(values: dict | None) -> dict | None:
     """JSONObject names every field it was asked for: an absent one is unknown, left out."""
     known = {name: value for name, value in (values or {}).items() if value is not None}
     return known or None
+
+
+_FIELD = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def _float(text: str | None) -> float | None:

@@ -47,8 +47,12 @@ class TenantViewSet(viewsets.ModelViewSet):
         serializer.instance = services.create_tenant(serializer.validated_data["name"])
 
     def perform_update(self, serializer):
-        name = serializer.validated_data.get("name", serializer.instance.name)
-        serializer.instance = services.rename_tenant(serializer.instance, name)
+        data = serializer.validated_data
+        tenant = serializer.instance
+        if "name" in data:
+            tenant = services.rename_tenant(tenant, data["name"])
+        quotas = {field: data[field] for field in services.QUOTA_FIELDS if field in data}
+        serializer.instance = services.set_quotas(tenant, **quotas) if quotas else tenant
 
     def perform_destroy(self, instance):
         services.delete_tenant(instance)
@@ -96,11 +100,20 @@ class MembershipViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 class ClusterAssignmentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
                                mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
                                viewsets.GenericViewSet):
-    """Which tenant each PostgreSQL cluster belongs to (by host and data directory)."""
+    """Which tenant each PostgreSQL cluster belongs to (by host and data directory).
+    Operators assign them; a tenant's members read their own (each one's snapshots:
+    /api/cluster-assignments/{id}/snapshots/, apps.clones)."""
 
-    queryset = ClusterAssignment.objects.select_related("tenant", "host")
+    queryset = ClusterAssignment.objects.none()  # typed ids in the schema; scoped below
     serializer_class = ClusterAssignmentSerializer
     filterset_class = ClusterAssignmentFilter
+    permission_classes = [OperatorWrites]
+
+    def get_queryset(self):
+        return services.visible_assignments(self.request.user)
+
+    def filter_queryset(self, queryset):
+        return super().filter_queryset(queryset) if self.action == "list" else queryset
 
     def perform_create(self, serializer):
         data = serializer.validated_data

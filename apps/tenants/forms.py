@@ -46,3 +46,33 @@ class TokenForm(forms.Form):
     expires_in_days = forms.IntegerField(
         min_value=1, max_value=3650, required=False, label="Expires after (days)",
         help_text="Leave empty for a token that never expires.")
+
+
+class QuotaForm(forms.Form):
+    """A tenant's clone quotas as an operator sets them; empty: no limit."""
+
+    max_clones = forms.IntegerField(required=False, min_value=0, label="Clones at once")
+    max_clone_space_mib = forms.IntegerField(required=False, min_value=0,
+                                             label="Space of all clones (MiB)")
+    max_clone_ttl_minutes = forms.IntegerField(required=False, min_value=1,
+                                               label="Longest TTL (minutes)")
+    clone_idle_minutes = forms.IntegerField(
+        required=False, min_value=1, label="Destroy idle clones after (minutes)",
+        help_text="No client connected for this long; empty: never.")
+
+    @classmethod
+    def of(cls, tenant, data=None) -> QuotaForm:
+        space = tenant.max_clone_space
+        return cls(data, initial={
+            "max_clones": tenant.max_clones,
+            "max_clone_space_mib": space // 2**20 if space is not None else None,
+            "max_clone_ttl_minutes": tenant.max_clone_ttl_minutes,
+            "clone_idle_minutes": tenant.clone_idle_minutes})
+
+    def values(self) -> dict:
+        data = self.cleaned_data
+        mib = data["max_clone_space_mib"]
+        return {"max_clones": data["max_clones"],
+                "max_clone_space": mib * 2**20 if mib is not None else None,
+                "max_clone_ttl_minutes": data["max_clone_ttl_minutes"],
+                "clone_idle_minutes": data["clone_idle_minutes"]}

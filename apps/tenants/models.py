@@ -11,8 +11,21 @@ from django.db import models
 
 
 class Tenant(models.Model):
+    """A customer. Its clone quotas are set by an operator; empty: no limit."""
+
     name = models.CharField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    max_clones = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Clones the tenant may have at once (not destroyed).")
+    max_clone_space = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Bytes all its clones may use together (ZFS used); a "
+                                         "new clone is refused once they use this much.")
+    max_clone_ttl_minutes = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The longest TTL (and protection) a clone may ask "
+                                         "for; a clone asked for without a TTL gets this one.")
+    clone_idle_minutes = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Clones with no client connected for this long are "
+                                         "destroyed (unless protected); empty: never.")
 
     class Meta:
         ordering = ["name"]

@@ -3,20 +3,41 @@ from rest_framework import serializers
 from apps.accounts.api_fields import (
     ModelSerializer,
     StrictCharField,
+    StrictIntegerField,
     StrictPrimaryKeyRelatedField,
 )
 from apps.accounts.models import ApiToken
 from apps.fleet.models import Host
+from apps.tenants import services
 from apps.tenants.models import ClusterAssignment, Membership, Tenant
+from apps.tenants.services import QUOTA_FIELDS, QUOTA_MAX, SPACE_MAX, TTL_MAX
 
 
 class TenantSerializer(ModelSerializer):
+    """A tenant and its clone quotas (operators set them; null: no limit). What its clones
+    take now: /api/clones/usage/."""
+
+    max_clones = StrictIntegerField(required=False, allow_null=True, min_value=0,
+                                    max_value=QUOTA_MAX, help_text=Tenant._meta.get_field(
+                                        "max_clones").help_text)
+    max_clone_space = StrictIntegerField(required=False, allow_null=True, min_value=0,
+                                         max_value=SPACE_MAX, help_text="Bytes: " + str(
+                                             Tenant._meta.get_field("max_clone_space")
+                                             .help_text))
+    max_clone_ttl_minutes = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=TTL_MAX,
+        help_text=Tenant._meta.get_field("max_clone_ttl_minutes").help_text)
+    clone_idle_minutes = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=TTL_MAX,
+        help_text=Tenant._meta.get_field("clone_idle_minutes").help_text)
+
     class Meta:
         model = Tenant
-        fields = ["id", "name", "created_at"]
+        fields = ["id", "name", "created_at", *QUOTA_FIELDS]
         read_only_fields = ["id", "created_at"]
         # A taken name is a conflict (409) the service reports, whatever its case.
         extra_kwargs = {"name": {"validators": []}}
+
 
 
 class MembershipSerializer(ModelSerializer):
@@ -43,11 +64,19 @@ class ClusterAssignmentSerializer(ModelSerializer):
     cluster_data_dir = StrictCharField(max_length=1024,
                                        help_text="The cluster's data directory on the host.")
 
+    cluster = serializers.SerializerMethodField(help_text=(
+        "The cluster's id as of the host's last discovery (what a clone is asked for with); "
+        "null when discovery no longer finds it."))
+
     class Meta:
         model = ClusterAssignment
-        fields = ["id", "tenant", "host", "cluster_data_dir", "assigned_at"]
+        fields = ["id", "tenant", "host", "cluster_data_dir", "cluster", "assigned_at"]
         read_only_fields = ["id", "assigned_at"]
         validators = []  # the service says which tenant holds a taken cluster
+
+    def get_cluster(self, assignment: ClusterAssignment) -> int | None:
+        cluster = services.cluster_of(assignment)
+        return cluster.pk if cluster else None
 
 
 class TokenSerializer(ModelSerializer):

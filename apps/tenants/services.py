@@ -45,6 +45,24 @@ def managed_tenants(user) -> QuerySet[Tenant]:
                                  memberships__role=Membership.Role.TENANT_ADMIN)
 
 
+def visible_assignments(user) -> QuerySet[ClusterAssignment]:
+    """The clusters given to `user`'s tenant (every assignment for operators)."""
+    rows = ClusterAssignment.objects.select_related("tenant", "host")
+    if is_operator(user):
+        return rows
+    if user is None or not user.is_authenticated:
+        return rows.none()
+    tenant_id = Membership.objects.filter(user=user).values_list("tenant_id", flat=True).first()
+    return rows.filter(tenant_id=tenant_id) if tenant_id else rows.none()
+
+
+def cluster_of(assignment: ClusterAssignment) -> PgCluster | None:
+    """The assigned cluster's current row (discovery replaces rows; an assignment names
+    host and data directory)."""
+    return (PgCluster.objects.select_related("host", "data_dataset", "wal_dataset")
+            .filter(host_id=assignment.host_id, data_dir=assignment.cluster_data_dir).first())
+
+
 def _clean_name(name: str) -> str:
     name = (name or "").strip()
     if not name:
@@ -75,6 +93,30 @@ def rename_tenant(tenant: Tenant, name: str) -> Tenant:
                        fields={"name": ["a tenant with this name exists already"]})
     tenant.name = name
     tenant.save(update_fields=["name"])
+    return tenant
+
+
+QUOTA_FIELDS = ("max_clones", "max_clone_space", "max_clone_ttl_minutes", "clone_idle_minutes")
+QUOTA_MAX = 100_000
+SPACE_MAX = 2**60
+TTL_MAX = 30 * 24 * 60  # the longest TTL a clone may have at all (apps.clones.services)
+_QUOTA_RANGES = {"max_clones": (0, QUOTA_MAX), "max_clone_space": (0, SPACE_MAX),
+                 "max_clone_ttl_minutes": (1, TTL_MAX), "clone_idle_minutes": (1, TTL_MAX)}
+
+
+def set_quotas(tenant: Tenant, **values) -> Tenant:
+    """Set the tenant's clone quotas given (None: no limit). Clones already made stay; the
+    next request is checked against the new figures."""
+    for field, value in values.items():
+        if field not in _QUOTA_RANGES:
+            raise TenantError(f"{field}: not a quota.", fields={field: ["not a quota"]})
+        low, high = _QUOTA_RANGES[field]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not low <= value <= high):
+            raise TenantError(f"{field}: a whole number from {low} to {high}, or empty for "
+                              "no limit.", fields={field: [f"from {low} to {high}, or empty"]})
+        setattr(tenant, field, value)
+    tenant.save(update_fields=list(values) or None)
     return tenant
 
 

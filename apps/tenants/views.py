@@ -15,7 +15,14 @@ from apps.fleet.models import Host, PgCluster
 from apps.ops.errors import DomainError
 from apps.ops.ui_errors import on_form
 from apps.tenants import services, tokens
-from apps.tenants.forms import ClusterForm, MemberForm, RoleForm, TenantForm, TokenForm
+from apps.tenants.forms import (
+    ClusterForm,
+    MemberForm,
+    QuotaForm,
+    RoleForm,
+    TenantForm,
+    TokenForm,
+)
 from apps.tenants.models import ClusterAssignment, Membership, Tenant
 
 
@@ -75,11 +82,27 @@ def _detail_context(tenant: Tenant, operator: bool, manages: bool,
                "clusters": tenant.clusters.select_related("host"),
                "roles": Membership.Role.choices}
     if operator:
+        context["quota_form"] = QuotaForm.of(tenant)
         taken = set(ClusterAssignment.objects.values_list("host_id", "cluster_data_dir"))
         free = [c for c in PgCluster.objects.select_related("host").order_by("host__name", "port")
                 if (c.host_id, c.data_dir) not in taken]
         context["cluster_form"] = ClusterForm(clusters=free)
     return context
+
+
+@login_required
+def tenant_quotas(request, pk: int):
+    """An operator sets the tenant's clone quotas (the form is on the tenant's page)."""
+    tenant = get_object_or_404(Tenant, pk=pk)
+    form = QuotaForm.of(tenant, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.set_quotas(tenant, **form.values())
+        except DomainError as exc:
+            on_form(form, exc)
+        else:
+            return redirect("tenants:detail", tenant.pk)
+    return render(request, "tenants/quotas.html", {"tenant": tenant, "form": form})
 
 
 @login_required

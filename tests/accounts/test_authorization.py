@@ -26,7 +26,8 @@ pytestmark = pytest.mark.django_db
 
 # What a member may open (each scopes what it shows); "admin" only for tenant admins.
 MEMBER_PAGES = {"/account/", "/account/tokens/", "/login/", "/api/schema/", "/api/docs/",
-                "/api/tenants/", "/api/memberships/", "/api/tokens/"}
+                "/api/tenants/", "/api/memberships/", "/api/tokens/", "/api/clones/",
+                "/api/cluster-assignments/", "/clones/", "/api/clones/usage/"}
 ADMIN_PAGES = {"/audit/", "/api/audit-events/"}
 METHODS = ("get", "post", "put", "patch", "delete")
 

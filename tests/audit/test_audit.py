@@ -188,3 +188,11 @@ def test_a_refused_member_leaves_no_other_objects_name_in_its_tenants_log(fleet)
     assert "fuzz-db1" not in seen and "olafsecret" not in seen
     refused = AuditEvent.objects.filter(username="boss", outcome="refused")
     assert refused.count() == 2 and {e.tenant_id for e in refused} == {acme.pk}
+
+
+def test_a_moment_with_an_offset_postgresql_refuses_is_read_in_utc(api):
+    """-18:02 is valid ISO 8601 but past PostgreSQL's offsets: read in UTC, not a 500."""
+    assert api.get("/api/audit-events/", {"until": "0454-10-02T08:47:51.81-18:02"}
+                   ).status_code == 200
+    assert api.get("/api/audit-events/", {"since": "0001-01-01T00:00:00+01:00"}
+                   ).status_code == 400

@@ -17,6 +17,8 @@ from django.utils import timezone
 from apps.accounts.models import ApiToken
 from apps.audit import services as audit
 from apps.benchmarks import services as benchmarks
+from apps.clones.models import Clone
+from apps.drills.models import DrillRun, DrillSchedule
 from apps.ops.models import LogLine, Operation
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
@@ -29,6 +31,7 @@ from apps.tuning.models import Profile
 from tests import browser as chromium
 from tests.benchmarks import factories
 from tests.clones import factories as clone_factories
+from tests.experiments.factories import finished_experiment
 from tests.replication import factories as replication_factories
 from tests.snapshots import factories as snapshot_factories
 
@@ -41,7 +44,7 @@ PAGES = {
     "host": ("/hosts/{host}/", True),
     **{f"host-{section}": (f"/hosts/{{host}}/{section}/", True)
        for section in ("metrics", "datasets", "postgresql", "tuning", "benchmarks",
-                       "snapshots", "operations", "replication", "clones")},
+                       "snapshots", "operations", "replication", "clones", "drills")},
     "host-never-reached": ("/hosts/{fresh}/", True),
     "host-never-reached-datasets": ("/hosts/{fresh}/datasets/", True),
     "profiles": ("/tuning/profiles/", True),
@@ -52,6 +55,8 @@ PAGES = {
     "benchmarks": ("/benchmarks/", True),
     "benchmark": ("/benchmarks/{benchmark}/", True),
     "validation": ("/benchmarks/validations/{validation}/", True),
+    "experiments": ("/experiments/", True),
+    "experiment": ("/experiments/{experiment}/", True),
     "add-host": ("/hosts/add/", True),
     "snapshot-policies": ("/snapshots/policies/", True),
     "snapshot-policy": ("/snapshots/policies/{policy}/", True),
@@ -61,12 +66,20 @@ PAGES = {
     "replication-link-opted-in": ("/replication/{opted_in}/", True),
     "clone-new": ("/clones/hosts/{host}/new/", True),
     "clone-settings": ("/clones/hosts/{host}/settings/", True),
+    "drills": ("/drills/", True),
+    "drill-run-failed": ("/drills/runs/{drill}/", True),
+    "drill-new": ("/drills/hosts/{host}/new/", True),
     "tenants": ("/tenants/", True),
     "tenant": ("/tenants/{tenant}/", True),
     "tokens": ("/account/tokens/", True),
     "audit": ("/audit/", True),
     "tenant-as-member": ("/tenants/{tenant}/", "member"),
     "tokens-as-member": ("/account/tokens/", "member"),
+    "clones": ("/clones/", True),
+    "clones-as-member": ("/clones/", "member"),
+    "clone-cluster-as-member": ("/clones/clusters/{assignment}/", "member"),
+    "clone-as-member": ("/clones/{clone}/", "member"),
+    "clone-failed-as-member": ("/clones/{failed_clone}/", "member"),
     "login": ("/login/", False),
     "not-found": ("/hosts/999999/", True),
 }
@@ -119,11 +132,38 @@ def site(replayed_host) -> dict:
     link, opted_in = _links(host, operation)
     _clones(host)
     _samples(host)
+    drill = _drills(host, operation)
     tenant, member = _tenant(host)
-    return {"host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
+    Clone.objects.update(tenant=tenant)  # the customer's pages show them
+    return {"assignment": tenant.clusters.get().pk,
+            "clone": Clone.objects.get(name="migration-test-of-the-main-cluster").pk,
+            "failed_clone": Clone.objects.get(name="broken").pk,
+            "host": host.pk, "fresh": fresh.pk, "profile": profile.pk, "plan": plan.pk,
             "operation": operation.pk, "benchmark": after.pk, "validation": validation.pk,
             "policy": policy.pk, "link": link.pk, "opted_in": opted_in.pk,
-            "tenant": tenant.pk, "member": member.pk}
+            "tenant": tenant.pk, "member": member.pk,
+            "experiment": finished_experiment(host).pk,
+            "drill": drill.pk}
+
+
+def _drills(host, operation) -> DrillRun:
+    """A drill schedule with a run that passed and one that failed with a long log."""
+    cluster = host.clusters.order_by("port").first()
+    schedule = DrillSchedule.objects.create(host=host, cluster_data_dir=cluster.data_dir,
+                                            check_query="SELECT count(*) FROM accounts")
+    DrillRun.objects.create(
+        schedule=schedule, host=host, cluster_data_dir=cluster.data_dir, snapshot="s1",
+        check_query=schedule.query, status=DrillRun.Status.PASSED, clone_seconds=0.04,
+        start_seconds=0.31, check_seconds=0.12, destroy_seconds=0.4, total_seconds=0.87,
+        answers={"postgres": "5123", "pgbench": "100000"}, finished_at=timezone.now())
+    return DrillRun.objects.create(
+        schedule=schedule, host=host, cluster_data_dir=cluster.data_dir,
+        snapshot="pozol_manual_20261123T190000Z", check_query=schedule.query,
+        status=DrillRun.Status.FAILED, clone_seconds=0.05, destroy_seconds=0.3,
+        operation=operation, finished_at=timezone.now(),
+        error="clone or start failed: pg_ctl: could not start server\nExamine the log output.",
+        log_tail="LOG:  database system was interrupted; last known up at 2026-11-24\n"
+                 "PANIC:  could not locate a valid checkpoint record " + "x" * 300)
 
 
 def _samples(host) -> None:

@@ -1,5 +1,8 @@
 """Recorded facts read back typed, the shape tuning reads: Host.typed_facts."""
 
+import copy
+import types
+
 import pytest
 
 from apps.fleet.models import Host
@@ -16,3 +19,28 @@ def test_recorded_facts_read_back_as_discovery_made_them(replayed_host):
 
 def test_a_host_not_yet_discovered_has_no_typed_facts():
     assert Host(name="new", facts={}).typed_facts() is None
+
+
+def test_free_text_longer_than_its_column_is_cut_and_a_long_owner_left_unknown(replayed_host):
+    from apps.fleet.steps import record_facts
+
+    facts = copy.deepcopy(replayed_host.facts)
+    facts["clusters"][0]["version"] = "15.19 (Debian 15.19-0+deb12u1) built by a long hand"
+    facts["clusters"][0]["owner"] = "u" * 40
+    facts["pools"][0]["health"] = "DEGRADED " * 10
+    record_facts(replayed_host, facts)
+    cluster = replayed_host.clusters.get()
+    assert cluster.version == facts["clusters"][0]["version"][:32]
+    assert cluster.owner == ""
+    assert replayed_host.pools.first().health.startswith("DEGRADED")
+
+
+def test_a_record_that_fails_keeps_the_facts_for_its_retry(replayed_host, monkeypatch):
+    from apps.fleet import steps
+
+    state = {"facts": replayed_host.facts}
+    monkeypatch.setattr(steps, "record_facts", lambda host, facts: 1 / 0)
+    ctx = types.SimpleNamespace(host=replayed_host, state=state)
+    with pytest.raises(ZeroDivisionError):
+        steps.record(ctx)
+    assert state["facts"] == replayed_host.facts

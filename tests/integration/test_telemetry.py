@@ -1,4 +1,5 @@
-"""Telemetry on a real test host: the collect task twice, pgbench between, read by the API."""
+"""Telemetry on a real test host: the collect task twice, pgbench between, read by the API
+and by /metrics."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
 
 from apps.remote import ssh
 from apps.telemetry import tasks
@@ -31,8 +33,18 @@ def read(api, host, metric: str) -> dict:
     return answer.json()
 
 
+def scraped(client, settings) -> dict[tuple[str, frozenset], float]:
+    """/metrics as a Prometheus server reads it (the scrape token, the real parser)."""
+    settings.POZOL = {**settings.POZOL, "METRICS_TOKEN": "integration-scrape-token"}
+    answer = client.get("/metrics", HTTP_AUTHORIZATION="Bearer integration-scrape-token")
+    assert answer.status_code == 200, answer.content
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(answer.content.decode())
+            for s in family.samples}
+
+
 def test_two_collections_around_pgbench_read_tps_and_arc_hit_rate_through_the_api(
-        fleet_hosts, api):
+        fleet_hosts, api, client, settings):
     fleet_host = fleet_hosts[0]
     host = discovered(fleet_host)
 
@@ -53,6 +65,17 @@ def test_two_collections_around_pgbench_read_tps_and_arc_hit_rate_through_the_ap
     assert arc["available"] and 0 <= point["v"] <= 1
     capacity = read(api, host, "pool_capacity")
     assert {s["key"] for s in capacity["series"]} == set(fleet_host.pools)
+
+    metrics = scraped(client, settings)  # the same samples, as Prometheus sees them
+    of_host = frozenset({("host", host.name)})
+    assert metrics[("pozol_host_reachable", of_host)] == 1
+    assert metrics[("pozol_host_tps", of_host)] > 0
+    assert 0 <= metrics[("pozol_host_arc_hit_ratio", of_host)] <= 1
+    assert metrics[("pozol_host_arc_size_bytes", of_host)] > 0
+    for pool in fleet_host.pools:
+        labels = frozenset({("host", host.name), ("pool", pool)})
+        assert 0 <= metrics[("pozol_pool_capacity_ratio", labels)] <= 1
+        assert metrics[("pozol_pool_healthy", labels)] == 1
 
 
 def test_a_host_that_stops_answering_is_recorded_and_the_round_goes_on(fleet_hosts):

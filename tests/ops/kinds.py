@@ -56,7 +56,8 @@ def _detached_sleep(ctx):
     from apps.remote.commands import script
 
     marks = f"{ctx.host.work_dir}/detached-sleep-{ctx.operation.pk}"
-    command = script("echo ran >> {marks}; sleep 2; echo slept", marks=marks)
+    # Long enough that a loaded machine still re-delivers the step before it ends.
+    command = script("echo ran >> {marks}; sleep 6; echo slept", marks=marks)
     status = remote_jobs.advance(ctx, "sleep", command)
     if status.state == "running":
         return Wait(0.5, message="sleeping on the host")

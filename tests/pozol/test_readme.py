@@ -29,7 +29,8 @@ README = ROOT / "README.md"
 # `make run` on 8000). Every other character runs as written.
 README_ORIGIN = "http://127.0.0.1:8000"
 
-RUN = {"REST API", "Snapshots", "Snapshot policies", "Replication", "Clones"}
+RUN = {"REST API", "Snapshots", "Snapshot policies", "Replication", "Clones",
+       "Prometheus and Grafana"}
 NOT_RUN = {
     "Two commands": "`make run` is what the test starts (python -m apps.demo, after "
                     "`make deps`); `make test` is the suite this test is part of",
@@ -157,6 +158,11 @@ def _in_sync(result: Result, shell: NewShell) -> None:
     assert link["last_transfer"]["bytes"] > 0 and link["lag"]["seconds"] is not None, link
 
 
+def _scraped(result: Result, shell: NewShell) -> None:
+    reachable = re.findall(r'^pozol_host_reachable\{host="[^"]+"\} 1\.0$', result.stdout, re.M)
+    assert reachable, result.stdout
+
+
 EXPECTED = [
     Expect("a token from manage.py in a new shell", r"manage\.py create_api_token", _token),
     Expect("adding a host (201)", r"-X POST \S+/api/hosts/ ", _http(201)),
@@ -189,6 +195,7 @@ EXPECTED = [
            _status("succeeded")),
     Expect("a query on the clone with its password", r"^PGPASSWORD=", _answered),
     Expect("destroying the clone (202)", r"-X DELETE .*/api/clones/\$CLONE/", _http(202)),
+    Expect("/metrics with the scrape token, a host reachable", r"/metrics", _scraped),
 ]
 
 

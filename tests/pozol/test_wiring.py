@@ -25,6 +25,8 @@ def python(code: str, **env: str) -> subprocess.CompletedProcess:
     ("POZOL_DISCOVERY_INTERVAL", "5", "must be at least 60"),
     ("POZOL_DATABASE_URL", "mysql://x/y", "expected postgres://... or sqlite:///path"),
     ("POZOL_SECRET_KEY_FILE", "/nonexistent/secret", "POZOL_SECRET_KEY_FILE: cannot read"),
+    ("POZOL_METRICS_ALLOWED_CIDRS", "10.0.0.0/8,10.0.0.300",
+     "POZOL_METRICS_ALLOWED_CIDRS: '10.0.0.300' is not an address or CIDR"),
 ])
 def test_a_bad_setting_stops_start_up_naming_the_variable(variable, value, says):
     result = python("import django; django.setup()", **{variable: value})

@@ -290,7 +290,8 @@ def test_a_timed_out_command_is_still_observed(server: Sshd):
     token = ssh.command_observer.set(lambda host, result: seen.append(result))
     try:
         with pytest.raises(CommandTimeout):
-            ssh.session(server.target())(script("echo started; sleep 10"), timeout=1)
+            # Long enough for a loaded machine to connect and see "started" first.
+            ssh.session(server.target())(script("echo started; sleep 10"), timeout=4)
     finally:
         ssh.command_observer.reset(token)
 

@@ -168,3 +168,11 @@ def test_a_policy_snapshot_starts_the_links_that_wait_for_one(hosts, delivered):
     assert run.state == {"link": waiting.pk} and run.trigger == Operation.Trigger.SCHEDULE
     protection.policy_snapshot_taken(source, ["tank/other"])  # not a source of the link
     assert Operation.objects.filter(kind="replication.run").count() == 1
+
+
+def test_a_link_cannot_be_renamed_even_by_code(hosts):
+    link = make(hosts)
+    link.name = "other"
+    with pytest.raises(ValueError, match="link 'l1' cannot be renamed: its name is its "
+                                         "identity on the hosts"):
+        link.save()

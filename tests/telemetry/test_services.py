@@ -236,8 +236,10 @@ def test_a_shell_that_fails_before_any_source_is_an_error_not_an_empty_sample(mo
     (timedelta(hours=48), timedelta(0), "raw"),
     (timedelta(hours=48, seconds=30), timedelta(seconds=30), "raw"),  # asked a moment ago
     (timedelta(hours=49), timedelta(hours=48, minutes=30), "5m"),  # raw rows are gone
-    (timedelta(days=30), timedelta(0), "5m"),
-    (timedelta(days=31), timedelta(days=30), "1h"),
+    (timedelta(hours=83), timedelta(0), "5m"),  # 996 points
+    (timedelta(days=7), timedelta(0), "1h"),  # 2,016 5-minute points would be too many
+    (timedelta(days=30), timedelta(days=29), "5m"),
+    (timedelta(days=31), timedelta(days=30), "1h"),  # 5-minute rollups are gone
 ])
 def test_resolution_follows_how_far_back_the_window_reaches(start_ago, end_ago, expected):
     now = datetime(2026, 11, 23, 12, tzinfo=UTC)

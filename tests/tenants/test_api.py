@@ -37,7 +37,9 @@ def test_a_member_reads_only_its_own_tenant_and_changes_nothing(api):
     factories.member(other, "olaf")
     names = [m["username"] for m in ana.get("/api/memberships/").json()["results"]]
     assert names == ["ana"]
-    assert ana.get("/api/cluster-assignments/").status_code == 403
+    # Its tenant's clusters (none yet): readable, not writable.
+    assert ana.get("/api/cluster-assignments/").json()["results"] == []
+    assert ana.post("/api/cluster-assignments/", {}).status_code == 403
 
 
 def test_a_tenant_admin_manages_its_own_members_only(operator):

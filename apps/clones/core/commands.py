@@ -23,15 +23,24 @@ from __future__ import annotations
 import re
 
 from apps.clones.core.layout import CloneError, Layout
-from apps.remote.commands import Command, dataset_name, script
+from apps.remote.commands import (
+    Command,
+    InvalidValue,
+    dataset_name,
+    script,
+    zfs_property,
+    zfs_property_value,
+)
 
 _PASSWORD = re.compile(r"[A-Za-z0-9]{16,128}\Z")
 
 _CREATE = """\
 set -e
 exec 3<&0 < /dev/null
-zfs clone -p -o pozol:clone={name} {data_snapshot} {data_clone}
+echo "pozol-mark begin $(date +%s.%N)"
+zfs clone -p {properties} {data_snapshot} {data_clone}
 {wal_clone_command}
+echo "pozol-mark cloned $(date +%s.%N)"
 m=$(zfs get -H -o value mountpoint {data_clone})
 d="$m"/{data_below}
 cd "$d"
@@ -49,11 +58,12 @@ i=0
 until {pg_isready} -q -h {socket_dir} -p {port}; do
   i=$((i + 1)); [ "$i" -ge 2400 ] && {{ log; exit 1; }}; sleep 0.05
 done
+echo "pozol-mark started $(date +%s.%N)"
 runuser -u {owner} -- {psql} -X -At -v ON_ERROR_STOP=1 -h {socket_dir} -p {port} \
 -d postgres --set=role={role} <&3 || {{ log; exit 1; }}
 """
 
-_WAL_CLONE = "zfs clone -p -o pozol:clone={name} {wal_snapshot} {wal_clone}"
+_WAL_CLONE = "zfs clone -p {properties} {wal_snapshot} {wal_clone}"
 _WAL_LINK = """\
 w=$(zfs get -H -o value mountpoint {wal_clone})/{wal_below}
 if [ -L pg_wal ]; then ln -sfn "$w" pg_wal; fi"""
@@ -83,11 +93,17 @@ fi
 """
 
 
-def create(layout: Layout, password: str) -> Command:
+def create(layout: Layout, password: str, properties: dict[str, str] | None = None
+           ) -> Command:
+    """The script making the clone. Its datasets carry `pozol:clone=<name>` and
+    `properties` (the control plane's identity: apps.drills.reconcile reads them back),
+    and its stdout marks when the clones were made and PostgreSQL answered
+    (`pozol-mark <what> <epoch>`, read by `marks`)."""
     if not isinstance(password, str) or not _PASSWORD.match(password):
         raise CloneError("password", "A clone password is 16-128 letters and digits.")
     origin = layout.origin
-    values = {"name": layout.name, "data_clone": layout.data_clone,
+    options = _options({"pozol:clone": layout.name, **(properties or {})})
+    values = {"properties": options, "data_clone": layout.data_clone,
               "data_snapshot": f"{origin.data_dataset}@{layout.snapshot}",
               "data_below": layout.data_below or ".", "auto_conf": layout.auto_conf(),
               "hba": layout.hba(), "socket_dir": layout.socket_dir, "owner": origin.owner,
@@ -97,7 +113,9 @@ def create(layout: Layout, password: str) -> Command:
     if layout.wal_clone:
         wal = {"wal_snapshot": f"{origin.wal_dataset}@{layout.snapshot}",
                "wal_clone": layout.wal_clone, "wal_below": layout.wal_below or "."}
-        values["wal_clone_command"] = script(_WAL_CLONE, name=layout.name, **wal)
+        values["wal_clone_command"] = script(_WAL_CLONE, properties=options,
+                                             wal_snapshot=wal["wal_snapshot"],
+                                             wal_clone=wal["wal_clone"])
         values["wal_link"] = script(_WAL_LINK, **wal)
     else:
         values["wal_clone_command"] = Command(":")
@@ -107,6 +125,29 @@ def create(layout: Layout, password: str) -> Command:
         password=password).encode(),
         shown=f"clone {layout.data_clone} from @{layout.snapshot}, start PostgreSQL on "
               f"port {layout.port}, set the password of role {layout.role}")
+
+
+def _options(properties: dict[str, str]) -> list[str]:
+    options = []
+    for name, value in properties.items():
+        try:
+            options += ["-o", f"{zfs_property(name)}={zfs_property_value(value)}"]
+        except InvalidValue as exc:
+            raise CloneError("properties", str(exc)) from None
+    return options
+
+
+def marks(stdout: str) -> dict[str, float]:
+    """The `pozol-mark <what> <epoch seconds>` lines of the create script's output."""
+    found = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "pozol-mark":
+            try:
+                found[parts[1]] = float(parts[2])
+            except ValueError:
+                continue
+    return found
 
 
 def destroy(layout: Layout) -> Command:

@@ -7,7 +7,8 @@ import subprocess
 from apps.demo.fleet.model import Host
 
 
-def ssh(host: Host, command: str, stdin: str = "", *, check: bool = True) -> str:
+def ssh(host: Host, command: str, stdin: str = "", *, check: bool = True,
+        timeout: float = 60) -> str:
     """Run command on host through the ssh client, trusting only its pinned key."""
     argv = [
         "ssh", "-F", "/dev/null", "-i", host.private_key_path, "-p", str(host.port),
@@ -15,7 +16,7 @@ def ssh(host: Host, command: str, stdin: str = "", *, check: bool = True) -> str
         "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
         "-o", "ConnectTimeout=10", f"{host.user}@{host.address}", command,
     ]  # fmt: skip
-    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60,
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout,
                           check=False)
     if check:
         assert done.returncode == 0, f"{command!r} on {host.name}: {done.stderr}"

@@ -7,6 +7,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from apps.remote.facts.numbers import is_digits
+
 LSBLK_COLUMNS = "NAME,TYPE,SIZE,ROTA,MODEL,TRAN"
 WRITE_CACHE_GLOB = "/sys/block/*/queue/write_cache"
 _VWC = re.compile(r"Volatile Write Cache.*value:\s*(?:0x)?(?P<value>[0-9a-fA-F]+)")
@@ -72,7 +74,7 @@ def _to_int(value: object) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    return int(value) if isinstance(value, str) and value.isdigit() else None
+    return int(value) if isinstance(value, str) and is_digits(value) else None
 
 
 def _to_bool(value: object) -> bool | None:

@@ -14,6 +14,7 @@ from dataclasses import MISSING, Field, asdict, dataclass, field, fields, is_dat
 from functools import cache
 
 from apps.remote.facts import arc, postgres, system, zfs, zpool
+from apps.remote.facts.numbers import is_digits
 
 
 @dataclass(frozen=True)
@@ -153,8 +154,8 @@ def pool_from(row: zpool.PoolRow, status: zpool.PoolStatus | None, ashift: str |
     return Pool(
         name=row.name, health=row.health, size=row.size, allocated=row.allocated,
         free=row.free, fragmentation=row.fragmentation, capacity=row.capacity,
-        ashift=int(ashift) if ashift and ashift.isdigit() and ashift != "0" else None,
-        spa_version=spa if spa and spa.isdigit() else None,
+        ashift=int(ashift) if ashift and is_digits(ashift) and ashift != "0" else None,
+        spa_version=spa if spa and is_digits(spa) else None,
         exact_sizes=row.exact, vdevs=status.vdevs, logs=status.logs, cache=status.cache,
         spares=status.spares, has_log=status.has_log, has_cache=status.has_cache,
         last_scrub=status.last_scrub, autotrim=autotrim if autotrim in ("on", "off") else None,

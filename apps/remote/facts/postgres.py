@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from apps.remote.facts.numbers import is_digits
+
 # Columns in this order; psql -A -t prints NULL as an empty field.
 SETTINGS_COLUMNS = (
     "name", "setting", "unit", "context", "vartype", "source", "boot_val", "pending_restart",
@@ -33,7 +35,7 @@ def parse_ps(text: str) -> list[Process]:
     processes = []
     for line in text.splitlines():
         fields = line.split(None, 3)
-        if len(fields) >= 4 and fields[0].isdigit() and fields[1].isdigit():
+        if len(fields) >= 4 and is_digits(fields[0]) and is_digits(fields[1]):
             processes.append(Process(int(fields[0]), int(fields[1]), fields[2], fields[3]))
     return processes
 
@@ -74,7 +76,7 @@ def parse_postmaster_pid(text: str) -> PostmasterPid:
 
 
 def _int(text: str) -> int | None:
-    return int(text) if text.isdigit() else None
+    return int(text) if is_digits(text) else None
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ def stats_query(major: int | None) -> str:
 def major_of(pg_version: str | None) -> int | None:
     """PG_VERSION's content: "15" from 10 on, "9.6" before."""
     head = (pg_version or "").split(".", 1)[0]
-    return int(head) if head.isdigit() else None
+    return int(head) if is_digits(head) else None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from apps.remote.facts.numbers import is_digits
+
 USER_PROPERTIES = ("pozol:owner", "pozol:policy", "pozol:label", "pozol:taken")
 LISTING_PROPERTIES = ("creation", "used", "referenced", "userrefs", "origin", *USER_PROPERTIES)
 LISTING_FIELDS = "name,property,value,source"
@@ -89,7 +91,7 @@ def _row(full_name: str, props: dict[str, str], clones, received: bool) -> Snaps
 
 
 def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None
+    return int(text) if text is not None and is_digits(text) else None
 
 
 def is_busy(stderr: str) -> bool:

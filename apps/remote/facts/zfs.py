@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from apps.remote.facts.numbers import is_digits
+
 OPENZFS = "openzfs"
 ZFS_FUSE = "zfs-fuse"
 
@@ -147,7 +149,7 @@ def parse_size(text: str) -> tuple[int | None, bool]:
     text = text.strip()
     if text in {"-", "none", ""}:
         return None, True
-    if text.isdigit():
+    if is_digits(text):
         return int(text), True
     match = _SIZE.match(text.upper())
     if not match:

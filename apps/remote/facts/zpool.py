@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.zfs import parse_size
 
 # zfs-fuse knows neither `-p` nor `fragmentation`: it gets the shorter list.
@@ -59,7 +60,7 @@ def _pool_row(row: dict[str, str]) -> PoolRow:
 
 def parse_percent(text: str) -> int | None:
     text = text.strip().rstrip("%")
-    return int(text) if text.isdigit() else None
+    return int(text) if is_digits(text) else None
 
 
 def parse_zpool_get(text: str, prop: str) -> dict[str, str]:
@@ -193,7 +194,7 @@ def _vdev(fields: list[str]) -> Vdev:
 
 def _kind(name: str) -> str:
     match = _GROUP.match(name)
-    if match and (name[match.end():].isdigit() or "-" in name):
+    if match and (is_digits(name[match.end():]) or "-" in name):
         return match[1]
     if name.startswith("/") and not name.startswith("/dev/"):
         return "file"

@@ -37,6 +37,7 @@ from typing import TypeVar
 
 from apps.remote.facts import arc as arcfacts
 from apps.remote.facts import system, zfs, zpool
+from apps.remote.facts.numbers import int_or_none, is_digits
 from apps.remote.facts.sections import Section, split_sections
 from apps.telemetry.core import command as sc
 from apps.telemetry.core.pgstats import parse_pg_stats
@@ -58,7 +59,6 @@ from apps.telemetry.core.spec import SampleSpec
 T = TypeVar("T")
 _ARC_FIELDS = tuple(Arc.__dataclass_fields__)
 _DMU_TX_FIELDS = tuple(DmuTx.__dataclass_fields__)
-_DIGITS = re.compile(r"[0-9]+\Z")  # str.isdigit() also accepts "²", which int() refuses
 _TXG_INT_COLUMNS = ("txg", "birth", "nread", "nwritten", "reads", "writes",
                     "otime", "qtime", "wtime", "stime")
 
@@ -95,8 +95,7 @@ class _Reader:
         try:
             return parse(text)
         except ValueError as error:
-            # The shared facts parsers trust str.isdigit(), which passes "²" to int():
-            # one garbled source is unreadable, the rest of the sample still counts.
+            # One garbled source is unreadable; the rest of the sample still counts.
             self.missing[name] = f"unreadable: {error}"
             return None
 
@@ -193,11 +192,11 @@ def parse_txgs(text: str) -> tuple[Txg, ...]:
 
 
 def _txg(row: dict[str, str]) -> Txg | None:
-    if not all(_DIGITS.match(row.get(name, "")) for name in _TXG_INT_COLUMNS):
+    if not all(is_digits(row.get(name, "")) for name in _TXG_INT_COLUMNS):
         return None
     ndirty = row.get("ndirty", "")
     return Txg(**{name: int(row[name]) for name in _TXG_INT_COLUMNS},
-               state=row.get("state", "?"), ndirty=int(ndirty) if _DIGITS.match(ndirty) else None)
+               state=row.get("state", "?"), ndirty=int_or_none(ndirty))
 
 
 # -- pools and datasets ------------------------------------------------------------------

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from apps.remote.facts.host import Cluster, HostFacts
+from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.postgres import Setting
 from apps.remote.facts.zfs import PropertyValue
 from apps.remote.sizes import MiB, parse_zfs_size
@@ -301,7 +302,7 @@ def _apply_module(facts: HostFacts, change: Change) -> None:
 
 def _apply_sysctl(facts: HostFacts, change: Change) -> None:
     sysctls = facts.sysctls
-    sysctls[change.key] = int(change.desired) if change.desired.isdigit() else change.desired
+    sysctls[change.key] = int(change.desired) if is_digits(change.desired) else change.desired
     if change.key in SYSCTL_COUNTERPART:
         sysctls[SYSCTL_COUNTERPART[change.key]] = 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from apps.remote.facts.host import Cluster, Dataset, Disk, HostFacts, Pool
+from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.postgres import Setting, find_setting
 from apps.remote.facts.zfs import Capabilities, version_tuple
 from apps.remote.facts.zpool import Vdev
@@ -58,7 +59,7 @@ def setting_bytes(cluster: Cluster | None, name: str) -> int | None:
     """A memory setting in bytes: pg_settings counts it in its unit (shared_buffers in 8kB)."""
     row = setting(cluster, name)
     size = unit_bytes(row.unit) if row else None
-    if row is None or size is None or not row.setting.lstrip("-").isdigit():
+    if row is None or size is None or not is_digits(row.setting.lstrip("-")):
         return None
     return int(row.setting) * size
 
@@ -114,13 +115,13 @@ def module_param(facts: HostFacts, name: str) -> str | None:
 
 def sysctl(facts: HostFacts, name: str) -> int | None:
     value = facts.sysctls.get(name)
-    return int(value) if isinstance(value, int) or str(value).isdigit() else None
+    return int(value) if isinstance(value, int) or is_digits(str(value)) else None
 
 
 def arc_max(facts: HostFacts) -> int | None:
     """The ARC ceiling in force: zfs_arc_max when set (0 means auto), else arcstats c_max."""
     param = module_param(facts, "zfs_arc_max")
-    if param and param.isdigit() and int(param) > 0:
+    if param and is_digits(param) and int(param) > 0:
         return int(param)
     return (facts.arcstats.c_max if facts.arcstats else None) or None
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from apps.remote.facts.host import Cluster, HostFacts
+from apps.remote.facts.numbers import is_digits
 from apps.remote.sizes import (  # noqa: F401  (format_pg_size is part of this API)
     SIZE_UNITS,
     KiB,
@@ -337,11 +338,11 @@ def _connections(base: Variables, cluster: Cluster | None, desired_pg: dict) -> 
     wanted = desired_pg.get("max_connections")
     if wanted is not None:
         value = resolve(wanted, base)
-        if isinstance(value, int) or value.isdigit():
+        if isinstance(value, int) or is_digits(value):
             return int(value)
         raise FormulaError(f"max_connections must be a whole number, got {value!r}")
     current = readers.setting_value(cluster, "max_connections") if cluster else None
-    return int(current) if current and current.isdigit() else 100
+    return int(current) if current and is_digits(current) else 100
 
 
 def _shared_buffers(variables: Variables, cluster: Cluster, desired_pg: dict) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.postgres import Setting
 from apps.remote.sizes import format_pg_size, pg_size_in_unit, unit_bytes
 from apps.tuning.core import pgvalues
@@ -109,7 +110,7 @@ def _in_unit(spec: Spec, value: int | str) -> float | None:
     if isinstance(value, int):
         return value / size if size else value
     text = value.strip()
-    if size and text.lstrip("-").isdigit():
+    if size and is_digits(text.lstrip("-")):
         return int(text)  # a bare number counts in the setting's unit, sign included
     if size:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.postgres import Setting
 from apps.remote.sizes import MiB, format_pg_size, pg_size_in_unit, unit_bytes
 
@@ -45,7 +46,7 @@ def shown(row: Setting) -> str:
     """A pg_settings row's value as an operator reads it: 512 x 8kB is 4MB."""
     setting, unit = row.setting, row.unit
     size = unit_bytes(unit)
-    if size is not None and setting.lstrip("-").isdigit() and int(setting) >= 0:
+    if size is not None and is_digits(setting.lstrip("-")) and int(setting) >= 0:
         return format_pg_size(int(setting) * size)
     return f"{setting}{unit}" if unit in _TIME_UNITS else setting
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from apps.remote.facts.numbers import is_digits
 from apps.tuning.core import formulas as f
 from apps.tuning.core import pgsettings
 from apps.tuning.core import sources as src
@@ -178,7 +179,7 @@ def _constant(where: str, value: str) -> int | str | None:
 def host_wide_problem(value: int | str, limits: tuple[int, int | None]) -> str | None:
     """Why a resolved sysctl or module parameter value is refused; None when fine."""
     text = str(value).strip()
-    if isinstance(value, str) and not text.lstrip("-").isdigit():
+    if isinstance(value, str) and not is_digits(text.lstrip("-")):
         return f"{text!r} is not a whole number"
     number, (low, high) = int(text), limits
     if number < low:

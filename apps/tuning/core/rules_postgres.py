@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.zfs import ZFS_FUSE
 from apps.remote.sizes import GiB, KiB, MiB, parse_zfs_size
 from apps.remote.sizes import format_gib as gib
@@ -123,12 +124,12 @@ def _zfs_dirty_limit(ctx: Context) -> tuple[int, str] | None:
     """zfs_dirty_data_max (bytes), else its percent of RAM; capped by _max_max when set."""
     size = r.module_param(ctx.facts, "zfs_dirty_data_max")
     percent = r.module_param(ctx.facts, "zfs_dirty_data_max_percent")
-    if size and size.isdigit() and int(size) > 0:
+    if size and is_digits(size) and int(size) > 0:
         return int(size), f"zfs_dirty_data_max={size} ({gib(int(size))})"
-    if percent and percent.isdigit() and ctx.ram:
+    if percent and is_digits(percent) and ctx.ram:
         limit = ctx.ram * int(percent) // 100
         cap = r.module_param(ctx.facts, "zfs_dirty_data_max_max")
-        if cap and cap.isdigit() and int(cap) > 0:
+        if cap and is_digits(cap) and int(cap) > 0:
             limit = min(limit, int(cap))
         return limit, f"zfs_dirty_data_max_percent={percent} (about {gib(limit)})"
     return None
@@ -246,7 +247,7 @@ def memory_overcommitted(ctx: Context) -> list[Finding]:
 
 def _connections(cluster) -> int:
     value = r.setting_value(cluster, "max_connections")
-    return int(value) if value and value.isdigit() else 100
+    return int(value) if value and is_digits(value) else 100
 
 
 HUGE_PAGE = 2 * MiB
@@ -274,7 +275,7 @@ def huge_pages_not_sized(ctx: Context) -> list[Finding]:
 def _huge_pages_wanted(ctx: Context, buffers: int) -> tuple[int, str]:
     """PostgreSQL 15+ reports its own need (shared_memory_size_in_huge_pages); else +5%."""
     exact = [r.setting_value(c, "shared_memory_size_in_huge_pages") for c in ctx.clusters()]
-    if exact and all(value and value.isdigit() and int(value) > 0 for value in exact):
+    if exact and all(value and is_digits(value) and int(value) > 0 for value in exact):
         return (sum(int(value or 0) for value in exact),
                 "what PostgreSQL reports as shared_memory_size_in_huge_pages")
     return buffers * 21 // 20 // HUGE_PAGE + 1, "shared_buffers + 5%, in 2MB pages"

@@ -4,6 +4,7 @@ sizes with the exact number on hover; every other value as the host spells it.""
 from django import template
 from django.utils.html import format_html
 
+from apps.remote.facts.numbers import is_digits
 from apps.tuning.core.changes import BYTE_VALUED
 from pozol.formatting import NOTHING, human_bytes
 
@@ -15,6 +16,6 @@ def plan_value(key: str, value) -> str:
     if value is None or value == "":
         return NOTHING
     text = str(value)
-    if key in BYTE_VALUED and text.isdigit() and int(text) >= 1024:
+    if key in BYTE_VALUED and is_digits(text) and int(text) >= 1024:
         return format_html('<span title="{} bytes">{}</span>', text, human_bytes(text))
     return text

@@ -272,17 +272,30 @@ def test_txgs_digits_that_int_refuses_are_not_numbers():
     assert parse_txgs(f"{header}\n{row.replace('680', '6²0')}\n") == ()
 
 
-def test_a_garbled_source_is_unreadable_and_the_rest_still_counts():
+def test_digits_int_refuses_are_unknown_and_the_rest_still_counts():
     sections = openzfs_sections()
     sections["zpool_status"] = sections["zpool_status"].replace(
         "mirror-0                            ONLINE       0", "mirror-0    ONLINE       ²")
     sections["zfs_get"] = sections["zfs_get"].replace("154618822656", "1546²")
     sample = parse_sample(frame(sections), openzfs_spec(), T0)
-    assert sample.missing["zpool_status"].startswith("unreadable: invalid literal")
-    assert sample.missing["zfs_get"].startswith("unreadable:")
+    assert "zpool_status" not in sample.missing and "zfs_get" not in sample.missing
     [tank] = sample.pools
-    assert tank.capacity == 21 and tank.checksum_errors is None and tank.scrub is None
+    assert tank.capacity == 21 and tank.read_errors is None and tank.scrub is not None
+    assert None in {getattr(d, field.name) for d in sample.datasets
+                    for field in dataclasses.fields(d)}
     assert tank.txgs and sample.arc.hits == 184467301
+
+
+def test_a_source_that_raises_is_unreadable_and_the_rest_still_counts(monkeypatch):
+    from apps.remote.facts import zfs as zfsfacts
+
+    def broken(text):
+        raise ValueError("garbled")
+
+    monkeypatch.setattr(zfsfacts, "parse_size", broken)
+    sample = parse_sample(frame(openzfs_sections()), openzfs_spec(), T0)
+    assert sample.missing["zfs_get"] == "unreadable: garbled"
+    assert sample.arc.hits == 184467301
 
 
 def test_a_pool_gone_since_discovery_leaves_the_others_readable():

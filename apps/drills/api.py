@@ -1,0 +1,102 @@
+"""The restore drills API: schedules (list, create, change, delete, run now), runs (list,
+show), and the orphan reconciler of a host. Each view calls one service; a refusal is
+a DrillError or Conflict, mapped in apps.accounts.api_errors."""
+
+from __future__ import annotations
+
+import django_filters
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.drills import queries, services
+from apps.drills import reconcile as reconciler
+from apps.drills.models import DrillRun
+from apps.drills.serializers import (
+    DrillRunSerializer,
+    DrillScheduleSerializer,
+    DrillScheduleWriteSerializer,
+)
+from apps.fleet.models import Host
+from apps.ops.models import Operation
+from apps.ops.serializers import OperationSerializer
+
+
+class DrillRunFilter(django_filters.FilterSet):
+    class Meta:
+        model = DrillRun
+        fields = ["host", "schedule", "status"]
+
+
+class DrillScheduleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                           mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    """Restore drill schedules: per cluster (or per replication link, drilled on its
+    target), every `interval_hours`, with an optional check query."""
+
+    serializer_class = DrillScheduleSerializer
+
+    def get_queryset(self):
+        return queries.schedules()
+
+    @extend_schema(request=DrillScheduleWriteSerializer, responses={201: DrillScheduleSerializer})
+    def create(self, request):
+        data = self._body(request)
+        schedule = services.save_schedule(
+            host=data.get("host"), cluster=data.get("cluster"), link=data.get("link"),
+            interval_hours=data["interval_hours"], check_query=data["check_query"],
+            enabled=data["enabled"], by=request.user)
+        return Response(DrillScheduleSerializer(schedule).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=DrillScheduleWriteSerializer, responses=DrillScheduleSerializer)
+    def update(self, request, pk=None):
+        """Change the interval, the check query or `enabled` (not what it drills)."""
+        data = self._body(request)
+        schedule = services.save_schedule(
+            schedule=self.get_object(), interval_hours=data["interval_hours"],
+            check_query=data["check_query"], enabled=data["enabled"], by=request.user)
+        return Response(DrillScheduleSerializer(schedule).data)
+
+    def perform_destroy(self, instance):
+        services.delete_schedule(instance)
+
+    @extend_schema(request=None, responses={202: DrillRunSerializer})
+    @action(detail=True, methods=["post"])
+    def run(self, request, pk=None):
+        """Start a drill now; 409 while one runs. A drill with nothing to clone is
+        answered at once, failed, with its reason."""
+        run = services.run_now(self.get_object(), by=request.user,
+                               trigger=Operation.Trigger.API)
+        return Response(DrillRunSerializer(queries.runs().get(pk=run.pk)).data,
+                        status=status.HTTP_202_ACCEPTED)
+
+    @staticmethod
+    def _body(request) -> dict:
+        body = DrillScheduleWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return body.validated_data
+
+
+class DrillRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                      viewsets.GenericViewSet):
+    """Restore drill runs, newest first: pass or fail, the seconds each part took, the
+    check's answer per database, and on failure PostgreSQL's log tail."""
+
+    serializer_class = DrillRunSerializer
+    filterset_class = DrillRunFilter
+
+    def get_queryset(self):
+        return queries.runs()
+
+
+class HostReconcileView(APIView):
+    """Look for orphan clones on a host (datasets and postmasters PoZoL has no record
+    of) and remove those past the grace period: the operation returned says which."""
+
+    @extend_schema(request=None, responses={202: OperationSerializer})
+    def post(self, request, pk: int):
+        host = get_object_or_404(Host, pk=pk)
+        operation = reconciler.reconcile(host, by=request.user)
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)

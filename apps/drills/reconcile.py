@@ -1,0 +1,64 @@
+"""The orphan reconciler: on each host, clone datasets and postmasters the database does
+not know are reported and, past a grace period and with no operation running for
+them, removed (core/orphans.py decides). Beat runs it on every pinned host; an
+operator runs it on one host from the API or the host page. The web process only
+starts operations."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from apps.clones.models import Clone
+from apps.drills.models import DrillRun
+from apps.drills.steps import RECONCILE
+from apps.fleet.models import Host
+from apps.ops import engine
+from apps.ops.errors import Conflict
+from apps.ops.models import Operation
+
+
+def reconcile(host: Host, *, by=None, trigger: str = Operation.Trigger.API) -> Operation:
+    """Start looking for (and removing) orphan clones on `host`."""
+    with transaction.atomic():
+        Host.objects.select_for_update().get(pk=host.pk)
+        running = Operation.objects.filter(host=host, kind=RECONCILE.name,
+                                           status__in=Operation.ACTIVE).first()
+        if running is not None:
+            raise Conflict(f"the reconciler runs on {host.name} already (operation "
+                           f"#{running.pk})", code="busy")
+        return engine.start(RECONCILE.name, host=host, trigger=trigger, user=by,
+                            subject=f"{host.name}: find and remove orphan clones")
+
+
+def reconcile_all() -> list[Operation]:
+    started = []
+    for host in Host.objects.filter(host_key_state=Host.KeyState.PINNED):
+        try:
+            started.append(reconcile(host, trigger=Operation.Trigger.SCHEDULE))
+        except Conflict:
+            continue
+    return started
+
+
+def known_names(host: Host) -> set[str]:
+    """The clone names the database has on `host`: live clones and running drills."""
+    names = set(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED)
+                .values_list("name", flat=True))
+    names |= {f"pozol-drill-{pk}" for pk in DrillRun.objects.filter(
+        host=host, status=DrillRun.Status.RUNNING,
+        operation__status__in=Operation.ACTIVE).values_list("pk", flat=True)}
+    return names
+
+
+def busy_names(host: Host) -> set[str]:
+    """Names with an operation running for them (a clone's, or a drill's)."""
+    names = set()
+    for operation in Operation.objects.filter(host=host, status__in=Operation.ACTIVE).only(
+            "kind", "state"):
+        if operation.kind.startswith("clones.") and operation.state.get("clone"):
+            clone = Clone.objects.filter(pk=operation.state["clone"]).first()
+            if clone is not None:
+                names.add(clone.name)
+        elif operation.kind.startswith("drills.") and operation.state.get("run"):
+            names.add(f"pozol-drill-{operation.state['run']}")
+    return names

@@ -1,0 +1,62 @@
+"""Drill schedules and runs as the API shows and takes them; apps.drills.services checks
+every value again (the query's shape, the interval, the cluster or link)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.accounts.api_fields import (
+    ModelSerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictPrimaryKeyRelatedField,
+)
+from apps.drills.core.check import QUERY_MAX
+from apps.drills.models import DrillRun, DrillSchedule
+from apps.drills.services import MAX_INTERVAL_HOURS
+from apps.fleet.models import Host, PgCluster
+from apps.replication.models import ReplicationLink
+
+
+class DrillScheduleSerializer(ModelSerializer):
+    host = StrictPrimaryKeyRelatedField(read_only=True)
+    link = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+    source_label = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = DrillSchedule
+        fields = ["id", "host", "cluster_data_dir", "link", "source_label", "interval_hours",
+                  "check_query", "enabled", "last_started_at", "created_at"]
+        read_only_fields = fields
+
+
+class DrillScheduleWriteSerializer(serializers.Serializer):
+    """A cluster (with its host) or a link; both only when creating."""
+
+    host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all(), required=False)
+    cluster = StrictPrimaryKeyRelatedField(queryset=PgCluster.objects.all(), required=False,
+                                           help_text="A PostgreSQL cluster of that host.")
+    link = StrictPrimaryKeyRelatedField(queryset=ReplicationLink.objects.all(), required=False,
+                                        help_text="A link copying a cluster: the drill runs "
+                                                  "on its target, from what it received.")
+    interval_hours = StrictIntegerField(min_value=1, max_value=MAX_INTERVAL_HOURS, default=24)
+    check_query = StrictCharField(required=False, allow_blank=True, max_length=QUERY_MAX,
+                                  default="", trim_whitespace=False)
+    enabled = StrictBooleanField(default=True)
+
+
+class DrillRunSerializer(ModelSerializer):
+    host = StrictPrimaryKeyRelatedField(read_only=True)
+    host_name = serializers.CharField(source="host.name", read_only=True)
+    schedule = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+    link = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+    operation = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = DrillRun
+        fields = ["id", "schedule", "host", "host_name", "cluster_data_dir", "link",
+                  "snapshot", "datasets", "check_query", "status", "clone_seconds",
+                  "start_seconds", "check_seconds", "destroy_seconds", "total_seconds",
+                  "answers", "error", "log_tail", "started_at", "finished_at", "operation"]
+        read_only_fields = fields

@@ -1,0 +1,262 @@
+"""What the UI, the API and the scheduler ask of restore drills: schedules, running one
+now, the periodic tick, the host's alert, and the orphan reconciler. None opens SSH.
+
+A drill resolves its source when it starts: the cluster's newest snapshot present on
+its data and WAL datasets (or, for a link, the newest snapshot received on every
+target dataset), laid out exactly as a member's clone (apps.clones.services) on a
+port from the top of the host's clone range, and hands that to one `drills.run`
+operation. For a link the clone is made on the target host from the received
+datasets with the source cluster's layout: the target needs the same PostgreSQL
+binaries at the same path.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.clones import services as clone_services
+from apps.clones.core.layout import CloneError, Layout, Origin
+from apps.clones.models import Clone
+from apps.drills import steps
+from apps.drills.core import check as core
+from apps.drills.models import DrillRun, DrillSchedule
+from apps.fleet.models import Alert, Host, PgCluster
+from apps.ops import engine
+from apps.ops.errors import Conflict, DomainError
+from apps.ops.models import Operation
+from apps.remote.commands import InvalidValue
+from apps.replication.models import ReplicationLink
+from apps.snapshots.models import Snapshot
+
+ALERT = Alert.Kind.RESTORE_DRILL_FAILED
+MAX_INTERVAL_HOURS = 24 * 90
+
+
+class DrillError(DomainError):
+    """A drill request refused; `fields` names the inputs at fault."""
+
+
+def _refuse(field: str, text: str, *, code: str = "invalid", status: int = 400) -> DrillError:
+    return DrillError(f"{field}: {text}", fields={field: [text]}, code=code, status=status)
+
+
+# ---- schedules ----------------------------------------------------------------------------
+
+def save_schedule(*, host: Host | None = None, cluster: PgCluster | None = None,
+                  link: ReplicationLink | None = None, interval_hours: int = 24,
+                  check_query: str = "", enabled: bool = True,
+                  schedule: DrillSchedule | None = None, by=None) -> DrillSchedule:
+    """Create (no `schedule`) or change a drill schedule: a cluster on `host`, or a link
+    (drilled on its target)."""
+    if isinstance(interval_hours, bool) or not isinstance(interval_hours, int) or not (
+            1 <= interval_hours <= MAX_INTERVAL_HOURS):
+        raise _refuse("interval_hours", f"whole hours from 1 to {MAX_INTERVAL_HOURS}")
+    query = _query(check_query) if check_query else ""
+    if schedule is None:
+        schedule = DrillSchedule(created_by=by if by and by.is_authenticated else None,
+                                 **_target(host, cluster, link))
+    schedule.interval_hours, schedule.check_query = interval_hours, query
+    schedule.enabled = bool(enabled)
+    if DrillSchedule.objects.exclude(pk=schedule.pk).filter(
+            host=schedule.host, cluster_data_dir=schedule.cluster_data_dir,
+            link=schedule.link).exists():
+        raise _refuse("cluster", "that cluster (or link) has a drill schedule already",
+                      code="conflict", status=409)
+    schedule.save()
+    return schedule
+
+
+def _target(host: Host | None, cluster: PgCluster | None,
+            link: ReplicationLink | None) -> dict:
+    if link is not None:
+        if not link.cluster_data_dir:
+            raise _refuse("link", f"link {link.name} copies datasets, not a cluster: there is "
+                                  "nothing to start")
+        return {"host": link.target_host, "cluster_data_dir": link.cluster_data_dir,
+                "link": link}
+    if cluster is None or host is None or cluster.host_id != host.pk:
+        raise _refuse("cluster", "a cluster of this host")
+    return {"host": host, "cluster_data_dir": cluster.data_dir, "link": None}
+
+
+def _query(value: object) -> str:
+    try:
+        return core.check_query(value)
+    except CloneError as exc:
+        raise _refuse("check_query", str(exc)) from None
+
+
+# ---- running one ----------------------------------------------------------------------------
+
+def run_now(schedule: DrillSchedule, *, by=None,
+            trigger: str = Operation.Trigger.API) -> DrillRun:
+    """Start a drill of the schedule's source now; refused while one runs for it."""
+    with transaction.atomic():
+        schedule = DrillSchedule.objects.select_for_update(of=("self",)).select_related(
+            "host", "link").get(pk=schedule.pk)
+        running = schedule.runs.filter(status=DrillRun.Status.RUNNING).first()
+        if running is not None and _ended_without_result(running):
+            running = None
+        if running is not None:
+            raise Conflict(f"drill #{running.pk} of {schedule.source_label} is running",
+                           code="busy")
+        schedule.last_started_at = timezone.now()
+        schedule.save(update_fields=["last_started_at"])
+        return _start(schedule, by=by, trigger=trigger)
+
+
+def _ended_without_result(run: DrillRun) -> bool:
+    """A run whose operation ended without its step recording it (cancelled, or past
+    its deadline) is failed now, with the operation's words, rather than running
+    forever and blocking its schedule."""
+    operation = run.operation
+    if operation is None or operation.is_active:
+        return False
+    run.status, run.finished_at = DrillRun.Status.FAILED, timezone.now()
+    run.error = f"its operation #{operation.pk} ended {operation.status}: {operation.error}"
+    run.save(update_fields=["status", "finished_at", "error"])
+    update_alert(run.host)
+    return True
+
+
+def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:
+    host = schedule.host
+    run = DrillRun.objects.create(
+        schedule=schedule, host=host, cluster_data_dir=schedule.cluster_data_dir,
+        link=schedule.link, check_query=schedule.query,
+        triggered_by=by if by and by.is_authenticated else None)
+    try:
+        origin, datasets = _origin(schedule)
+        snapshot = _newest(host, datasets)
+        layout = _layout(run, origin, snapshot)
+    except DrillError as exc:
+        # Nothing to drill is a failed drill, with its reason: the alert says so.
+        _finish_unstarted(run, str(exc))
+        return run
+    run.snapshot, run.datasets, run.port = snapshot, datasets, layout.port
+    run.layout = clone_services._layout_values(layout)
+    operation = engine.start(steps.RUN.name, host=host, trigger=trigger, user=by,
+                             subject=f"{host.name}: restore drill of "
+                                     f"{schedule.source_label} @{snapshot}"[:200],
+                             state={"run": run.pk})
+    run.operation = operation
+    run.save()
+    return run
+
+
+def _origin(schedule: DrillSchedule) -> tuple[Origin, list[str]]:
+    link = schedule.link
+    source_host = link.source_host if link else schedule.host
+    cluster = (source_host.clusters.filter(data_dir=schedule.cluster_data_dir)
+               .select_related("data_dataset", "wal_dataset").first())
+    if cluster is None:
+        raise _refuse("cluster", f"no cluster at {schedule.cluster_data_dir} on "
+                                 f"{source_host.name} (run discovery)")
+    origin = clone_services._origin(source_host, cluster)
+    if link is None:
+        datasets = [origin.data_dataset] + ([origin.wal_dataset] if origin.wal_dataset else [])
+        return origin, datasets
+    from apps.replication.services import core_link
+
+    targets = core_link(link).targets()
+    try:
+        origin = Origin(**{**origin.__dict__, "data_dataset": targets[origin.data_dataset],
+                           "wal_dataset": (targets[origin.wal_dataset] if origin.wal_dataset
+                                           else None)})
+    except KeyError as exc:
+        raise _refuse("link", f"link {link.name} does not copy {exc.args[0]}") from None
+    except (CloneError, InvalidValue) as exc:
+        raise _refuse("link", str(exc)) from None
+    datasets = [origin.data_dataset] + ([origin.wal_dataset] if origin.wal_dataset else [])
+    return origin, datasets
+
+
+def _newest(host: Host, datasets: list[str]) -> str:
+    rows = [core.SnapshotSeen(dataset=d, name=n, created=c) for d, n, c in
+            Snapshot.objects.filter(host=host, dataset__in=datasets)
+            .values_list("dataset", "name", "created_at")]
+    newest = core.newest_common(rows, datasets)
+    if newest is None:
+        raise _refuse("snapshot", f"no snapshot of {' and '.join(datasets)} on {host.name} "
+                                  "in the inventory")
+    return newest
+
+
+def _layout(run: DrillRun, origin: Origin, snapshot: str) -> Layout:
+    host = run.host
+    limits = clone_services.settings_of(host)
+    taken = set(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED)
+                .values_list("port", flat=True))
+    taken |= set(DrillRun.objects.filter(host=host, status=DrillRun.Status.RUNNING)
+                 .exclude(port=None).values_list("port", flat=True))
+    taken |= {c.port for c in host.clusters.all() if c.port}
+    port = core.pick_port(limits.port_min, limits.port_max, taken)
+    if port is None:
+        raise _refuse("port", f"every port of {host.name}'s clone range "
+                              f"{limits.port_min}-{limits.port_max} is taken", code="no_port")
+    try:
+        # Listening where clones do (a loopback address can be another host's here), with
+        # no network allowed in pg_hba: only the owner over its socket gets in.
+        return Layout(origin=origin, name=run.clone_name, snapshot=snapshot, port=port,
+                      listen=limits.listen_address or host.address, allowed=(),
+                      role="pozol_drill",
+                      socket_dir=f"{host.work_dir.rstrip('/')}/clones/{run.clone_name}")
+    except (CloneError, InvalidValue, ValueError) as exc:
+        raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
+
+
+def layout_of(run: DrillRun) -> Layout:
+    values = dict(run.layout)
+    return Layout(origin=Origin(**values.pop("origin")),
+                  **{**values, "allowed": tuple(values["allowed"])})
+
+
+def _finish_unstarted(run: DrillRun, why: str) -> None:
+    run.status, run.error, run.finished_at = DrillRun.Status.FAILED, why, timezone.now()
+    run.save()
+    update_alert(run.host)
+
+
+# ---- the schedule's tick and the host's alert -------------------------------------------------
+
+def tick(now=None) -> list[DrillRun]:
+    """Start every enabled schedule whose period has passed (beat)."""
+    now = now or timezone.now()
+    started = []
+    for schedule in DrillSchedule.objects.filter(enabled=True).select_related("host"):
+        due = (schedule.last_started_at is None or schedule.last_started_at
+               + timedelta(hours=schedule.interval_hours) <= now)
+        if due:
+            try:
+                started.append(run_now(schedule, trigger=Operation.Trigger.SCHEDULE))
+            except Conflict:
+                continue
+    return started
+
+
+def update_alert(host: Host) -> None:
+    """One restore_drill_failed alert on the host while the last drill of any of its
+    schedules failed, saying which; resolved when every last drill passed."""
+    failing = []
+    for schedule in DrillSchedule.objects.filter(host=host):
+        last = schedule.runs.exclude(status=DrillRun.Status.RUNNING).first()
+        if last is not None and last.status == DrillRun.Status.FAILED:
+            failing.append(f"restore drill #{last.pk} of {schedule.source_label} "
+                           f"(@{last.snapshot or 'no snapshot'}) failed: "
+                           f"{last.error.splitlines()[0][:200] if last.error else 'no reason'}")
+    Alert.raise_or_resolve(host, ALERT, "; ".join(failing) if failing else None)
+
+
+def grace() -> timedelta:
+    return timedelta(minutes=settings.POZOL["ORPHAN_GRACE_MINUTES"])
+
+
+def delete_schedule(schedule: DrillSchedule) -> None:
+    """Remove a schedule (its runs stay, as history); the host's alert is re-read."""
+    host = schedule.host
+    schedule.delete()
+    update_alert(host)

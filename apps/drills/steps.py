@@ -1,0 +1,148 @@
+"""The restore drill as one operation step: clone, start, check, destroy, record.
+
+It reuses the clone engine's own commands (apps.clones.core.commands): the same
+create script a member's clone runs (its `pozol-mark` lines give the clone and start
+times), then the check (core.check), then the same destroy. Whatever happens the
+clone is destroyed before the step ends; a step the sweeper re-delivers (its worker
+died mid-drill) destroys what the first attempt made before it starts again. The
+run's result and the host's alert are written at the end.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from apps.clones.core import commands
+from apps.clones.steps import identity
+from apps.drills.core import check as core
+from apps.drills.core import orphans
+from apps.drills.models import DrillRun
+from apps.ops.engine import Done, Fail, Kind, StepContext, register
+from apps.ops.models import LogLine, Operation
+from apps.remote.errors import RemoteError
+
+TAIL = 2000
+
+
+def run(ctx: StepContext) -> Done | Fail:
+    from apps.drills.services import layout_of, update_alert
+
+    row = DrillRun.objects.select_related("host").get(pk=ctx.state["run"])
+    layout = layout_of(row)
+    times: dict[str, float] = {}
+    outcome: dict = {}
+    ssh = None
+    try:
+        ssh = ctx.runner()
+        if ctx.state.get("began"):
+            ssh(commands.destroy(layout), timeout=120, check=False)
+            ctx.log(f"a previous attempt was interrupted: removed {layout.root}",
+                    LogLine.Level.WARNING)
+        ctx.state["began"] = True
+        Operation.objects.filter(pk=ctx.operation.pk).update(state=ctx.state)
+        outcome = _drill(ctx, ssh, row, layout, times)
+    except RemoteError as exc:
+        outcome = {"error": f"the host did not answer: {exc}"}
+        ssh = None
+    finally:
+        if ssh is not None:
+            gone = _destroy(ssh, layout, times)
+            if gone:
+                outcome["error"] = "; ".join(filter(None, [outcome.get("error"), gone]))
+    failed = bool(outcome.get("error"))
+    if times:
+        times["total"] = sum(times.values())
+    DrillRun.objects.filter(pk=row.pk).update(
+        status=DrillRun.Status.FAILED if failed else DrillRun.Status.PASSED,
+        finished_at=timezone.now(), answers=outcome.get("answers", {}),
+        error=outcome.get("error", "")[-TAIL:], log_tail=outcome.get("log", "")[-TAIL:],
+        **{f"{part}_seconds": seconds for part, seconds in times.items()})
+    update_alert(row.host)
+    if failed:
+        return Fail(f"restore drill of {row.cluster_data_dir} @{row.snapshot} failed: "
+                    f"{outcome['error'][-800:]}", code="drill_failed")
+    return Done({"run": row.pk, "seconds": times, "answers": outcome["answers"]},
+                message=f"restore drill passed: @{row.snapshot} started and answered in "
+                        f"{len(outcome['answers'])} databases")
+
+
+def _drill(ctx: StepContext, ssh, row: DrillRun, layout, times: dict) -> dict:
+    password = secrets.token_hex(16)
+    started = time.time()
+    made = ssh(commands.create(layout, password, {**identity(), "pozol:drill": str(row.pk)}),
+               timeout=600, check=False)
+    marks = commands.marks(made.stdout)
+    if "cloned" in marks:
+        times["clone"] = marks["cloned"] - marks.get("begin", started)
+        if "started" in marks:
+            times["start"] = marks["started"] - marks["cloned"]
+    if not made.ok:
+        error, log = core.split_log(made.stderr or made.stdout)
+        if not log and "cloned" in marks:
+            log = ssh(core.log_tail(layout), timeout=60, check=False).stdout
+        return {"error": f"clone or start failed: {error}", "log": log}
+    ctx.log(f"clone {layout.name} of @{layout.snapshot} answered on port {layout.port}")
+    began = time.monotonic()
+    checked = ssh(core.check(layout, row.check_query), timeout=600, check=False)
+    times["check"] = time.monotonic() - began
+    if not checked.ok:
+        error, log = core.split_log(checked.stderr or checked.stdout)
+        return {"error": f"the check query failed: {error}", "log": log}
+    return {"answers": core.answers(checked.stdout)}
+
+
+def _destroy(ssh, layout, times: dict) -> str:
+    """The drill's clone gone, or why not."""
+    began = time.monotonic()
+    try:
+        gone = ssh(commands.destroy(layout), timeout=180, check=False)
+    except RemoteError as exc:
+        return f"destroying the drill's clone failed: {exc}"
+    times["destroy"] = time.monotonic() - began
+    if not gone.ok:
+        return ("destroying the drill's clone failed: "
+                f"{(gone.stderr or gone.stdout).strip()[-800:]}")
+    return ""
+
+
+def reconcile(ctx: StepContext) -> Done:
+    from apps.drills.reconcile import busy_names, known_names
+
+    ssh = ctx.runner()
+    found = orphans.parse(ssh(orphans.LIST, timeout=60).stdout)
+    grace = timedelta(minutes=settings.POZOL["ORPHAN_GRACE_MINUTES"]).total_seconds()
+    remove, kept = orphans.orphans(found, known=known_names(ctx.host),
+                                busy=busy_names(ctx.host),
+                                instance=settings.POZOL["INSTANCE"], now=time.time(),
+                                grace_seconds=grace)
+    removed, failed = [], []
+    for entry in remove:
+        result = ssh(orphans.remove(entry), timeout=180, check=False)
+        if result.ok:
+            removed.append(entry.name)
+            ctx.log(f"removed orphan clone {entry.name} ({entry.root}, "
+                    f"{len(entry.postmasters)} postmaster(s))", LogLine.Level.WARNING)
+        else:
+            failed.append(entry.name)
+            ctx.log(f"could not remove orphan clone {entry.name}: "
+                    f"{(result.stderr or result.stdout).strip()[-400:]}", LogLine.Level.ERROR)
+    for entry, why in kept:
+        ctx.log(f"orphan clone {entry.name} ({entry.root}) left alone: {why}")
+    return Done({"removed": removed, "failed": failed,
+                 "kept": {entry.name: why for entry, why in kept},
+                 "clones_seen": [entry.name for entry in found]},
+                message=f"{len(removed)} orphan clone(s) removed, {len(kept)} left alone"
+                        + (f", {len(failed)} could not be removed" if failed else ""))
+
+
+
+RUN = register(Kind(name="drills.run", steps={"run": run}, first_step="run", mutating=False,
+                    deadline=timedelta(hours=2)))
+RECONCILE = register(Kind(name="drills.reconcile", steps={"reconcile": reconcile},
+                          first_step="reconcile", mutating=False,
+                          deadline=timedelta(minutes=30)))

@@ -1,0 +1,300 @@
+"""What the UI and the API ask of experiments: templates, create (and start), results,
+custom scripts. Nothing here opens SSH: creating records the Experiment and starts its
+Operation; every input is checked first (ExperimentError naming the field)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils.text import slugify
+
+from apps.experiments import core, knobs, scripts, steps
+from apps.experiments.models import Experiment, Run, Script, ScriptVersion
+from apps.experiments.templates import SCRIPTS, TEMPLATES
+from apps.fleet.models import Host, PgCluster
+from apps.ops import engine
+from apps.ops.errors import Conflict, DomainError
+from apps.ops.models import Operation
+from apps.remote.commands import InvalidValue, pg_identifier
+
+LIMITS = {"scale": (1, 1000), "clients": (1, 64), "threads": (1, 64), "duration": (2, 3600),
+          "checkpoint_every": (0, 600)}
+WORKLOAD = {"database": "pgbench", "scale": 10, "clients": 4, "threads": 2, "duration": 60,
+            "protocol": "prepared", "mode": "tpcb", "reinit": True, "checkpoint_every": 10}
+LAYERS = ("postgres", "zfs", "sysctl", "module")
+MAX_RUNS = 40
+
+
+class ExperimentError(DomainError):
+    """An experiment or script refused; `fields` names the inputs at fault."""
+
+
+def _refuse(**fields: str) -> ExperimentError:
+    text = "; ".join(f"{name}: {problem}" for name, problem in fields.items())
+    return ExperimentError(f"refused: {text}",
+                           fields={name: [problem] for name, problem in fields.items()})
+
+
+# ---- templates ---------------------------------------------------------------------------
+
+def templates() -> list[dict]:
+    return [{"slug": t.slug, "title": t.title, "layer": t.layer, "key": t.key,
+             "values": list(t.values), "primary_metric": t.primary_metric,
+             "target_role": t.target_role, "workload": {**WORKLOAD, **t.workload},
+             "held": list(t.held), "script": t.script, "acknowledge": t.acknowledge,
+             "citation": t.citation, "published": t.published, "note": t.note}
+            for t in TEMPLATES.values()]
+
+
+# ---- creating ------------------------------------------------------------------------------
+
+@transaction.atomic
+def create_experiment(host: Host, cluster: PgCluster | None, spec: dict, *, by=None,
+                      trigger: str = Operation.Trigger.API) -> Experiment:
+    """Check the request, record the experiment and start the Operation that runs it."""
+    spec = dict(spec)
+    template = _template(spec.pop("template", "") or "")
+    cluster = _cluster(host, cluster)
+    layer = spec.get("layer") or (template.layer if template else "")
+    key = spec.get("key") or (template.key if template else "")
+    values = spec.get("values") or (list(template.values) if template else [])
+    role = spec.get("target_role", template.target_role if template else "data")
+    workload = _workload({**(template.workload if template else {}),
+                          **(spec.get("workload") or {})})
+    repetitions = spec.get("repetitions", 2)
+    if not isinstance(repetitions, int) or isinstance(repetitions, bool) \
+            or not 1 <= repetitions <= 10:
+        raise _refuse(repetitions="a whole number from 1 to 10")
+    if layer not in LAYERS:
+        raise _refuse(layer=f"one of {', '.join(LAYERS)}")
+    target = _dataset(cluster, role) if layer == "zfs" else ""
+    values = _values(layer, key, values)
+    if len(values) * repetitions > MAX_RUNS:
+        raise _refuse(repetitions=f"at most {MAX_RUNS} runs in all (values x repetitions)")
+    acknowledged = spec.get("acknowledged", False) is True
+    if template and template.acknowledge and not acknowledged:
+        raise _refuse(acknowledged=f"this experiment needs your acknowledgement: "
+                                   f"{template.acknowledge}")
+    held = _held(cluster, spec.get("held", list(template.held) if template else []))
+    _module_supported(host, [layer] + [h["layer"] for h in held])
+    version = _script_version(spec.get("script", template.script if template else ""))
+    _room(host, cluster, workload)
+    if Experiment.objects.filter(host=host, operation__status__in=Operation.ACTIVE).exists():
+        raise Conflict("an experiment is already running on this host")
+    metric = spec.get("primary_metric") or (template.primary_metric if template else "tps")
+    if metric not in core.METRICS:
+        raise _refuse(primary_metric=f"one of {', '.join(core.METRICS)}")
+    exp = Experiment.objects.create(
+        host=host, cluster=cluster, data_dir=cluster.data_dir,
+        data_dataset=cluster.data_dataset.name if cluster.data_dataset else "",
+        server_version_num=cluster.server_version_num,
+        template=template.slug if template else "",
+        title=(spec.get("title") or (template.title if template else f"{key} {values}"))[:200],
+        citation=template.citation if template else "", layer=layer, key=key, target=target,
+        values=values, repetitions=repetitions, workload=workload, script_version=version,
+        held=held, primary_metric=metric, acknowledged=acknowledged,
+        created_by=by if by and by.is_authenticated else None)
+    state = {"experiment": exp.pk, "target": _target(cluster), "index": 0,
+             "order": [list(item) for item in core.alternating(values, repetitions)]}
+    exp.operation = engine.start(steps.KIND.name, host=host, state=state, trigger=trigger,
+                                 user=by, subject=f"{host.name} experiment: {exp.title}"[:200])
+    exp.save(update_fields=["operation"])
+    return exp
+
+
+def _template(slug: str):
+    if not slug:
+        return None
+    if slug not in TEMPLATES:
+        raise _refuse(template=f"one of {', '.join(TEMPLATES)}")
+    return TEMPLATES[slug]
+
+
+def _cluster(host: Host, cluster: PgCluster | None) -> PgCluster:
+    if cluster is not None:
+        if cluster.host_id != host.pk:
+            raise _refuse(cluster="that cluster is not on this host")
+        return cluster
+    clusters = list(host.clusters.all()[:2])
+    if len(clusters) != 1:
+        raise _refuse(cluster="name the cluster" if clusters else
+                      "the host has no PostgreSQL cluster (run discovery)")
+    return clusters[0]
+
+
+def _target(cluster: PgCluster) -> dict:
+    try:
+        cluster.target()
+    except InvalidValue as exc:
+        raise _refuse(cluster=f"cannot reach it: {exc}") from None
+    return {"owner": cluster.owner, "bin_dir": cluster.bin_dir, "socket_dir": cluster.socket_dir,
+            "port": cluster.port, "data_dir": cluster.data_dir}
+
+
+def _dataset(cluster: PgCluster, role: str) -> str:
+    dataset = {"data": cluster.data_dataset, "wal": cluster.wal_dataset}.get(role)
+    if dataset is None:
+        raise _refuse(target_role="data or wal, a dataset the cluster's files are on "
+                                  "(none found: run discovery)")
+    return dataset.name
+
+
+def _values(layer: str, key: str, values) -> list[str]:
+    if not isinstance(values, list) or not 2 <= len(values) <= 8 \
+            or not all(isinstance(v, str) for v in values):
+        raise _refuse(values="a list of 2 to 8 values (text)")
+    if len(set(values)) != len(values):
+        raise _refuse(values="each value once")
+    try:
+        return [knobs.validate(layer, key, value) for value in values]
+    except InvalidValue as exc:
+        raise _refuse(values=str(exc)) from None
+
+
+def _held(cluster: PgCluster, held) -> list[dict]:
+    if not isinstance(held, list) or len(held) > 5:
+        raise _refuse(held="a list of at most 5 settings: layer, key, value")
+    out = []
+    for item in held:
+        if not isinstance(item, dict) or item.get("layer") not in LAYERS \
+                or not all(isinstance(item.get(k), str) for k in ("key", "value")):
+            raise _refuse(held="each one {layer, key, value} (text)")
+        try:
+            value = knobs.validate(item["layer"], item["key"], item["value"])
+        except InvalidValue as exc:
+            raise _refuse(held=str(exc)) from None
+        target = _dataset(cluster, item.get("role", "data")) if item["layer"] == "zfs" else ""
+        out.append({"layer": item["layer"], "key": item["key"], "value": value,
+                    "target": target})
+    return out
+
+
+def _room(host: Host, cluster: PgCluster, work: dict) -> None:
+    """Refused now when the last discovery already shows too little room in the pool; the
+    operation checks again on the host before it changes anything."""
+    if cluster.data_dataset is None:
+        return
+    pool = cluster.data_dataset.name.split("/")[0]
+    root = host.datasets.filter(name=pool).only("available").first()
+    need = core.room_needed(work["scale"], work["duration"], 1, work["reinit"])
+    if root is not None and root.available is not None and root.available < need:
+        raise _refuse(workload=f"pool {pool} had {root.available // 2**20} MiB free at the "
+                               f"last discovery; a run at scale {work['scale']} for "
+                               f"{work['duration']} s may need {need // 2**20} MiB")
+
+
+def _module_supported(host: Host, layers: list[str]) -> None:
+    zfs = (host.facts or {}).get("zfs") or {}
+    if "module" in layers and zfs.get("implementation") == "zfs-fuse":
+        raise _refuse(layer="this host runs zfs-fuse, which has no ZFS module parameters "
+                            "(/sys/module/zfs/parameters)")
+
+
+def _workload(given: dict) -> dict:
+    unknown = set(given) - set(WORKLOAD)
+    if unknown:
+        raise _refuse(workload=f"unknown: {', '.join(sorted(unknown))}")
+    work = {**WORKLOAD, **given}
+    for name, (low, high) in LIMITS.items():
+        value = work[name]
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise _refuse(**{f"workload.{name}": f"a whole number from {low} to {high}"})
+    if work["threads"] > work["clients"]:
+        raise _refuse(**{"workload.threads": "at most the number of clients"})
+    if work["protocol"] not in ("simple", "extended", "prepared"):
+        raise _refuse(**{"workload.protocol": "simple, extended or prepared"})
+    if work["mode"] not in ("tpcb", "select-only"):
+        raise _refuse(**{"workload.mode": "tpcb or select-only"})
+    if not isinstance(work["reinit"], bool):
+        raise _refuse(**{"workload.reinit": "true or false"})
+    try:
+        pg_identifier(work["database"])
+    except InvalidValue as exc:
+        raise _refuse(**{"workload.database": exc.reason}) from None
+    return work
+
+
+# ---- results ----------------------------------------------------------------------------------
+
+def results(exp: Experiment) -> dict:
+    """Per value mean and spread of every metric, the verdict on the primary metric, and
+    the charts (chart-convention JSON)."""
+    rows = [run.as_row() for run in exp.runs.all() if run.ended_at is not None]
+    summary = core.summarise(exp.values, rows)
+    per_value = [{"value": value, **{m: s.to_dict() for m, s in summary[value].items()}}
+                 for value in exp.values]
+    verdicts = {m: core.verdict(summary, m).to_dict()
+                for m in ("tps", "wal_per_tx", "compressratio", "drain_seconds")}
+    charts = [core.chart(f"{label} per run", exp.values, rows, metric)
+              for metric, (label, _u, _h) in core.METRICS.items()
+              if metric in ("tps", "wal_per_tx", "compressratio") and
+              any(r.get(metric) is not None for r in rows)]
+    return {"values": per_value, "verdict": verdicts[exp.primary_metric]
+            if exp.primary_metric in verdicts else core.verdict(summary, exp.primary_metric)
+            .to_dict(), "verdicts": verdicts, "charts": charts}
+
+
+# ---- scripts ----------------------------------------------------------------------------------
+
+def ensure_builtin_scripts() -> None:
+    for builtin in SCRIPTS.values():
+        script, created = Script.objects.get_or_create(
+            slug=builtin.slug, defaults={"name": builtin.name, "builtin": True,
+                                         "description": builtin.description})
+        if created or not script.versions.exists():
+            ScriptVersion.objects.create(script=script, number=1, text=builtin.text,
+                                         setup=builtin.setup, note="shipped with PoZoL")
+
+
+def _script_version(ref) -> ScriptVersion | None:
+    if not ref:
+        return None
+    ensure_builtin_scripts()
+    script = (Script.objects.filter(pk=ref).first() if isinstance(ref, int)
+              else Script.objects.filter(slug=str(ref)).first())
+    if script is None or script.current is None:
+        raise _refuse(script="no such script")
+    return script.current
+
+
+def _check_script(text: str, setup: str) -> None:
+    errors = {}
+    if found := scripts.problems(text):
+        errors["text"] = "; ".join(found)
+    if found := scripts.problems(setup, setup=True):
+        errors["setup"] = "; ".join(found)
+    if errors:
+        raise _refuse(**errors)
+
+
+@transaction.atomic
+def create_script(name: str, text: str, setup: str = "", description: str = "",
+                  by=None) -> Script:
+    name = (name or "").strip()
+    if not name or len(name) > 100 or not name.isprintable():
+        raise _refuse(name="one line of 1 to 100 printable characters")
+    slug = slugify(name)[:100]
+    if not slug or Script.objects.filter(slug=slug).exists() \
+            or Script.objects.filter(name=name).exists():
+        raise Conflict(f"a script named {name!r} exists", fields={"name": ["taken"]})
+    _check_script(text, setup)
+    script = Script.objects.create(name=name, slug=slug, description=description[:2000])
+    ScriptVersion.objects.create(script=script, number=1, text=text, setup=setup,
+                                 created_by=by if by and by.is_authenticated else None)
+    return script
+
+
+@transaction.atomic
+def add_script_version(script: Script, text: str, setup: str = "", note: str = "",
+                       by=None) -> ScriptVersion:
+    """An edit adds a version: experiments keep naming the text they ran."""
+    if script.builtin:
+        raise _refuse(script="a built-in script is not edited: create your own")
+    _check_script(text, setup)
+    number = (script.current.number if script.current else 0) + 1
+    return ScriptVersion.objects.create(script=script, number=number, text=text, setup=setup,
+                                        note=note[:300],
+                                        created_by=by if by and by.is_authenticated else None)
+
+
+def run_rows(exp: Experiment) -> list[Run]:
+    return list(exp.runs.all())

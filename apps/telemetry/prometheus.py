@@ -1,0 +1,393 @@
+"""/metrics: the fleet's current values and the control plane's own, for Prometheus.
+
+A custom prometheus_client Collector reads what the collector and discovery
+already stored, in a constant number of queries whatever the fleet's size
+(hosts with their newest snapshot, the two newest raw samples of each host,
+collector state, pools, replication links, operations by state, operations
+still active by kind) and one Redis round trip (queue lengths and the step
+latency histogram, apps.ops.timing). It never opens SSH: the web process
+serves it.
+
+Labels are bounded by the fleet's inventory: `host`, `pool`, `dataset` (and
+`state` for a pool's health, `queue`, `status`, `kind`/`step` for the control
+plane's own, all names from the code). No per-snapshot, per-operation or
+per-cluster label: PostgreSQL figures are per host (TPS summed over its
+clusters, cache hit of its worst cluster), so a host with several clusters
+still gives one series.
+
+Rates (ARC hit ratio, TPS, cache hit) come from the host's two newest raw
+samples through the product's own rate code (apps.telemetry.core.rates): a
+reboot, a reset counter or a missed sample gives no value, never a spike.
+A host whose newest sample is older than a few intervals gives no telemetry
+series (Prometheus sees them go stale) but still its reachability.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+import redis
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, OuterRef, Subquery
+from django.utils import timezone
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from apps.fleet.models import Host, Pool
+from apps.ops import timing
+from apps.ops.models import Operation
+from apps.replication.models import ReplicationLink
+from apps.snapshots.models import Snapshot
+from apps.telemetry.core.pgstats import PgStats
+from apps.telemetry.core.rates import rates
+from apps.telemetry.core.sample import Arc, Cluster, Sample
+from apps.telemetry.models import HostTelemetry
+
+logger = logging.getLogger("pozol.telemetry")
+
+# Samples older than this many intervals are not current values any more.
+STALE_INTERVALS = 3
+_ARC = tuple(Arc.__dataclass_fields__)
+_PG = tuple(name for name in PgStats.__dataclass_fields__ if name != "connections")
+_HEALTHY = "ONLINE"
+
+
+HOST, POOL, DATASET = ("host",), ("host", "pool"), ("host", "dataset")
+# (attribute, metric name without "pozol_", help, labels): every gauge /metrics serves.
+GAUGES = (
+    ("reachable", "host_reachable", "1 when the host answered its last SSH contact.", HOST),
+    ("sample_age", "host_sample_age_seconds", "Seconds since the host's newest telemetry "
+     "sample.", HOST),
+    ("sample_duration", "host_sample_duration_seconds", "The last telemetry round trip to "
+     "the host, seconds.", HOST),
+    ("sample_failing", "host_sample_failing", "1 when the host's last telemetry sample "
+     "failed (the reason is on the host's page).", HOST),
+    ("arc_hit", "host_arc_hit_ratio", "ARC hits / ARC reads between the host's two newest "
+     "samples (0..1).", HOST),
+    ("arc_size", "host_arc_size_bytes", "ARC size.", HOST),
+    ("arc_max", "host_arc_max_bytes", "ARC target maximum (c_max).", HOST),
+    ("dirty", "host_dirty_bytes", "Dirty page cache (/proc/meminfo Dirty).", HOST),
+    ("writeback", "host_writeback_bytes", "Page cache under writeback (/proc/meminfo).",
+     HOST),
+    ("available", "host_memory_available_bytes", "/proc/meminfo MemAvailable.", HOST),
+    ("tps", "host_tps", "PostgreSQL transactions per second, summed over the host's "
+     "clusters, between its two newest samples.", HOST),
+    ("cache_hit", "host_cache_hit_ratio", "PostgreSQL shared buffer hits / block reads of "
+     "the host's worst cluster, between its two newest samples (0..1).", HOST),
+    ("connections", "host_pg_connections", "PostgreSQL client connections, summed over the "
+     "host's clusters.", HOST),
+    ("xid_age", "host_xid_age", "The oldest transaction ID age of the host's clusters "
+     "(wraparound).", HOST),
+    ("replication_lag", "host_replication_lag_seconds", "Of the links replicating from the "
+     "host, the largest lag: age of the newest snapshot the target received (of the link "
+     "itself when it never delivered).", HOST),
+    ("snapshot_age", "host_newest_snapshot_age_seconds", "Age of the host's newest "
+     "snapshot, as last listed.", HOST),
+    ("pool_capacity", "pool_capacity_ratio", "Pool capacity (allocated / size, 0..1).", POOL),
+    ("pool_allocated", "pool_allocated_bytes", "Pool allocated space.", POOL),
+    ("pool_size", "pool_size_bytes", "Pool size.", POOL),
+    ("pool_fragmentation", "pool_fragmentation_ratio", "Pool free space fragmentation "
+     "(0..1).", POOL),
+    ("pool_healthy", "pool_healthy", "1 when the pool is ONLINE.", POOL),
+    ("pool_health", "pool_health", "The pool's health: 1 for its current state.",
+     ("host", "pool", "state")),
+    ("pool_errors", "pool_checksum_errors", "Checksum errors summed over the pool's vdevs, "
+     "as zpool status counts them.", POOL),
+    ("compressratio", "dataset_compressratio", "Dataset compression ratio.", DATASET),
+    ("used", "dataset_used_bytes", "Dataset used space.", DATASET),
+    ("logicalused", "dataset_logicalused_bytes", "Dataset logical used space (before "
+     "compression; OpenZFS only).", DATASET),
+    ("operations", "operations", "Operations in the database, by status.", ("status",)),
+    ("active", "operations_active", "Operations pending, running or waiting, by kind and "
+     "status.", ("kind", "status")),
+    ("queue", "queue_depth", "Celery messages waiting in each queue (Redis list length).",
+     ("queue",)),
+    ("redis_up", "redis_up", "1 when /metrics could read the broker's Redis.", ()),
+)
+
+
+class Families:
+    """Every family /metrics serves, made afresh per scrape, so each is present (maybe
+    empty) on every scrape: a gauge per GAUGES row, and the step latency histogram."""
+
+    def __init__(self) -> None:
+        for attribute, name, documentation, labels in GAUGES:
+            setattr(self, attribute, GaugeMetricFamily(f"pozol_{name}", documentation,
+                                                       labels=list(labels)))
+        self.steps = HistogramMetricFamily(
+            "pozol_step_duration_seconds", "Time a step of an operation ran, by kind and "
+            "step.", labels=["kind", "step"])
+
+    def all(self) -> list[Metric]:
+        return [value for value in vars(self).values() if isinstance(value, Metric)]
+
+
+class FleetCollector(Collector):
+    """Built per scrape (the view's own registry), reading the database as it is now."""
+
+    def __init__(self, now: datetime | None = None) -> None:
+        self.now = now or timezone.now()
+
+    def collect(self) -> Iterator[Metric]:
+        families = Families()
+        names = self._hosts(families)
+        self._samples(families, names)
+        self._collector_state(families, names)
+        self._pools_without_samples(families, names)
+        self._links(families, names)
+        self._operations(families)
+        self._redis(families)
+        yield from families.all()
+
+    # -- per host --------------------------------------------------------------------
+
+    def _hosts(self, families: Families) -> dict[int, str]:
+        newest = (Snapshot.objects.filter(host=OuterRef("pk"), created_at__isnull=False)
+                  .order_by("-created_at").values("created_at")[:1])
+        rows = Host.objects.annotate(newest_snapshot=Subquery(newest)).values_list(
+            "pk", "name", "reachable", "newest_snapshot")
+        names = {}
+        for pk, name, reachable, newest_snapshot in rows:
+            names[pk] = name
+            families.reachable.add_metric([name], 1.0 if reachable else 0.0)
+            if newest_snapshot is not None:
+                families.snapshot_age.add_metric([name], self._age(newest_snapshot))
+        return names
+
+    def _samples(self, families: Families, names: dict[int, str]) -> None:
+        self.sampled: set[int] = set()
+        for host_id, rows in _two_newest_samples(self.now - self._stale()).items():
+            name = names.get(host_id)
+            if name is None:
+                continue
+            try:
+                _add_sample(families, name, rows, self._interval())
+                self.sampled.add(host_id)
+            except (TypeError, ValueError, KeyError, AttributeError):
+                # A row this code cannot read must not cost the others their scrape.
+                logger.exception("/metrics: host %s's newest sample is unreadable", name)
+
+    def _collector_state(self, families: Families, names: dict[int, str]) -> None:
+        rows = HostTelemetry.objects.values_list("host_id", "last_sample_at", "last_duration",
+                                                 "last_error")
+        for host_id, sample_at, duration, error in rows:
+            name = names.get(host_id)
+            if name is None:
+                continue
+            if sample_at is not None:
+                families.sample_age.add_metric([name], self._age(sample_at))
+            if duration is not None:
+                families.sample_duration.add_metric([name], duration)
+            families.sample_failing.add_metric([name], 1.0 if error else 0.0)
+        # Pool health is text: the whole last sample keeps it (raw rows hold numbers).
+        for host_id, pools, healths in _sampled_pool_health():
+            name = names.get(host_id)
+            if name is None or host_id not in self.sampled:
+                continue
+            for pool, health in zip(pools, healths, strict=False):
+                _add_health(families, name, pool, health)
+
+    def _pools_without_samples(self, families: Families, names: dict[int, str]) -> None:
+        """Hosts with no current sample: what discovery last saw of their pools."""
+        rows = Pool.objects.exclude(host_id__in=self.sampled).values_list(
+            "host_id", "name", "health", "capacity", "allocated", "size")
+        for host_id, pool, health, capacity, allocated, size in rows:
+            name = names.get(host_id)
+            if name is None:
+                continue
+            _add_pool(families, name, pool, {"capacity": capacity, "allocated": allocated,
+                                             "size": size})
+            _add_health(families, name, pool, health)
+
+    def _links(self, families: Families, names: dict[int, str]) -> None:
+        worst: dict[int, float] = {}
+        for source, received_at, created_at in ReplicationLink.objects.values_list(
+                "source_host_id", "newest_received_at", "created_at"):
+            since = received_at or created_at
+            worst[source] = max(worst.get(source, 0.0), self._age(since))
+        for host_id, lag in worst.items():
+            if host_id in names:
+                families.replication_lag.add_metric([names[host_id]], lag)
+
+    # -- the control plane's own -----------------------------------------------------
+
+    def _operations(self, families: Families) -> None:
+        counts = dict.fromkeys(Operation.Status.values, 0)
+        for status, count in (Operation.objects.order_by().values_list("status")
+                              .annotate(n=Count("pk"))):
+            counts[status] = count
+        for status, count in counts.items():
+            families.operations.add_metric([status], count)
+        for kind, status, count in (Operation.objects.filter(status__in=Operation.ACTIVE)
+                                    .order_by().values_list("kind", "status")
+                                    .annotate(n=Count("pk"))):
+            families.active.add_metric([kind, status], count)
+
+    def _redis(self, families: Families) -> None:
+        queues = _queues()
+        try:
+            pipe = timing.client().pipeline(transaction=False)
+            for queue in queues:
+                pipe.llen(queue)
+            pipe.hgetall(timing.KEY)
+            *lengths, steps = pipe.execute()
+        except redis.RedisError as error:
+            logger.warning("/metrics: Redis did not answer: %s", error)
+            families.redis_up.add_metric([], 0.0)
+            return
+        families.redis_up.add_metric([], 1.0)
+        for queue, length in zip(queues, lengths, strict=True):
+            families.queue.add_metric([queue], length)
+        for step in timing.histograms(steps):
+            families.steps.add_metric([step.kind, step.step], step.buckets, step.sum)
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _interval(self) -> timedelta:
+        return timedelta(seconds=settings.POZOL["TELEMETRY_INTERVAL"])
+
+    def _stale(self) -> timedelta:
+        return STALE_INTERVALS * self._interval()
+
+    def _age(self, moment: datetime) -> float:
+        return max((self.now - moment).total_seconds(), 0.0)
+
+
+def _queues() -> list[str]:
+    """Celery's default queue and every queue a task is routed to."""
+    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()
+              if "queue" in route}
+    default = getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "celery")
+    return sorted({default, *routed})
+
+
+# -- the database reads ---------------------------------------------------------------
+
+_TWO_NEWEST = """
+    SELECT host_id, taken_at, "values" FROM (
+        SELECT host_id, taken_at, "values",
+               row_number() OVER (PARTITION BY host_id ORDER BY taken_at DESC) AS newest
+        FROM telemetry_rawsample WHERE taken_at >= %s) AS recent
+    WHERE newest <= 2 ORDER BY host_id, taken_at
+"""
+
+
+def _two_newest_samples(since: datetime) -> dict[int, list[tuple[datetime, dict]]]:
+    """Each host's two newest raw rows since `since`, oldest first (one query, read
+    through the time index: a few intervals of the fleet, not its 48 hours)."""
+    found: dict[int, list[tuple[datetime, dict]]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(_TWO_NEWEST, [since])
+        for host_id, taken_at, values in cursor.fetchall():
+            found.setdefault(host_id, []).append((taken_at, _json(values)))
+    return found
+
+
+def _sampled_pool_health() -> list[tuple[int, list, list]]:
+    """(host, pool names, healths) from each last sample, cut down in the database
+    (the whole sample carries every pool's txg history)."""
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            SELECT host_id,
+                   jsonb_path_query_array(last_sample, '$.pools[*].name'),
+                   jsonb_path_query_array(last_sample, '$.pools[*].health')
+            FROM telemetry_hosttelemetry WHERE last_sample IS NOT NULL""")
+        return [(host_id, _json(names), _json(healths))
+                for host_id, names, healths in cursor.fetchall()]
+
+
+def _json(value: object) -> object:
+    import json
+
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+# -- one host's values ----------------------------------------------------------------
+
+def _add_sample(families: Families, host: str, rows: list[tuple[datetime, dict]],
+                interval: timedelta) -> None:
+    at, newest = rows[-1]
+    arc = newest.get("arc") or {}
+    memory = newest.get("memory") or {}
+    _add(families.arc_size, [host], arc.get("size"))
+    _add(families.arc_max, [host], arc.get("c_max"))
+    _add(families.dirty, [host], memory.get("dirty"))
+    _add(families.writeback, [host], memory.get("writeback"))
+    _add(families.available, [host], memory.get("available"))
+    for pool, values in (newest.get("pools") or {}).items():
+        _add_pool(families, host, pool, values)
+        _add(families.pool_errors, [host, pool], values.get("checksum_errors"))
+    for dataset, values in (newest.get("datasets") or {}).items():
+        _add(families.compressratio, [host, dataset], values.get("compressratio"))
+        _add(families.used, [host, dataset], values.get("used"))
+        _add(families.logicalused, [host, dataset], values.get("logicalused"))
+    clusters = newest.get("clusters") or {}
+    if clusters:
+        _add(families.connections, [host], _sum(c.get("connections") for c in clusters.values()))
+        _add(families.xid_age, [host], _max(c.get("xid_age_max") for c in clusters.values()))
+    if len(rows) == 2:
+        _add_rates(families, host, rows, interval)
+
+
+def _add_rates(families: Families, host: str, rows: list[tuple[datetime, dict]],
+               interval: timedelta) -> None:
+    before, after = (_sample(at, values) for at, values in rows)
+    found = rates(before, after, interval)
+    if found.gap or found.seconds is None:
+        return  # a missed sample: the rate is an average over a hole, not a current value
+    if found.arc is not None:
+        _add(families.arc_hit, [host], found.arc.hit_ratio)
+    pg = list(found.clusters.values())
+    if pg and all(c.tps is not None for c in pg):
+        families.tps.add_metric([host], sum(c.tps for c in pg))  # type: ignore[misc]
+    _add(families.cache_hit, [host], _min(c.cache_hit_ratio for c in pg))
+
+
+def _add_pool(families: Families, host: str, pool: str, values: dict) -> None:
+    capacity = values.get("capacity")
+    _add(families.pool_capacity, [host, pool], capacity / 100 if capacity is not None else None)
+    _add(families.pool_allocated, [host, pool], values.get("allocated"))
+    _add(families.pool_size, [host, pool], values.get("size"))
+    fragmentation = values.get("fragmentation")
+    _add(families.pool_fragmentation, [host, pool],
+         fragmentation / 100 if fragmentation is not None else None)
+
+
+def _add_health(families: Families, host: str, pool: str, health: str | None) -> None:
+    if not health:
+        return
+    families.pool_healthy.add_metric([host, pool], 1.0 if health == _HEALTHY else 0.0)
+    families.pool_health.add_metric([host, pool, health], 1.0)
+
+
+def _sample(at: datetime, values: dict) -> Sample:
+    """A stored row as a Sample carrying what rates() needs (ARC, clusters, uptime)."""
+    arc = values.get("arc")
+    clusters = tuple(Cluster(key, PgStats(**{name: stats.get(name) for name in _PG}))
+                     for key, stats in (values.get("clusters") or {}).items())
+    return Sample(taken_at=at, uptime=values.get("uptime"), memory=None, load=None,
+                  arc=Arc(**{name: arc.get(name) for name in _ARC}) if arc else None,
+                  dmu_tx=None, pools=None, datasets=None, clusters=clusters)
+
+
+def _add(family: GaugeMetricFamily, labels: list[str], value: float | None) -> None:
+    if value is not None:
+        family.add_metric(labels, float(value))
+
+
+def _sum(values) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _max(values) -> float | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def _min(values) -> float | None:
+    known = [v for v in values if v is not None]
+    return min(known) if known else None

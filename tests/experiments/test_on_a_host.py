@@ -1,0 +1,110 @@
+"""Experiments on a real test host, through the API, run by a real Celery worker: a short
+full_page_writes experiment (forced checkpoints) shows less WAL per transaction with off
+and puts the setting back; the COPY script runs under wal_level replica and minimal and
+the host gets its wal_level and max_wal_senders back. Figures print with -s."""
+
+import pytest
+
+from apps.experiments.models import Experiment
+from tests.integration.conftest import fresh_ssh_pool, register, run_on, show  # noqa: F401
+from tests.waiting import wait_for
+from tests.workers import Worker
+
+pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
+
+SHORT = {"scale": 1, "clients": 2, "threads": 1, "duration": 5, "checkpoint_every": 2}
+
+
+@pytest.fixture
+def worker(tmp_path):
+    worker = Worker("pozol", "experiments", tmp_path)
+    yield worker
+    worker.stop()
+
+
+def finished(api, pk: int, worker: Worker) -> dict:
+    def ended():
+        body = api.get(f"/api/experiments/{pk}/").json()
+        return body if body["status"] not in ("pending", "running", "waiting") else None
+    body = wait_for(ended, 240, "the experiment to end")
+    assert body["status"] == "succeeded", (body["operation"]["error"],
+                                           worker.output()[-2000:])
+    return body
+
+
+def registered(fleet_host):
+    host = register(fleet_host)
+    wait_for(lambda: host.operations.exclude(status__in=["pending", "running", "waiting"])
+             .count() == host.operations.count() and host.clusters.exists(), 120,
+             "discovery")
+    return host
+
+
+def test_experiments_full_page_writes_copy_script_and_wal_sync_method(fleet_hosts, api, worker):
+    fleet_host = fleet_hosts[0]
+    host = registered(fleet_host)
+    before = [show(fleet_host, name) for name in ("full_page_writes", "wal_level",
+                                                  "max_wal_senders", "wal_sync_method")]
+
+    refused = api.post("/api/experiments/", {"host": host.pk, "template": "txg-timeout",
+                                             "acknowledged": True}, format="json")
+    assert refused.status_code == 400 and "zfs-fuse" in str(refused.json())
+
+    created = api.post("/api/experiments/", {
+        "host": host.pk, "template": "full-page-writes", "repetitions": 1,
+        "workload": SHORT}, format="json")
+    assert created.status_code == 201, created.json()
+    body = finished(api, created.json()["id"], worker)
+    runs = {run["value"]: run for run in body["runs"]}
+    print("\nfull_page_writes:", [(r["value"], round(r["tps"]), round(r["wal_per_tx"]),
+                                   r["checkpoints"], r["compressratio"], r["drain_seconds"])
+                                  for r in body["runs"]])
+    assert [run["value"] for run in body["runs"]] == ["on", "off"]
+    assert all(run["checkpoints"] >= 1 and run["tps"] > 0 for run in body["runs"])
+    assert runs["off"]["wal_per_tx"] < runs["on"]["wal_per_tx"]
+    assert body["restored"] and show(fleet_host, "full_page_writes") == before[0]
+    assert body["results"]["charts"][0]["series"][0]["label"] == "on"
+
+    # A value the host refuses: the held compression and the recordsize go back.
+    compression = run_on(fleet_host, "zfs get -H -o value,source compression tank/pg/data")
+    failing = api.post("/api/experiments/", {
+        "host": host.pk, "template": "recordsize", "values": ["bogus", "8K"],
+        "repetitions": 1, "workload": SHORT}, format="json")
+    assert failing.status_code == 201, failing.json()
+    body = wait_for(lambda: (b := api.get(f"/api/experiments/{failing.json()['id']}/").json())
+                    ["status"] == "failed" and b, 120, "the failing experiment to end")
+    assert "bogus" in body["operation"]["error"] and "host was restored" in \
+        body["operation"]["error"] and body["runs"][0]["tps"] is None
+    assert run_on(fleet_host, "zfs get -H -o source recordsize tank/pg/data").strip() != "local"
+    assert run_on(fleet_host, "zfs get -H -o value,source compression tank/pg/data") == \
+        compression
+
+    copy = api.post("/api/experiments/", {
+        "host": host.pk, "template": "wal-level-copy", "repetitions": 1,
+        "workload": {"duration": 4, "scale": 1}}, format="json")
+    assert copy.status_code == 201, copy.json()
+    body = finished(api, copy.json()["id"], worker)
+    print("COPY script:", [(r["value"], round(r["tps"], 1), round(r["wal_per_tx"]))
+                           for r in body["runs"]])
+    runs = {run["value"]: run for run in body["runs"]}
+    assert set(runs) == {"replica", "minimal"} and all(r["tps"] > 0 for r in runs.values())
+    # Each run ran under its level: PostgreSQL was restarted to change it, and back.
+    log = " ".join(Experiment.objects.get(pk=body["id"]).operation.log_lines
+                   .values_list("text", flat=True))
+    assert "wal_level = 'minimal'" in log and "wal_level = 'replica'" in log
+    assert "holding max_wal_senders = '0'" in log and log.count("pg_ctl -D") >= 2
+    assert [show(fleet_host, "wal_level"), show(fleet_host, "max_wal_senders")] == before[1:3]
+    exp = Experiment.objects.get(pk=body["id"])
+    assert exp.restored and exp.script_version.script.slug == "copy-into-new-table"
+    assert run_on(fleet_host, "ls /tmp | grep -c pozol-exp. || true").strip() == "0"
+
+    # The paper's wal_sync_method comparison (docs/lessons.md row 20), same script.
+    sync = api.post("/api/experiments/", {
+        "host": host.pk, "template": "wal-sync-method", "repetitions": 1,
+        "workload": {"duration": 3, "scale": 1}}, format="json")
+    assert sync.status_code == 201, sync.json()
+    body = finished(api, sync.json()["id"], worker)
+    print("wal_sync_method:", [(r["value"], round(r["tps"], 1)) for r in body["runs"]],
+          body["results"]["verdict"]["text"])
+    assert [r["value"] for r in body["runs"]] == ["fsync", "fdatasync", "open_datasync"]
+    assert body["restored"] and show(fleet_host, "wal_sync_method") == before[3]
