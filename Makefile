@@ -75,22 +75,32 @@ debs:
 
 venv: $(VENV)/.installed
 
-# Front-end tools the browser tests use (axe-core), pinned by package-lock.json.
-# npm ci runs only when node_modules is missing or older than the lock file.
-node: node_modules/.installed
+# Front-end packages, pinned by package-lock.json: uPlot (the charts, served from
+# static/vendor/, which is built here and never committed) and axe-core (the
+# accessibility tests). npm ci runs only when node_modules is missing or older than
+# the lock file; the vendor copy only when the installed uPlot is newer than it.
+VENDOR := static/vendor
+node: node_modules/.installed $(VENDOR)/uPlot.iife.min.js
 
 node_modules/.installed: package.json package-lock.json
 	@if ! command -v npm >/dev/null; then \
 	  if [ "$$(id -u)" != 0 ]; then \
 	    echo "PoZoL: npm is missing; run: sudo apt-get install -y npm"; \
-	    echo "PoZoL: the control plane still runs; the accessibility tests need it."; \
+	    echo "PoZoL: the control plane still runs; charts show as tables and the accessibility tests need it."; \
 	    exit 0; \
 	  fi; \
 	  echo "PoZoL: installing npm"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
 	fi; \
-	echo "PoZoL: npm ci (axe-core for the accessibility tests)"; \
+	echo "PoZoL: npm ci (uPlot for the charts, axe-core for the accessibility tests)"; \
 	npm ci --no-audit --no-fund --loglevel=error && touch $@
+
+# Only the two files a page loads, not the whole package.
+$(VENDOR)/uPlot.iife.min.js: node_modules/.installed
+	@if [ -f node_modules/uplot/dist/uPlot.iife.min.js ]; then \
+	  mkdir -p $(VENDOR) && \
+	  cp node_modules/uplot/dist/uPlot.iife.min.js node_modules/uplot/dist/uPlot.min.css $(VENDOR)/; \
+	else echo "PoZoL: uPlot is not installed; charts show as tables."; fi
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -104,4 +114,4 @@ fleet-down: venv
 	$(PY) -m apps.demo.fleet down
 
 clean:
-	rm -rf $(VENV) .staticfiles node_modules
+	rm -rf $(VENV) .staticfiles node_modules $(VENDOR)

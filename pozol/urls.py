@@ -83,6 +83,7 @@ urlpatterns = [
     path("audit/", include("apps.audit.urls")),
     path("experiments/", include("apps.experiments.urls")),
     path("alerts/", include("apps.alerts.urls")),
+    path("telemetry/", include("apps.telemetry.urls")),
     path("", include("apps.tenants.urls")),
     path("", include("apps.fleet.urls")),
 ]

@@ -107,3 +107,26 @@ window.addEventListener("resize", () => {
     }
   });
 })();
+
+// ---- Polling that rests while the tab is hidden: an element with data-poll-visible
+// (htmx `every Ns`) sends nothing while the page is not shown, and asks once as soon
+// as it is shown again. data-poll-here polls the page's current address (the search
+// and sort it pushed), not the one it was rendered with.
+(() => {
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    if (document.hidden && event.detail.elt.closest("[data-poll-visible]")) {
+      event.preventDefault();
+    }
+  });
+  document.addEventListener("htmx:configRequest", (event) => {
+    if (event.detail.elt.hasAttribute("data-poll-here")) {
+      event.detail.path = window.location.pathname + window.location.search;
+    }
+  });
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && window.htmx) {
+      document.querySelectorAll("[data-poll-visible]").forEach(
+        (element) => window.htmx.trigger(element, "pozol:shown"));
+    }
+  });
+})();

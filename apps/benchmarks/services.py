@@ -7,7 +7,11 @@ recorded, so hostile or impossible parameters never reach a host.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
 from django.db import transaction
+from django.utils import timezone
 
 from apps.benchmarks import commands, steps
 from apps.benchmarks.models import Benchmark, Validation
@@ -148,3 +152,32 @@ def validate(before: Benchmark, after: Benchmark, label: str = "") -> Validation
         raise _refuse({name: [text] for name, text in errors.items()})
     return Validation.objects.create(host=before.host, before=before, after=after,
                                      label=label[:200])
+
+
+# -- the host's telemetry around a run ---------------------------------------------------
+
+BEFORE_RUN = timedelta(minutes=2)
+# After pgbench stops, dirty data still drains to disk (the EDB study's measure): the
+# run's page shows the host's telemetry this long after the run's end.
+DRAIN = timedelta(minutes=10)
+
+
+@dataclass(frozen=True)
+class TelemetryWindow:
+    start: int  # unix seconds
+    end: int
+    ongoing: bool  # the window reaches into the future: the charts keep reading
+
+
+def telemetry_window(bench: Benchmark, now: datetime | None = None) -> TelemetryWindow | None:
+    """From shortly before the run started to DRAIN after it ended (or would end)."""
+    operation = bench.operation
+    started = (operation.started_at if operation else None) or None
+    if started is None:
+        return None
+    ended = operation.finished_at or started + timedelta(
+        seconds=int(bench.parameters.get("duration") or 0))
+    end = ended + DRAIN
+    now = now or timezone.now()
+    return TelemetryWindow(int((started - BEFORE_RUN).timestamp()), int(end.timestamp()),
+                           ongoing=end > now)

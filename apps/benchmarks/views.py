@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
@@ -41,6 +42,11 @@ def benchmark_detail(request, pk: int):
         return render(request, "benchmarks/_live.html", context, status=status)
     context["others"] = (Benchmark.objects.filter(host=bench.host, summary__isnull=False)
                          .exclude(pk=bench.pk)[:50])
+    context["telemetry"] = services.telemetry_window(bench)
+    # The host's telemetry charts (apps.telemetry.charts) beside pgbench's own.
+    context["telemetry_charts"] = (("dirty", "Dirty and Writeback against TPS"),
+                                   ("arc-hit", "ARC hit rate"))
+    context["telemetry_interval"] = settings.POZOL["TELEMETRY_INTERVAL"]
     return render(request, "benchmarks/detail.html", context)
 
 

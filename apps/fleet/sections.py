@@ -10,6 +10,10 @@ AppConfig.ready():
 - a Summary: a short fact (assigned profile, findings) shown in the host
   page's header and as a column of the overview. It adds what it needs to the
   hosts queryset (annotations: joins or subqueries), never a query per host.
+  With `worst_first` (order_by expressions on its annotations) the overview can
+  be sorted by it, worst first, in the same query.
+- a Total: a line above the overview's table about the whole fleet (space saved
+  by compression), from one query whatever the number of hosts.
 """
 
 from __future__ import annotations
@@ -43,10 +47,21 @@ class Summary:
     order: int
     template: str  # rendered with `host`, as annotate() left it
     annotate: Callable[[QuerySet], QuerySet] | None = None
+    worst_first: tuple = ()  # order_by() expressions; empty: not sortable
+    sort_label: str = ""  # "lowest ARC hit rate first"
+
+
+@dataclass(frozen=True)
+class Total:
+    id: str
+    order: int
+    template: str  # rendered with what context() returns
+    context: Callable[[], dict]
 
 
 _sections: dict[str, Section] = {}
 _summaries: dict[str, Summary] = {}
+_totals: dict[str, Total] = {}
 
 
 def register_section(section: Section) -> None:
@@ -55,6 +70,18 @@ def register_section(section: Section) -> None:
 
 def register_summary(summary: Summary) -> None:
     _summaries[summary.id] = summary
+
+
+def register_total(total: Total) -> None:
+    _totals[total.id] = total
+
+
+def totals() -> list[Total]:
+    return sorted(_totals.values(), key=lambda t: (t.order, t.id))
+
+
+def sortable() -> list[Summary]:
+    return [summary for summary in summaries() if summary.worst_first]
 
 
 def sections() -> list[Section]:

@@ -1,7 +1,10 @@
+from urllib.parse import urlencode
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
+from django.db.models import Count, F, OuterRef, Prefetch, Q, Subquery
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import patch_vary_headers
@@ -37,21 +40,45 @@ def with_summary(hosts):
     ))
 
 
-def overview_hosts(search: str = ""):
-    return (with_summary(Host.objects.search(search).only(*OVERVIEW_COLUMNS))
-            .prefetch_related(Prefetch("pools", Pool.objects.only(*POOL_COLUMNS)),
-                              Prefetch("clusters", PgCluster.objects.only(*CLUSTER_COLUMNS)))
-            .order_by("name"))  # Meta.ordering does not apply to a grouped query
+# The fullest pool, for sorting by capacity (a subquery: a join would multiply counts).
+_FULLEST = Subquery(Pool.objects.filter(host=OuterRef("pk"), capacity__isnull=False)
+                    .order_by("-capacity").values("capacity")[:1])
+
+
+def sort_orders() -> dict[str, tuple[str, tuple]]:
+    """?sort=ID -> (what it shows first, order_by expressions), every one worst first."""
+    orders = {"capacity": ("fullest pool", (F("fullest_capacity").desc(nulls_last=True),))}
+    orders |= {s.id: (s.sort_label or s.title, s.worst_first) for s in sections.sortable()}
+    return orders
+
+
+def overview_hosts(search: str = "", sort: str = ""):
+    hosts = (with_summary(Host.objects.search(search).only(*OVERVIEW_COLUMNS))
+             .prefetch_related(Prefetch("pools", Pool.objects.only(*POOL_COLUMNS)),
+                               Prefetch("clusters", PgCluster.objects.only(*CLUSTER_COLUMNS))))
+    order = sort_orders().get(sort)
+    if order is None:
+        return hosts.order_by("name")  # Meta.ordering does not apply to a grouped query
+    if sort == "capacity":
+        hosts = hosts.annotate(fullest_capacity=_FULLEST)
+    return hosts.order_by(*order[1], "name")
 
 
 @login_required
 def overview(request):
     search = request.GET.get("q", "").strip()
-    page = Paginator(overview_hosts(search), PER_PAGE).get_page(request.GET.get("page"))
+    sort = request.GET.get("sort", "")
+    sort = sort if sort in sort_orders() else ""
+    page = Paginator(overview_hosts(search, sort), PER_PAGE).get_page(request.GET.get("page"))
     hosts = list(page.object_list)
-    context = {"page": page, "hosts": hosts, "search": search,
-               "summaries": sections.summaries(),
+    context = {"page": page, "hosts": hosts, "search": search, "sort": sort,
+               "sorts": sort_orders(), "summaries": sections.summaries(),
+               "totals": [(total, total.context()) for total in sections.totals()],
                "fleet_is_empty": not search and page.paginator.count == 0,
+               "query": urlencode({k: v for k, v in (("q", search), ("sort", sort)) if v}),
+               "search_query": urlencode({"q": search}) if search else "",
+               # Current values (telemetry) are read again at the sampling interval.
+               "refresh_seconds": settings.POZOL["TELEMETRY_INTERVAL"],
                # The table polls for itself only while something runs on a host it shows.
                "something_runs": any(host.running_operation_id for host in hosts)}
     # htmx (the search box, the page links, the polling) swaps only the table and its pager.

@@ -29,6 +29,14 @@ class HostTelemetry(models.Model):
     last_error = models.TextField(blank=True)
     last_error_code = models.CharField(max_length=64, blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)
+    # The host's values now (apps.telemetry.core.current), written with each sample
+    # so the fleet overview reads and sorts every host's in its one query.
+    arc_hit_rate = models.FloatField(null=True, blank=True)  # 0..1, last interval
+    tps = models.FloatField(null=True, blank=True)  # all clusters
+    capacity = models.PositiveSmallIntegerField(null=True, blank=True)  # fullest pool, %
+    used = models.BigIntegerField(null=True, blank=True)  # pools' root datasets, bytes
+    space_saved = models.BigIntegerField(null=True, blank=True)  # by compression, bytes
+    recent = models.JSONField(default=dict, blank=True)  # the last hour, for sparklines
     # Rollups are made up to (not including) these bucket starts.
     rolled_five_minute_to = models.DateTimeField(null=True, blank=True)
     rolled_hourly_to = models.DateTimeField(null=True, blank=True)

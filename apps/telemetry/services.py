@@ -32,7 +32,7 @@ from apps.ops.errors import DomainError
 from apps.remote import ssh
 from apps.remote.errors import RemoteError
 from apps.remote.facts.host import HostFacts
-from apps.telemetry.core import metrics, rollup, series
+from apps.telemetry.core import current, metrics, rollup, series
 from apps.telemetry.core.command import SAMPLE_TIMEOUT, sample_command
 from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR, Retention
@@ -113,6 +113,7 @@ def record(taken: Taken, *, skipped: list[str] | None = None) -> RawSample | Non
             last_error_at=timezone.now(), last_duration=taken.duration)
         return None
     previous = Sample.from_dict(state.last_sample) if state.last_sample else None
+    now = current.current(previous, taken.sample, _interval())
     with transaction.atomic():
         row = RawSample.objects.create(
             host_id=taken.host_id, taken_at=taken.sample.taken_at,
@@ -120,8 +121,14 @@ def record(taken: Taken, *, skipped: list[str] | None = None) -> RawSample | Non
         HostTelemetry.objects.filter(pk=state.pk).update(
             last_sample=taken.sample.to_dict(), last_sample_at=taken.sample.taken_at,
             last_duration=taken.duration, skipped=skipped or [], last_error="",
-            last_error_code="")
+            last_error_code="", arc_hit_rate=now.arc_hit_rate, tps=now.tps,
+            capacity=now.capacity, used=now.used, space_saved=now.space_saved,
+            recent=current.remember(state.recent, taken.sample.taken_at.timestamp(), now))
     return row
+
+
+def _interval() -> timedelta:
+    return timedelta(seconds=settings.POZOL["TELEMETRY_INTERVAL"])
 
 
 # -- rollups and retention ------------------------------------------------------------
@@ -254,7 +261,7 @@ def read(host: Host, metric_name: str, start: datetime | None = None,
     if start >= end:
         raise TelemetryError("`from` must be before `to`.", fields={"from": ["before `to`"]})
     resolution = resolution_for(start, end, now)
-    interval = timedelta(seconds=settings.POZOL["TELEMETRY_INTERVAL"])
+    interval = _interval()
     if resolution == RAW:
         rows = _raw_rows(host, metric, start - 2 * interval, end)
         found = metrics.raw_series(metric, rows, interval)
@@ -356,6 +363,10 @@ def _reason(host: Host, metric: metrics.Metric, found: list[metrics.Series]) -> 
     for section in (*_SECTIONS.get(metric.source, ()), "zfs"):
         if section in missing:
             return missing[section]
+    if metric.name == "zfs_dirty":  # from each pool's txg history (OpenZFS)
+        txg_missing = [why for section, why in missing.items() if section.startswith("txgs:")]
+        if txg_missing and len(txg_missing) >= len(last.get("pools") or ()):
+            return txg_missing[0]
     if metric.source == "clusters" and not last.get("clusters"):
         return NOT_AVAILABLE + " (no PostgreSQL cluster is sampled)"
     if metric.source in ("pools", "datasets") and not last.get(metric.source):

@@ -24,6 +24,7 @@ from apps.fleet.models import Alert
 from apps.ops.models import LogLine, Operation
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
+from apps.telemetry.models import HostTelemetry, RawSample
 from apps.tenants import services as tenants
 from apps.tenants import tokens
 from apps.tenants.models import Membership
@@ -44,8 +45,8 @@ PAGES = {
     "overview": ("/", True),
     "host": ("/hosts/{host}/", True),
     **{f"host-{section}": (f"/hosts/{{host}}/{section}/", True)
-       for section in ("datasets", "postgresql", "tuning", "benchmarks", "snapshots",
-                       "operations", "replication", "clones", "drills")},
+       for section in ("metrics", "datasets", "postgresql", "tuning", "benchmarks",
+                       "snapshots", "operations", "replication", "clones", "drills")},
     "host-never-reached": ("/hosts/{fresh}/", True),
     "host-never-reached-datasets": ("/hosts/{fresh}/datasets/", True),
     "profiles": ("/tuning/profiles/", True),
@@ -92,7 +93,9 @@ PAGES = {
     "login": ("/login/", False),
     "not-found": ("/hosts/999999/", True),
 }
-SCREENSHOTS = {"overview", "host", "host-never-reached"}
+SCREENSHOTS = {"overview", "host", "host-never-reached", "host-metrics"}
+# Pages whose charts are drawn from JSON they fetch: checked once drawn.
+DRAWN_CHARTS = {"host-metrics": "#chart-arc-hit.drawn"}
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +141,7 @@ def site(replayed_host) -> dict:
     PolicyAssignment.objects.create(policy=policy, host=host, dataset="tank/pg")
     link, opted_in = _links(host, operation)
     _clones(host)
+    _samples(host)
     drill = _drills(host, operation)
     tenant, member = _tenant(host)
     alert, channel = _alerts(host)
@@ -197,6 +201,26 @@ def _alerts(host):
                            until=timezone.now() + timedelta(days=1))
     ScrubSchedule.objects.create(host=host, pool="tank", next_at=timezone.now())
     return firing, hook
+
+
+def _samples(host) -> None:
+    """Ten minutes of samples with a missed one, and the host's current values."""
+    now = timezone.now()
+    data_dir = host.clusters.order_by("port").first().data_dir
+    RawSample.objects.bulk_create([RawSample(
+        host=host, taken_at=now - timedelta(minutes=10 - m), values={
+            "uptime": 5000 + 60 * m, "memory": {"dirty": (m % 4) << 20, "writeback": 0},
+            "arc": {"hits": 900 * m * m, "misses": 100 * m, "size": 80 << 20,
+                    "c": 100 << 20, "c_max": 100 << 20},
+            "pools": {"tank": {"capacity": 40}},
+            "datasets": {"tank/pg": {"used": 80 << 20, "compressratio": 1.6}},
+            "clusters": {data_dir: {"xact_commit": 3000 * m, "xact_rollback": 0,
+                                    "blks_hit": 990 * m, "blks_read": 10 * m}}})
+        for m in range(10) if m != 6])
+    HostTelemetry.objects.create(host=host, last_sample_at=now, arc_hit_rate=0.97, tps=50.0,
+                                 capacity=40, used=80 << 20, space_saved=48 << 20,
+                                 recent={"t": [1, 2, 3], "arc_hit_rate": [0.9, None, 0.97],
+                                         "tps": [40.0, 45.0, 50.0]})
 
 
 def _tenant(host):
@@ -270,6 +294,8 @@ def test_the_page_is_accessible_and_fits_a_phone(name, tab, site, live_server, o
         tab.set_viewport_size(viewport)
         response = tab.goto(url)
         assert response.status == (404 if name == "not-found" else 200), url
+        if name in DRAWN_CHARTS:
+            tab.locator(DRAWN_CHARTS[name]).wait_for()
         assert bool(signed_in) == (tab.locator("nav[aria-label=Sections]").count() == 1), \
             f"{url}: expected to be signed {'in' if signed_in else 'out'}"
         if violations := chromium.axe_violations(tab):

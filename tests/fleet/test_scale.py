@@ -113,7 +113,7 @@ def test_the_overview_with_profiles_findings_and_running_work(signed_in, replaye
     assert "hx-trigger=\"every 2s\"" in page
 
 
-@pytest.mark.parametrize("section", ["overview", "datasets", "postgresql", "tuning",
+@pytest.mark.parametrize("section", ["overview", "metrics", "datasets", "postgresql", "tuning",
                                      "benchmarks", "snapshots", "operations"])
 def test_each_host_page_section(signed_in, replayed_host, users, section):
     def add(hosts):

@@ -1,4 +1,6 @@
-"""Server-side SVG line charts: no JavaScript library, no CDN, just the series.
+"""Benchmark charts: drawn in the browser by uPlot (static/pozol-charts.js, ARCHITECTURE.md
+"Charts") from the series the page carries as JSON, with a server-side SVG of the same
+series inside the figure as the fallback where scripts do not run.
 
 `{% line_chart series "tps" "TPS" %}` draws one value of a benchmark's
 per-second series against its `t`, with the axes labelled and the maximum
@@ -13,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django import template
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html, format_html_join, json_script
 from django.utils.safestring import SafeString
 
 from apps.fleet.templatetags.fleet import zfs_size
@@ -58,7 +60,8 @@ def _of(series: dict | None, key: str) -> list[list[tuple[float, float]]]:
 
 @register.simple_tag
 def line_chart(series: dict | None, key: str, label: str, unit: str = "") -> SafeString:
-    return _chart(key, label, unit, [_Line("", "", "", "currentColor", _of(series, key))])
+    lines = [_Line("", "", "", "currentColor", _of(series, key))]
+    return _figure(key, label, unit, [(label, series)], _chart(key, label, unit, lines))
 
 
 @register.simple_tag
@@ -66,9 +69,32 @@ def compare_chart(before: dict | None, after: dict | None, key: str, label: str,
                   unit: str = "", before_name: str = "before",
                   after_name: str = "after") -> SafeString:
     """Both runs of a validation in one chart: shared x range and y scale, a legend."""
-    return _chart(key, label, unit, [
-        _Line(before_name, "before", "5 3", "#64748b", _of(before, key)),
-        _Line(after_name, "after", "", "#2563eb", _of(after, key))])
+    lines = [_Line(before_name, "before", "5 3", "#64748b", _of(before, key)),
+             _Line(after_name, "after", "", "#2563eb", _of(after, key))]
+    return _figure(key, label, unit, [(before_name, before), (after_name, after)],
+                   _chart(key, label, unit, lines))
+
+
+def chart_json(key: str, label: str, unit: str, runs: list[tuple[str, dict | None]]) -> dict:
+    """The chart JSON (ARCHITECTURE.md "Charts") of pgbench's per-second series: x is
+    seconds since the run started (not a time of day); a missing second is null, a gap."""
+    points = [dict(zip((series or {}).get("t") or [], (series or {}).get(key) or [],
+                       strict=False)) for _, series in runs]
+    x = sorted({t for run in points for t in run if t is not None})
+    return {"title": label, "x": x, "xlabel": "seconds since start",
+            "series": [{"label": name, "unit": unit, "values": [run.get(t) for t in x]}
+                       for (name, _), run in zip(runs, points, strict=True)]}
+
+
+def _figure(key: str, label: str, unit: str, runs: list[tuple[str, dict | None]],
+            svg: SafeString) -> SafeString:
+    data = chart_json(key, label, unit, runs)
+    if not any(v is not None for series in data["series"] for v in series["values"]):
+        return svg  # "No ... samples yet."
+    element = f"chart-data-{key}"
+    return format_html('<figure class="chart" data-chart="{}" aria-label="{}">'
+                       '<div class="chart-fallback">{}</div></figure>{}',
+                       element, label, svg, json_script(data, element))
 
 
 def _chart(key: str, label: str, unit: str, lines: list[_Line]) -> SafeString:

@@ -27,6 +27,7 @@ from apps.telemetry.core.sample import Arc, Cluster, Sample
 
 Row = tuple[datetime, dict]  # (time, the stored row's source and uptime)
 Pick = Callable[[Rates, str | None], float | None]
+Compute = Callable[[dict], float | None]  # a gauge made from several fields of one key
 
 _ARC_FIELDS = tuple(Arc.__dataclass_fields__)
 _PG_FIELDS = tuple(name for name in PgStats.__dataclass_fields__ if name != "connections")
@@ -42,6 +43,7 @@ class Metric:
     field: str | None = None  # a gauge's field
     pick: Pick | None = None  # a rate's value from two rows' Rates
     reads: tuple[str, ...] = ()  # the source's fields it needs (empty: all of them)
+    compute: Compute | None = None  # a gauge from the `reads` fields (their averages)
 
     @property
     def fields_read(self) -> tuple[str, ...]:
@@ -69,6 +71,18 @@ def _checkpoints_per_hour(interval: Rates, key: str | None) -> float | None:
     return (pg.checkpoints_timed + pg.checkpoints_requested) * 3600 / interval.seconds
 
 
+def space_saved(values: dict) -> float | None:
+    """Bytes compression saves on a dataset (with its children): logicalused - used
+    on OpenZFS; where the host has no logicalused (zfs-fuse), used x (ratio - 1)."""
+    used, logical = values.get("used"), values.get("logicalused")
+    if used is None:
+        return None
+    if logical is not None:
+        return max(logical - used, 0)
+    ratio = values.get("compressratio")
+    return max(used * (ratio - 1), 0) if ratio is not None else None
+
+
 def _arc_hit_ratio(interval: Rates, _key: str | None) -> float | None:
     return interval.arc.hit_ratio if interval.arc else None
 
@@ -77,12 +91,20 @@ METRICS = {metric.name: metric for metric in (
     Metric("arc_hit_rate", "ratio", "arc", "ARC hits / ARC reads over each interval (0..1).",
            pick=_arc_hit_ratio, reads=("hits", "misses", "iohits")),
     Metric("arc_size", "bytes", "arc", "ARC size.", field="size"),
+    Metric("arc_c", "bytes", "arc", "ARC target size (c).", field="c"),
+    Metric("arc_c_max", "bytes", "arc", "ARC maximum size (c_max).", field="c_max"),
     Metric("dirty", "bytes", "memory", "Dirty page cache (/proc/meminfo Dirty).",
            field="dirty"),
     Metric("writeback", "bytes", "memory", "Page cache under writeback (/proc/meminfo).",
            field="writeback"),
     Metric("pool_capacity", "percent", "pools", "Pool capacity, per pool.", per="pool",
            field="capacity"),
+    Metric("zfs_dirty", "bytes", "pools", "ZFS dirty data: the most a txg of the interval "
+           "carried into its sync, per pool (OpenZFS txg history).", per="pool",
+           field="txg_dirty_max"),
+    Metric("space_saved", "bytes", "datasets", "Space compression saves, per dataset "
+           "(with its children).", per="dataset", compute=space_saved,
+           reads=("used", "logicalused", "compressratio")),
     Metric("compressratio", "ratio", "datasets", "Compression ratio, per dataset.",
            per="dataset", field="compressratio"),
     Metric("tps", "per_second", "clusters", "Transactions (commits and rollbacks) per "
@@ -121,7 +143,9 @@ def raw_series(metric: Metric, rows: list[Row], interval: timedelta) -> list[Ser
 
 def _gauge(metric: Metric, source: dict | None, key: str | None) -> float | None:
     values = _of_key(source, key)
-    return values.get(metric.field) if values is not None else None
+    if values is None:
+        return None
+    return metric.compute(values) if metric.compute else values.get(metric.field)
 
 
 def _rate(metric: Metric, interval: Rates, key: str | None) -> float | None:
@@ -150,7 +174,14 @@ def rolled_series(metric: Metric, rows: list[Row], width: timedelta) -> list[Ser
 
 def _gauge_avg(metric: Metric, source: dict | None, key: str | None) -> float | None:
     values = _of_key(source, key)
-    bucket = values.get(metric.field) if values is not None else None
+    if values is None:
+        return None
+    if metric.compute:
+        return metric.compute({name: _avg(values.get(name)) for name in metric.reads})
+    return _avg(values.get(metric.field))
+
+
+def _avg(bucket: object) -> float | None:
     return bucket["g"][2] if isinstance(bucket, dict) and "g" in bucket else None
 
 
