@@ -12,11 +12,12 @@ DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server 
 run: deps node
 	$(PY) -m apps.demo
 
-# Two pytest-xdist workers: the tests on real hosts run on one (tests/conftest.py says
-# why), the rest beside them. TEST_WORKERS=0 runs everything in this process.
+# Two pytest-xdist workers, each starting with one group of the tests on real hosts
+# (tests/conftest.py says which and why), the rest filling in around them.
+# TEST_WORKERS=0 runs everything in this process.
 TEST_WORKERS ?= 2
 test: deps node
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 # Figures, not a test: "OLTP on ZFS (safe)" before/after on a fresh test host.
 # Then the full_page_writes and recordsize experiments, published figures next to ours.

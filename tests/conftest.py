@@ -20,29 +20,47 @@ from tests.parallel import worker_subnet
 # pytest-xdist worker of one run (gw0 keeps the subnet, gw1 takes the next one).
 TEST_FLEET_SUBNET = worker_subnet(os.environ.get("POZOL_TEST_FLEET_SUBNET", "127.0.88"))
 
-# Tests that change what every test host shares with this machine (the kernel's vm.*
-# sysctls) or that need the session's real hosts run on ONE xdist worker, one after
-# another: two at once would read each other's sysctls, and each worker would start
-# a fleet of its own. The other tests are grouped by file, so a module's fixtures are
-# set up once.
-REAL_HOSTS_GROUP = "real-hosts"
+# Tests on real hosts run in two groups, each on one xdist worker, in order, with a
+# fleet of its own: those that change or read the kernel's vm.* sysctls, which every
+# test host shares with this machine (two at once would read each other's values), and
+# the others. Both groups go first, one to each worker (`--no-loadscope-reorder` keeps
+# this order); the other tests are grouped by file, so a module's fixtures are set up
+# once, and fill in around them.
+KERNEL_GROUP, HOSTS_GROUP = "real-hosts-kernel", "real-hosts"
 SHARED_KERNEL_MODULES = {
+    "tests/benchmarks/test_run_on_a_host.py",
+    "tests/demo/fleet/test_fleet.py",
     "tests/demo/fleet/test_private_etc.py",
-    "tests/pozol/test_readme.py",
+    "tests/e2e/test_add_host_in_browser.py",
     "tests/e2e/test_follow_log.py",
     "tests/e2e/test_tuning_in_browser.py",
+    "tests/integration/test_advisor.py",
+    "tests/integration/test_cluster_owner.py",
+    "tests/integration/test_tuning.py",
+    "tests/pozol/test_readme.py",
 }
+FIRST = (KERNEL_GROUP, HOSTS_GROUP)
 
 
-@pytest.hookimpl(tryfirst=True)
+def xdist_group_of(item: pytest.Item) -> str:
+    path = item.nodeid.split("::", 1)[0]
+    if path in SHARED_KERNEL_MODULES:
+        return KERNEL_GROUP
+    if "fleet_hosts" in getattr(item, "fixturenames", ()) or item.get_closest_marker("fleet"):
+        return HOSTS_GROUP
+    return path
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark each test's xdist group before xdist reads the marks (--dist loadgroup)."""
+    """Mark each test's xdist group before xdist reads the marks (--dist loadgroup), and
+    once every plugin has ordered the tests, put the two host groups first (a stable
+    sort: pytest-django's order stays within each part)."""
     for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        on_real_hosts = ("fleet_hosts" in getattr(item, "fixturenames", ())
-                         or item.get_closest_marker("fleet") is not None
-                         or path in SHARED_KERNEL_MODULES)
-        item.add_marker(pytest.mark.xdist_group(REAL_HOSTS_GROUP if on_real_hosts else path))
+        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+    yield
+    items.sort(key=lambda item: FIRST.index(group) if (
+        group := xdist_group_of(item)) in FIRST else len(FIRST))
 
 
 @pytest.fixture

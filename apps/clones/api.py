@@ -85,7 +85,7 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses={200: TenantUsageSerializer(many=True)})
-    @action(detail=False, methods=["get"])
+    @action(detail=False, methods=["get"], pagination_class=None, filter_backends=[])
     def usage(self, request):
         """What each tenant's clones take of its quotas: yours, or every tenant's for an
         operator."""

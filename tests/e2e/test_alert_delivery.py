@@ -20,7 +20,13 @@ from apps.fleet.models import Alert
 from apps.ops.models import Operation
 from tests.alerts.receivers import http_receiver, smtp_sink
 from tests.integration.conftest import register, run_on
-from tests.integration.test_pool_capacity import POOL, WRITTEN_MIB, capacity, sync_pool
+from tests.integration.test_pool_capacity import (
+    POOL,
+    WRITTEN_MIB,
+    capacity,
+    destroyed,
+    sync_pool,
+)
 from tests.integration.test_snapshots import run_anyway
 from tests.waiting import wait_until
 from tests.workers import Worker
@@ -92,4 +98,6 @@ def test_a_full_pool_is_mailed_and_posted_and_so_is_its_resolution(fleet_hosts, 
             assert sink.subjects().count(SUBJECT.format("FIRING")) == 1  # fired once
         finally:
             worker.stop()
-            run_anyway(fleet_host, f"zpool destroy -f {POOL}; rm -rf {disk} {mnt}")
+            # zfs-fuse may still call the pool busy: the next test's pool must not find it.
+            assert wait_until(lambda: destroyed(fleet_host), 60, 1)
+            run_anyway(fleet_host, f"rm -rf {disk} {mnt}")

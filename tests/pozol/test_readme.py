@@ -30,7 +30,7 @@ README = ROOT / "README.md"
 README_ORIGIN = "http://127.0.0.1:8000"
 
 RUN = {"REST API", "Snapshots", "Snapshot policies", "Replication", "Clones",
-       "Prometheus and Grafana"}
+       "Prometheus and Grafana", "Experiments"}
 NOT_RUN = {
     "Two commands": "`make run` is what the test starts (python -m apps.demo, after "
                     "`make deps`); `make test` is the suite this test is part of",
@@ -163,6 +163,10 @@ def _scraped(result: Result, shell: NewShell) -> None:
     assert reachable, result.stdout
 
 
+def _templates(result: Result, shell: NewShell) -> None:
+    assert "full-page-writes" in result.stdout and "recordsize" in result.stdout, result.stdout
+
+
 EXPECTED = [
     Expect("a token from manage.py in a new shell", r"manage\.py create_api_token", _token),
     Expect("adding a host (201)", r"-X POST \S+/api/hosts/ ", _http(201)),
@@ -196,6 +200,7 @@ EXPECTED = [
     Expect("a query on the clone with its password", r"^PGPASSWORD=", _answered),
     Expect("destroying the clone (202)", r"-X DELETE .*/api/clones/\$CLONE/", _http(202)),
     Expect("/metrics with the scrape token, a host reachable", r"/metrics", _scraped),
+    Expect("the experiment templates", r"/api/experiments/templates/", _templates),
 ]
 
 
