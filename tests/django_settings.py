@@ -14,8 +14,15 @@ from tests.parallel import worker_redis_db, worker_redis_url
 TEST_REDIS_DB = worker_redis_db(15)
 os.environ.setdefault("POZOL_DATABASE_URL",
                       services.postgres_url(os.environ.get("POZOL_TEST_DATABASE_URL")))
-os.environ.setdefault("POZOL_REDIS_URL", services.redis_url(
-    TEST_REDIS_DB, worker_redis_url(os.environ.get("POZOL_TEST_REDIS_URL"))))
+_redis_url = services.redis_url(TEST_REDIS_DB,
+                                worker_redis_url(os.environ.get("POZOL_TEST_REDIS_URL")))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # The xdist controller loaded these settings first and its environment, database
+    # 15's URL included, is every worker's: each worker's Celery workers must be on
+    # its own database, or they take the other worker's tasks.
+    os.environ["POZOL_REDIS_URL"] = _redis_url
+else:
+    os.environ.setdefault("POZOL_REDIS_URL", _redis_url)
 os.environ.setdefault("POZOL_SECRET_KEY", "test-only-secret-key")
 os.environ.setdefault("POZOL_CREDENTIAL_KEY", "qEYY6l8kI85HU-fYTb2OY6p9wQiCx2a109DxZ20nN0U=")
 # The suite makes thousands of API calls from 127.0.0.1: generous limits, set through
