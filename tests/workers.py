@@ -47,8 +47,12 @@ class ProcessGroup:
 
 
 def environment(**env: str) -> dict[str, str]:
-    """The environment of a Celery process on the test database and the suite's Redis."""
-    return {**os.environ, "POZOL_DATABASE_URL": test_database_url(),
+    """The environment of a Celery process on the test database and the suite's Redis.
+
+    Not an xdist worker itself: tests/django_settings.py would then replace the broker
+    given here (a test's own Redis, say) with the xdist worker's database."""
+    inherited = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
+    return {**inherited, "POZOL_DATABASE_URL": test_database_url(),
             "POZOL_REDIS_URL": settings.CELERY_BROKER_URL,
             "DJANGO_SETTINGS_MODULE": "tests.django_settings", **env}
 
