@@ -74,11 +74,16 @@ def _whole(value: object) -> bool:
 
 
 def cluster_for(host: Host, cluster: PgCluster | None) -> PgCluster:
-    """The cluster asked for, or the host's only one."""
+    """The cluster asked for, or the host's only one, as it is now: the caller holds the
+    host's discovered rows, and a discovery may have replaced them just before."""
     if cluster is not None:
         if cluster.host_id != host.pk:
             raise _refuse({"cluster": ["that cluster is not on this host"]})
-        return cluster
+        current = host.clusters.filter(pk=cluster.pk).first()
+        if current is None:
+            raise _refuse({"cluster": ["a discovery has just recorded the host's clusters "
+                                       "again: read them and name the cluster anew"]})
+        return current
     clusters = list(host.clusters.all()[:2])
     if not clusters:
         raise _refuse({"cluster": ["the host has no PostgreSQL cluster (run discovery)"]})
@@ -110,6 +115,7 @@ def run_benchmark(host: Host, cluster: PgCluster | None, params: dict, by=None,
                   profile_version_label: str = "") -> Benchmark:
     """Record a benchmark and start the operation that runs it on the host."""
     values = clean_parameters(params)
+    host.hold_discovered_rows()
     cluster = cluster_for(host, cluster)
     target = _target(cluster, values["database"])
     database = values.pop("database")

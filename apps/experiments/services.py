@@ -53,6 +53,7 @@ def create_experiment(host: Host, cluster: PgCluster | None, spec: dict, *, by=N
     """Check the request, record the experiment and start the Operation that runs it."""
     spec = dict(spec)
     template = _template(spec.pop("template", "") or "")
+    host.hold_discovered_rows()
     cluster = _cluster(host, cluster)
     layer = spec.get("layer") or (template.layer if template else "")
     key = spec.get("key") or (template.key if template else "")
@@ -110,10 +111,15 @@ def _template(slug: str):
 
 
 def _cluster(host: Host, cluster: PgCluster | None) -> PgCluster:
+    """As benchmarks.services.cluster_for: the row as it is now, under the host's lock."""
     if cluster is not None:
         if cluster.host_id != host.pk:
             raise _refuse(cluster="that cluster is not on this host")
-        return cluster
+        current = host.clusters.filter(pk=cluster.pk).first()
+        if current is None:
+            raise _refuse(cluster="a discovery has just recorded the host's clusters again: "
+                                  "read them and name the cluster anew")
+        return current
     clusters = list(host.clusters.all()[:2])
     if len(clusters) != 1:
         raise _refuse(cluster="name the cluster" if clusters else

@@ -179,6 +179,17 @@ class Host(models.Model):
             last_error=str(exc), last_error_code=getattr(exc, "code", "error"))
         self.refresh_from_db(fields=["last_error", "last_error_code"])
 
+    def hold_discovered_rows(self) -> None:
+        """Keep discovery from replacing this host's pools, datasets, clusters and disks
+        until the caller's transaction ends (recording facts takes the same lock first).
+
+        A row that points at one of them (a benchmark's cluster, say) and is recorded
+        while a discovery replaces them would point at a deleted row when both commit.
+        NO KEY UPDATE: the lock does not hold up rows that merely reference the host.
+        """
+        list(Host.objects.select_for_update(no_key=True).filter(pk=self.pk)
+             .values_list("pk", flat=True))
+
     def resolve_unreachable(self) -> None:
         self.alerts.filter(kind=Alert.Kind.UNREACHABLE, resolved_at=None).update(
             resolved_at=timezone.now())

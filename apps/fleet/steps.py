@@ -98,6 +98,7 @@ def record(ctx: StepContext) -> Done:
 @transaction.atomic
 def record_facts(host: Host, facts: dict) -> dict[str, int]:
     now = timezone.now()
+    host.hold_discovered_rows()
     host.pools.all().delete()
     host.datasets.all().delete()
     host.clusters.all().delete()
