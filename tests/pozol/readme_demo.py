@@ -71,6 +71,9 @@ def running_demo(subnet: str, timeout: float = 240):
                "POZOL_DEMO_PORT": str(port), "POZOL_FLEET_STATE_DIR": str(fleet_dir),
                "POZOL_FLEET_SUBNET": subnet}
         log = work / "demo.log"
+        # On failure, once the demo has stopped (below: callbacks run last first) and
+        # before its copy is deleted.
+        stack.push(lambda kind, *_: _keep_logs(checkout, log) if kind else None)
         process = subprocess.Popen(
             [str(checkout / ".venv" / "bin" / "python"), "-m", "apps.demo"], cwd=checkout,
             env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
@@ -78,6 +81,20 @@ def running_demo(subnet: str, timeout: float = 240):
         demo = Demo(checkout, f"http://127.0.0.1:{port}", log)
         _wait_until_ready(demo, process, timeout)
         yield demo
+
+
+def _keep_logs(checkout: Path, log: Path) -> None:
+    """A failure's evidence outlives the copy: the services' logs go to test-artifacts/,
+    and the end of the web's log to the test's output (a 500's traceback is there)."""
+    kept = ROOT / "test-artifacts" / "readme-demo-logs"
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.mkdir(parents=True)
+    shutil.copy(log, kept / "demo.log")
+    for each in sorted((checkout / ".pozol" / "logs").glob("*.log")):
+        shutil.copy(each, kept / each.name)
+    web = kept / "web.log"
+    tail = web.read_text(errors="replace")[-6000:] if web.exists() else "(no web.log)"
+    print(f"\nthe demo's logs are in {kept}; the end of web.log:\n{tail}")
 
 
 def _copy_of_this_checkout(target: Path) -> Path:
