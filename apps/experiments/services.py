@@ -219,6 +219,14 @@ def _workload(given: dict) -> dict:
     return work
 
 
+def cancel_experiment(exp: Experiment, *, by) -> None:
+    """Ask the running experiment to stop: its Operation stops the run under way, puts
+    the host back and ends as cancelled (steps.py)."""
+    if not exp.is_active:
+        raise Conflict("this experiment has ended: there is nothing to cancel")
+    engine.cancel(exp.operation, f"cancelled by {by.get_username()}")
+
+
 # ---- results ----------------------------------------------------------------------------------
 
 def results(exp: Experiment) -> dict:
