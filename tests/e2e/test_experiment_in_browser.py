@@ -81,6 +81,7 @@ def followed_to_the_end(page, exp: Experiment) -> None:
     assert charts.count() == 3  # TPS, WAL per transaction, compression ratio
     for i in range(charts.count()):
         chart = charts.nth(i).get_attribute("data-chart")
+        assert chart == f"exp-{exp.pk}-chart-{i}"
         page.wait_for_function(f"() => ({PAINTED})('{chart}') !== null")
         painted = page.evaluate(PAINTED, chart)
         assert all(painted), (chart, painted)
@@ -89,8 +90,14 @@ def followed_to_the_end(page, exp: Experiment) -> None:
 def results(api, exp: Experiment) -> dict:
     body = api.get(f"/api/experiments/{exp.pk}/").json()
     assert body["status"] == "succeeded" and body["restored"], body["operation"]["error"]
+    exp.operation.refresh_from_db()
+    print(f"\n{exp.template}: {took(exp)} s,", end=" ")
     assert all(run["tps"] > 0 and run["checkpoints"] >= 1 for run in body["runs"])
     return body
+
+
+def took(exp: Experiment) -> float:
+    return round((exp.operation.finished_at - exp.operation.started_at).total_seconds(), 1)
 
 
 def zfs(fleet_host, dataset: str) -> str:
@@ -123,19 +130,21 @@ def test_experiments_run_on_a_host_from_the_browser(fleet_hosts, live_server, op
         assert "The host was restored: full_page_writes back to" in page.inner_text("#live")
         screenshot(page, "experiment-full-page-writes")
         runs = {run["value"]: run for run in results(api, fpw)["runs"]}
-        print("\nfull_page_writes:", {v: (round(r["tps"]), round(r["wal_per_tx"]),
-                                         r["checkpoints"]) for v, r in runs.items()})
+        print("tps, WAL/tx, checkpoints:", {v: (round(r["tps"]), round(r["wal_per_tx"]),
+                                                r["checkpoints"]) for v, r in runs.items()})
         assert runs["off"]["wal_per_tx"] < runs["on"]["wal_per_tx"]
         assert show(fleet_host, "full_page_writes") == before["full_page_writes"]
 
         start(page, url, "recordsize", "8K, 16K")
         recordsize = started(page)
         assert recordsize.target == data and recordsize.held[0]["key"] == "compression"
+        assert recordsize.title == "recordsize 8K/16K"  # not the template's four values
         followed_to_the_end(page, recordsize)
         assert "The host was restored: recordsize back to" in page.inner_text("#live")
         screenshot(page, "experiment-recordsize")
         runs = results(api, recordsize)["runs"]
-        print("recordsize:", [(r["value"], round(r["tps"]), r["compressratio"]) for r in runs])
+        print("tps, compressratio:", [(r["value"], round(r["tps"]), r["compressratio"])
+                                      for r in runs])
         assert [run["value"] for run in runs] == ["8K", "16K"]
         # compression is held on for the whole experiment: the rewritten data compresses.
         assert all(run["compressratio"] > 1 for run in runs)
@@ -155,12 +164,14 @@ def test_experiments_run_on_a_host_from_the_browser(fleet_hosts, live_server, op
         live = page.inner_text("#live")
         assert "cancelled by olga; the host was restored" in live, live
         assert "The host was restored: recordsize back to" in live
+        assert "compression back to" in live  # the held one too
         screenshot(page, "experiment-cancelled")
         assert page.evaluate("window.__violations") == []
         browser.close()
     assert zfs(fleet_host, data) == before["zfs"]
     cancelled.refresh_from_db()
     assert cancelled.restored and cancelled.operation.error_code == "cancelled"
+    print(f"cancelled: {took(cancelled)} s")
     assert cancelled.runs.get().ended_at is None  # the run was stopped, not measured
     # pgbench's unit ended when cancelled (it would have run 20 s) and left its status.
     status = f"{host.work_dir}/op{cancelled.operation_id}-run0.status"
