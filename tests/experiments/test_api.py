@@ -95,7 +95,7 @@ def test_the_page_shows_the_table_the_verdict_and_chart_json(signed_in, replayed
     page = signed_in.get(f"/experiments/{exp.pk}/").content.decode()
     assert "off wins, 4.66x lower against on" in page
     assert 'data-chart="exp-' in page and '"kind": "bars"' in page
-    assert "The host was restored" in page
+    assert "The host was restored: full_page_writes back to on." in page
     listing = signed_in.get("/experiments/").content.decode()
     assert "7.5x less WAL" in listing and f"#{exp.pk}" in listing
 
