@@ -268,6 +268,7 @@ def read(host: Host, metric_name: str, start: datetime | None = None,
     else:
         width = FIVE_MINUTES if resolution == FIVE else HOUR
         rows = _rolled_rows(host, metric, resolution, start - width, end)
+        rows += _unrolled_tail(host, metric, resolution, start - width, end)
         found = metrics.rolled_series(metric, rows, width)
     shown = [metrics.Series(s.key, [(at, v) for at, v in s.points if start <= at <= end])
              for s in found]
@@ -290,6 +291,25 @@ def _rolled_rows(host: Host, metric: metrics.Metric, resolution: str, start: dat
                                   start__lte=end)
             .order_by("start").values_list("start", _only(metric)))
     return [(at, {metric.source: _cut(metric, source)}) for at, source in rows]
+
+
+def _unrolled_tail(host: Host, metric: metrics.Metric, resolution: str, start: datetime,
+                   end: datetime) -> list[metrics.Row]:
+    """The buckets after the host's rollup mark, rolled up here from raw rows as the
+    tick will roll them: beat closes an hour only once it has ended (and 5 minutes
+    more), so without them a 7-day graph would end an hour or more before now, a gap
+    where samples were taken."""
+    marks = HostTelemetry.objects.filter(host=host).values_list(
+        "rolled_hourly_to" if resolution == HOURLY else "rolled_five_minute_to", flat=True)
+    mark = next(iter(marks), None)
+    since = max(start, mark or end - retention().raw)
+    if since >= end:
+        return []
+    buckets = series.roll_up(_raw_rows(host, metric, since, end), FIVE_MINUTES)
+    if resolution == HOURLY:
+        buckets = series.merge(sorted(buckets.items()), HOUR)
+    return [(at, {metric.source: values.get(metric.source)})
+            for at, values in sorted(buckets.items())]
 
 
 def _only(metric: metrics.Metric) -> KeyTransform | JSONObject | PerKeyFields:

@@ -190,6 +190,24 @@ def test_a_long_window_reads_rollups_with_rates_across_buckets():
     assert yearly.resolution == "1h" and len(yearly.series[0].points) == 5
 
 
+def test_a_long_window_reaches_now_before_the_tick_has_rolled_the_last_hours_up():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 6 * 60)
+    services.maintain(start + timedelta(hours=4, minutes=6))  # rolled up to 04:00 only
+    now = start + timedelta(hours=6)
+
+    hourly = services.read(host, "tps", start, start + timedelta(days=60), now=now)
+    five = services.read(host, "arc_hit_rate", start, start + timedelta(days=3), now=now)
+
+    assert hourly.resolution == "1h"
+    assert [at for at, _ in hourly.series[0].points][-1] == start + timedelta(hours=5)
+    assert all(v == pytest.approx(10.0) for _, v in hourly.series[0].points)
+    assert five.resolution == "5m" and len(five.series[0].points) == 71
+    assert all(v == pytest.approx(0.9) for _, v in five.series[0].points)
+
+
 def test_a_counter_reset_inside_a_bucket_makes_that_point_unknown():
     host = pinned()
     HostTelemetry.objects.create(host=host)
