@@ -30,7 +30,7 @@ from django.utils import timezone
 from apps.fleet.models import Host
 from apps.ops.errors import DomainError
 from apps.remote import ssh
-from apps.remote.errors import RemoteError
+from apps.remote.errors import AuthenticationFailed, RemoteError, Unreachable
 from apps.remote.facts.host import HostFacts
 from apps.telemetry.core import current, metrics, rollup, series
 from apps.telemetry.core.command import SAMPLE_TIMEOUT, sample_command
@@ -57,12 +57,15 @@ class Taken:
     duration: float
     error: str = ""
     code: str = ""
+    failure: RemoteError | None = None  # what SSH raised, when it did
 
 
 def collect_fleet() -> list[Taken]:
     # Facts (tens of KB a host) are read only when the host was discovered again.
+    # Unreachable hosts are tried too: the sample that answers again ends their outage
+    # a minute after it ends, not at the next discovery.
     hosts = list(Host.objects.filter(host_key_state=Host.KeyState.PINNED)
-                 .exclude(reachable=False).exclude(facts={}).defer("facts"))
+                 .exclude(facts={}).defer("facts"))
     if not hosts:
         return []
     specs = {host.pk: spec_of(host) for host in hosts}
@@ -97,7 +100,7 @@ def take(host_id: int, target: ssh.Target, spec: SampleSpec) -> Taken:
                          f"{answer.stderr.strip()[:500]}", "sample_failed")
         sample = parse_sample(answer.stdout, spec, timezone.now())
     except RemoteError as error:
-        return Taken(host_id, None, time.monotonic() - started, str(error), error.code)
+        return Taken(host_id, None, time.monotonic() - started, str(error), error.code, error)
     except Exception as error:  # a bug must not stop the other hosts' samples
         logger.exception("telemetry sample of host #%s failed", host_id)
         return Taken(host_id, None, time.monotonic() - started, f"internal error: {error}",
@@ -111,7 +114,9 @@ def record(taken: Taken, *, skipped: list[str] | None = None) -> RawSample | Non
         HostTelemetry.objects.filter(pk=state.pk).update(
             last_error=taken.error[:2000], last_error_code=taken.code[:64],
             last_error_at=timezone.now(), last_duration=taken.duration)
+        _outage_began(taken)
         return None
+    _outage_ended(taken)
     previous = Sample.from_dict(state.last_sample) if state.last_sample else None
     now = current.current(previous, taken.sample, _interval())
     with transaction.atomic():
@@ -125,6 +130,25 @@ def record(taken: Taken, *, skipped: list[str] | None = None) -> RawSample | Non
             capacity=now.capacity, used=now.used, space_saved=now.space_saved,
             recent=current.remember(state.recent, taken.sample.taken_at.timestamp(), now))
     return row
+
+
+# Failures that mean the host could not be got into (as discovery counts them); a slow
+# or failing command on a host that answered is a missing sample, not an outage.
+_OUTAGES = (Unreachable, AuthenticationFailed)
+
+
+def _outage_began(taken: Taken) -> None:
+    """The host's unreachable alert opens a sample after it stops answering (its rule
+    says how long before anyone is told), not at the next discovery."""
+    if isinstance(taken.failure, _OUTAGES):
+        host = Host.objects.only("pk", "name").get(pk=taken.host_id)
+        host.record_unreachable(taken.failure)
+
+
+def _outage_ended(taken: Taken) -> None:
+    if Host.objects.filter(pk=taken.host_id, reachable=False).update(
+            reachable=True, last_seen_at=taken.sample.taken_at):
+        Host.objects.only("pk").get(pk=taken.host_id).resolve_unreachable()
 
 
 def _interval() -> timedelta:
