@@ -22,7 +22,7 @@ from apps.ops.models import Operation
 from apps.tuning import evidence, steps
 from apps.tuning.core import advisor, drift, evaluate, planner
 from apps.tuning.core import rollback as rollback_core
-from apps.tuning.core.changes import Change
+from apps.tuning.core.changes import Change, compute_changes
 from apps.tuning.core.profiles import BUILTINS, ProfileSettings
 from apps.tuning.models import Assignment, Plan, PlanChange, Profile, ProfileVersion
 
@@ -252,8 +252,20 @@ def host_card(host: Host) -> dict:
         .select_related("profile", "applied_version").first(),
         "findings": findings(host),
         "problems": problems(host),
+        "awaiting": awaiting_experiments(host),
         "plans": host.plans.all()[:5],
     }
+
+
+def awaiting_experiments(host: Host) -> list[dict]:
+    """The profile's values left to an experiment that has named no winner on this host:
+    drift leaves them out rather than guess, so the card says why they are missing."""
+    settings, facts = _assigned_settings(host), host.typed_facts()
+    if settings is None or facts is None:
+        return []
+    won = evidence.winners(host, facts, settings)
+    return [{"target": c.target, "key": c.key, "reason": c.reason}
+            for c in compute_changes(facts, settings, won) if c.awaits_experiment]
 
 
 def problems(host: Host) -> list[str]:

@@ -56,7 +56,7 @@ def test_the_api_takes_experiment_only_for_a_data_or_wal_recordsize(api, setting
 
 def test_the_editor_offers_experiment_and_refuses_it_elsewhere_on_the_form(signed_in):
     page = parse(signed_in.get("/tuning/profiles/new/").content)
-    assert 'A data or wal recordsize may be "experiment"' in page.find("form").text
+    assert 'A data or wal recordsize may be "experiment"' in page.find("form", class_="card").text
     response = signed_in.post("/tuning/profiles/new/", {
         "name": "Bad", "settings": json.dumps({"zfs": {"wal": {"logbias": "experiment"}}})})
     errors = parse(response.content).find("ul", class_="errorlist").text
@@ -113,3 +113,16 @@ def test_drift_follows_a_new_winner_when_the_experiment_succeeds(
     with django_capture_on_commit_callbacks(execute=True):
         finished_recordsize_experiment(following, CLEAR)
     assert drift() == ["32K"]
+
+
+def test_the_host_card_says_what_waits_for_an_experiment_until_one_names_a_winner(
+        signed_in, following):
+    def card():
+        return parse(signed_in.get(f"/hosts/{following.pk}/tuning/").content).find(
+            "div", id="tuning")
+
+    waiting = card().find("p", id="awaiting-experiment").text
+    assert waiting == (f"waits for an experiment {DATA} recordsize no recordsize experiment"
+                       f" on this host has named a winner for {DATA}; run one")
+    finished_recordsize_experiment(following, CLEAR)
+    assert card().find_all("p", id="awaiting-experiment") == []
