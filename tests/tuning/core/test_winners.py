@@ -80,7 +80,7 @@ def test_a_winner_the_host_already_has_is_no_change_and_no_drift():
                for c in drift.assess(facts, settings(wal="128K"), winners=won).differences)
     # and drift shows it as soon as the host differs from the winner
     moved = drift.assess(hosts.fuse(), settings(wal="128K"), winners=won).differences
-    assert [(c.target, c.desired) for c in moved if c.key == "recordsize"] == [(DATA, "32K")]
+    assert [c.desired for c in moved if (c.target, c.key) == (DATA, "recordsize")] == ["32K"]
 
 
 def test_a_winner_that_is_no_recordsize_a_profile_may_set_is_not_planned():
