@@ -11,9 +11,9 @@ apps.remote.facts:
 3. data: pools, datasets and their properties, arcstats, module parameters,
    pg_settings of each cluster, its standbys, replication slots and checkpoint
    counters, its largest databases and whether pg_repack is available;
-4. databases (only on a host with a cluster that listed some): dead tuples in
-   each of those databases, one psql session each, since a PostgreSQL session
-   sees the statistics of its own database only.
+4. databases (only where a cluster listed one of 32 MiB or more): dead tuples
+   in each of those databases, one psql session each, since a PostgreSQL
+   session sees the statistics of its own database only.
 
 Nothing a host prints reaches a later command unless it passed the validators
 of apps.remote.commands; what fails is left out and recorded in `skipped`.
@@ -43,6 +43,7 @@ from apps.remote.facts.host import (
 )
 from apps.remote.facts.sections import MARKER, Section, split_sections
 from apps.remote.shell import Runner
+from apps.remote.sizes import MiB
 
 BUNDLE_TIMEOUT = 180.0
 DATASET_PROPERTIES = (
@@ -455,15 +456,22 @@ def _read_bloat(run: Runner, data: dict[str, Section], facts: HostFacts) -> None
 
 def database_probes(cluster: Cluster, listing: bloat.Listing,
                     facts: HostFacts) -> tuple[dict[str, Command], dict[str, str]]:
-    """TABLES_QUERY in each listed database whose name the naming rules accept; the
-    others are left out with the reason (a name reaches psql's command line)."""
+    """TABLES_QUERY in each listed database large enough to matter and whose name the
+    naming rules accept (a name reaches psql's command line); the others are left out
+    with the reason."""
     probes, refused = {}, {}
-    for name, _ in listing.largest:
+    for name, size in listing.largest:
         try:
-            probes[f"psql:{cluster.pid}:db:{name}"] = _psql(cluster, bloat.TABLES_QUERY, name)
+            command = _psql(cluster, bloat.TABLES_QUERY, name)
         except InvalidValue as error:
             facts.skip("postgres database", f"{cluster.data_dir}: {name}", error.reason)
             refused[name] = f"not queried, {error.reason}"
+            continue
+        if size is not None and size < bloat.SMALLEST_DATABASE:
+            refused[name] = (f"not queried, {size // MiB} MiB: too small to hold"
+                             f" {bloat.SMALLEST_DATABASE // MiB} MiB of dead rows")
+        else:
+            probes[f"psql:{cluster.pid}:db:{name}"] = command
     return probes, refused
 
 

@@ -53,16 +53,11 @@ def test_after_vacuum_only_the_small_tables_dead_rows_are_left():
     assert (found.live, found.dead) == (10_100, 5)
 
 
-def test_discoverys_own_sections_from_a_fresh_host():
+def test_discoverys_own_section_from_a_fresh_host():
     listing = bloat.parse_listing(fuse_section("psql_311_databases"))
     assert [name for name, _ in listing.largest] == ["pgbench", "postgres"]
-    pgbench_size = listing.largest[0][1]
-    found = bloat.parse_tables("pgbench", pgbench_size, fuse_section("psql_311_db_pgbench"))
-    # pgbench -i -s 1: four tables, 100,000 accounts, no dead rows (it vacuums at the end).
-    assert (found.tables, found.dead, found.top, found.size) == (4, 0, [], pgbench_size)
-    assert found.live >= 100_000
-    empty = bloat.parse_tables("postgres", 1, fuse_section("psql_311_db_postgres"))
-    assert (empty.tables, empty.live, empty.dead_share) == (0, 0, 0.0)
+    # pgbench -i -s 1 and an empty postgres: both below what discovery reads further.
+    assert all(size < bloat.SMALLEST_DATABASE for _, size in listing.largest)
 
 
 def test_a_warning_before_the_document_is_skipped():

@@ -29,9 +29,9 @@ PSQL_16 = psql_16(postgres.SETTINGS_QUERY)
 # PostgreSQL 16 still keeps its checkpoint counters in pg_stat_bgwriter.
 PSQL_16_STATS = psql_16(postgres.stats_query(16))
 PSQL_16_DATABASES = psql_16(bloat.LISTING_QUERY)
-# Round 4: the databases psql_1500_databases.txt lists, largest first.
-DATABASES_16 = {f"psql:1500:db:{name}": psql_16(bloat.TABLES_QUERY, name)
-                for name in ("app", "postgres")}
+# Round 4: of the databases psql_1500_databases.txt lists, the one of 32 MiB or more.
+DATABASES_16 = {"psql:1500:db:app": psql_16(bloat.TABLES_QUERY, "app")}
+TOO_SMALL = "postgres: not queried, 7 MiB: too small to hold 32 MiB of dead rows"
 NVME = {f"nvme:{d}": cmd("nvme", "get-feature", "-f", "6", f"/dev/{d}")
         for d in ("nvme0n1", "nvme1n1", "nvme2n1")}
 
@@ -66,9 +66,9 @@ def fuse_facts():
     return facts, shell
 
 
-def test_zfs_fuse_host_in_four_round_trips(fuse_facts):
+def test_zfs_fuse_host_in_three_round_trips(fuse_facts):
     facts, shell = fuse_facts
-    assert len(shell.calls) == 4  # the fourth reads the databases the third listed
+    assert len(shell.calls) == 3  # no database of 32 MiB or more: no fourth
     assert facts.zfs.implementation == "zfs-fuse" and facts.zfs.version is None
 
 
@@ -93,12 +93,14 @@ def test_zfs_fuse_pools_and_datasets(fuse_facts):
     assert any("human units" in note for note in facts.notes)
 
 
-def test_zfs_fuse_cluster_dead_tuples(fuse_facts):
-    # Spliced from a fresh fleet test host (fixtures/README.md): pgbench -i, then nothing.
+def test_zfs_fuse_cluster_databases_too_small_to_read(fuse_facts):
+    # Spliced from a fresh fleet test host (fixtures/README.md): pgbench -i -s 1 only.
     [cluster] = fuse_facts[0].clusters
-    assert [(d.name, d.tables, d.dead) for d in cluster.bloat.read] == [
-        ("pgbench", 4, 0), ("postgres", 0, 0)]
-    assert cluster.bloat.pg_repack_available is None and cluster.bloat.not_read == []
+    assert (cluster.bloat.databases, cluster.bloat.read) == (2, [])
+    assert cluster.bloat.not_read == [
+        "pgbench: not queried, 22 MiB: too small to hold 32 MiB of dead rows",
+        "postgres: not queried, 7 MiB: too small to hold 32 MiB of dead rows"]
+    assert cluster.bloat.pg_repack_available is None
 
 
 def test_zfs_fuse_cluster_mapped_to_its_datasets(fuse_facts):
@@ -174,13 +176,12 @@ def test_openzfs_22_cluster():
 def test_openzfs_22_dead_tuples_of_the_listed_databases():
     [cluster] = gather.discover(openzfs_22_host()).clusters
     found = cluster.bloat
-    assert (found.databases, found.pg_repack_available, found.not_read) == (2, "1.5.1", [])
-    app, postgres_db = found.read
+    assert (found.databases, found.pg_repack_available) == (2, "1.5.1")
+    [app] = found.read
     assert (app.name, app.size, app.tables, app.pg_repack_installed) == (
         "app", 20 * 1024**3, 42, "1.5.1")
     assert [t.qualified_name for t in app.top] == ["public.orders", "public.sessions"]
-    assert (postgres_db.name, postgres_db.top, postgres_db.pg_repack_installed) == (
-        "postgres", [], None)
+    assert found.not_read == [TOO_SMALL]
 
 
 @pytest.mark.parametrize(("answer", "exit_code", "why"), [
@@ -197,8 +198,7 @@ def test_a_database_whose_query_fails_is_named_with_the_error(answer, exit_code,
     host.overrides["psql_1500_db_app"] = answer
     host.exit_codes["psql_1500_db_app"] = exit_code
     [cluster] = gather.discover(openzfs_22_host(host)).clusters
-    assert [d.name for d in cluster.bloat.read] == ["postgres"]
-    assert cluster.bloat.not_read == [f"app: {why}"]
+    assert cluster.bloat.read == [] and cluster.bloat.not_read == [f"app: {why}", TOO_SMALL]
 
 
 def test_a_cluster_whose_listing_fails_has_no_dead_tuples_and_no_fourth_round_trip():
@@ -283,9 +283,10 @@ def test_hostile_socket_dir_skips_psql_with_a_reason():
 def test_hostile_database_names_are_never_used():
     host = FixtureHost("openzfs-2.2")
     host.overrides["psql_1500_databases"] = (
-        '{"databases" : 4, "largest" : [{"name" : "app", "size" : 2}, {"name" : "x;reboot",'
-        ' "size" : 1}, {"name" : "host=evil.example dbname=app", "size" : 1},'
-        ' {"name" : "Reports", "size" : 1}], "pg_repack" : null}\n')
+        '{"databases" : 4, "largest" : [{"name" : "app", "size" : 900000000},'
+        ' {"name" : "x;reboot", "size" : 800000000},'
+        ' {"name" : "host=evil.example dbname=app", "size" : 700000000},'
+        ' {"name" : "Reports", "size" : 600000000}], "pg_repack" : null}\n')
     shell = openzfs_22_host(host, databases={"psql:1500:db:app": DATABASES_16["psql:1500:db:app"]})
     facts = gather.discover(shell)
     assert not any("reboot" in call or "evil" in call or "Reports" in call

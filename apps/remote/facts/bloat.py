@@ -15,16 +15,22 @@ table name (which may hold tabs or newlines) can break a row:
   five of them (templates and databases refusing connections left out: one
   psql session each, in discovery's fourth round trip) and the pg_repack
   version the server could install, if any;
-- TABLES_QUERY, in each of those databases: live and dead rows summed over its
-  tables, the dead space estimated from them (each table's size times its
-  dead share), the five tables with the most dead rows, and the pg_repack
-  version installed in that database.
+- TABLES_QUERY, in each of those databases of SMALLEST_DATABASE or more: live
+  and dead rows summed over its tables, the dead space estimated from them
+  (each table's size times its dead share), the five tables with the most dead
+  rows, and the pg_repack version installed in that database.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+
+from apps.remote.sizes import MiB
+
+# The least dead space the advisor reports (rules_maintenance.MIN_DEAD_BYTES): a smaller
+# database cannot hold that much, so it costs discovery no psql session of its own.
+SMALLEST_DATABASE = 32 * MiB
 
 LISTING_QUERY = (
     "select json_build_object("

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from apps.remote.facts.bloat import ClusterBloat, DatabaseDeadTuples, TableDeadTuples
+from apps.remote.facts.bloat import (
+    SMALLEST_DATABASE,
+    ClusterBloat,
+    DatabaseDeadTuples,
+    TableDeadTuples,
+)
 from apps.remote.facts.host import Cluster
 from apps.remote.sizes import GiB, MiB
 from apps.tuning.core import facts as r
@@ -12,8 +17,9 @@ from apps.tuning.core.findings import Context, Finding, Rule
 # autovacuum_vacuum_scale_factor's default: autovacuum should have vacuumed a table
 # long before a fifth of its rows are dead, so more means it is off or held back.
 DEAD_SHARE = 0.2
-# Dead space below this (estimated) is not worth an operator's time, whatever its share.
-MIN_DEAD_BYTES = 32 * MiB
+# Dead space below this (estimated) is not worth an operator's time, whatever its share;
+# discovery does not read smaller databases.
+MIN_DEAD_BYTES = SMALLEST_DATABASE
 LARGE_DEAD_BYTES = GiB  # from here the dead space costs real I/O and cache: a warning
 
 
