@@ -1,9 +1,10 @@
 """The advisor: every rule over a host's facts, now and as a profile would leave them.
 
-Rules live in rules_storage and rules_postgres, each a small function with a
-stable id. Given desired settings, the advisor also judges the facts projected
-by those settings, and marks each finding "current", "introduced" (by the
-profile) or "resolved" (by the profile), so a plan shows both sides.
+Rules live in rules_storage, rules_postgres and rules_maintenance, each a
+small function with a stable id. Given desired settings, the advisor also
+judges the facts projected by those settings, and marks each finding
+"current", "introduced" (by the profile) or "resolved" (by the profile), so a
+plan shows both sides.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import replace
 from apps.remote.facts.host import HostFacts
 from apps.remote.sizes import KiB, parse_zfs_size
 from apps.tuning.core import facts as r
-from apps.tuning.core import rules_postgres, rules_storage
+from apps.tuning.core import rules_maintenance, rules_postgres, rules_storage
 from apps.tuning.core.changes import Change, compute_changes, project
 from apps.tuning.core.findings import SEVERITIES, Context, Finding, Rule
 from apps.tuning.core.profiles import EXPERIMENT, ProfileSettings
@@ -21,7 +22,8 @@ from apps.tuning.core.winners import Winners
 
 __all__ = ["RULES", "RELATED", "Finding", "advise", "advise_changes", "rule_ids"]
 
-RULES: tuple[tuple[str, Rule], ...] = (*rules_storage.RULES, *rules_postgres.RULES)
+RULES: tuple[tuple[str, Rule], ...] = (
+    *rules_storage.RULES, *rules_postgres.RULES, *rules_maintenance.RULES)
 
 # Which findings a change to (layer, key) can cause or cure: the planner links them.
 RELATED: dict[tuple[str, str], tuple[str, ...]] = {
