@@ -164,6 +164,28 @@ def expire(now=None) -> list[Operation]:
     return started
 
 
+BUSY = (Clone.State.CREATING, Clone.State.RESETTING, Clone.State.DESTROYING)
+
+
+def settle_interrupted() -> list[Clone]:
+    """Fail the clones whose operation ended without its step saying how (cancelled, past
+    its deadline, out of attempts after its workers died), with the operation's words.
+    Otherwise such a clone stays "destroying" (or "creating") for good: expiry and idle
+    deletion take only ready or failed clones, and a failed one can be destroyed again."""
+    settled = []
+    for clone in Clone.objects.filter(state__in=BUSY).exclude(
+            last_operation__status__in=Operation.ACTIVE).select_related("last_operation"):
+        operation = clone.last_operation
+        why = (f"its operation #{operation.pk} ({operation.kind}) ended {operation.status}: "
+               f"{operation.error}" if operation else "its operation is gone")
+        # Only if nothing started another operation for it meanwhile.
+        if Clone.objects.filter(pk=clone.pk, state=clone.state,
+                                last_operation=operation).update(state=Clone.State.FAILED,
+                                                                 error=why[-4000:]):
+            settled.append(clone)
+    return settled
+
+
 def _running(clone: Clone) -> Operation | None:
     return Operation.objects.filter(status__in=Operation.ACTIVE, state__clone=clone.pk,
                                     kind__startswith="clones.").first()

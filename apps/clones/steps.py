@@ -113,10 +113,18 @@ def destroy(ctx: StepContext) -> Done | Fail:
 
     row = Clone.objects.get(pk=ctx.state["clone"])
     layout = layout_of(row)
-    result = ctx.runner()(commands.destroy(layout), timeout=180, check=False)
+    try:
+        # Safe to run again (commands.destroy): a worker that died here leaves the
+        # operation to the sweeper, whose re-run finishes what the first one began.
+        result = ctx.runner()(commands.destroy(layout), timeout=180, check=False)
+    except RemoteError as exc:
+        # The host went away: the clone is failed, not "destroying" forever, so a
+        # retry (the member's, or expiry's) can take it.
+        _failed(ctx, str(exc))
+        raise
     if not result.ok:
         why = (result.stderr or result.stdout).strip()[-TAIL:]
-        Clone.objects.filter(pk=row.pk).update(state=Clone.State.FAILED, error=why)
+        _failed(ctx, why)
         return Fail(f"destroying clone {row.name} failed: {why}", code="destroy_failed")
     _note_clones(row, layout, add=False)
     Clone.objects.filter(pk=row.pk).update(state=Clone.State.DESTROYED)

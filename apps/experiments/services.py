@@ -15,6 +15,8 @@ from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue, pg_identifier
+from apps.tuning import services as tuning
+from apps.tuning.core.winners import Winner
 
 LIMITS = {"scale": (1, 1000), "clients": (1, 64), "threads": (1, 64), "duration": (2, 3600),
           "checkpoint_every": (0, 600)}
@@ -256,6 +258,40 @@ def results(exp: Experiment) -> dict:
     return {"values": per_value, "verdict": verdicts[exp.primary_metric]
             if exp.primary_metric in verdicts else core.verdict(summary, exp.primary_metric)
             .to_dict(), "verdicts": verdicts, "charts": charts}
+
+
+def winners(host: Host, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], Winner]:
+    """For each (dataset, ZFS property): what the newest finished experiment varying it on
+    that dataset of this host named the winner, on its own primary metric. A newest one
+    that named none (within the spread) answers no value: an older verdict is not
+    revived. Pairs no experiment ran on are left out. Tuning asks (apps/tuning/evidence.py)."""
+    found = {}
+    for dataset, key in pairs:
+        exp = Experiment.objects.filter(
+            host=host, layer=Experiment.Layer.ZFS, key=key, target=dataset,
+            operation__status=Operation.Status.SUCCEEDED).order_by("-created_at", "-id").first()
+        if exp is not None:
+            found[(dataset, key)] = _winner(exp, dataset)
+    return found
+
+
+def _winner(exp: Experiment, dataset: str) -> Winner:
+    verdict = results(exp)["verdict"]
+    if verdict["winner"] is None:
+        return Winner(None, f"the newest {exp.key} experiment on {dataset} (#{exp.pk}) named"
+                            f" no winner ({verdict['text']}); run one again with more"
+                            " repetitions or longer runs")
+    return Winner(verdict["winner"], f"won {exp.key} experiment #{exp.pk} on {dataset}"
+                                     f" ({verdict['text']})")
+
+
+def after_operation_saved(sender, instance: Operation, **kwargs) -> None:
+    """A profile may take an experiment's winner ("recordsize": "experiment"): once one
+    succeeded, the host's drift is judged against it, not at the next discovery. After the
+    commit, since the operation only counts as succeeded then."""
+    if instance.kind == steps.KIND.name and instance.status == Operation.Status.SUCCEEDED \
+            and instance.host_id is not None:
+        transaction.on_commit(lambda: tuning.refresh_drift(instance.host))
 
 
 # ---- scripts ----------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Gather what a host is over SSH: OS, memory, ZFS pools and datasets, ARC, disks, PostgreSQL.
 
-`discover(run)` asks in at most three SSH round trips, each a bundle of
+`discover(run)` asks in at most four SSH round trips, each a bundle of
 read-only commands (apps.remote.facts.sections frames every command's output
 and exit status), and hands every output to the pure parsers in
 apps.remote.facts:
@@ -9,7 +9,11 @@ apps.remote.facts:
 2. probes: the ZFS dialect, the pool names, NVMe write caches, each postmaster's
    data directory, binary, owner and postmaster.pid;
 3. data: pools, datasets and their properties, arcstats, module parameters,
-   pg_settings of each cluster, its standbys, replication slots and checkpoint counters.
+   pg_settings of each cluster, its standbys, replication slots and checkpoint
+   counters, its largest databases and whether pg_repack is available;
+4. databases (only where a cluster listed one of 32 MiB or more): dead tuples
+   in each of those databases, one psql session each, since a PostgreSQL
+   session sees the statistics of its own database only.
 
 Nothing a host prints reaches a later command unless it passed the validators
 of apps.remote.commands; what fails is left out and recorded in `skipped`.
@@ -26,7 +30,7 @@ from functools import reduce
 from apps.remote import commands
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, InvalidValue, cmd, script
-from apps.remote.facts import arc, disks, postgres, system, zfs, zpool
+from apps.remote.facts import arc, bloat, disks, postgres, system, zfs, zpool
 from apps.remote.facts.host import (
     Cluster,
     Dataset,
@@ -39,6 +43,7 @@ from apps.remote.facts.host import (
 )
 from apps.remote.facts.sections import MARKER, Section, split_sections
 from apps.remote.shell import Runner
+from apps.remote.sizes import MiB
 
 BUNDLE_TIMEOUT = 180.0
 DATASET_PROPERTIES = (
@@ -73,6 +78,7 @@ def discover(run: Runner) -> HostFacts:
     if facts.zfs:
         _read_zfs_data(data, facts, pools)
     facts.clusters = [_with_settings(c, data, facts) for c in clusters]
+    _read_bloat(run, data, facts)
     return facts
 
 
@@ -392,16 +398,18 @@ def psql_probes(clusters: list[Cluster], facts: HostFacts) -> dict[str, Command]
             probes[f"psql:{cluster.pid}"] = _psql(cluster)
             probes[f"psql:{cluster.pid}:stats"] = _psql(
                 cluster, postgres.stats_query(postgres.major_of(cluster.version)))
+            probes[f"psql:{cluster.pid}:databases"] = _psql(cluster, bloat.LISTING_QUERY)
         except InvalidValue as error:
             facts.skip("postgres cluster", cluster.data_dir, f"{error.kind}: {error.reason}")
             cluster.error = f"not queried: invalid {error.kind} {error.value!r}"
     return probes
 
 
-def _psql(cluster: Cluster, sql: str = postgres.SETTINGS_QUERY) -> Command:
+def _psql(cluster: Cluster, sql: str = postgres.SETTINGS_QUERY,
+          database: str | None = None) -> Command:
     target = ClusterTarget(owner=cluster.owner, bin_dir=cluster.bin_dir,
                            socket_dir=cluster.socket_dir, port=cluster.port)
-    return target.psql(sql)
+    return target.psql(sql, database=database)
 
 
 def _with_settings(cluster: Cluster, data: dict[str, Section], facts: HostFacts) -> Cluster:
@@ -425,3 +433,64 @@ def _with_settings(cluster: Cluster, data: dict[str, Section], facts: HostFacts)
 def _first_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0][:200] if lines else "(no output)"
+
+
+# -- round 4: dead tuples per database ---------------------------------------------
+
+def _read_bloat(run: Runner, data: dict[str, Section], facts: HostFacts) -> None:
+    listings = {c.pid: listing for c in facts.clusters
+                if _ok(data, f"psql:{c.pid}:databases")
+                and (listing := bloat.parse_listing(_text(data, f"psql:{c.pid}:databases")))}
+    probes: dict[str, Command] = {}
+    refused: dict[int, dict[str, str]] = {}
+    for cluster in facts.clusters:
+        if cluster.pid in listings:
+            found, refused[cluster.pid] = database_probes(cluster, listings[cluster.pid], facts)
+            probes |= found
+    answers = ask(run, probes)
+    for cluster in facts.clusters:
+        if cluster.pid in listings:
+            cluster.bloat = _cluster_bloat(cluster, listings[cluster.pid], answers,
+                                           refused[cluster.pid])
+
+
+def database_probes(cluster: Cluster, listing: bloat.Listing,
+                    facts: HostFacts) -> tuple[dict[str, Command], dict[str, str]]:
+    """TABLES_QUERY in each listed database large enough to matter and whose name the
+    naming rules accept (a name reaches psql's command line); the others are left out
+    with the reason."""
+    probes, refused = {}, {}
+    for name, size in listing.largest:
+        try:
+            command = _psql(cluster, bloat.TABLES_QUERY, name)
+        except InvalidValue as error:
+            facts.skip("postgres database", f"{cluster.data_dir}: {name}", error.reason)
+            refused[name] = f"not queried, {error.reason}"
+            continue
+        if size is not None and size < bloat.SMALLEST_DATABASE:
+            refused[name] = (f"not queried, {size // MiB} MiB: too small to hold"
+                             f" {bloat.SMALLEST_DATABASE // MiB} MiB of dead rows")
+        else:
+            probes[f"psql:{cluster.pid}:db:{name}"] = command
+    return probes, refused
+
+
+def _cluster_bloat(cluster: Cluster, listing: bloat.Listing, answers: dict[str, Section],
+                   refused: dict[str, str]) -> bloat.ClusterBloat:
+    read, not_read = [], []
+    for name, size in listing.largest:
+        section = answers.get(f"psql:{cluster.pid}:db:{name}")
+        found = bloat.parse_tables(name, size, section.text) if section and section.ok else None
+        if found is not None:
+            read.append(found)
+        else:
+            why = refused.get(name) or (_error_line(section.text) if section else "no answer")
+            not_read.append(f"{name}: {why}")
+    return bloat.ClusterBloat(databases=listing.databases, read=read,
+                              pg_repack_available=listing.pg_repack_available,
+                              not_read=not_read)
+
+
+def _error_line(text: str) -> str:
+    """Why a database was not read: TABLES_QUERY's SET tag comes before any error."""
+    return _first_line("\n".join(line for line in text.splitlines() if line.strip() != "SET"))

@@ -30,7 +30,7 @@ from django.utils import timezone
 from apps.fleet.models import Host
 from apps.ops.errors import DomainError
 from apps.remote import ssh
-from apps.remote.errors import RemoteError
+from apps.remote.errors import AuthenticationFailed, RemoteError, Unreachable
 from apps.remote.facts.host import HostFacts
 from apps.telemetry.core import current, metrics, rollup, series
 from apps.telemetry.core.command import SAMPLE_TIMEOUT, sample_command
@@ -57,12 +57,15 @@ class Taken:
     duration: float
     error: str = ""
     code: str = ""
+    failure: RemoteError | None = None  # what SSH raised, when it did
 
 
 def collect_fleet() -> list[Taken]:
     # Facts (tens of KB a host) are read only when the host was discovered again.
+    # Unreachable hosts are tried too: the sample that answers again ends their outage
+    # a minute after it ends, not at the next discovery.
     hosts = list(Host.objects.filter(host_key_state=Host.KeyState.PINNED)
-                 .exclude(reachable=False).exclude(facts={}).defer("facts"))
+                 .exclude(facts={}).defer("facts"))
     if not hosts:
         return []
     specs = {host.pk: spec_of(host) for host in hosts}
@@ -97,7 +100,7 @@ def take(host_id: int, target: ssh.Target, spec: SampleSpec) -> Taken:
                          f"{answer.stderr.strip()[:500]}", "sample_failed")
         sample = parse_sample(answer.stdout, spec, timezone.now())
     except RemoteError as error:
-        return Taken(host_id, None, time.monotonic() - started, str(error), error.code)
+        return Taken(host_id, None, time.monotonic() - started, str(error), error.code, error)
     except Exception as error:  # a bug must not stop the other hosts' samples
         logger.exception("telemetry sample of host #%s failed", host_id)
         return Taken(host_id, None, time.monotonic() - started, f"internal error: {error}",
@@ -111,7 +114,9 @@ def record(taken: Taken, *, skipped: list[str] | None = None) -> RawSample | Non
         HostTelemetry.objects.filter(pk=state.pk).update(
             last_error=taken.error[:2000], last_error_code=taken.code[:64],
             last_error_at=timezone.now(), last_duration=taken.duration)
+        _outage_began(taken)
         return None
+    _outage_ended(taken)
     previous = Sample.from_dict(state.last_sample) if state.last_sample else None
     now = current.current(previous, taken.sample, _interval())
     with transaction.atomic():
@@ -125,6 +130,25 @@ def record(taken: Taken, *, skipped: list[str] | None = None) -> RawSample | Non
             capacity=now.capacity, used=now.used, space_saved=now.space_saved,
             recent=current.remember(state.recent, taken.sample.taken_at.timestamp(), now))
     return row
+
+
+# Failures that mean the host could not be got into (as discovery counts them); a slow
+# or failing command on a host that answered is a missing sample, not an outage.
+_OUTAGES = (Unreachable, AuthenticationFailed)
+
+
+def _outage_began(taken: Taken) -> None:
+    """The host's unreachable alert opens a sample after it stops answering (its rule
+    says how long before anyone is told), not at the next discovery."""
+    if isinstance(taken.failure, _OUTAGES):
+        host = Host.objects.only("pk", "name").get(pk=taken.host_id)
+        host.record_unreachable(taken.failure)
+
+
+def _outage_ended(taken: Taken) -> None:
+    if Host.objects.filter(pk=taken.host_id, reachable=False).update(
+            reachable=True, last_seen_at=taken.sample.taken_at):
+        Host.objects.only("pk").get(pk=taken.host_id).resolve_unreachable()
 
 
 def _interval() -> timedelta:
@@ -268,6 +292,7 @@ def read(host: Host, metric_name: str, start: datetime | None = None,
     else:
         width = FIVE_MINUTES if resolution == FIVE else HOUR
         rows = _rolled_rows(host, metric, resolution, start - width, end)
+        rows += _unrolled_tail(host, metric, resolution, start - width, end)
         found = metrics.rolled_series(metric, rows, width)
     shown = [metrics.Series(s.key, [(at, v) for at, v in s.points if start <= at <= end])
              for s in found]
@@ -290,6 +315,25 @@ def _rolled_rows(host: Host, metric: metrics.Metric, resolution: str, start: dat
                                   start__lte=end)
             .order_by("start").values_list("start", _only(metric)))
     return [(at, {metric.source: _cut(metric, source)}) for at, source in rows]
+
+
+def _unrolled_tail(host: Host, metric: metrics.Metric, resolution: str, start: datetime,
+                   end: datetime) -> list[metrics.Row]:
+    """The buckets after the host's rollup mark, rolled up here from raw rows as the
+    tick will roll them: beat closes an hour only once it has ended (and 5 minutes
+    more), so without them a 7-day graph would end an hour or more before now, a gap
+    where samples were taken."""
+    marks = HostTelemetry.objects.filter(host=host).values_list(
+        "rolled_hourly_to" if resolution == HOURLY else "rolled_five_minute_to", flat=True)
+    mark = next(iter(marks), None)
+    since = max(start, mark or end - retention().raw)
+    if since >= end:
+        return []
+    buckets = series.roll_up(_raw_rows(host, metric, since, end), FIVE_MINUTES)
+    if resolution == HOURLY:
+        buckets = series.merge(sorted(buckets.items()), HOUR)
+    return [(at, {metric.source: values.get(metric.source)})
+            for at, values in sorted(buckets.items())]
 
 
 def _only(metric: metrics.Metric) -> KeyTransform | JSONObject | PerKeyFields:

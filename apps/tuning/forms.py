@@ -2,7 +2,7 @@ import json
 
 from django import forms
 
-from apps.tuning.core.profiles import ProfileSettings
+from apps.tuning.core.profiles import EXPERIMENT, ProfileSettings
 from apps.tuning.models import Profile
 
 
@@ -12,7 +12,11 @@ class ProfileForm(forms.Form):
                                   widget=forms.Textarea(attrs={"rows": 2}))
     settings = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "class": "code"}),
                                max_length=20000,
-                               help_text="Values may be formulas: ram / 4, min(ram / 16, 2GB).")
+                               help_text="Values may be formulas: ram / 4, min(ram / 16, 2GB)."
+                                         f' A data or wal recordsize may be "{EXPERIMENT}":'
+                                         " the value the newest finished recordsize"
+                                         " experiment on each host named the winner (not"
+                                         " planned until one has).")
     note = forms.CharField(required=False, max_length=300, help_text="What changed, and why.")
 
     def clean_settings(self) -> dict:

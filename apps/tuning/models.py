@@ -176,6 +176,8 @@ class PlanChange(models.Model):
         AWAITING_RESTART = "awaiting_restart", "written; waits for a restart"
         FAILED = "failed"
         UNSUPPORTED = "unsupported"
+        # Left to an experiment on this host that has not named a winner yet.
+        NOT_PLANNED = "not_planned", "not planned"
         ROLLED_BACK = "rolled_back"
 
     # The values apps.tuning.core.changes produces; choices make them visible

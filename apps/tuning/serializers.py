@@ -49,7 +49,8 @@ class ProfileSerializer(ModelSerializer):
         '{"zfs": {"data": {"recordsize": "16K"}, "wal": {...}, "other": {...}}, '
         '"module": {...}, "sysctl": {...}, "postgres": {"shared_buffers": "ram / 4"}, '
         '"requires_acknowledgement": []}; values may be formulas of ram, cpus, '
-        "connections, shared_buffers, disk"))
+        "connections, shared_buffers, disk; a data or wal recordsize may be \"experiment\": "
+        "what the newest finished recordsize experiment on each host named the winner"))
     note = StrictCharField(write_only=True, required=False, allow_blank=True,
                                  max_length=ProfileVersion._meta.get_field("note").max_length)
 

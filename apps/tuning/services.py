@@ -19,10 +19,10 @@ from apps.fleet.models import Host
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
-from apps.tuning import steps
+from apps.tuning import evidence, steps
 from apps.tuning.core import advisor, drift, evaluate, planner
 from apps.tuning.core import rollback as rollback_core
-from apps.tuning.core.changes import Change
+from apps.tuning.core.changes import Change, compute_changes
 from apps.tuning.core.profiles import BUILTINS, ProfileSettings
 from apps.tuning.models import Assignment, Plan, PlanChange, Profile, ProfileVersion
 
@@ -238,7 +238,9 @@ def findings(host: Host) -> list[dict]:
     facts = host.typed_facts()
     if facts is None:
         return []
-    return [_as_dict(f) for f in advisor.advise(facts, _assigned_settings(host))]
+    settings = _assigned_settings(host)
+    won = evidence.winners(host, facts, settings) if settings else None
+    return [_as_dict(f) for f in advisor.advise(facts, settings, winners=won)]
 
 
 def host_card(host: Host) -> dict:
@@ -250,8 +252,20 @@ def host_card(host: Host) -> dict:
         .select_related("profile", "applied_version").first(),
         "findings": findings(host),
         "problems": problems(host),
+        "awaiting": awaiting_experiments(host),
         "plans": host.plans.all()[:5],
     }
+
+
+def awaiting_experiments(host: Host) -> list[dict]:
+    """The profile's values left to an experiment that has named no winner on this host:
+    drift leaves them out rather than guess, so the card says why they are missing."""
+    settings, facts = _assigned_settings(host), host.typed_facts()
+    if settings is None or facts is None:
+        return []
+    won = evidence.winners(host, facts, settings)
+    return [{"target": c.target, "key": c.key, "reason": c.reason}
+            for c in compute_changes(facts, settings, won) if c.awaits_experiment]
 
 
 def problems(host: Host) -> list[str]:
@@ -279,7 +293,8 @@ def refresh_drift(host: Host) -> None:
     facts = host.typed_facts()
     if facts is None:
         return
-    found = drift.assess(facts, settings, _written_awaiting_restart(host))
+    found = drift.assess(facts, settings, _written_awaiting_restart(host),
+                         evidence.winners(host, facts, settings))
     assignment.drift = [_as_dict(c) for c in found.differences]
     assignment.pending_restart = [_as_dict(p) for p in found.pending]
     assignment.drift_checked_at = timezone.now()
@@ -314,7 +329,7 @@ def make_plan(host: Host, *, version: ProfileVersion | None = None, by=None) -> 
     if found:
         raise TuningError(f"{version} cannot be applied to {host.name}: {found[0]}",
                           fields={"settings": found})
-    computed = planner.plan(facts, settings)
+    computed = planner.plan(facts, settings, winners=evidence.winners(host, facts, settings))
     plan = Plan.objects.create(
         host=host, profile_version=version, created_by=by if by and by.is_authenticated else None,
         findings=[_as_dict(f) for f in computed.findings],
@@ -331,7 +346,15 @@ def _change_row(plan: Plan, position: int, change) -> PlanChange:
         method=change.method, supported=change.supported, reason=change.reason,
         fallback_for=change.fallback_for, risk=change.risk, findings=list(change.findings),
         hazards=_hazards(change),
-        status=PlanChange.Status.PENDING if change.supported else PlanChange.Status.UNSUPPORTED)
+        status=_status(change))
+
+
+def _status(change: Change) -> str:
+    if change.supported:
+        return PlanChange.Status.PENDING
+    if change.awaits_experiment:
+        return PlanChange.Status.NOT_PLANNED
+    return PlanChange.Status.UNSUPPORTED
 
 
 @transaction.atomic

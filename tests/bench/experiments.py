@@ -18,6 +18,7 @@ recordsize experiment names a winner or says the difference is within the spread
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 from tests.bench.fresh import on_fresh_hosts, register
@@ -131,7 +132,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--repetitions", type=int, default=2)
     parser.add_argument("--scale", type=int, default=10)
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--subnet", default="127.0.95")
+    parser.add_argument("--subnet", default=os.environ.get("POZOL_BENCH_SUBNET", "127.0.95"))
     return parser.parse_args()
 
 

@@ -113,7 +113,8 @@ def _report(fleet_host, plan, before, after, validation, host) -> None:
           f"{plan.changes.filter(status='applied').count()} "
           f"(unsupported here: {plan.changes.filter(supported=False).count()})")
     for change in plan.changes.filter(status="applied"):
-        print(f"  {change.layer:8} {change.key:28} {change.before['value']!s:>12} -> "
+        where = f"{change.key} ({change.target})" if change.layer == "zfs" else change.key
+        print(f"  {change.layer:8} {where:40} {change.before['value']!s:>12} -> "
               f"{change.after}")
     print(f"\n{'':28}{'before':>14}{'after':>14}{'ratio':>9}")
     rows = [("tps", before.summary["tps"], after.summary["tps"], validation.tps_ratio),

@@ -93,3 +93,26 @@ def test_a_protected_clone_is_kept_and_an_expired_one_is_destroyed(origin, deliv
     started = services.expire(timezone.now() + timedelta(minutes=10))
     assert [op.state["clone"] for op in started] == [gone.pk]
     assert Clone.objects.get(pk=gone.pk).state == Clone.State.DESTROYING
+
+
+def test_a_clone_whose_destroy_ended_unfinished_is_failed_and_destroyed_again(origin,
+                                                                             delivered):
+    """Its workers kept dying until the operation ran out of attempts: the clones tick
+    fails the clone with the operation's words, and a retry (here, expiry) takes it."""
+    clone, _, _ = make(origin, name="a", ttl=timedelta(minutes=5))
+    Clone.objects.update(state=Clone.State.READY)
+    Operation.objects.update(status=Operation.Status.SUCCEEDED)
+    first = services.destroy_clone(clone)
+    assert services.settle_interrupted() == []  # its destroy has not ended
+    Operation.objects.filter(pk=first.pk).update(
+        status=Operation.Status.FAILED, error_code="attempts",
+        error="step 'destroy' did not complete after 5 attempts")
+    assert [c.pk for c in services.settle_interrupted()] == [clone.pk]
+    clone.refresh_from_db()
+    assert clone.state == Clone.State.FAILED
+    assert f"#{first.pk}" in clone.error and "after 5 attempts" in clone.error
+    assert services.settle_interrupted() == []
+
+    again = services.expire(timezone.now() + timedelta(minutes=10))
+    assert [op.kind for op in again] == ["clones.destroy"] and again[0].pk != first.pk
+    assert Clone.objects.get(pk=clone.pk).state == Clone.State.DESTROYING

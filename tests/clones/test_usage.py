@@ -1,7 +1,8 @@
 """The clones tick's reading of a host (space and connections, one command) and idle
 deletion, without SSH: the parsers on text as the hosts print it, the refresh with a
 recorded answer, the idle choice by tenant and protection. The real reading is proven
-on the test hosts (tests/e2e/test_customer_clones.py)."""
+on the test hosts: space in tests/e2e/test_customer_clones.py, connections and idle
+deletion in tests/integration/test_clones.py."""
 
 from __future__ import annotations
 

@@ -1,23 +1,31 @@
 """Clones on a real test host: made from an existing snapshot or "now", ready with a
 password that works from an allowed address, holding their origin snapshot, and
-destroyed cleanly. Checked with plain psql and zfs over OpenSSH."""
+destroyed cleanly; idle deletion by the clones tick from the host's real connections.
+Checked with plain psql and zfs over OpenSSH."""
 
 from __future__ import annotations
 
 import subprocess
 import time
+from datetime import timedelta
 
+import psycopg
 import pytest
+from django.utils import timezone
 
-from apps.clones import services
+from apps.clones import services, usage
 from apps.clones.models import Clone
+from apps.clones.tasks import expire as clones_tick
 from apps.ops.errors import Conflict
 from apps.ops.models import Operation
 from apps.snapshots import services as snapshot_services
 from apps.snapshots.models import Snapshot
+from apps.tenants import services as tenant_services
 from tests.driving import drive
 from tests.integration.conftest import run_on
 from tests.integration.test_snapshots import destroy, discovered, psql, run_anyway
+from tests.tenants import factories as tenants
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 
@@ -100,16 +108,54 @@ def test_a_clone_from_now_is_ready_with_its_password_and_holds_its_snapshot(host
     assert "pozol_clones/dev1" not in run_on(fleet_host, "zfs list -H -o name")
 
 
-def test_a_protected_clone_is_not_destroyed_and_an_existing_snapshot_serves(host):
+def test_a_protected_clone_is_kept_and_idle_deletion_counts_real_connections(host):
+    """From an existing snapshot, in a tenant that deletes clones idle for a minute: the
+    clones tick (the task, run here) reads the host's real connections; a clone with a
+    client is kept, then destroyed once the client has gone and the clock says long
+    ago; the protected one is kept throughout. The clock is moved by setting when a
+    clone was last seen active, never by waiting."""
     fleet_host, row = host
     cluster = row.clusters.get()
+    acme = tenants.tenant("Acme")
+    tenant_services.assign_cluster(acme, row, cluster.data_dir)
+    tenant_services.set_quotas(acme, clone_idle_minutes=1)
     taken = drive(snapshot_services.snapshot_now(row, cluster=cluster))
     name = taken.state["snapshot"]
-    from datetime import timedelta
-    clone, operation, password = services.create_clone(
+    kept, operation, _ = services.create_clone(
         row, cluster, snapshot=name, name="dev2", protected_for=timedelta(hours=1))
     assert drive(operation).status == Operation.Status.SUCCEEDED
     with pytest.raises(Conflict, match="protected"):
-        services.destroy_clone(clone)
+        services.destroy_clone(kept)
     with pytest.raises(services.CloneRefused, match="is not in the inventory"):
         services.create_clone(row, cluster, snapshot="nope", name="dev3")
+
+    used, operation, password = services.create_clone(row, cluster, snapshot=name,
+                                                      name="dev3")
+    assert drive(operation).status == Operation.Status.SUCCEEDED
+    assert {c.tenant_id for c in (kept, used)} == {acme.pk}
+    long_ago = timezone.now() - timedelta(hours=1)
+    Clone.objects.filter(pk__in=(kept.pk, used.pk)).update(ready_at=long_ago,
+                                                          active_at=long_ago)
+    with psycopg.connect(host=used.layout["listen"], port=used.port, user=used.role,
+                         password=password, dbname="postgres") as client:
+        client.execute("SELECT 1")
+        assert clones_tick() == 0  # a client is connected to dev3; dev2 is protected
+    used.refresh_from_db()
+    assert used.state == Clone.State.READY and used.active_at > long_ago
+    wait_for(lambda: not usage.connected(used.layout["listen"], used.port, established(
+        fleet_host)), 30, "the client's connection to close on the host")
+
+    Clone.objects.filter(pk=used.pk).update(active_at=long_ago)
+    assert clones_tick() == 1  # no client now: dev3 goes, dev2 stays
+    destroying = Operation.objects.get(kind="clones.destroy", state__clone=used.pk)
+    assert destroying.trigger == Operation.Trigger.SCHEDULE
+    assert drive(destroying).status == Operation.Status.SUCCEEDED, destroying.error
+    assert Clone.objects.get(pk=used.pk).state == Clone.State.DESTROYED
+    assert Clone.objects.get(pk=kept.pk).state == Clone.State.READY
+    datasets = run_on(fleet_host, "zfs list -H -o name")
+    assert "pozol_clones/dev3" not in datasets and "pozol_clones/dev2" in datasets
+
+
+def established(fleet_host) -> set[tuple[str, int]]:
+    """The host's established TCP connections, read over OpenSSH."""
+    return usage.parse_established(run_on(fleet_host, "cat /proc/net/tcp /proc/net/tcp6"))

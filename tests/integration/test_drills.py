@@ -200,11 +200,17 @@ def test_the_reconciler_removes_a_lost_clone_past_the_grace_period(host, setting
     assert "pozol_clones/foreign" in run_on(fleet_host, "zfs list -H -o name")
 
 
-def test_a_worker_killed_while_making_a_clone_is_survived_without_orphans(
+def test_a_worker_killed_while_making_or_destroying_a_clone_is_survived_without_orphans(
         host, settings, tmp_path):
     """The worker is SIGKILLed once the clone's dataset exists (its script is running:
     crash recovery of unflushed WAL keeps it busy); the sweeper re-delivers the step,
-    which removes what the first attempt made and makes the clone again."""
+    which removes what the first attempt made and makes the clone again. Then the same
+    while destroying it: the worker dies once the clone's PostgreSQL is stopped and
+    while `zfs destroy` waits for a mount a process holds busy (zfs-fuse's own busy
+    moment, made long). The first run's script lives on on the host (a remote command
+    outlives its client) and may finish the work itself; either way the re-delivered
+    step (run in this process once the lease is out) ends with the datasets and the
+    socket directory gone, the clone destroyed."""
     from apps.ops import engine
     from apps.remote.commands import cmd
     from tests.waiting import wait_for
@@ -230,22 +236,57 @@ def test_a_worker_killed_while_making_a_clone_is_survived_without_orphans(
           f"postmasters: {leftovers(fleet_host, 'killed').count('bin/postgres')}")
     assert Operation.objects.get(pk=operation.pk).status == Operation.Status.RUNNING
 
+    holder = ""
     rescuer = Worker("tests.worker_app", "rescuer", tmp_path, POZOL_OPERATION_LEASE=lease)
     try:
         time.sleep(int(lease) + 0.5)  # the lease must run out before a sweep takes it
         assert operation.pk in wait_for(engine.sweep, 30, "the sweeper to find the step")
         done = wait_for(lambda: (op := Operation.objects.get(pk=operation.pk)).is_active
                         is False and op, 120, "the rescuing worker to finish")
+        assert done.status == Operation.Status.SUCCEEDED, rescuer.output()[-3000:]
+        assert done.attempts == 2
+        clone.refresh_from_db()
+        assert clone.state == Clone.State.READY
+        # One postmaster (the second attempt's), and the clone answers with its password.
+        assert leftovers(fleet_host, "killed").count("bin/postgres") == 1
+        answered = subprocess.run(
+            ["psql", f"postgresql://{clone.role}:{password}@{clone.layout['listen']}:"
+                     f"{clone.port}/postgres", "-XAtc", f"SELECT count(*) FROM {TABLE}"],
+            capture_output=True, text=True, timeout=30)
+        assert answered.stdout.strip() == "300000", answered.stderr
+
+        destroy_began = time.monotonic()
+        # Destroying it: a process sits in the clone's mount, so the destroy script stops
+        # PostgreSQL and then retries `zfs destroy`; the worker running it dies there.
+        mount = run_on(fleet_host, "zfs get -H -o value mountpoint "
+                                   "tank/pozol_clones/killed/data").strip()
+        holder = run_on(fleet_host, f"cd {mount} && {{ sleep 300 < /dev/null > /dev/null "
+                                    "2>&1 & echo $!; }").strip()
+        destroying = clone_services.destroy_clone(clone)  # the rescuer takes it
+        wait_for(lambda: "bin/postgres" not in leftovers(fleet_host, "killed"), 60,
+                 "the destroy to stop the clone's PostgreSQL")
+        rescuer.kill()
+        assert "pozol_clones/killed/data" in leftovers(fleet_host, "killed")  # half done
+        assert Operation.objects.get(pk=destroying.pk).status == Operation.Status.RUNNING
+        assert Clone.objects.get(pk=clone.pk).state == Clone.State.DESTROYING
     finally:
         rescuer.stop()
-    assert done.status == Operation.Status.SUCCEEDED, rescuer.output()[-3000:]
+        if holder:
+            run_anyway(fleet_host, f"kill {holder}")
+
+    # The re-delivered step runs here, in this process: the engine's path is a worker's
+    # (claim after the lease, run, record), without starting a third worker.
+    time.sleep(int(lease) + 0.5)
+    assert destroying.pk in engine.sweep()
+    done = drive(destroying)
+    assert done.status == Operation.Status.SUCCEEDED, done.error
     assert done.attempts == 2
-    clone.refresh_from_db()
-    assert clone.state == Clone.State.READY
-    # One postmaster (the second attempt's), and the clone answers with its password.
-    assert leftovers(fleet_host, "killed").count("bin/postgres") == 1
-    answered = subprocess.run(
-        ["psql", f"postgresql://{clone.role}:{password}@{clone.layout['listen']}:"
-                 f"{clone.port}/postgres", "-XAtc", f"SELECT count(*) FROM {TABLE}"],
-        capture_output=True, text=True, timeout=30)
-    assert answered.stdout.strip() == "300000", answered.stderr
+    assert done.log_lines.filter(text__contains="expired; re-running step").exists()
+    rerun = done.log_lines.filter(text__contains="destroy tank/pozol_clones/killed").last()
+    print(f"\nthe re-delivered destroy: {rerun.text if rerun else 'no command'}; the "
+          f"destroy's part of the test took {time.monotonic() - destroy_began:.1f} s")
+    assert Clone.objects.get(pk=clone.pk).state == Clone.State.DESTROYED
+    assert leftovers(fleet_host, "killed") == ""
+    socket_dir = clone.layout["socket_dir"]
+    assert run_on(fleet_host, f"test -e {socket_dir} && echo left || echo gone").strip() \
+        == "gone"

@@ -80,6 +80,7 @@ def test_two_collections_around_pgbench_read_tps_and_arc_hit_rate_through_the_ap
 
 def test_a_host_that_stops_answering_is_recorded_and_the_round_goes_on(fleet_hosts):
     up, down = (discovered(fleet_host) for fleet_host in fleet_hosts)
+    port = down.port
     type(down).objects.filter(pk=down.pk).update(port=1)  # nothing listens there
     ssh.close_all()
 
@@ -88,3 +89,16 @@ def test_a_host_that_stops_answering_is_recorded_and_the_round_goes_on(fleet_hos
     assert RawSample.objects.filter(host=up).count() == 1
     state = HostTelemetry.objects.get(host=down)
     assert state.last_error_code == "unreachable" and state.last_error_at is not None
+    # The outage is an alert from this sample on, not from the next discovery...
+    down.refresh_from_db()
+    [alert] = down.alerts.filter(kind="unreachable", resolved_at=None)
+    assert not down.reachable and "could not be reached" in alert.message
+
+    # ...and the first sample that answers again ends it.
+    type(down).objects.filter(pk=down.pk).update(port=port)
+    ssh.close_all()
+    assert tasks.collect() == 2
+    down.refresh_from_db()
+    alert.refresh_from_db()
+    assert down.reachable and alert.resolved_at is not None
+    assert RawSample.objects.filter(host=down).count() == 1

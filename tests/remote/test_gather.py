@@ -9,22 +9,29 @@ import json
 import pytest
 
 from apps.remote import gather
-from apps.remote.commands import cmd
-from apps.remote.facts import postgres, zfs
+from apps.remote.commands import Command, cmd
+from apps.remote.facts import bloat, postgres, zfs
 from apps.remote.facts.host import HostFacts, ZfsFacts
 from tests.remote.fakeshell import FakeShell
-from tests.remote.fixtures.hosts import ZFS_FUSE, FixtureHost, replay_transcript
+from tests.remote.fixtures.hosts import ZFS_FUSE, FixtureHost, fuse_extra, replay_transcript
 
-# Written out rather than built by apps.remote.cluster, so the strict fake shell
-# fails if the command gather sends ever changes shape.
-_PSQL_16 = (
-    "sh", "-c", 'cd / && exec "$@"', "sh", "timeout", 30, "runuser", "-u", "postgres", "--",
-    "/usr/lib/postgresql/16/bin/psql", "-h", "/var/run/postgresql", "-p", 5432,
-    "-X", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", "postgres", "-c",
-)
-PSQL_16 = cmd(*_PSQL_16, postgres.SETTINGS_QUERY)
+
+def psql_16(sql: str, database: str = "postgres") -> Command:
+    """Written out rather than built by apps.remote.cluster, so the strict fake shell
+    fails if the command gather sends ever changes shape."""
+    return cmd("sh", "-c", 'cd / && exec "$@"', "sh", "timeout", 30, "runuser", "-u",
+               "postgres", "--", "/usr/lib/postgresql/16/bin/psql", "-h", "/var/run/postgresql",
+               "-p", 5432, "-X", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", database,
+               "-c", sql)
+
+
+PSQL_16 = psql_16(postgres.SETTINGS_QUERY)
 # PostgreSQL 16 still keeps its checkpoint counters in pg_stat_bgwriter.
-PSQL_16_STATS = cmd(*_PSQL_16, postgres.stats_query(16))
+PSQL_16_STATS = psql_16(postgres.stats_query(16))
+PSQL_16_DATABASES = psql_16(bloat.LISTING_QUERY)
+# Round 4: of the databases psql_1500_databases.txt lists, the one of 32 MiB or more.
+DATABASES_16 = {"psql:1500:db:app": psql_16(bloat.TABLES_QUERY, "app")}
+TOO_SMALL = "postgres: not queried, 7 MiB: too small to hold 32 MiB of dead rows"
 NVME = {f"nvme:{d}": cmd("nvme", "get-feature", "-f", "6", f"/dev/{d}")
         for d in ("nvme0n1", "nvme1n1", "nvme2n1")}
 
@@ -36,7 +43,7 @@ def openzfs_22_facts() -> ZfsFacts:
 
 
 def openzfs_22_host(host: FixtureHost | None = None, pools: tuple[str, ...] = ("tank",),
-                    psql: bool = True) -> FakeShell:
+                    psql: bool = True, databases: dict[str, Command] = DATABASES_16) -> FakeShell:
     host = host or FixtureHost("openzfs-2.2")
     postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
     shell = FakeShell()
@@ -44,8 +51,10 @@ def openzfs_22_host(host: FixtureHost | None = None, pools: tuple[str, ...] = ("
     host.script(shell, {**gather.zfs_probes(), **NVME,
                         **gather.postmaster_probes(postmaster)})
     data = gather.zfs_data_probes(openzfs_22_facts(), list(pools))
-    psql_probes = {"psql:1500": PSQL_16, "psql:1500:stats": PSQL_16_STATS}
-    return host.script(shell, {**data, **(psql_probes if psql else {})})
+    psql_probes = {"psql:1500": PSQL_16, "psql:1500:stats": PSQL_16_STATS,
+                   "psql:1500:databases": PSQL_16_DATABASES}
+    host.script(shell, {**data, **(psql_probes if psql else {})})
+    return host.script(shell, databases) if psql and databases else shell
 
 
 # -- (a) a real zfs-fuse host with PostgreSQL ---------------------------------------
@@ -59,7 +68,7 @@ def fuse_facts():
 
 def test_zfs_fuse_host_in_three_round_trips(fuse_facts):
     facts, shell = fuse_facts
-    assert len(shell.calls) == 3
+    assert len(shell.calls) == 3  # no database of 32 MiB or more: no fourth
     assert facts.zfs.implementation == "zfs-fuse" and facts.zfs.version is None
 
 
@@ -82,6 +91,16 @@ def test_zfs_fuse_pools_and_datasets(fuse_facts):
     assert data.properties["recordsize"].value == "8192" and data.compressratio > 1.5
     assert "sync" not in data.properties and not data.exact_sizes
     assert any("human units" in note for note in facts.notes)
+
+
+def test_zfs_fuse_cluster_databases_too_small_to_read(fuse_facts):
+    # Spliced from a fresh fleet test host (fixtures/README.md): pgbench -i -s 1 only.
+    [cluster] = fuse_facts[0].clusters
+    assert (cluster.bloat.databases, cluster.bloat.read) == (2, [])
+    assert cluster.bloat.not_read == [
+        "pgbench: not queried, 22 MiB: too small to hold 32 MiB of dead rows",
+        "postgres: not queried, 7 MiB: too small to hold 32 MiB of dead rows"]
+    assert cluster.bloat.pg_repack_available is None
 
 
 def test_zfs_fuse_cluster_mapped_to_its_datasets(fuse_facts):
@@ -112,7 +131,7 @@ def test_facts_are_json(fuse_facts):
 def test_openzfs_22_host():
     shell = openzfs_22_host()
     facts = gather.discover(shell)
-    assert len(shell.calls) == 3
+    assert len(shell.calls) == 4  # the fourth reads the databases the third listed
     assert facts.zfs.version == "2.2.4-1" and facts.zfs.capabilities.sync_property
     assert facts.zfs.capabilities.module_params and not facts.zfs.capabilities.json_output
     assert facts.has_systemd and facts.cpus == 16 and facts.mem_dirty == 4312 * 1024
@@ -154,6 +173,43 @@ def test_openzfs_22_cluster():
     assert cluster.stats.standbys == 0 and cluster.stats.slots == []
 
 
+def test_openzfs_22_dead_tuples_of_the_listed_databases():
+    [cluster] = gather.discover(openzfs_22_host()).clusters
+    found = cluster.bloat
+    assert (found.databases, found.pg_repack_available) == (2, "1.5.1")
+    [app] = found.read
+    assert (app.name, app.size, app.tables, app.pg_repack_installed) == (
+        "app", 20 * 1024**3, 42, "1.5.1")
+    assert [t.qualified_name for t in app.top] == ["public.orders", "public.sessions"]
+    assert found.not_read == [TOO_SMALL]
+
+
+@pytest.mark.parametrize(("answer", "exit_code", "why"), [
+    # Captured on a fleet test host while another session held the table's lock.
+    (fuse_extra("psql_tables_locked").split("\n", 2)[2], 1,
+     "ERROR:  canceling statement due to lock timeout"),
+    ('psql: error: connection to server on socket "/var/run/postgresql/.s.PGSQL.5432"'
+     ' failed: FATAL:  too many connections for database "app"\n', 2,
+     'psql: error: connection to server on socket "/var/run/postgresql/.s.PGSQL.5432"'
+     ' failed: FATAL:  too many connections for database "app"'),
+], ids=["lock-timeout", "no-connection"])
+def test_a_database_whose_query_fails_is_named_with_the_error(answer, exit_code, why):
+    host = FixtureHost("openzfs-2.2")
+    host.overrides["psql_1500_db_app"] = answer
+    host.exit_codes["psql_1500_db_app"] = exit_code
+    [cluster] = gather.discover(openzfs_22_host(host)).clusters
+    assert cluster.bloat.read == [] and cluster.bloat.not_read == [f"app: {why}", TOO_SMALL]
+
+
+def test_a_cluster_whose_listing_fails_has_no_dead_tuples_and_no_fourth_round_trip():
+    host = FixtureHost("openzfs-2.2")
+    host.overrides["psql_1500_databases"] = "ERROR:  canceling statement due to statement timeout\n"
+    host.exit_codes["psql_1500_databases"] = 1
+    shell = openzfs_22_host(host, databases={})
+    [cluster] = gather.discover(shell).clusters
+    assert cluster.bloat is None and cluster.settings and len(shell.calls) == 3
+
+
 def test_exact_command_lines_on_openzfs():
     probes = gather.zfs_data_probes(openzfs_22_facts(), ["tank"])
     assert probes["zfs_get"].text == (
@@ -188,7 +244,9 @@ def test_zfs_that_will_not_start_is_a_reason_not_a_crash():
     postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
     host.script(shell, {**gather.zfs_probes(), **NVME,
                         **gather.postmaster_probes(postmaster)})
-    host.script(shell, {"psql:1500": PSQL_16, "psql:1500:stats": PSQL_16_STATS})
+    host.script(shell, {"psql:1500": PSQL_16, "psql:1500:stats": PSQL_16_STATS,
+                        "psql:1500:databases": PSQL_16_DATABASES})
+    host.script(shell, DATABASES_16)
     facts = gather.discover(shell)
     assert facts.zfs is None and "modules are not loaded" in facts.zfs_absent_reason
     assert facts.clusters[0].data_dataset is None and facts.clusters[0].settings
@@ -220,6 +278,25 @@ def test_hostile_socket_dir_skips_psql_with_a_reason():
     assert cluster.settings == [] and "path" in cluster.error
     assert facts.skipped[0].kind == "postgres cluster"
     assert not any("reboot" in call for call in shell.calls)
+
+
+def test_hostile_database_names_are_never_used():
+    host = FixtureHost("openzfs-2.2")
+    host.overrides["psql_1500_databases"] = (
+        '{"databases" : 4, "largest" : [{"name" : "app", "size" : 900000000},'
+        ' {"name" : "x;reboot", "size" : 800000000},'
+        ' {"name" : "host=evil.example dbname=app", "size" : 700000000},'
+        ' {"name" : "Reports", "size" : 600000000}], "pg_repack" : null}\n')
+    shell = openzfs_22_host(host, databases={"psql:1500:db:app": DATABASES_16["psql:1500:db:app"]})
+    facts = gather.discover(shell)
+    assert not any("reboot" in call or "evil" in call or "Reports" in call
+                   for call in shell.calls)
+    [cluster] = facts.clusters
+    assert [d.name for d in cluster.bloat.read] == ["app"]
+    assert [line.split(":")[0] for line in cluster.bloat.not_read] == [
+        "x;reboot", "host=evil.example dbname=app", "Reports"]
+    assert all("not queried" in line for line in cluster.bloat.not_read)
+    assert {s.kind for s in facts.skipped} == {"postgres database"} and len(facts.skipped) == 3
 
 
 def test_hostile_owner_is_refused():

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from apps.fleet.models import Host
-from apps.remote.errors import Unreachable
+from apps.remote.errors import CommandTimeout, Unreachable
 from apps.remote.shell import Result
 from apps.telemetry import services
 from apps.telemetry.core.command import sample_command
@@ -77,13 +77,45 @@ def test_one_round_trip_per_host_and_a_failing_host_is_recorded_not_raised(fake_
     assert state.last_error_at is not None and state.last_sample is None
 
 
-def test_unreachable_unpinned_and_undiscovered_hosts_are_not_sampled(fake_ssh):
-    pinned("down").__class__.objects.filter(name="down").update(reachable=False)
+def test_unpinned_and_undiscovered_hosts_are_not_sampled(fake_ssh):
     Host.objects.filter(pk=pinned("new").pk).update(host_key_state="unverified")
     pinned("bare", facts={})
     fake = fake_ssh({})
     assert services.collect_fleet() == []
     assert fake.runs == []
+
+
+def test_an_outage_opens_at_the_first_failed_sample_and_ends_at_the_next_answer(fake_ssh):
+    host = pinned("db1")
+    fake_ssh({"db1": []}, fail={"db1"})
+    services.collect_fleet()
+    host.refresh_from_db()
+    [alert] = host.alerts.filter(kind="unreachable")
+    assert not host.reachable and alert.resolved_at is None and "refused" in alert.message
+
+    services.collect_fleet()  # still down: sampled again, the one alert stays open
+    assert host.alerts.filter(kind="unreachable").count() == 1
+
+    fake_ssh({"db1": [captured(1)[0]]})
+    services.collect_fleet()
+    host.refresh_from_db()
+    alert.refresh_from_db()
+    assert host.reachable and alert.resolved_at is not None
+    assert RawSample.objects.filter(host=host).count() == 1
+
+
+def test_a_command_that_times_out_is_a_missing_sample_not_an_outage(fake_ssh, monkeypatch):
+    host = pinned("db1")
+
+    def slow(target, **_kwargs):
+        def run(command, *, timeout, check):
+            raise CommandTimeout("the sample command did not finish in 20 s")
+        return run
+    monkeypatch.setattr(services.ssh, "session", slow)
+    services.collect_fleet()
+    host.refresh_from_db()
+    assert host.reachable and not host.alerts.exists()
+    assert HostTelemetry.objects.get(host=host).last_error_code == "timeout"
 
 
 def _record_captured(host: Host) -> datetime:
@@ -188,6 +220,24 @@ def test_a_long_window_reads_rollups_with_rates_across_buckets():
     assert size.series[0].points[0] == (start, pytest.approx(1002.0))
     yearly = services.read(host, "tps", start, start + timedelta(days=60), now=now)
     assert yearly.resolution == "1h" and len(yearly.series[0].points) == 5
+
+
+def test_a_long_window_reaches_now_before_the_tick_has_rolled_the_last_hours_up():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 6 * 60)
+    services.maintain(start + timedelta(hours=4, minutes=6))  # rolled up to 04:00 only
+    now = start + timedelta(hours=6)
+
+    hourly = services.read(host, "tps", start, start + timedelta(days=60), now=now)
+    five = services.read(host, "arc_hit_rate", start, start + timedelta(days=3), now=now)
+
+    assert hourly.resolution == "1h"
+    assert [at for at, _ in hourly.series[0].points][-1] == start + timedelta(hours=5)
+    assert all(v == pytest.approx(10.0) for _, v in hourly.series[0].points)
+    assert five.resolution == "5m" and len(five.series[0].points) == 71
+    assert all(v == pytest.approx(0.9) for _, v in five.series[0].points)
 
 
 def test_a_counter_reset_inside_a_bucket_makes_that_point_unknown():

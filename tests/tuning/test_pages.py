@@ -1,11 +1,16 @@
 """The tuning pages an operator uses, rendered from recorded facts (no SSH): the
 profile list, a profile, a plan with its changes, and the host page's card."""
 
+from dataclasses import asdict
+
 import pytest
 
+from apps.remote.facts import bloat
+from apps.remote.facts.bloat import ClusterBloat
 from apps.tuning import services
 from apps.tuning.models import Assignment, Plan, PlanChange, Profile
 from tests.html import parse
+from tests.remote.fixtures.hosts import fuse_extra
 
 pytestmark = pytest.mark.django_db
 
@@ -181,3 +186,17 @@ def test_the_advisor_folds_under_its_heading_with_its_count(signed_in, host):
     assert "open" in advisor.attrs
     noun = "finding" if count == 1 else "findings"
     assert advisor.find("summary").text.split()[:3] == ["Advisor", str(count), f"{noun};"]
+
+
+def test_the_dead_rows_finding_renders_in_the_advisors_list(signed_in, host):
+    """Lesson 64's finding needs no template of its own: the advisor's list shows it."""
+    captured = fuse_extra("psql_tables_bloat").split("\n", 2)[2]
+    dead = ClusterBloat(1, [bloat.parse_tables("postgres", None, captured)])
+    host.facts["clusters"][0]["bloat"] = asdict(dead)
+    host.save()
+    page = parse(signed_in.get(f"/hosts/{host.pk}/tuning/").content)
+    [item] = [li for li in page.find("details", id="advisor").find_all("li", class_="finding")
+              if "dead rows pile up in database postgres" in li.text]
+    assert "public.pozol_bloat: 40000 dead" in item.text
+    assert "What to do: VACUUM (VERBOSE, ANALYZE) public.pozol_bloat" in item.text
+    assert "Use pg_repack" in item.text

@@ -77,19 +77,24 @@ SELECT format('GRANT pg_read_all_data, pg_write_all_data TO %I', :'role')
 """
 
 # Stop PostgreSQL if it runs (immediate: a clone's data is disposable), then destroy
-# the clone's datasets; zfs-fuse holds a mount busy for a moment after a stop.
+# the clone's datasets and its socket directory. It is safe to run again, and beside a
+# first run still going on the host (its worker died; sshd does not stop a command
+# whose client went away): the loop ends once the datasets are gone, whoever destroyed
+# them, and a destroy that failed because the other run won is not an error.
+# zfs-fuse holds a mount busy for a moment after a stop.
 _DESTROY = """\
-if zfs list {root} > /dev/null 2>&1; then
-  m=$(zfs get -H -o value mountpoint {data_clone} 2>/dev/null || true)
-  if [ -n "$m" ] && [ -f "$m"/{data_below}/postmaster.pid ]; then
-    cd / && runuser -u {owner} -- {pg_ctl} -D "$m"/{data_below} -m immediate -w stop \
+m=$(zfs get -H -o value mountpoint {data_clone} 2>/dev/null || true)
+if [ -n "$m" ] && [ -f "$m"/{data_below}/postmaster.pid ]; then
+  cd / && runuser -u {owner} -- {pg_ctl} -D "$m"/{data_below} -m immediate -w stop \
 > /dev/null 2>&1 || true
-  fi
-  i=0
-  until zfs destroy -r {root}; do
-    i=$((i + 1)); [ "$i" -ge 40 ] && exit 1; sleep 0.25
-  done
 fi
+i=0
+while zfs list {root} > /dev/null 2>&1; do
+  zfs destroy -r {root} && break
+  i=$((i + 1)); [ "$i" -ge 40 ] && exit 1; sleep 0.25
+done
+rm -f {socket_dir}/.s.PGSQL.{port} {socket_dir}/.s.PGSQL.{port}.lock
+rmdir {socket_dir} 2> /dev/null || true
 """
 
 
@@ -154,5 +159,6 @@ def destroy(layout: Layout) -> Command:
     origin = layout.origin
     return script(_DESTROY, root=dataset_name(layout.root), data_clone=layout.data_clone,
                   data_below=layout.data_below or ".", owner=origin.owner,
-                  pg_ctl=f"{origin.bin_dir}/pg_ctl",
+                  pg_ctl=f"{origin.bin_dir}/pg_ctl", socket_dir=layout.socket_dir,
+                  port=layout.port,
                   shown=f"stop the clone {layout.name} and destroy {layout.root}")

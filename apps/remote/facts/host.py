@@ -14,6 +14,7 @@ from dataclasses import MISSING, Field, asdict, dataclass, field, fields, is_dat
 from functools import cache
 
 from apps.remote.facts import arc, postgres, system, zfs, zpool
+from apps.remote.facts.bloat import ClusterBloat
 from apps.remote.facts.numbers import is_digits
 
 
@@ -101,6 +102,7 @@ class Cluster:
     settings: list[postgres.Setting] = field(default_factory=list)
     error: str | None = None
     stats: postgres.ServerStats | None = None  # standbys, slots, checkpoints; None: unknown
+    bloat: ClusterBloat | None = None  # dead tuples of the largest databases; None: unknown
 
 
 @dataclass

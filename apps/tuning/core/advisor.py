@@ -1,9 +1,10 @@
 """The advisor: every rule over a host's facts, now and as a profile would leave them.
 
-Rules live in rules_storage and rules_postgres, each a small function with a
-stable id. Given desired settings, the advisor also judges the facts projected
-by those settings, and marks each finding "current", "introduced" (by the
-profile) or "resolved" (by the profile), so a plan shows both sides.
+Rules live in rules_storage, rules_postgres and rules_maintenance, each a
+small function with a stable id. Given desired settings, the advisor also
+judges the facts projected by those settings, and marks each finding
+"current", "introduced" (by the profile) or "resolved" (by the profile), so a
+plan shows both sides.
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ from dataclasses import replace
 
 from apps.remote.facts.host import HostFacts
 from apps.remote.sizes import KiB, parse_zfs_size
-from apps.tuning.core import rules_postgres, rules_storage
+from apps.tuning.core import facts as r
+from apps.tuning.core import rules_maintenance, rules_postgres, rules_storage
 from apps.tuning.core.changes import Change, compute_changes, project
 from apps.tuning.core.findings import SEVERITIES, Context, Finding, Rule
-from apps.tuning.core.profiles import ProfileSettings
+from apps.tuning.core.profiles import EXPERIMENT, ProfileSettings
+from apps.tuning.core.winners import Winners
 
 __all__ = ["RULES", "RELATED", "Finding", "advise", "advise_changes", "rule_ids"]
 
-RULES: tuple[tuple[str, Rule], ...] = (*rules_storage.RULES, *rules_postgres.RULES)
+RULES: tuple[tuple[str, Rule], ...] = (
+    *rules_storage.RULES, *rules_postgres.RULES, *rules_maintenance.RULES)
 
 # Which findings a change to (layer, key) can cause or cure: the planner links them.
 RELATED: dict[tuple[str, str], tuple[str, ...]] = {
@@ -61,12 +65,14 @@ def rule_ids() -> tuple[str, ...]:
 
 
 def advise(facts: HostFacts, desired: ProfileSettings | None = None,
-           acknowledged: frozenset[str] = frozenset()) -> list[Finding]:
-    """Findings for the host now or, with desired settings, around applying them."""
+           acknowledged: frozenset[str] = frozenset(),
+           winners: Winners | None = None) -> list[Finding]:
+    """Findings for the host now or, with desired settings (and what this host's
+    experiments decided for the values left to them), around applying them."""
     if desired is None:
         return _run(Context(facts, frozenset(acknowledged)))
-    return advise_changes(facts, compute_changes(facts, desired), acknowledged,
-                          large_records_intended=_large_records(desired))
+    return advise_changes(facts, compute_changes(facts, desired, winners), acknowledged,
+                          large_records_intended=_large_records(facts, desired, winners))
 
 
 def advise_changes(facts: HostFacts, changes: list[Change],
@@ -93,7 +99,14 @@ def _staged(now: list[Finding], after: list[Finding]) -> list[Finding]:
     return sorted(staged, key=lambda f: (SEVERITIES.index(f.severity), f.id, f.subject))
 
 
-def _large_records(desired: ProfileSettings | None) -> bool:
-    """A profile asking for >= 64K data records means large records are intended."""
+def _large_records(facts: HostFacts, desired: ProfileSettings | None,
+                   winners: Winners | None) -> bool:
+    """A profile asking for >= 64K data records means large records are intended; so
+    does an experiment on this host's data that large records won."""
     wanted = (desired.zfs.get("data") or {}).get("recordsize") if desired else None
+    if wanted == EXPERIMENT:
+        data = {name for cluster in facts.clusters for name in r.roles(facts, cluster)["data"]}
+        won = [w.value for (name, key), w in (winners or {}).items()
+               if name in data and key == "recordsize" and w.value]
+        return any((parse_zfs_size(value) or 0) >= 64 * KiB for value in won)
     return (parse_zfs_size(wanted or "") or 0) >= 64 * KiB

@@ -26,7 +26,13 @@ from apps.tuning.core.formulas import (
     resolve,
     variables_of,
 )
-from apps.tuning.core.profiles import SYSCTL_COUNTERPART, ProfileSettings
+from apps.tuning.core.profiles import (
+    EXPERIMENT,
+    SYSCTL_COUNTERPART,
+    ProfileSettings,
+    recordsize_problem,
+)
+from apps.tuning.core.winners import Winner, Winners, winner_of
 
 COMPRESSION_CHAIN = ("zstd", "lz4", "on")  # best first; "on" exists on every ZFS
 NEW_DATA_ONLY = ("recordsize", "compression")
@@ -60,6 +66,12 @@ class Change:
     hazards: tuple[Finding, ...] = ()
 
     @property
+    def awaits_experiment(self) -> bool:
+        """Left to an experiment that has not named a winner here: not planned, not a
+        host's limit."""
+        return not self.supported and self.desired == EXPERIMENT
+
+    @property
     def acknowledgements(self) -> tuple[str, ...]:
         """Risk ids this change carries whatever profile it came from."""
         if (self.key, self.desired) in {("sync", "disabled"), ("synchronous_commit", "off")}:
@@ -69,9 +81,11 @@ class Change:
         return ()
 
 
-def compute_changes(facts: HostFacts, settings: ProfileSettings) -> list[Change]:
-    """Every value of `settings` that differs from `facts`, supported or not, unordered."""
-    found = [*_zfs_changes(facts, settings), *_host_changes(facts, settings),
+def compute_changes(facts: HostFacts, settings: ProfileSettings,
+                    winners: Winners | None = None) -> list[Change]:
+    """Every value of `settings` that differs from `facts`, supported or not, unordered.
+    `winners`: what this host's experiments decided, for values left to them."""
+    found = [*_zfs_changes(facts, settings, winners), *_host_changes(facts, settings),
              *_postgres_changes(facts, settings)]
     unique: dict[tuple[str, str, str], Change] = {}
     for change in found:  # two clusters on one dataset would list it twice
@@ -91,14 +105,40 @@ def _make(layer: str, target: str, key: str, current: str | None, desired: str,
 
 # -- zfs ---------------------------------------------------------------------------------------
 
-def _zfs_changes(facts: HostFacts, settings: ProfileSettings) -> Iterator[Change]:
+def _zfs_changes(facts: HostFacts, settings: ProfileSettings,
+                 winners: Winners | None) -> Iterator[Change]:
     for cluster in facts.clusters:
         for role, names in r.roles(facts, cluster).items():
             for name in names:
                 for key, wanted in settings.zfs.get(role, {}).items():
-                    change = _zfs_change(facts, name, key, wanted)
+                    if wanted == EXPERIMENT:
+                        change = _decided_by_experiment(facts, name, key,
+                                                        winner_of(winners, name, key))
+                    else:
+                        change = _zfs_change(facts, name, key, wanted)
                     if change:
                         yield change
+
+
+def _decided_by_experiment(facts: HostFacts, name: str, key: str,
+                           winner: Winner) -> Change | None:
+    """The experiment's winner planned like any value, saying where it came from; without
+    a winner, a change that is not planned and says why (never a guess)."""
+    if winner.value is None:
+        return _not_planned(facts, name, key, winner.reason)
+    trouble = recordsize_problem(winner.value) if key == "recordsize" else None
+    if trouble:
+        return _not_planned(facts, name, key, f"{winner.reason}, but {trouble}")
+    change = _zfs_change(facts, name, key, winner.value)
+    return change and replace(change, formula=EXPERIMENT,
+                              reason=f"{winner.reason}; {change.reason}")
+
+
+def _not_planned(facts: HostFacts, name: str, key: str, reason: str) -> Change:
+    current = r.prop(r.datasets(facts).get(name), key)
+    method = "zfs_set_new_data" if key in NEW_DATA_ONLY else "zfs_set"
+    return _make("zfs", name, key, current, EXPERIMENT, EXPERIMENT, method, reason,
+                 supported=False)
 
 
 def _zfs_change(facts: HostFacts, name: str, key: str, wanted: str) -> Change | None:

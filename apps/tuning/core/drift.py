@@ -18,6 +18,7 @@ from apps.tuning.core import facts as r
 from apps.tuning.core import pgvalues
 from apps.tuning.core.changes import Change, compute_changes
 from apps.tuning.core.profiles import ProfileSettings
+from apps.tuning.core.winners import Winners
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,13 @@ class Drift:
 
 
 def assess(facts: HostFacts, settings: ProfileSettings,
-           written: Mapping[tuple[str, str], str | None] | None = None) -> Drift:
+           written: Mapping[tuple[str, str], str | None] | None = None,
+           winners: Winners | None = None) -> Drift:
     """The host against its profile. `written`: (data_dir, setting) -> the value PoZoL
-    wrote that waits for a restart (None: PoZoL reset it, so the value is not known)."""
+    wrote that waits for a restart (None: PoZoL reset it, so the value is not known).
+    `winners`: as for a plan; a value no experiment decided is no difference."""
     differences, pending = [], []
-    for change in compute_changes(facts, settings):
+    for change in compute_changes(facts, settings, winners):
         if not change.supported:
             continue
         waiting = _pending(facts, change, written or {})

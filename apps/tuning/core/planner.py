@@ -20,6 +20,7 @@ from apps.remote.facts.host import HostFacts
 from apps.tuning.core.advisor import RELATED, Finding, advise, advise_changes
 from apps.tuning.core.changes import Change, compute_changes
 from apps.tuning.core.profiles import ProfileSettings
+from apps.tuning.core.winners import Winners
 
 __all__ = ["Change", "Plan", "plan", "judge", "ORDER"]
 
@@ -42,9 +43,11 @@ class Plan:
 
 
 def plan(facts: HostFacts, settings: ProfileSettings,
-         acknowledged: frozenset[str] = frozenset()) -> Plan:
-    findings = tuple(advise(facts, settings, acknowledged))
-    linked = [_link(change, findings) for change in compute_changes(facts, settings)]
+         acknowledged: frozenset[str] = frozenset(), winners: Winners | None = None) -> Plan:
+    """`winners`: what this host's experiments decided for the values the profile leaves
+    to them (apps/tuning/core/winners.py); without one such a value is not planned."""
+    findings = tuple(advise(facts, settings, acknowledged, winners))
+    linked = [_link(change, findings) for change in compute_changes(facts, settings, winners)]
     ordered = sorted(linked, key=_position)
     supported = tuple(c for c in ordered if c.supported)
     return Plan(

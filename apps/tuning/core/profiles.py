@@ -34,6 +34,12 @@ ZFS_VALUES = {
     "sync": ("standard", "always", "disabled"),
 }
 ZFS_PROPERTIES = ("recordsize", "compression", *ZFS_VALUES)
+# "The value the newest finished experiment on this host named the winner": resolved per
+# host and dataset by the service (apps/tuning/evidence.py), never by a guess. Only for the
+# properties an experiment varies on the datasets it runs on.
+EXPERIMENT = "experiment"
+DECIDED_BY_EXPERIMENT = ("recordsize",)
+EXPERIMENT_ROLES = ("data", "wal")
 _COMPRESSION = re.compile(r"(on|off|lz4|lzjb|zle|gzip(-[1-9])?|zstd(-([1-9]|1[0-9]))?"
                           r"|zstd-fast(-\d+)?)\Z")
 _MODULE_PARAM = re.compile(r"zfs_[a-z0-9_]+\Z")
@@ -118,6 +124,11 @@ def _zfs_value(role: str, name: str, value: object) -> str:
     if name not in ZFS_PROPERTIES:
         raise ValueError(f"{where}: not a property a profile may set "
                          f"({', '.join(ZFS_PROPERTIES)})")
+    if name in DECIDED_BY_EXPERIMENT and _is_experiment(value):
+        if role not in EXPERIMENT_ROLES:
+            raise ValueError(f"{where}: {EXPERIMENT!r} only on the data or wal role, the "
+                             "datasets experiments run on")
+        return EXPERIMENT
     text = _value(where, value)
     if name in ZFS_VALUES and text not in ZFS_VALUES[name]:
         raise ValueError(f"{where}: {text!r} is not one of {', '.join(ZFS_VALUES[name])}")
@@ -128,10 +139,23 @@ def _zfs_value(role: str, name: str, value: object) -> str:
     return text
 
 
+def _is_experiment(value: object) -> bool:
+    return isinstance(value, str) and value.strip().lower() == EXPERIMENT
+
+
 def _recordsize(where: str, text: str) -> None:
+    trouble = recordsize_problem(text)
+    if trouble:
+        raise ValueError(f"{where}: {trouble}, or {EXPERIMENT!r} (what the newest finished"
+                         " recordsize experiment on each host named the winner)")
+
+
+def recordsize_problem(text: str) -> str | None:
+    """Why `text` is not a recordsize a profile may set; None when it is."""
     size = f.parse_zfs_size(text)
     if size is None or size < 512 or size > 16 * f.MiB or size & (size - 1):
-        raise ValueError(f"{where}: {text!r} is not a power of two from 512 to 16M")
+        return f"{text!r} is not a power of two from 512 to 16M"
+    return None
 
 
 def _sysctl_layer(layer: dict) -> dict[str, str]:
@@ -212,6 +236,10 @@ def _value(where: str, value: object) -> str:
     text = str(value).strip()
     if not text or _UNSAFE.search(text):
         raise ValueError(f"{where}: empty value or control characters")
+    if _is_experiment(text):
+        raise ValueError(f"{where}: {EXPERIMENT!r} (the winner of this host's newest"
+                         f" experiment) is only for {', '.join(DECIDED_BY_EXPERIMENT)} on the"
+                         " data or wal dataset; give a value here")
     try:
         f.check(text)
     except FormulaError as error:

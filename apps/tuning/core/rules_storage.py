@@ -136,7 +136,8 @@ def recordsize_large_for_oltp(ctx: Context) -> list[Finding]:
         " whole record. " + RECORDSIZE_ADVICE + " 128K records compress 7.6x against 1.7x at"
         " 8K, which favours analytics.",
         f"For OLTP: zfs set recordsize=32K {d.name} (or the 16K we measured, or what a"
-        " recordsize experiment on this host found); keep it for analytics.",
+        " recordsize experiment on this host found: a profile's recordsize \"experiment\""
+        " takes its winner); keep it for analytics.",
         f"{src.OPENZFS_WORKLOAD_POSTGRES_RECORDSIZE}; {src.NIMBUS}; {src.PG_PHRIDAY_ZFS}",
         subject=d.name,
     ) for c, role, d in ctx.pg_datasets()

@@ -3,6 +3,9 @@ command exists."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from apps.clones.core import commands
@@ -73,3 +76,33 @@ def test_the_password_travels_on_stdin_only():
     assert "Abcdefghij0123456789" not in command.redacted()
     with pytest.raises(CloneError):
         commands.create(layout(), "short'quote")
+
+
+FAKE_ZFS = """\
+#!/bin/sh
+# The clone's root is listed once; by the time this run destroys it, another run (the
+# first attempt, whose worker died) has: "does not exist".
+case "$1" in
+  get) exit 1 ;;
+  list) [ -e "$STATE/root" ] ;;
+  destroy) rm -f "$STATE/root"; echo "cannot open '$3': dataset does not exist" >&2; exit 1 ;;
+esac
+"""
+
+
+def test_destroy_ends_well_when_another_run_destroyed_the_clone_meanwhile(tmp_path):
+    """The destroy script, run by sh against a stand-in `zfs`: losing the race to the
+    first attempt's script is success, and the socket directory goes too."""
+    bin_dir, state, sockets = tmp_path / "bin", tmp_path / "state", tmp_path / "sockets"
+    for directory in (bin_dir, state, sockets):
+        directory.mkdir()
+    (bin_dir / "zfs").write_text(FAKE_ZFS)
+    (bin_dir / "zfs").chmod(0o755)
+    (state / "root").touch()
+    (sockets / ".s.PGSQL.6500.lock").touch()
+    command = commands.destroy(layout(socket_dir=str(sockets)))
+    done = subprocess.run(["sh", "-c", command.text], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "STATE": str(state),
+                                           "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    assert not sockets.exists()

@@ -15,8 +15,8 @@ from dataclasses import replace
 from functools import cache
 
 from apps.remote import gather
-from apps.remote.commands import cmd
-from apps.remote.facts import postgres, zfs
+from apps.remote.commands import Command, cmd
+from apps.remote.facts import bloat, postgres, zfs
 from apps.remote.facts.host import Cluster, HostFacts, ZfsFacts
 from apps.remote.facts.postgres import Setting
 from apps.remote.facts.zfs import PropertyValue
@@ -81,9 +81,12 @@ def _openzfs_22_shell() -> FakeShell:
     postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
     nvme = {f"nvme:{d}": cmd("nvme", "get-feature", "-f", "6", f"/dev/{d}")
             for d in ("nvme0n1", "nvme1n1", "nvme2n1")}
-    psql = ("sh", "-c", 'cd / && exec "$@"', "sh", "timeout", 30, "runuser", "-u", "postgres",
-            "--", "/usr/lib/postgresql/16/bin/psql", "-h", "/var/run/postgresql", "-p", 5432,
-            "-X", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", "postgres", "-c")
+    def psql(sql: str, database: str = "postgres") -> Command:
+        return cmd("sh", "-c", 'cd / && exec "$@"', "sh", "timeout", 30, "runuser", "-u",
+                   "postgres", "--", "/usr/lib/postgresql/16/bin/psql", "-h",
+                   "/var/run/postgresql", "-p", 5432, "-X", "-At", "-F", "\t", "-v",
+                   "ON_ERROR_STOP=1", "-d", database, "-c", sql)
+
     version = zfs.ZfsVersion("2.2.4-1", "2.2.4-1")
     zfs_facts = ZfsFacts("OpenZFS", zfs.OPENZFS, "2.2.4-1", "2.2.4-1", "2.2.4-1",
                          zfs.baseline_capabilities(zfs.OPENZFS, version))
@@ -92,8 +95,10 @@ def _openzfs_22_shell() -> FakeShell:
     host.script(shell, {**gather.zfs_probes(), **nvme,
                         **gather.postmaster_probes(postmaster)})
     data = gather.zfs_data_probes(zfs_facts, ["tank"])
-    return host.script(shell, {**data, "psql:1500": cmd(*psql, postgres.SETTINGS_QUERY),
-                               "psql:1500:stats": cmd(*psql, postgres.stats_query(16))})
+    host.script(shell, {**data, "psql:1500": psql(postgres.SETTINGS_QUERY),
+                        "psql:1500:stats": psql(postgres.stats_query(16)),
+                        "psql:1500:databases": psql(bloat.LISTING_QUERY)})
+    return host.script(shell, {"psql:1500:db:app": psql(bloat.TABLES_QUERY, "app")})
 
 
 # -- edits ---------------------------------------------------------------------------------

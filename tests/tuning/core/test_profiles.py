@@ -101,6 +101,14 @@ def test_from_dict_accepts_a_custom_profile():
     assert settings.module == {"zfs_txg_timeout": "3"} and settings.requires_acknowledgement == ()
 
 
+def test_a_data_or_wal_recordsize_may_be_left_to_an_experiment():
+    settings = ProfileSettings.from_dict({"zfs": {"data": {"recordsize": "experiment"},
+                                                  "wal": {"recordsize": " Experiment "}}})
+    assert settings.zfs == {"data": {"recordsize": "experiment"},
+                            "wal": {"recordsize": "experiment"}}
+    assert ProfileSettings.from_dict(settings.to_dict()) == settings
+
+
 @pytest.mark.parametrize(("data", "message"), [
     ({"kernel": {}}, "unknown layer 'kernel'"),
     ({"zfs": {"logs": {}}}, "unknown dataset role 'logs'"),
@@ -134,6 +142,18 @@ def test_from_dict_accepts_a_custom_profile():
     ({"module": {"zfs_arc_max": "lots"}}, "not a whole number"),
     ({"sysctl": {"vm.dirty_ratio": "150"}}, "above the maximum, 100"),
     ({"sysctl": {"vm.max_map_count": "1"}}, "does not manage vm.max_map_count"),
+    # "experiment" (a host's recordsize experiment's winner) only where an experiment runs.
+    ({"zfs": {"data": {"recordsize": "winner"}}}, "power of two from 512 to 16M, or"
+                                                  " 'experiment'"),
+    ({"zfs": {"other": {"recordsize": "experiment"}}}, "zfs.other.recordsize: 'experiment'"
+                                                       " only on the data or wal role"),
+    ({"zfs": {"data": {"compression": "experiment"}}}, "zfs.data.compression: 'experiment'"
+                                                       " .* is only for recordsize"),
+    ({"zfs": {"wal": {"logbias": "Experiment"}}}, "zfs.wal.logbias: 'experiment'"),
+    ({"postgres": {"shared_buffers": "experiment"}}, "postgres.shared_buffers: 'experiment'"),
+    ({"postgres": {"search_path": "experiment"}}, "only for recordsize"),
+    ({"sysctl": {"vm.swappiness": "experiment"}}, "sysctl.vm.swappiness: 'experiment'"),
+    ({"module": {"zfs_arc_max": "experiment"}}, "module.zfs_arc_max: 'experiment'"),
 ])
 def test_from_dict_refuses_with_a_clear_message(data, message):
     if message == "":  # surrounding whitespace is stripped, not refused
