@@ -97,6 +97,12 @@
     list.textContent = `Not shown: ${missing.join("; ")}.`;
   }
 
+  // The y scale of a unit. uPlot names the time axis's scale "x": a unit of that name
+  // (a compression ratio, "1.6 x") must not become it, or its series is drawn nowhere.
+  function scaleOf(unit) {
+    return `y:${unit || ""}`;
+  }
+
   function options(figure, data, width) {
     const units = [...new Set(data.series.map((s) => s.unit || ""))];
     const bars = data.kind === "bars" && window.uPlot.paths && window.uPlot.paths.bars;
@@ -108,7 +114,7 @@
     data.series.forEach((s, i) => {
       const colour = COLOURS[i % COLOURS.length];
       series.push({
-        label: s.label, scale: s.unit || "", stroke: colour, width: 1.5, spanGaps: false,
+        label: s.label, scale: scaleOf(s.unit), stroke: colour, width: 1.5, spanGaps: false,
         fill: bars ? `${colour}99` : undefined,
         paths: bars ? window.uPlot.paths.bars({size: [0.6, 40]}) : undefined,
         points: {show: data.x.length < 60},
@@ -118,14 +124,20 @@
     const axes = [timeAxis ? {} : {label: data.xlabel, labelSize: 20,
                                    values: (u, splits) => splits.map((v) => `${plain(v)} s`)}];
     units.forEach((unit, i) => {
-      axes.push({scale: unit, side: i % 2 ? 1 : 3, size: 70,
+      axes.push({scale: scaleOf(unit), side: i % 2 ? 1 : 3, size: 70,
                  grid: {show: i === 0}, values: (u, splits) => splits.map((v) => format(v, unit))});
     });
     const scales = {x: {time: timeAxis}};
+    if (bars) scales.x.range = barsRoom;
     units.forEach((unit) => {
-      // Ratios and percentages start at zero, so a small dip does not look like a fall.
+      // Ratios and percentages start at zero, so a small dip does not look like a fall;
+      // so does every bar, whose length is its value (863 against 866 tps drawn from
+      // 862 looked like a fourfold difference).
       if (["ratio", "percent", "%"].includes(unit)) {
-        scales[unit] = {range: (u, min, max) => [0, Math.max(max, unit === "ratio" ? 1 : 100)]};
+        const top = unit === "ratio" ? 1 : 100;
+        scales[scaleOf(unit)] = {range: (u, min, max) => [0, Math.max(max, top)]};
+      } else if (bars) {
+        scales[scaleOf(unit)] = {range: (u, min, max) => fromZero(min, max)};
       }
     });
     const group = figure.dataset.chartGroup;
@@ -137,6 +149,18 @@
       hooks: {setScale: [(u, key) => { if (key === "x") copyZoom(figure, u); }],
               setSelect: [(u) => selectWindow(figure, u)]},
     };
+  }
+
+  // Half a step of room either side, so the first and last bars are not cut in half.
+  function barsRoom(u, min, max) {
+    const xs = (u.data && u.data[0]) || [];
+    const step = xs.length > 1 ? (max - min) / (xs.length - 1) : 1;
+    return [min - step / 2, max + step / 2];
+  }
+  function fromZero(min, max) {
+    const low = Math.min(0, min);
+    const high = Math.max(0, max);
+    return [low, high === low ? low + 1 : high + (high - low) * 0.05];
   }
 
   function columns(data) {

@@ -102,6 +102,17 @@ class Experiment(models.Model):
     def is_active(self) -> bool:
         return bool(self.operation and self.operation.is_active)
 
+    @property
+    def before_values(self) -> list[dict]:
+        """What was read at the start, and so restored: the varied setting, then each
+        held one, with the value's source (a ZFS property "default" was inherited back)."""
+        original = self.original or {}
+        pairs = [(self.key, original.get("varied"))]
+        pairs += [(h["key"], before) for h, before in
+                  zip(self.held, original.get("held") or [], strict=False)]
+        return [{"key": key, "value": before.get("value", ""), "source": before.get("source", "")}
+                for key, before in pairs if before]
+
 
 class Run(models.Model):
     """One pgbench run with one value; figures stay null where not measured."""

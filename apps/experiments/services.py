@@ -91,7 +91,7 @@ def create_experiment(host: Host, cluster: PgCluster | None, spec: dict, *, by=N
         data_dataset=cluster.data_dataset.name if cluster.data_dataset else "",
         server_version_num=cluster.server_version_num,
         template=template.slug if template else "",
-        title=(spec.get("title") or (template.title if template else f"{key} {values}"))[:200],
+        title=_title(spec, template, key, values)[:200],
         citation=template.citation if template else "", layer=layer, key=key, target=target,
         values=values, repetitions=repetitions, workload=workload, script_version=version,
         held=held, primary_metric=metric, acknowledged=acknowledged,
@@ -102,6 +102,17 @@ def create_experiment(host: Host, cluster: PgCluster | None, spec: dict, *, by=N
                                  user=by, subject=f"{host.name} experiment: {exp.title}"[:200])
     exp.save(update_fields=["operation"])
     return exp
+
+
+def _title(spec: dict, template, key: str, values: list[str]) -> str:
+    """The operator's; else the template's while its values are kept; else what is varied
+    (a template's title names its values: "8K/16K/32K/128K" over a run of 8K and 16K
+    misled)."""
+    if spec.get("title"):
+        return spec["title"]
+    if template and values == list(template.values):
+        return template.title
+    return f"{key} {'/'.join(values)}"
 
 
 def _template(slug: str):
@@ -219,6 +230,14 @@ def _workload(given: dict) -> dict:
     except InvalidValue as exc:
         raise _refuse(**{"workload.database": exc.reason}) from None
     return work
+
+
+def cancel_experiment(exp: Experiment, *, by) -> None:
+    """Ask the running experiment to stop: its Operation stops the run under way, puts
+    the host back and ends as cancelled (steps.py)."""
+    if not exp.is_active:
+        raise Conflict("this experiment has ended: there is nothing to cancel")
+    engine.cancel(exp.operation, f"cancelled by {by.get_username()}")
 
 
 # ---- results ----------------------------------------------------------------------------------

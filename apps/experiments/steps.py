@@ -6,6 +6,10 @@ script setup) -> measure (WAL/checkpoint snapshot, pgbench and the checkpointer 
 -> poll -> collect (figures, compression ratio, drain) -> ... -> restore -> [restart] ->
 finish.
 
+A cancel is a request (engine.cancel, winds_down_on_cancel): the next step that runs
+stops the run's remote jobs and goes to `restore`, as a failure does (a restart under
+way finishes first), and `finish` ends the operation as cancelled.
+
 Every remote job has a unit name derived from the operation and the run's position, and
 the position advances only when a step ends, so a step re-run by another worker (after a
 restart of the worker) finds its job instead of starting it twice. Any failure before
@@ -23,7 +27,7 @@ from django.utils import timezone
 from apps.experiments import commands, core, knobs
 from apps.experiments.models import Experiment, Run
 from apps.ops import remote_jobs
-from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
+from apps.ops.engine import CANCELLED, Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote import detached
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import InvalidValue
@@ -40,6 +44,12 @@ def guarded(step):
     too: the engine would otherwise fail the operation with the host still changed."""
     @functools.wraps(step)
     def wrapper(ctx: StepContext):
+        if ctx.cancel_requested and ctx.operation.step != "restart":
+            # A restart under way finishes first: restoring needs PostgreSQL up.
+            ctx.log(f"{ctx.cancel_requested}: stopping the runs; restoring the host",
+                    "warning")
+            _stop_units(ctx)
+            return Next("restore", "cancelled; restoring the host")
         try:
             outcome = step(ctx)
         except (RemoteError, InvalidValue, ValueError) as exc:
@@ -267,12 +277,19 @@ def finish(ctx: StepContext) -> Done | Fail:
 
     exp = _experiment(ctx)
     errors = ctx.state.get("restore_errors") or []
-    restored = "; NOT restored: " + "; ".join(errors) if errors else "; the host was restored"
+    if errors:
+        restored = "; NOT restored: " + "; ".join(errors)
+    elif exp.original:
+        restored = "; the host was restored"
+    else:
+        restored = "; nothing on the host had been changed"
     if ctx.state.get("error"):
         error = ctx.state["error"]
         return Fail(error["text"] + restored, error["code"])
-    if errors:
-        return Fail("the runs ended" + restored, "restore_failed")
+    if errors:  # cancelled or not, a host left changed is a failure to look at
+        return Fail((ctx.cancel_requested or "the runs ended") + restored, "restore_failed")
+    if ctx.cancel_requested:
+        return Fail(ctx.cancel_requested + restored, CANCELLED)
     result = services.results(exp)
     return Done({"experiment": exp.pk, "verdict": result["verdict"]["text"]},
                 message=result["verdict"]["text"][:300])
@@ -327,4 +344,5 @@ KIND = register(Kind(
     first_step="begin",
     mutating=True,
     deadline=timedelta(hours=12),
+    winds_down_on_cancel=True,
 ))

@@ -7,4 +7,5 @@ urlpatterns = [
     path("", views.experiment_list, name="list"),
     path("new/", views.create, name="create"),
     path("<int:pk>/", views.experiment_detail, name="experiment"),
+    path("<int:pk>/cancel/", views.cancel, name="cancel"),
 ]

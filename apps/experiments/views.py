@@ -66,3 +66,11 @@ def create(request):
             messages.error(request, f"{field.removeprefix('workload.')}: {problem}")
         return redirect("experiments:list")
     return redirect("experiments:experiment", exp.pk)
+
+
+@login_required
+@require_POST
+def cancel(request, pk: int):
+    exp = get_object_or_404(Experiment.objects.select_related("operation"), pk=pk)
+    services.cancel_experiment(exp, by=request.user)
+    return redirect("experiments:experiment", exp.pk)

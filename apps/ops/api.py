@@ -22,6 +22,8 @@ class OperationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     @extend_schema(request=None, responses=OperationDetailSerializer)
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
+        """Stop the operation between steps. An experiment first stops its run and puts
+        the host back: it stays active until then, and ends as cancelled."""
         operation = self.get_object()
         engine.cancel(operation, f"cancelled by {request.user.username}")
         operation.refresh_from_db()

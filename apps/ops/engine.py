@@ -26,7 +26,7 @@ import socket
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -68,7 +68,12 @@ class Done:
 @dataclass(frozen=True)
 class Fail:
     error: str
-    code: str = "failed"
+    code: str = "failed"  # CANCELLED ends the operation as cancelled, not failed
+
+
+CANCELLED = "cancelled"
+# Where a cancel of a kind that winds down is asked for (state key, the reason as value).
+CANCEL_REQUESTED = "cancel_requested"
 
 
 Outcome = Next | Wait | Done | Fail
@@ -84,6 +89,10 @@ class Kind:
     deadline: timedelta = timedelta(hours=1)
     # Kinds that repair a host (re-pinning its key) must run when others refuse.
     runs_on_untrusted_host: bool = False
+    # Kinds that change a host for a while (an experiment) must give it back when
+    # cancelled: cancel then only asks (StepContext.cancel_requested) and the kind's own
+    # steps stop the work, put the host back and end with Fail(..., CANCELLED).
+    winds_down_on_cancel: bool = False
 
 
 KINDS: dict[str, Kind] = {}
@@ -112,6 +121,11 @@ class StepContext:
             progress=self.operation.progress, message=self.operation.message,
             updated_at=timezone.now(),
         )
+
+    @property
+    def cancel_requested(self) -> str:
+        """The operator's reason when a cancel was asked for, else ""."""
+        return self.state.get(CANCEL_REQUESTED, "")
 
     def runner(self):
         """The host's SSH session; every command it runs lands in this log."""
@@ -280,7 +294,13 @@ def _record(operation: Operation, owner: str, outcome: Outcome) -> str:
         if current.lease_owner != owner or current.status != Operation.Status.RUNNING:
             # Our lease expired and someone else took over: their run counts.
             return "lease lost; result discarded"
+        # A cancel asked for while the step ran was written to the row's state: keep it.
+        asked = current.state.get(CANCEL_REQUESTED)
         current.state = operation.state
+        if asked:
+            current.state[CANCEL_REQUESTED] = asked
+            if isinstance(outcome, Wait):  # the next step hears it now, not after the wait
+                outcome = replace(outcome, seconds=0)
         current.progress = operation.progress
         current.lease_owner = ""
         current.lease_expires_at = None
@@ -310,7 +330,9 @@ def _apply(operation: Operation, outcome: Outcome) -> None:
         _finish(operation, Operation.Status.SUCCEEDED, result=outcome.result,
                 message=outcome.message)
     else:
-        _finish(operation, Operation.Status.FAILED, error=outcome.error, code=outcome.code)
+        status = (Operation.Status.CANCELLED if outcome.code == CANCELLED
+                  else Operation.Status.FAILED)
+        _finish(operation, status, error=outcome.error, code=outcome.code)
 
 
 def _finish(operation: Operation, status: str, *, result: dict | None = None,
@@ -365,7 +387,25 @@ def sweep() -> list[int]:
 
 
 def cancel(operation: Operation, reason: str = "cancelled by an operator") -> None:
+    """End an active operation between steps; a kind that winds down on cancel is asked
+    to instead, and woken now so that it does not sleep through the request."""
     with transaction.atomic():
         current = Operation.objects.select_for_update().get(pk=operation.pk)
-        if current.is_active:
-            _finish(current, Operation.Status.CANCELLED, error=reason, code="cancelled")
+        if not current.is_active:
+            return
+        kind = KINDS.get(current.kind)
+        if kind is None or not kind.winds_down_on_cancel or current.started_at is None:
+            # Nothing of it ran yet, or nothing to put back: it simply ends.
+            _finish(current, Operation.Status.CANCELLED, error=reason, code=CANCELLED)
+            return
+        if current.state.get(CANCEL_REQUESTED):
+            return  # asked already; its steps are winding it down
+        current.state[CANCEL_REQUESTED] = reason
+        current.message = f"{reason}; winding down"[:300]
+        LogLine.objects.create(operation=current, level=LogLine.Level.WARNING,
+                               text=f"{reason}: the work stops and the host is put back "
+                                    "before the operation ends")
+        if not current.lease_owner:  # waiting or between steps: its next step now
+            current.wake_at = None
+            transaction.on_commit(lambda: deliver(current.pk))
+        current.save()

@@ -95,6 +95,29 @@ def test_the_page_shows_the_table_the_verdict_and_chart_json(signed_in, replayed
     page = signed_in.get(f"/experiments/{exp.pk}/").content.decode()
     assert "off wins, 4.66x lower against on" in page
     assert 'data-chart="exp-' in page and '"kind": "bars"' in page
-    assert "The host was restored" in page
+    assert "The host was restored: full_page_writes back to on." in page
     listing = signed_in.get("/experiments/").content.decode()
     assert "7.5x less WAL" in listing and f"#{exp.pk}" in listing
+
+
+def test_cancelling_from_the_page_asks_a_started_experiment_and_refuses_an_ended_one(
+        signed_in, replayed_host, delivered):
+    ended = finished_experiment(replayed_host)
+    answer = signed_in.post(f"/experiments/{ended.pk}/cancel/", follow=True,
+                            HTTP_REFERER=f"/experiments/{ended.pk}/")
+    assert "this experiment has ended" in answer.content.decode()
+    assert 'id="cancel-experiment"' not in answer.content.decode()
+
+    response = signed_in.post("/experiments/new/", {
+        "host": replayed_host.pk, "template": "full-page-writes", "duration": "5",
+        "scale": "1"})
+    exp = Experiment.objects.exclude(pk=ended.pk).get()
+    assert response.url == f"/experiments/{exp.pk}/"
+    assert 'id="cancel-experiment"' in signed_in.get(response.url).content.decode()
+    Operation.objects.filter(pk=exp.operation_id).update(status="waiting",
+                                                         started_at=ended.created_at)
+    signed_in.post(f"/experiments/{exp.pk}/cancel/")
+    exp.operation.refresh_from_db()
+    # Asked, not ended: its steps stop the run and put the host back first.
+    assert exp.operation.status == "waiting"
+    assert exp.operation.state["cancel_requested"] == "cancelled by olga"

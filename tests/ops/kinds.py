@@ -1,6 +1,6 @@
 """Operation kinds that exist only for tests of the engine itself."""
 
-from apps.ops.engine import Done, Fail, Kind, Next, Wait, register
+from apps.ops.engine import CANCELLED, Done, Fail, Kind, Next, Wait, register
 
 
 def _count(ctx, name: str) -> int:
@@ -22,6 +22,22 @@ def _second(ctx):
 
 STORY = register(Kind("test.story", {"first": _first, "second": _second}, "first",
                       mutating=True))
+
+
+def _work_carefully(ctx):
+    """Long work that must be undone when cancelled, as an experiment's is."""
+    if ctx.cancel_requested:
+        return Next("put_back", "putting things back")
+    return Wait(30, message="working")
+
+
+def _put_back(ctx):
+    ctx.log("put back")
+    return Fail(f"{ctx.cancel_requested}; put back", CANCELLED)
+
+
+CAREFUL = register(Kind("test.careful", {"work": _work_carefully, "put_back": _put_back},
+                        "work", mutating=True, winds_down_on_cancel=True))
 
 
 def _explode(ctx):

@@ -136,6 +136,47 @@ def test_cancel_ends_an_active_operation(delivered, operator):
     assert engine.run_step(operation.pk).startswith("not claimable")
 
 
+def test_a_kind_that_winds_down_is_asked_woken_and_ends_cancelled(delivered):
+    operation = engine.start("test.careful")
+    engine.run_step(operation.pk)
+    operation.refresh_from_db()
+    assert operation.status == "waiting" and operation.wake_at > timezone.now()
+    delivered.clear()
+
+    engine.cancel(operation, "stop please")
+    engine.cancel(operation, "and again")  # asked already: no second request
+    operation.refresh_from_db()
+    assert (operation.status, operation.wake_at, delivered) == ("waiting", None,
+                                                                 [operation.pk])
+    assert operation.state[engine.CANCEL_REQUESTED] == "stop please"
+    assert engine.run_step(operation.pk).startswith("next: put_back")
+    engine.run_step(operation.pk)
+    operation.refresh_from_db()
+    assert (operation.status, operation.error_code, operation.error) == (
+        "cancelled", "cancelled", "stop please; put back")
+    assert "put back" in operation.log_lines.values_list("text", flat=True)
+
+
+def test_a_cancel_asked_while_a_step_runs_outlives_the_step(delivered):
+    operation = engine.start("test.careful")
+    claimed = engine._claim(operation.pk, "busy-worker")
+    engine.cancel(operation, "stop please")
+    assert Operation.objects.get(pk=operation.pk).status == "running"  # not ended under it
+    engine._record(claimed, "busy-worker", engine.Wait(30))
+    operation.refresh_from_db()
+    # The step's own state did not hold the request; the row keeps it, and the wait is
+    # cut short so that the next step hears it now.
+    assert operation.state[engine.CANCEL_REQUESTED] == "stop please"
+    assert operation.status == "waiting" and operation.wake_at <= timezone.now()
+
+
+def test_a_kind_that_winds_down_ends_at_once_when_no_step_ran(delivered):
+    operation = engine.start("test.careful")
+    engine.cancel(operation, "never mind")
+    operation.refresh_from_db()
+    assert (operation.status, operation.error) == ("cancelled", "never mind")
+
+
 def test_waiting_is_not_failing_but_retrying_is(delivered, settings):
     settings.POZOL = {**settings.POZOL, "OPERATION_MAX_ATTEMPTS": 2}
     operation = engine.start("test.story")
