@@ -9,6 +9,7 @@ those facts to show one thing each.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from apps.remote.facts import bloat
@@ -180,3 +181,10 @@ def test_odd_names_are_quoted_in_the_alter_table():
     [finding] = toast_findings(with_databases(replace(database, toast=[odd])))
     assert finding.action.startswith(
         'ALTER TABLE "Sales"."a""b" ALTER COLUMN "Body" SET STORAGE EXTERNAL;')
+
+
+def test_toast_facts_survive_being_stored_and_read_back():
+    facts = with_databases(captured("psql_tables_toast"))
+    stored = HostFacts.from_dict(json.loads(json.dumps(facts.to_dict())))
+    assert cluster(stored).bloat.read[0].toast == cluster(facts).bloat.read[0].toast
+    assert toast_findings(stored) == toast_findings(facts) != []
