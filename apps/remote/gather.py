@@ -11,9 +11,10 @@ apps.remote.facts:
 3. data: pools, datasets and their properties, arcstats, module parameters,
    pg_settings of each cluster, its standbys, replication slots and checkpoint
    counters, its largest databases and whether pg_repack is available;
-4. databases (only where a cluster listed one of 32 MiB or more): dead tuples
-   in each of those databases, one psql session each, since a PostgreSQL
-   session sees the statistics of its own database only.
+4. databases (only where a cluster listed one of 32 MiB or more): dead tuples,
+   the largest TOAST tables and the columns PostgreSQL compresses in each of
+   those databases, one psql session each, since a PostgreSQL session sees the
+   statistics and catalogs of its own database only.
 
 Nothing a host prints reaches a later command unless it passed the validators
 of apps.remote.commands; what fails is left out and recorded in `skipped`.
@@ -435,7 +436,7 @@ def _first_line(text: str) -> str:
     return lines[0][:200] if lines else "(no output)"
 
 
-# -- round 4: dead tuples per database ---------------------------------------------
+# -- round 4: dead tuples and TOAST per database ---------------------------------
 
 def _read_bloat(run: Runner, data: dict[str, Section], facts: HostFacts) -> None:
     listings = {c.pid: listing for c in facts.clusters

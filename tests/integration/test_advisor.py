@@ -30,7 +30,8 @@ def test_the_advisor_reports_what_the_host_really_has(fleet_hosts, delivered):
     assert {"compression_off", "atime_on", "data_checksums_off"} <= baseline
 
     run_on(fleet_host, f"zfs set recordsize=4K {data} && zfs set logbias=throughput {wal} "
-                       f"&& zfs set dedup=on {data} && zfs set primarycache=metadata {data}")
+                       f"&& zfs set dedup=on {data} && zfs set primarycache=metadata {data} "
+                       f"&& zfs set compression=on {data}")
     psql(fleet_host, "alter system set synchronous_commit = off")
     psql(fleet_host, "select pg_reload_conf()")
     # Dead rows autovacuum may not remove (lesson 64): about 55 MB of rows, four in five
@@ -42,15 +43,22 @@ def test_the_advisor_reports_what_the_host_really_has(fleet_hosts, delivered):
                          " insert into pozol_bloat"
                          " select g, repeat('x', 1000) from generate_series(1, 50000) g;"
                          " delete from pozol_bloat where id % 5 <> 0")
+        # Lesson 17: 70 MB of TOAST in a text column PostgreSQL may compress, on a dataset
+        # ZFS compresses. Hex text is too random for pglz, so it lands in TOAST as it is.
+        psql(fleet_host, "create unlogged table pozol_toast (id int, body text);"
+                         " insert into pozol_toast select g, (select string_agg("
+                         "md5(g || ':' || i), '') from generate_series(1, 40000) i)"
+                         " from generate_series(1, 55) g")
         assert drive(fleet.discover(host)).status == "succeeded"
         host.refresh_from_db()
         found = services.findings(host)
     finally:
         run_on(fleet_host, f"zfs inherit recordsize {data} && zfs inherit logbias {wal} "
-                           f"&& zfs inherit dedup {data} && zfs inherit primarycache {data}")
+                           f"&& zfs inherit dedup {data} && zfs inherit primarycache {data} "
+                           f"&& zfs inherit compression {data}")
         psql(fleet_host, "alter system reset synchronous_commit")
         psql(fleet_host, "select pg_reload_conf()")
-        psql(fleet_host, "drop table if exists pozol_bloat")
+        psql(fleet_host, "drop table if exists pozol_bloat, pozol_toast")
 
     findings = {f["id"]: f for f in found}
     for rule in ("recordsize_below_8k", "logbias_throughput_no_slog", "dedup_on",
@@ -63,13 +71,21 @@ def test_the_advisor_reports_what_the_host_really_has(fleet_hosts, delivered):
     assert "autovacuum disabled on the table" in dead["evidence"]
     assert "pg_repack not available on the host" in dead["evidence"]
     assert "postgresql-15-repack" in dead["action"] and "Use pg_repack" in dead["source"]
+    [toast] = [f for f in found if f["id"] == "toast_compressed_on_zfs"]
+    assert toast["subject"].endswith("(database postgres)")
+    assert "public.pozol_toast: TOAST" in toast["evidence"]
+    assert "columns PostgreSQL compresses body (extended)" in toast["evidence"]
+    assert "(compression=on)" in toast["evidence"]
+    assert "ALTER TABLE public.pozol_toast ALTER COLUMN body SET STORAGE EXTERNAL;" in \
+        toast["action"]
 
     assert drive(fleet.discover(host)).status == "succeeded"
     host.refresh_from_db()
     after = services.findings(host)
     assert not {"recordsize_below_8k", "logbias_throughput_no_slog", "dedup_on",
                 "bounded_loss_unacknowledged", "primarycache_not_all"} & {f["id"] for f in after}
-    assert not any("pozol_bloat" in f["evidence"] for f in after)
+    assert not any("pozol_bloat" in f["evidence"] or "pozol_toast" in f["evidence"]
+                   for f in after)
 
 
 def test_a_replication_slot_and_wal_driven_checkpoints_on_a_real_host(fleet_hosts, delivered):

@@ -91,3 +91,29 @@ def test_entries_of_the_wrong_shape_are_dropped():
 ])
 def test_reloption_booleans_read_as_postgresql_reads_them(text, value):
     assert bloat.parse_bool(text) is value
+
+
+def test_toast_tables_and_the_columns_postgresql_compresses():
+    # pozol_toast: 55 values of 1.28 MB of hex text (too random for pglz, so stored out of
+    # line as they are); body text and doc jsonb extended, note varchar set to main, raw
+    # bytea set to external (never compressed, so not listed).
+    found = bloat.parse_tables("postgres", 1, answer("psql_tables_toast"))
+    assert [t.qualified_name for t in found.toast] == ["public.pozol_toast", "public.pozol_small"]
+    table = found.toast[0]
+    assert table.toast_size > 55 * 1_280_000
+    assert [(c.name, c.storage) for c in table.compressed] == [
+        ("body", "x"), ("note", "m"), ("doc", "x")]
+    assert found.toast[1].toast_size < table.toast_size
+    assert found.top == []  # nothing deleted: no dead rows
+
+
+def test_a_database_answered_before_toast_was_asked_has_none():
+    assert bloat.parse_tables("postgres", 1, answer("psql_tables_bloat")).toast == []
+
+
+def test_toast_entries_of_the_wrong_shape_are_dropped():
+    text = ('{"top" : [], "toast" : [{"schema" : "s", "name" : "t"}, 3,'
+            ' {"schema" : "s", "name" : "u", "toast_size" : 9, "columns" :'
+            ' [{"name" : "a", "storage" : "e"}, {"name" : "b", "storage" : "x"}, {"name" : 1}]}]}')
+    [table] = bloat.parse_tables("db", None, text).toast
+    assert (table.name, table.toast_size, [c.name for c in table.compressed]) == ("u", 9, ["b"])

@@ -1,4 +1,4 @@
-"""Dead tuples per database, as PostgreSQL's statistics count them, and pg_repack.
+"""Dead tuples per database, as PostgreSQL's statistics count them, pg_repack, and TOAST.
 
 Bloat proper (space inside a table's files that no live row uses) takes
 pgstattuple, which reads every page, or an estimate from column widths. What
@@ -18,7 +18,10 @@ table name (which may hold tabs or newlines) can break a row:
 - TABLES_QUERY, in each of those databases of SMALLEST_DATABASE or more: live
   and dead rows summed over its tables, the dead space estimated from them
   (each table's size times its dead share), the five tables with the most dead
-  rows, and the pg_repack version installed in that database.
+  rows, and the pg_repack version installed in that database; and, in the same
+  session, the five tables with the largest TOAST tables and their columns
+  whose storage lets PostgreSQL compress a value (extended or main), so the
+  advisor can tell where PostgreSQL compresses what ZFS would compress anyway.
 """
 
 from __future__ import annotations
@@ -47,12 +50,17 @@ LISTING_QUERY = (
 # pg_table_size (heap, TOAST, free space and visibility maps; not indexes) opens
 # each table it measures, so it is asked only of tables holding dead rows, and
 # gives up after lock_timeout rather than queue behind an ALTER TABLE or VACUUM FULL.
+# TOAST sizes are measured (pg_relation_size of each TOAST table, which releases its
+# lock at once) because pg_class.relpages of a TOAST table stays 0 until a VACUUM.
 TABLES_QUERY = (
     "set lock_timeout = '5s';"
     " with t as (select s.relid, s.schemaname, s.relname, s.n_live_tup, s.n_dead_tup,"
-    " greatest(s.last_vacuum, s.last_autovacuum) as last_vacuum, c.reloptions"
-    " from pg_stat_user_tables s join pg_class c on c.oid = s.relid),"
-    " top as (select * from t where n_dead_tup > 0 order by n_dead_tup desc limit 5)"
+    " greatest(s.last_vacuum, s.last_autovacuum) as last_vacuum, c.reloptions,"
+    " c.reltoastrelid from pg_stat_user_tables s join pg_class c on c.oid = s.relid),"
+    " top as (select * from t where n_dead_tup > 0 order by n_dead_tup desc limit 5),"
+    " toasted as (select * from (select relid, schemaname, relname,"
+    " pg_relation_size(reltoastrelid) as toast_size from t where reltoastrelid <> 0) s"
+    " where toast_size > 0 order by toast_size desc limit 5)"
     " select json_build_object("
     "'tables', (select count(*) from t),"
     " 'live', (select coalesce(sum(n_live_tup), 0) from t),"
@@ -66,6 +74,13 @@ TABLES_QUERY = (
     " where option_name = 'autovacuum_enabled'),"
     " 'primary_key', exists(select 1 from pg_index i where i.indrelid = top.relid"
     " and i.indisprimary)) order by n_dead_tup desc) from top), '[]'),"
+    " 'toast', coalesce((select json_agg(json_build_object("
+    "'schema', schemaname, 'name', relname, 'toast_size', toast_size,"
+    " 'columns', coalesce((select json_agg(json_build_object("
+    "'name', a.attname, 'storage', a.attstorage) order by a.attnum)"
+    " from pg_attribute a where a.attrelid = toasted.relid and a.attnum > 0"
+    " and not a.attisdropped and a.attstorage in ('x', 'm')), '[]'))"
+    " order by toast_size desc) from toasted), '[]'),"
     " 'pg_repack', (select extversion from pg_extension where extname = 'pg_repack'))"
 )
 
@@ -105,6 +120,25 @@ class TableDeadTuples:
 
 
 @dataclass(frozen=True)
+class ToastColumn:
+    name: str
+    storage: str  # pg_attribute.attstorage: "x" extended or "m" main, both compressed
+
+
+@dataclass(frozen=True)
+class TableToast:
+    """A table with a large TOAST table, and its columns PostgreSQL may compress."""
+    schema: str
+    name: str
+    toast_size: int  # pg_relation_size of its TOAST table
+    compressed: list[ToastColumn] = field(default_factory=list)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+@dataclass(frozen=True)
 class DatabaseDeadTuples:
     name: str
     size: int | None  # pg_database_size
@@ -114,6 +148,7 @@ class DatabaseDeadTuples:
     dead_bytes: int  # estimated, summed over the tables holding dead rows
     top: list[TableDeadTuples] = field(default_factory=list)
     pg_repack_installed: str | None = None  # the extension's version in this database
+    toast: list[TableToast] = field(default_factory=list)  # largest TOAST tables first
 
     @property
     def dead_share(self) -> float:
@@ -152,6 +187,7 @@ def parse_tables(name: str, size: int | None, text: str) -> DatabaseDeadTuples |
         dead_bytes=_int(document.get("dead_bytes")) or 0,
         top=[table for entry in document["top"] if (table := _table(entry))],
         pg_repack_installed=_text(document.get("pg_repack")),
+        toast=[table for entry in _list(document.get("toast")) if (table := _toast(entry))],
     )
 
 
@@ -167,6 +203,28 @@ def _table(entry: object) -> TableDeadTuples | None:
         primary_key=entry.get("primary_key") if isinstance(entry.get("primary_key"), bool)
         else None,
     )
+
+
+# attstorage values under which PostgreSQL compresses a value before storing it.
+COMPRESSED_STORAGE = ("x", "m")
+
+
+def _toast(entry: object) -> TableToast | None:
+    if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(key), str) for key in ("schema", "name")):
+        return None
+    size = _int(entry.get("toast_size"))
+    if size is None:
+        return None
+    columns = [ToastColumn(c["name"], c["storage"]) for c in _list(entry.get("columns"))
+               if isinstance(c, dict) and isinstance(c.get("name"), str)
+               and c.get("storage") in COMPRESSED_STORAGE]
+    return TableToast(schema=entry["schema"], name=entry["name"], toast_size=size,
+                      compressed=columns)
+
+
+def _list(value: object) -> list:
+    return value if isinstance(value, list) else []
 
 
 def _document(text: str) -> dict | None:

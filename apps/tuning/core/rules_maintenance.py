@@ -1,12 +1,16 @@
-"""Advisor rules about a cluster's tables as its statistics see them: dead rows and bloat."""
+"""Advisor rules about a cluster's tables as discovery reads them: dead rows and bloat,
+and TOAST values PostgreSQL compresses on a dataset ZFS compresses."""
 
 from __future__ import annotations
+
+import re
 
 from apps.remote.facts.bloat import (
     SMALLEST_DATABASE,
     ClusterBloat,
     DatabaseDeadTuples,
     TableDeadTuples,
+    TableToast,
 )
 from apps.remote.facts.host import Cluster
 from apps.remote.sizes import GiB, MiB
@@ -124,6 +128,78 @@ def _repack_step(cluster: Cluster, bloat: ClusterBloat, database: DatabaseDeadTu
             f" {database.name}.")
 
 
+# TOAST below this is too little for PostgreSQL's compressing it to cost anything worth an
+# ALTER TABLE; twice SMALLEST_DATABASE, so every database that could hold it is read.
+MIN_TOAST_BYTES = 64 * MiB
+
+
+def toast_compressed_on_zfs(ctx: Context) -> list[Finding]:
+    """Large TOAST tables whose values PostgreSQL compresses, on a dataset ZFS compresses."""
+    found = []
+    datasets = r.datasets(ctx.facts)
+    for cluster in ctx.facts.clusters:
+        data = datasets.get(cluster.data_dataset or "")
+        compression = r.prop(data, "compression")
+        if compression in (None, "off") or not cluster.bloat:
+            continue
+        for database in cluster.bloat.read:
+            tables = [t for t in database.toast
+                      if t.toast_size >= MIN_TOAST_BYTES and t.compressed]
+            if tables:
+                found.append(_toast_finding(cluster, data.name, compression, database.name,
+                                            tables))
+    return found
+
+
+def _toast_finding(cluster: Cluster, dataset: str, compression: str, database: str,
+                   tables: list[TableToast]) -> Finding:
+    method = r.setting_value(cluster, "default_toast_compression")
+    return Finding(
+        "toast_compressed_on_zfs", "info",
+        f"PostgreSQL compresses TOAST values in database {database} before ZFS does",
+        f"{cluster.data_dir} on {dataset} (compression={compression}), database {database}:"
+        f" {'; '.join(_toast_evidence(t) for t in tables)}"
+        + (f"; default_toast_compression={method}" if method else ""),
+        "PostgreSQL tries to compress every large value of a column with storage EXTENDED"
+        " (the default of text, bytea, jsonb and arrays) or MAIN before it moves it to the"
+        " TOAST table, with pglz or lz4 (default_toast_compression). On a dataset ZFS"
+        " compresses, that is"
+        " compression twice: the backends spend CPU compressing on every write and"
+        " decompressing on every read, and ZFS is handed data already compressed, which it"
+        " cannot shrink further, so it compresses less than it would have.",
+        f"{' '.join(_set_storage(t) for t in tables)} (in database {database}) leaves new"
+        " values to ZFS: stored out of line without PostgreSQL's compression. Values already"
+        " stored keep their compression until they are written again. The ALTER rewrites"
+        " nothing and holds its ACCESS EXCLUSIVE lock for a moment, but waits for running"
+        " queries on the table and blocks new ones meanwhile."
+        " Uncompressed, the TOAST table grows by what PostgreSQL's compression saved (more"
+        " pages to cache in shared_buffers); on disk ZFS takes most of it back.",
+        src.NIMBUS_NO_PG_COMPRESSION, subject=f"{cluster.data_dir} (database {database})")
+
+
+def _toast_evidence(table: TableToast) -> str:
+    columns = ", ".join(f"{c.name} ({_STORAGE[c.storage]})" for c in table.compressed)
+    return (f"{table.qualified_name}: TOAST {_size(table.toast_size)}, columns PostgreSQL"
+            f" compresses {columns}")
+
+
+_STORAGE = {"x": "extended", "m": "main"}
+
+
+def _set_storage(table: TableToast) -> str:
+    columns = ", ".join(f"ALTER COLUMN {_sql_name(c.name)} SET STORAGE EXTERNAL"
+                        for c in table.compressed)
+    return f"ALTER TABLE {_sql_name(table.schema)}.{_sql_name(table.name)} {columns};"
+
+
+_PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_$]*")
+
+
+def _sql_name(name: str) -> str:
+    """A name as the operator can paste it into psql (a reserved word still needs quotes)."""
+    return name if _PLAIN_NAME.fullmatch(name) else '"' + name.replace('"', '""') + '"'
+
+
 def _percent(share: float) -> str:
     return f"{share * 100:.0f}%"
 
@@ -136,4 +212,5 @@ def _size(size: int | None) -> str:
 
 RULES: tuple[tuple[str, Rule], ...] = (
     ("dead_tuples_bloat", dead_tuples_bloat),
+    ("toast_compressed_on_zfs", toast_compressed_on_zfs),
 )

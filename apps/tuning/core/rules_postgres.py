@@ -360,7 +360,7 @@ def wal_compression_on_zfs(ctx: Context) -> list[Finding]:
             " PostgreSQL as well spends CPU in the backends for little more saving (and with"
             " full_page_writes=off there is almost nothing left to compress).",
             "Set wal_compression=off and leave compression to ZFS (the same holds for"
-            " TOAST: default_toast_compression matters less on a compressed dataset).",
+            " large TOAST tables: the advisor names those PostgreSQL compresses).",
             f"{src.NIMBUS}; {src.PG_PHRIDAY_ZFS}", subject=c.data_dir))
     return found
 

@@ -38,6 +38,7 @@ LINUX_THP = (
     "Documentation/admin-guide/mm/transhuge.rst (enabled, defrag, shmem_enabled) — Linux kernel"
 )
 NIMBUS_PG_REPACK = f"{NIMBUS} § Use pg_repack"
+NIMBUS_NO_PG_COMPRESSION = f"{NIMBUS} § Disable Postgres compression"
 PG_REPACK = ("pg_repack documentation (requirements, disks, online VACUUM FULL) — the pg_repack"
              " project (reorg.github.io/pg_repack)")
 PG_DOCS_VACUUM = ("PostgreSQL documentation (Routine Vacuuming; autovacuum_vacuum_scale_factor;"

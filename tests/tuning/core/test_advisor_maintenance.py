@@ -1,4 +1,5 @@
-"""The dead-rows rule (lesson 64: pg_repack for bloat) on facts from a real test host.
+"""The dead-rows rule (lesson 64: pg_repack for bloat) and the TOAST rule (lesson 17) on
+facts from a real test host.
 
 The dead-tuple counts are TABLES_QUERY's answers captured on a fleet test host
 (tests/remote/fixtures/README.md): a 50,000-row table with autovacuum off and
@@ -8,12 +9,15 @@ those facts to show one thing each.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from apps.remote.facts import bloat
-from apps.remote.facts.bloat import ClusterBloat, DatabaseDeadTuples
+from apps.remote.facts.bloat import ClusterBloat, DatabaseDeadTuples, ToastColumn
 from apps.remote.facts.host import HostFacts
 from apps.remote.sizes import GiB, MiB
+from apps.tuning.core import facts as r
+from apps.tuning.core import rules_maintenance
 from apps.tuning.core.advisor import advise
 from tests.remote.fixtures.hosts import fuse_extra
 from tests.tuning.core import hosts
@@ -125,3 +129,62 @@ def test_autovacuum_off_for_the_whole_server_is_said():
     assert "autovacuum=off on this server" not in finding.action  # the capture: on
     set_setting(facts, "autovacuum", "off")
     assert "autovacuum=off on this server" in findings(facts)[0].action
+
+
+# Lesson 17: leave TOAST compression to ZFS. The TOAST sizes and column storage are
+# TABLES_QUERY's answer on a fleet host after a table got 69 MiB of TOAST.
+TOAST_RULE = "toast_compressed_on_zfs"
+
+
+def toast_findings(facts: HostFacts) -> list:
+    return [f for f in advise(facts) if f.id == TOAST_RULE]
+
+
+def test_large_toast_compressed_by_postgresql_on_a_compressed_dataset_is_said():
+    facts = with_databases(captured("psql_tables_toast"))
+    assert r.prop(r.datasets(facts)["tank/pg/data"], "compression") == "on"  # from tank/pg
+    [finding] = toast_findings(facts)
+    assert finding.severity == "info" and finding.subject.endswith("(database postgres)")
+    assert "on tank/pg/data (compression=on)" in finding.evidence
+    assert ("public.pozol_toast: TOAST 69 MiB, columns PostgreSQL compresses body (extended),"
+            " note (main), doc (extended)") in finding.evidence
+    assert "default_toast_compression=pglz" in finding.evidence  # PostgreSQL 15's default
+    assert "pozol_small" not in finding.evidence  # 80 kB of TOAST: below the floor
+    assert finding.action.startswith(
+        "ALTER TABLE public.pozol_toast ALTER COLUMN body SET STORAGE EXTERNAL,"
+        " ALTER COLUMN note SET STORAGE EXTERNAL, ALTER COLUMN doc SET STORAGE EXTERNAL;")
+    assert "Values already stored keep their compression" in finding.action
+    assert "compression twice" in finding.why
+    assert finding.source.endswith("§ Disable Postgres compression")
+
+
+def test_no_toast_finding_where_zfs_does_not_compress():
+    facts = with_databases(captured("psql_tables_toast"))
+    hosts.set_prop(facts, "tank/pg/data", "compression", "off")
+    assert toast_findings(facts) == []
+
+
+def test_no_toast_finding_below_the_floor_or_without_compressed_columns():
+    database = captured("psql_tables_toast")
+    big = database.toast[0]
+    small = replace(big, toast_size=rules_maintenance.MIN_TOAST_BYTES - 1)
+    external = replace(big, compressed=[])  # every column SET STORAGE EXTERNAL already
+    for table in (small, external):
+        assert toast_findings(with_databases(replace(database, toast=[table]))) == [], table
+    assert toast_findings(with_databases(replace(database, toast=[small, big]))) != []
+
+
+def test_odd_names_are_quoted_in_the_alter_table():
+    database = captured("psql_tables_toast")
+    odd = replace(database.toast[0], schema="Sales", name='a"b',
+                  compressed=[ToastColumn("Body", "x")])
+    [finding] = toast_findings(with_databases(replace(database, toast=[odd])))
+    assert finding.action.startswith(
+        'ALTER TABLE "Sales"."a""b" ALTER COLUMN "Body" SET STORAGE EXTERNAL;')
+
+
+def test_toast_facts_survive_being_stored_and_read_back():
+    facts = with_databases(captured("psql_tables_toast"))
+    stored = HostFacts.from_dict(json.loads(json.dumps(facts.to_dict())))
+    assert cluster(stored).bloat.read[0].toast == cluster(facts).bloat.read[0].toast
+    assert toast_findings(stored) == toast_findings(facts) != []
