@@ -193,11 +193,26 @@ def _set_storage(table: TableToast) -> str:
 
 
 _PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_$]*")
+# PostgreSQL's reserved key words (SQL Key Words appendix, both "reserved" kinds): a
+# column named `order` or `user` is a syntax error unquoted.
+_RESERVED = frozenset("""
+    all analyse analyze and any array as asc asymmetric both case cast check collate column
+    constraint create current_catalog current_date current_role current_time
+    current_timestamp current_user default deferrable desc distinct do else end except
+    false fetch for foreign from grant group having in initially intersect into lateral
+    leading limit localtime localtimestamp not null offset on only or order placing primary
+    references returning select session_user some symmetric table then to trailing true
+    union unique user using variadic when where window with
+    authorization binary collation concurrently cross current_schema freeze full ilike
+    inner is isnull join left like natural notnull outer overlaps right similar
+    tablesample verbose""".split())
 
 
 def _sql_name(name: str) -> str:
-    """A name as the operator can paste it into psql (a reserved word still needs quotes)."""
-    return name if _PLAIN_NAME.fullmatch(name) else '"' + name.replace('"', '""') + '"'
+    """A name as the operator can paste it into psql."""
+    if _PLAIN_NAME.fullmatch(name) and name not in _RESERVED:
+        return name
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _percent(share: float) -> str:

@@ -181,6 +181,11 @@ def test_odd_names_are_quoted_in_the_alter_table():
     [finding] = toast_findings(with_databases(replace(database, toast=[odd])))
     assert finding.action.startswith(
         'ALTER TABLE "Sales"."a""b" ALTER COLUMN "Body" SET STORAGE EXTERNAL;')
+    reserved = replace(odd, schema="public", name="user",
+                       compressed=[ToastColumn("order", "x"), ToastColumn("orders", "x")])
+    [finding] = toast_findings(with_databases(replace(database, toast=[reserved])))
+    assert finding.action.startswith('ALTER TABLE public."user" ALTER COLUMN "order" SET '
+                                     'STORAGE EXTERNAL, ALTER COLUMN orders SET STORAGE')
 
 
 def test_toast_facts_survive_being_stored_and_read_back():
