@@ -39,7 +39,9 @@ SHARED_KERNEL_MODULES = {
     "tests/integration/test_tuning.py",
     "tests/pozol/test_readme.py",
 }
-FIRST = (KERNEL_GROUP, HOSTS_GROUP)
+# Then the groups that take minutes on their own (the fuzzer: 8 to 11 minutes): pytest-
+# django puts transactional tests last, and the fuzzer started last ran alone at the end.
+FIRST = (KERNEL_GROUP, HOSTS_GROUP, "tests/accounts/test_api_fuzz.py")
 
 
 def xdist_group_of(item: pytest.Item) -> str:
@@ -54,8 +56,8 @@ def xdist_group_of(item: pytest.Item) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     """Mark each test's xdist group before xdist reads the marks (--dist loadgroup), and
-    once every plugin has ordered the tests, put the two host groups first (a stable
-    sort: pytest-django's order stays within each part)."""
+    once every plugin has ordered the tests, put the two host groups first and the
+    long groups next (a stable sort: pytest-django's order stays within each part)."""
     for item in items:
         item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
     yield
