@@ -8,7 +8,12 @@ from apps.alerts import api as alerts_api
 from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.clones.api import CloneViewSet, ClusterSnapshotsView, HostCloneSettingsView
-from apps.drills.api import DrillRunViewSet, DrillScheduleViewSet, HostReconcileView
+from apps.drills.api import (
+    DrillRunViewSet,
+    DrillScheduleViewSet,
+    HostReconcileView,
+    SnapshotRecoverTableView,
+)
 from apps.experiments.api import ExperimentViewSet, ScriptViewSet
 from apps.fleet.api import HostViewSet
 from apps.ops.api import OperationViewSet
@@ -69,6 +74,7 @@ urlpatterns = [
     path("api/hosts/<int:pk>/snapshots/", HostSnapshotsView.as_view()),
     path("api/hosts/<int:pk>/clone-settings/", HostCloneSettingsView.as_view()),
     path("api/hosts/<int:pk>/reconcile/", HostReconcileView.as_view()),
+    path("api/snapshots/<int:pk>/recover-table/", SnapshotRecoverTableView.as_view()),
     path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),
     path("api/cluster-assignments/<int:pk>/snapshots/", ClusterSnapshotsView.as_view()),
     path("api/", include(api.urls)),

@@ -1,5 +1,6 @@
 """The restore drills API: schedules (list, create, change, delete, run now), runs (list,
-show), and the orphan reconciler of a host. Each view calls one service; a refusal is
+show), the orphan reconciler of a host, and recovering a dropped table from a
+snapshot. Each view calls one service; a refusal is
 a DrillError or Conflict, mapped in apps.accounts.api_errors."""
 
 from __future__ import annotations
@@ -12,17 +13,19 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.drills import queries, services
+from apps.drills import queries, recover, services
 from apps.drills import reconcile as reconciler
 from apps.drills.models import DrillRun
 from apps.drills.serializers import (
     DrillRunSerializer,
     DrillScheduleSerializer,
     DrillScheduleWriteSerializer,
+    RecoverTableSerializer,
 )
 from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
+from apps.snapshots.models import Snapshot
 
 
 class DrillRunFilter(django_filters.FilterSet):
@@ -99,4 +102,22 @@ class HostReconcileView(APIView):
     def post(self, request, pk: int):
         host = get_object_or_404(Host, pk=pk)
         operation = reconciler.reconcile(host, by=request.user)
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SnapshotRecoverTableView(APIView):
+    """Recover a dropped table (POST /api/snapshots/{id}/recover-table/): clone the
+    snapshot, start it, copy `table` back into the origin database as `into` in one
+    transaction, destroy the clone. The operation fails with code `exists` (nothing
+    cloned) when `into` is there already; its result says how many rows came back."""
+
+    @extend_schema(request=RecoverTableSerializer, responses={202: OperationSerializer})
+    def post(self, request, pk: int):
+        snapshot = get_object_or_404(Snapshot, pk=pk)
+        body = RecoverTableSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        operation = recover.recover_table(snapshot, database=data["database"],
+                                          table=data["table"], into=data.get("into"),
+                                          by=request.user, trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)

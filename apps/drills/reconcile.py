@@ -41,13 +41,16 @@ def reconcile_all() -> list[Operation]:
 
 
 def known_names(host: Host) -> set[str]:
-    """The clone names the database has on `host`: live clones and running drills."""
+    """The clone names the database has on `host`: live clones, running drills and
+    table recoveries."""
     names = set(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED)
                 .values_list("name", flat=True))
     names |= {f"pozol-drill-{pk}" for pk in DrillRun.objects.filter(
         host=host, status=DrillRun.Status.RUNNING,
         operation__status__in=Operation.ACTIVE).values_list("pk", flat=True)}
-    return names
+    names |= {operation.state.get("clone_name") for operation in Operation.objects.filter(
+        host=host, kind="drills.recover_table", status__in=Operation.ACTIVE).only("state")}
+    return names - {None}
 
 
 def busy_names(host: Host) -> set[str]:
@@ -61,4 +64,6 @@ def busy_names(host: Host) -> set[str]:
                 names.add(clone.name)
         elif operation.kind.startswith("drills.") and operation.state.get("run"):
             names.add(f"pozol-drill-{operation.state['run']}")
+        elif operation.kind.startswith("drills.") and operation.state.get("clone_name"):
+            names.add(operation.state["clone_name"])
     return names

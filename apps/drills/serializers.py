@@ -60,3 +60,15 @@ class DrillRunSerializer(ModelSerializer):
                   "start_seconds", "check_seconds", "destroy_seconds", "total_seconds",
                   "answers", "error", "log_tail", "started_at", "finished_at", "operation"]
         read_only_fields = fields
+
+
+class RecoverTableSerializer(serializers.Serializer):
+    """Copy a table as it was at a snapshot back into its cluster under a new name. The
+    names are checked by the service (400 naming the field)."""
+
+    database = serializers.CharField(trim_whitespace=False)
+    table = serializers.CharField(trim_whitespace=False,
+                                  help_text="name or schema.name (public when no schema)")
+    into = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                 help_text="the recovered table's name in the same schema; "
+                                           "default <table>_recovered. Never overwritten.")

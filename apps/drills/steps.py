@@ -21,6 +21,7 @@ from apps.clones.core import commands
 from apps.clones.steps import identity
 from apps.drills.core import check as core
 from apps.drills.core import orphans
+from apps.drills.core import recover as recovery
 from apps.drills.models import DrillRun
 from apps.ops.engine import Done, Fail, Kind, StepContext, register
 from apps.ops.models import LogLine, Operation
@@ -140,9 +141,69 @@ def reconcile(ctx: StepContext) -> Done:
                         + (f", {len(failed)} could not be removed" if failed else ""))
 
 
+def recover_table(ctx: StepContext) -> Done | Fail:
+    """Lesson 61: refuse an `into` the origin has; else clone, start, move the table
+    across (core/recover.py), and always destroy the clone."""
+    from apps.clones.core.layout import Layout, Origin
+
+    values = dict(ctx.state["layout"])
+    layout = Layout(origin=Origin(**values.pop("origin")),
+                    **{**values, "allowed": tuple(values["allowed"])})
+    wanted = recovery.Target(**ctx.state["target"])
+    origin = ctx.state["origin"]
+    ssh = ctx.runner()
+    found = ssh(recovery.exists(origin["socket_dir"], origin["port"], layout.origin.owner,
+                                layout.origin.bin_dir, wanted), timeout=60, check=False)
+    if not found.ok:
+        return Fail(f"asking the origin about {wanted.recovered} failed: "
+                    f"{(found.stderr or found.stdout).strip()[-800:]}", code="origin_failed")
+    if found.stdout.strip() == "t":
+        return Fail(f"{wanted.recovered} exists in database {wanted.database} already: "
+                    "name another `into` (nothing was cloned, nothing overwritten)",
+                    code="exists")
+    times: dict[str, float] = {}
+    outcome: dict = {}
+    try:
+        if ctx.state.get("began"):
+            ssh(commands.destroy(layout), timeout=120, check=False)
+        ctx.state["began"] = True
+        Operation.objects.filter(pk=ctx.operation.pk).update(state=ctx.state)
+        outcome = _recover(ctx, ssh, layout, origin, wanted)
+    except RemoteError as exc:
+        outcome = {"error": f"the host did not answer: {exc}"}
+    finally:
+        gone = _destroy(ssh, layout, times)
+        if gone:
+            outcome["error"] = "; ".join(filter(None, [outcome.get("error"), gone]))
+    if outcome.get("error"):
+        return Fail(f"recovering {wanted.source} @{layout.snapshot} failed: "
+                    f"{outcome['error'][-800:]}", code="recover_failed")
+    ctx.log(f"destroyed clone {layout.name}")
+    return Done({"database": wanted.database, "table": wanted.source,
+                 "into": wanted.recovered, "rows": outcome["rows"],
+                 "snapshot": layout.snapshot},
+                message=f"recovered {wanted.source} @{layout.snapshot} as "
+                        f"{wanted.recovered}: {outcome['rows']} rows")
+
+
+def _recover(ctx: StepContext, ssh, layout, origin: dict, wanted) -> dict:
+    made = ssh(commands.create(layout, secrets.token_hex(16), identity()), timeout=600,
+               check=False)
+    if not made.ok:
+        error, _ = core.split_log(made.stderr or made.stdout)
+        return {"error": f"clone or start failed: {error}"}
+    ctx.log(f"clone {layout.name} of @{layout.snapshot} answered on port {layout.port}")
+    moved = ssh(recovery.recover(layout, origin["socket_dir"], origin["port"], wanted),
+                timeout=3600, check=False)
+    if not moved.ok:
+        return {"error": (moved.stderr or moved.stdout).strip()[-TAIL:]}
+    return {"rows": recovery.rows(moved.stdout)}
+
 
 RUN = register(Kind(name="drills.run", steps={"run": run}, first_step="run", mutating=False,
                     deadline=timedelta(hours=2)))
 RECONCILE = register(Kind(name="drills.reconcile", steps={"reconcile": reconcile},
                           first_step="reconcile", mutating=False,
                           deadline=timedelta(minutes=30)))
+RECOVER = register(Kind(name="drills.recover_table", steps={"recover": recover_table},
+                        first_step="recover", mutating=False, deadline=timedelta(hours=2)))

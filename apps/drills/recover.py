@@ -1,0 +1,84 @@
+"""Recover a dropped table from a snapshot (lesson 61): the operator's request checked
+and handed to one `drills.recover_table` operation. None opens SSH.
+
+The clone is laid out as a drill's (apps.drills.services): PoZoL's own, named
+`pozol-recover-<random>` (never a Clone row), on a port from the top of the host's
+clone range, no network allowed in its pg_hba. Whether `into` exists in the origin is
+asked on the host, by the operation, before anything is cloned (the web process never
+opens SSH): that refusal is the operation's failure with code `exists`, and the
+restore's single transaction refuses it again if the table appears meanwhile.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from apps.clones import services as clone_services
+from apps.clones.core.layout import CloneError, Layout
+from apps.clones.models import Clone
+from apps.drills import steps
+from apps.drills.core import check as drill_core
+from apps.drills.core import recover as core
+from apps.drills.models import DrillRun
+from apps.drills.services import _refuse
+from apps.fleet.models import Host
+from apps.ops import engine
+from apps.ops.models import Operation
+from apps.remote.commands import InvalidValue
+from apps.snapshots.models import Snapshot
+from apps.snapshots.services import _cluster_of, cluster_datasets
+
+
+def recover_table(snapshot: Snapshot, *, database: object, table: object,
+                  into: object = None, by=None,
+                  trigger: str = Operation.Trigger.API) -> Operation:
+    """Start copying `table` of `database` as it was at `snapshot` back into the origin
+    cluster as `into` (default `<table>_recovered`)."""
+    try:
+        wanted = core.target(database, table, into)
+    except core.RecoverError as exc:
+        raise _refuse(exc.field, str(exc)) from None
+    host = snapshot.host
+    cluster = _cluster_of(snapshot)
+    datasets = cluster_datasets(cluster)
+    present = set(Snapshot.objects.filter(host=host, dataset__in=datasets, name=snapshot.name)
+                  .values_list("dataset", flat=True))
+    if present != set(datasets):
+        raise _refuse("snapshot", f"@{snapshot.name} is not on every dataset of "
+                                  f"{cluster.data_dir} ({', '.join(datasets)})")
+    try:
+        target = cluster.target(wanted.database)
+    except InvalidValue as exc:
+        raise _refuse("snapshot", f"its cluster cannot be reached with psql: {exc}") from None
+    layout = _layout(host, clone_services._origin(host, cluster), snapshot.name)
+    return engine.start(
+        steps.RECOVER.name, host=host, trigger=trigger, user=by,
+        subject=f"{host.name}: recover {wanted.source} of {wanted.database} "
+                f"@{snapshot.name} as {wanted.into}"[:200],
+        state={"clone_name": layout.name, "layout": clone_services._layout_values(layout),
+               "target": wanted.__dict__, "snapshot": snapshot.name,
+               "origin": {"socket_dir": target.socket_dir, "port": target.port}})
+
+
+def _layout(host: Host, origin, snapshot: str) -> Layout:
+    limits = clone_services.settings_of(host)
+    taken = set(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED)
+                .values_list("port", flat=True))
+    taken |= set(DrillRun.objects.filter(host=host, status=DrillRun.Status.RUNNING)
+                 .exclude(port=None).values_list("port", flat=True))
+    taken |= {c.port for c in host.clusters.all() if c.port}
+    taken |= {op.state["layout"]["port"] for op in Operation.objects.filter(
+        host=host, kind=steps.RECOVER.name, status__in=Operation.ACTIVE).only("state")}
+    port = drill_core.pick_port(limits.port_min, limits.port_max, taken)
+    if port is None:
+        raise _refuse("port", f"every port of {host.name}'s clone range "
+                              f"{limits.port_min}-{limits.port_max} is taken", code="no_port",
+                      status=409)
+    name = f"pozol-recover-{secrets.token_hex(4)}"
+    try:
+        return Layout(origin=origin, name=name, snapshot=snapshot, port=port,
+                      listen=limits.listen_address or host.address, allowed=(),
+                      role="pozol_drill",
+                      socket_dir=f"{host.work_dir.rstrip('/')}/clones/{name}")
+    except (CloneError, InvalidValue, ValueError) as exc:
+        raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
