@@ -65,7 +65,7 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
                               "an application role, or leave the default")
     ttl = _span("ttl", ttl)
     protected_for = _span("protected_for", protected_for)
-    origin = _origin(host, cluster)
+    origin = origin_of(host, cluster)
     snapshot, state = _source_snapshot(host, cluster, origin, snapshot, name)
     password = _password()
     with transaction.atomic():
@@ -139,7 +139,7 @@ def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
         if cluster is None:
             raise _refuse("cluster", f"no cluster at {clone.cluster_data_dir} on {host.name} "
                                      "any more (run discovery)")
-        origin = _origin(host, cluster)
+        origin = origin_of(host, cluster)
         snapshot, state = _source_snapshot(host, cluster, origin, snapshot, clone.name)
         operation = engine.start(
             steps.RESET.name, host=host, trigger=trigger, user=by,
@@ -214,7 +214,7 @@ def _span(field: str, value: timedelta | None) -> timedelta | None:
     return value
 
 
-def _origin(host: Host, cluster: PgCluster) -> Origin:
+def origin_of(host: Host, cluster: PgCluster) -> Origin:
     if cluster.data_dataset is None:
         raise _refuse("cluster", f"{cluster.data_dir} is not on a ZFS dataset")
     config = (cluster.setting("config_file") or {}).get("setting") or ""

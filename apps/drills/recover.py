@@ -26,7 +26,7 @@ from apps.ops import engine
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue
 from apps.snapshots.models import Snapshot
-from apps.snapshots.services import _cluster_of, cluster_datasets
+from apps.snapshots.services import cluster_datasets, cluster_of
 
 
 def recover_table(snapshot: Snapshot, *, database: object, table: object,
@@ -39,7 +39,7 @@ def recover_table(snapshot: Snapshot, *, database: object, table: object,
     except core.RecoverError as exc:
         raise _refuse(exc.field, str(exc)) from None
     host = snapshot.host
-    cluster = _cluster_of(snapshot)
+    cluster = cluster_of(snapshot)
     datasets = cluster_datasets(cluster)
     present = set(Snapshot.objects.filter(host=host, dataset__in=datasets, name=snapshot.name)
                   .values_list("dataset", flat=True))
@@ -50,7 +50,7 @@ def recover_table(snapshot: Snapshot, *, database: object, table: object,
         target = cluster.target(wanted.database)
     except InvalidValue as exc:
         raise _refuse("snapshot", f"its cluster cannot be reached with psql: {exc}") from None
-    layout = _layout(host, clone_services._origin(host, cluster), snapshot.name)
+    layout = _layout(host, clone_services.origin_of(host, cluster), snapshot.name)
     return engine.start(
         steps.RECOVER.name, host=host, trigger=trigger, user=by,
         subject=f"{host.name}: recover {wanted.source} of {wanted.database} "

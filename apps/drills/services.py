@@ -156,7 +156,7 @@ def _origin(schedule: DrillSchedule) -> tuple[Origin, list[str]]:
     if cluster is None:
         raise _refuse("cluster", f"no cluster at {schedule.cluster_data_dir} on "
                                  f"{source_host.name} (run discovery)")
-    origin = clone_services._origin(source_host, cluster)
+    origin = clone_services.origin_of(source_host, cluster)
     if link is None:
         datasets = [origin.data_dataset] + ([origin.wal_dataset] if origin.wal_dataset else [])
         return origin, datasets

@@ -153,7 +153,7 @@ def rollback(snapshot: Snapshot, *, destroy_newer: bool = False, by=None,
     the way and destroy_newer is not said, or one of those may not be destroyed.
     """
     host = snapshot.host
-    cluster = _cluster_of(snapshot)
+    cluster = cluster_of(snapshot)
     datasets = cluster_datasets(cluster)
     rows = {row.full_name: row for row in
             Snapshot.objects.filter(host=host, dataset__in=datasets)}
@@ -178,7 +178,7 @@ def rollback(snapshot: Snapshot, *, destroy_newer: bool = False, by=None,
                           "data_dir": target.data_dir}})
 
 
-def _cluster_of(snapshot: Snapshot) -> PgCluster:
+def cluster_of(snapshot: Snapshot) -> PgCluster:
     for cluster in PgCluster.objects.filter(host=snapshot.host).select_related(
             "data_dataset", "wal_dataset"):
         if snapshot.dataset in cluster_datasets(cluster):

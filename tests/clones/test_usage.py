@@ -68,7 +68,7 @@ def test_a_refresh_reads_every_clone_of_the_host_in_one_command():
 def _layout(host) -> dict:
     from apps.clones import services
 
-    origin = services._origin(host, host.clusters.get())
+    origin = services.origin_of(host, host.clusters.get())
     made = services._layout(host, origin, "x", factories.SNAPSHOT, 6500, "dev")
     values = services._layout_values(made)
     values["listen"] = "127.0.81.1"
