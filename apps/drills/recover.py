@@ -15,12 +15,9 @@ import secrets
 
 from apps.clones import services as clone_services
 from apps.clones.core.layout import CloneError, Layout
-from apps.clones.models import Clone
 from apps.drills import steps
-from apps.drills.core import check as drill_core
 from apps.drills.core import recover as core
-from apps.drills.models import DrillRun
-from apps.drills.services import _refuse
+from apps.drills.services import _refuse, free_clone_port
 from apps.fleet.models import Host
 from apps.ops import engine
 from apps.ops.models import Operation
@@ -62,14 +59,7 @@ def recover_table(snapshot: Snapshot, *, database: object, table: object,
 
 def _layout(host: Host, origin, snapshot: str) -> Layout:
     limits = clone_services.settings_of(host)
-    taken = set(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED)
-                .values_list("port", flat=True))
-    taken |= set(DrillRun.objects.filter(host=host, status=DrillRun.Status.RUNNING)
-                 .exclude(port=None).values_list("port", flat=True))
-    taken |= {c.port for c in host.clusters.all() if c.port}
-    taken |= {op.state["layout"]["port"] for op in Operation.objects.filter(
-        host=host, kind=steps.RECOVER.name, status__in=Operation.ACTIVE).only("state")}
-    port = drill_core.pick_port(limits.port_min, limits.port_max, taken)
+    port = free_clone_port(host)
     if port is None:
         raise _refuse("port", f"every port of {host.name}'s clone range "
                               f"{limits.port_min}-{limits.port_max} is taken", code="no_port",

@@ -186,15 +186,24 @@ def _newest(host: Host, datasets: list[str]) -> str:
     return newest
 
 
-def _layout(run: DrillRun, origin: Origin, snapshot: str) -> Layout:
-    host = run.host
+def free_clone_port(host: Host) -> int | None:
+    """A port of the host's clone range that no clone, running drill, running table
+    recovery or discovered cluster uses; None when every one is taken."""
     limits = clone_services.settings_of(host)
     taken = set(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED)
                 .values_list("port", flat=True))
     taken |= set(DrillRun.objects.filter(host=host, status=DrillRun.Status.RUNNING)
                  .exclude(port=None).values_list("port", flat=True))
     taken |= {c.port for c in host.clusters.all() if c.port}
-    port = core.pick_port(limits.port_min, limits.port_max, taken)
+    taken |= {op.state["layout"]["port"] for op in Operation.objects.filter(
+        host=host, kind=steps.RECOVER.name, status__in=Operation.ACTIVE).only("state")}
+    return core.pick_port(limits.port_min, limits.port_max, taken)
+
+
+def _layout(run: DrillRun, origin: Origin, snapshot: str) -> Layout:
+    host = run.host
+    limits = clone_services.settings_of(host)
+    port = free_clone_port(host)
     if port is None:
         raise _refuse("port", f"every port of {host.name}'s clone range "
                               f"{limits.port_min}-{limits.port_max} is taken", code="no_port")
