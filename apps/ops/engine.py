@@ -4,7 +4,9 @@ A step is a short, idempotent function of a StepContext that returns what
 happens next: Next (move on), Wait (come back later), Done or Fail. Delivery
 is at-least-once: the engine claims the row with SELECT ... FOR UPDATE SKIP
 LOCKED and a lease, so a duplicate message is a no-op, and the sweeper
-re-delivers a step whose lease expired because its worker died.
+re-delivers a step whose lease expired because its worker died. A live worker
+renews its lease while the step runs (a heartbeat), however long the step
+takes, and records the outcome only while it still holds that very claim.
 
 The convention for operation kinds, the same in every app:
 
@@ -22,16 +24,19 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import socket
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
@@ -183,12 +188,13 @@ def run_step(operation_id: int, owner: str | None = None) -> str:
     kind = KINDS[operation.kind]
     context = StepContext(operation)
     started = time.monotonic()
-    try:
-        outcome = _run_observed(kind.steps[operation.step], context)
-    except Exception as exc:  # a step may raise; the engine decides what that means
-        outcome = _outcome_of_exception(operation, context, exc)
+    with _heartbeat(operation.pk, operation.lease_owner):
+        try:
+            outcome = _run_observed(kind.steps[operation.step], context)
+        except Exception as exc:  # a step may raise; the engine decides what that means
+            outcome = _outcome_of_exception(operation, context, exc)
     timing.record(operation.kind, operation.step, time.monotonic() - started)  # for /metrics
-    return _record(operation, owner, outcome)
+    return _record(operation, outcome)
 
 
 def _run_observed(step: Step, context: StepContext) -> Outcome:
@@ -231,13 +237,68 @@ def _claim(operation_id: int, owner: str) -> Operation | str:
         if blocker:
             return _wait_for(operation, blocker)
         operation.status = Operation.Status.RUNNING
-        operation.lease_owner = owner
+        operation.lease_owner = _lease_token(owner)
         operation.lease_expires_at = now + timedelta(seconds=lease)
         operation.wake_at = None
         operation.attempts += 1
         operation.started_at = operation.started_at or now
         operation.save()
     return operation
+
+
+def _lease_token(owner: str) -> str:
+    """The worker's name plus a nonce of this one claim: two claims never share a token,
+    not even two of one process (a thread pool) or of the same owner given twice."""
+    return f"{owner} #{secrets.token_hex(4)}"
+
+
+# ---- the heartbeat -----------------------------------------------------------------
+
+@contextmanager
+def _heartbeat(operation_id: int, token: str) -> Iterator[None]:
+    """Renew the claim's lease every third of it while the body runs.
+
+    A step may take longer than the lease (a clone of a big snapshot, a drill); without
+    renewal the sweeper would hand it to a second worker while the first still runs it.
+    A worker that dies stops beating, its lease runs out and the step is taken over.
+    """
+    lease = settings.POZOL["OPERATION_LEASE"]
+    stop = threading.Event()
+    beat = threading.Thread(target=_beat, args=(operation_id, token, lease, stop),
+                            name=f"lease-{operation_id}", daemon=True)
+    beat.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beat.join(timeout=lease)
+
+
+def _beat(operation_id: int, token: str, lease: float, stop: threading.Event) -> None:
+    try:
+        while not stop.wait(lease / 3):
+            if not renew_lease(operation_id, token, lease):
+                log.warning("operation %s: lease %s was taken over; this run's outcome "
+                            "will be discarded", operation_id, token)
+                return
+    finally:
+        connection.close()  # this thread's own connection
+
+
+def renew_lease(operation_id: int, token: str, lease: float) -> bool:
+    """Extend the lease if `token` still holds it; False once another claim took over.
+
+    A database that does not answer this once is not a lost lease: the next beat
+    tries again, and the lease still has two thirds of its time."""
+    try:
+        renewed = Operation.objects.filter(
+            pk=operation_id, lease_owner=token, status=Operation.Status.RUNNING,
+        ).update(lease_expires_at=timezone.now() + timedelta(seconds=lease))
+    except DatabaseError as exc:
+        log.warning("operation %s: could not renew lease: %s", operation_id, exc)
+        connection.close()
+        return True
+    return renewed == 1
 
 
 def _refusal(operation: Operation, now) -> tuple[str, str] | None:
@@ -288,11 +349,13 @@ def _outcome_of_exception(operation: Operation, context: StepContext, exc: Excep
                 retry=True)
 
 
-def _record(operation: Operation, owner: str, outcome: Outcome) -> str:
+def _record(operation: Operation, outcome: Outcome) -> str:
+    """Write the outcome of the claim `operation` holds (its lease token), once."""
     with transaction.atomic():
         current = Operation.objects.select_for_update().get(pk=operation.pk)
-        if current.lease_owner != owner or current.status != Operation.Status.RUNNING:
-            # Our lease expired and someone else took over: their run counts.
+        if (current.lease_owner != operation.lease_owner
+                or current.status != Operation.Status.RUNNING):
+            # Our lease expired and another claim took over: its run counts.
             return "lease lost; result discarded"
         # A cancel asked for while the step ran was written to the row's state: keep it.
         asked = current.state.get(CANCEL_REQUESTED)
@@ -363,13 +426,17 @@ def sweep() -> list[int]:
     """Re-deliver steps whose worker vanished, whose delivery was lost, and wake
     ones that are due."""
     now = timezone.now()
-    lost = Operation.objects.filter(status=Operation.Status.RUNNING, lease_expires_at__lt=now)
-    for operation in lost:
-        LogLine.objects.create(operation=operation, level=LogLine.Level.WARNING,
-                               text=f"lease of {operation.lease_owner} expired; "
-                                    f"re-running step {operation.step!r}")
-    lost_ids = list(lost.values_list("id", flat=True))
-    lost.update(lease_owner="", lease_expires_at=None)
+    # Locked while taken over: a heartbeat that comes now waits, then finds its
+    # token gone, rather than renewing a lease the log already calls expired.
+    with transaction.atomic():
+        lost = list(Operation.objects.select_for_update(skip_locked=True)
+                    .filter(status=Operation.Status.RUNNING, lease_expires_at__lt=now))
+        for operation in lost:
+            LogLine.objects.create(operation=operation, level=LogLine.Level.WARNING,
+                                   text=f"lease of {operation.lease_owner} expired; "
+                                        f"re-running step {operation.step!r}")
+        lost_ids = [operation.pk for operation in lost]
+        Operation.objects.filter(pk__in=lost_ids).update(lease_owner="", lease_expires_at=None)
     due = Operation.objects.filter(
         status__in=[Operation.Status.PENDING, Operation.Status.WAITING],
         lease_expires_at__isnull=True,

@@ -50,7 +50,8 @@ REFUSES = register(Kind("test.refuses", {"only": lambda ctx: Fail("no way", "nop
 
 
 def _remote_sleep(ctx):
-    """A step that takes a few seconds on a real host: the window to kill a worker in.
+    """A step that takes a few seconds on a real host (state "seconds", 4 unless
+    given): the window to kill a worker in, or a step that outlives its lease.
 
     Each run leaves a line on the host, so a test can count the runs there: state
     saved by a killed run is lost with it, by design.
@@ -58,7 +59,9 @@ def _remote_sleep(ctx):
     from apps.remote.commands import script
 
     marks = f"{ctx.host.work_dir}/remote-sleep-{ctx.operation.pk}"
-    ctx.runner()(script("echo ran >> {marks}; sleep 4", marks=marks), timeout=30)
+    seconds = int(ctx.state.get("seconds", 4))
+    ctx.runner()(script("echo ran >> {marks}; sleep {seconds}", marks=marks, seconds=seconds),
+                 timeout=seconds + 30)
     return Done({"marks": marks})
 
 
@@ -85,3 +88,22 @@ def _detached_sleep(ctx):
 
 DETACHED_SLEEP = register(Kind("test.detached_sleep", {"run": _detached_sleep}, "run",
                                mutating=True))
+
+
+def _outlive_lease(ctx):
+    """A step that runs longer than its lease, in this process: it says how much of
+    its lease was left when it ended (negative: the lease ran out under it)."""
+    import time
+
+    from django.utils import timezone
+
+    from apps.ops.models import Operation
+
+    time.sleep(float(ctx.state["seconds"]))
+    expires = Operation.objects.get(pk=ctx.operation.pk).lease_expires_at
+    ctx.state["lease_left"] = (expires - timezone.now()).total_seconds() if expires else None
+    return Done({"lease_left": ctx.state["lease_left"]})
+
+
+OUTLIVES_LEASE = register(Kind("test.outlives_lease", {"only": _outlive_lease}, "only",
+                               mutating=False))

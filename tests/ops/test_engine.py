@@ -71,8 +71,49 @@ def test_a_worker_whose_lease_was_taken_over_discards_its_result(delivered):
     operation = engine.start("test.story")
     claimed = engine._claim(operation.pk, "slow-worker")
     Operation.objects.filter(pk=operation.pk).update(lease_owner="new-worker")
-    assert engine._record(claimed, "slow-worker", engine.Done({})) == "lease lost; result discarded"
+    assert engine._record(claimed, engine.Done({})) == "lease lost; result discarded"
     assert Operation.objects.get(pk=operation.pk).status == "running"
+
+
+def _expire_and_sweep(operation: Operation) -> None:
+    Operation.objects.filter(pk=operation.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert operation.pk in engine.sweep()
+
+
+def test_only_the_claim_that_holds_the_lease_records_even_in_one_process(delivered):
+    # Two threads of one worker process share its name: the claim, not the name, counts.
+    operation = engine.start("test.story")
+    first = engine._claim(operation.pk, "worker-1")
+    _expire_and_sweep(operation)
+    second = engine._claim(operation.pk, "worker-1")
+    assert engine._record(first, engine.Done({"by": "first"})) == "lease lost; result discarded"
+    assert engine._record(second, engine.Done({"by": "second"})).startswith("done")
+    operation.refresh_from_db()
+    assert (operation.status, operation.result, operation.attempts) == (
+        "succeeded", {"by": "second"}, 2)
+
+
+def test_a_step_longer_than_its_lease_keeps_it_while_it_runs(delivered, settings):
+    settings.POZOL = {**settings.POZOL, "OPERATION_LEASE": 1}
+    operation = engine.start("test.outlives_lease", state={"seconds": 2.5})
+    assert engine.run_step(operation.pk).startswith("done")
+    operation.refresh_from_db()
+    assert operation.status == "succeeded" and operation.attempts == 1
+    assert operation.result["lease_left"] > 0  # renewed under the step, not run out
+    assert operation.lease_owner == "" and operation.lease_expires_at is None
+
+
+def test_a_taken_over_claim_can_no_longer_renew_its_lease(delivered):
+    operation = engine.start("test.story")
+    first = engine._claim(operation.pk, "worker-1")
+    assert engine.renew_lease(operation.pk, first.lease_owner, 60)
+    _expire_and_sweep(operation)
+    second = engine._claim(operation.pk, "worker-2")
+    assert not engine.renew_lease(operation.pk, first.lease_owner, 600)
+    assert engine.renew_lease(operation.pk, second.lease_owner, 60)
+    expires = Operation.objects.get(pk=operation.pk).lease_expires_at
+    assert timedelta(seconds=50) < expires - timezone.now() < timedelta(seconds=61)
 
 
 def test_mutating_operations_on_one_host_wait_for_each_other(delivered):
@@ -162,7 +203,7 @@ def test_a_cancel_asked_while_a_step_runs_outlives_the_step(delivered):
     claimed = engine._claim(operation.pk, "busy-worker")
     engine.cancel(operation, "stop please")
     assert Operation.objects.get(pk=operation.pk).status == "running"  # not ended under it
-    engine._record(claimed, "busy-worker", engine.Wait(30))
+    engine._record(claimed, engine.Wait(30))
     operation.refresh_from_db()
     # The step's own state did not hold the request; the row keeps it, and the wait is
     # cut short so that the next step hears it now.
@@ -184,6 +225,6 @@ def test_waiting_is_not_failing_but_retrying_is(delivered, settings):
     for _ in range(3):  # more waits than attempts allowed
         Operation.objects.filter(pk=operation.pk).update(wake_at=None)
         claimed = engine._claim(operation.pk, "poller")
-        engine._record(claimed, "poller", engine.Wait(1))
+        engine._record(claimed, engine.Wait(1))
     operation.refresh_from_db()
     assert (operation.status, operation.attempts) == ("waiting", 0)
