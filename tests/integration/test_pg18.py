@@ -17,6 +17,7 @@ from apps.fleet.models import PgCluster
 from apps.ops.models import Operation
 from apps.snapshots import services as snapshots
 from apps.tuning import services as tuning
+from apps.tuning.core import pgsettings
 from apps.tuning.models import PlanChange
 from tests.conftest import TEST_FLEET_SUBNET
 from tests.driving import drive
@@ -52,6 +53,11 @@ def test_a_postgresql_18_host_is_discovered_tuned_snapshotted_and_cloned(pg18_ho
     rows = {row.name: row for row in facts.settings}
     assert rows["io_method"].setting == "worker" and rows["io_method"].context == "postmaster"
     assert "summarize_wal" in rows and "vacuum_defer_cleanup_age" not in rows
+    # The committed table of 18 is what this server says, row for row.
+    table = pgsettings.table(18)
+    assert set(rows) == {spec.name for spec in table.values()}
+    assert all((row.vartype, row.unit) == (table[name.lower()].vartype, table[name.lower()].unit)
+               for name, row in rows.items())
 
     profile = tuning.create_profile(name="PG 18 I/O", settings={
         "zfs": {}, "module": {}, "sysctl": {},
