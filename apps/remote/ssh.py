@@ -186,8 +186,10 @@ REMOTE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def _with_remote_deadline(command: Command, seconds: int) -> Command:
-    # The command runs under `sh -c`, so templates are written for POSIX sh.
-    return script("PATH={path} timeout -k {grace} {seconds} sh -c {text}",
+    # The command runs under `sh -c`, so templates are written for POSIX sh. LC_ALL=C:
+    # parsers read English text (zpool status's scan line, psql's errors) whatever
+    # locale the login sets; a prefix, because sshd passes client env only by AcceptEnv.
+    return script("PATH={path} LC_ALL=C timeout -k {grace} {seconds} sh -c {text}",
                   path=REMOTE_PATH, grace=KILL_GRACE, seconds=seconds, text=command.text)
 
 

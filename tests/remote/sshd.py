@@ -60,8 +60,10 @@ def free_port(address: str = ADDRESS) -> int:
 
 @contextlib.contextmanager
 def running_sshd(workdir: Path, *, port: int | None = None, client_key: str | None = None,
-                 host_private_key: str | None = None) -> Iterator[Sshd]:
-    """Start sshd in `workdir`; reuse `port`/`client_key` to 'reinstall' a host."""
+                 host_private_key: str | None = None,
+                 login_env: str | None = None) -> Iterator[Sshd]:
+    """Start sshd in `workdir`; reuse `port`/`client_key` to 'reinstall' a host.
+    `login_env`: sshd_config's SetEnv, what a login gets (a host's locale, say)."""
     require_sshd()
     workdir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
@@ -70,7 +72,7 @@ def running_sshd(workdir: Path, *, port: int | None = None, client_key: str | No
     host_public = public_line_of(host_private)
     _write(workdir / "host_key", host_private)
     _write(workdir / "authorized_keys", public_line_of(client_key) + "\n")
-    process = _start(workdir, port)
+    process = _start(workdir, port, login_env)
     try:
         _wait_listening(process, port, workdir)
         yield Sshd(ADDRESS, port, _user(), client_key, host_public, workdir)
@@ -78,7 +80,7 @@ def running_sshd(workdir: Path, *, port: int | None = None, client_key: str | No
         _stop(process)
 
 
-def _start(workdir: Path, port: int) -> subprocess.Popen[bytes]:
+def _start(workdir: Path, port: int, login_env: str | None) -> subprocess.Popen[bytes]:
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation dir
     options = {
         "ListenAddress": ADDRESS, "Port": port, "HostKey": workdir / "host_key",
@@ -88,6 +90,8 @@ def _start(workdir: Path, port: int) -> subprocess.Popen[bytes]:
         # tmp dirs hang off world-writable /tmp, which StrictModes refuses
         "StrictModes": "no", "LogLevel": "ERROR",
     }
+    if login_env:
+        options["SetEnv"] = login_env
     argv = [SSHD, "-D", "-e", "-f", "/dev/null"]
     for name, value in options.items():
         argv += ["-o", f"{name}={value}"]

@@ -232,6 +232,19 @@ def test_hostile_values_arrive_verbatim_as_one_argument(
     assert not marker.exists()
 
 
+def test_every_command_runs_in_the_c_locale_whatever_the_login_sets(tmp_path: Path):
+    # A host whose logins get a German locale (Debian's pam_env /etc/default/locale):
+    # the parsers read zpool status and psql in English, so every command runs under C.
+    german = "LANG=de_DE.UTF-8 LC_ALL=de_DE.UTF-8 LC_TIME=de_DE.UTF-8"
+    with running_sshd(tmp_path / "sshd", login_env=german) as host:
+        run = ssh.session(host.target())
+        login = run(script('printf "%s|%s|%s" "$LANG" "$LC_TIME" "$LC_ALL"'))
+        shell = run(cmd("sh", "-c", 'printf "%s" "$LC_ALL"'))
+    assert login.stdout == "de_DE.UTF-8|de_DE.UTF-8|C"  # LC_ALL overrides the other two
+    assert shell.stdout == "C"  # and the commands a command starts inherit it
+    assert login.command == 'printf "%s|%s|%s" "$LANG" "$LC_TIME" "$LC_ALL"'  # log: as asked
+
+
 # --- Logging and the command observer --------------------------------------------
 
 

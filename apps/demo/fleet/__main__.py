@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     cmd_up.add_argument("--subnet", help="loopback /24 such as 127.0.77 (env POZOL_FLEET_SUBNET)")
     cmd_up.add_argument("--port", type=int, help="sshd port on every host (default 22)")
     cmd_up.add_argument("--pool-size", help=POOL_SIZE_HELP)
+    cmd_up.add_argument("--pg-major", type=int, default=15,
+                        help="PostgreSQL major of the new hosts: 15 (the machine's, default)"
+                             " or one package.json pins (postgresql-18, from make node)")
     cmd_up.set_defaults(run=_up)
     cmd_status = commands.add_parser("status", help="hosts and whether their processes run")
     cmd_status.set_defaults(run=_status)
@@ -72,7 +75,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _up(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    hosts = up(args.hosts, args.state_dir, args.subnet, args.port, pool_size=args.pool_size)
+    majors = dict.fromkeys(range(1, args.hosts + 1), args.pg_major)
+    hosts = up(args.hosts, args.state_dir, args.subnet, args.port, pool_size=args.pool_size,
+               majors=majors)
     log.info("%d host(s) up in %.1fs", len(hosts), time.monotonic() - started)
     if args.json:
         print(json.dumps([h.to_dict() for h in hosts], indent=2))

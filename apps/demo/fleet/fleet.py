@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-from . import keys
+from . import keys, pgbin
 from .host import host_dirs, host_status, pool_file_size, start_host, stop_host
 from .model import Host, HostStatus, Layout
 from .preflight import check_free, check_machine, make_mount_points
@@ -38,11 +38,18 @@ def up(
     owners: Mapping[int, str] | None = None,
     *,
     pool_size: int | str | None = None,
+    majors: Mapping[int, int] | None = None,
+    first: int = 1,
 ) -> list[Host]:
-    """Bring hosts 1..hosts up; hosts already up are left alone. Returns hosts 1..hosts.
+    """Bring hosts first..first+hosts-1 up (1..hosts by default); hosts already up are left
+    alone. Returns those hosts.
 
     owners names the OS user owning the PostgreSQL cluster of a host, by index
     (`{3: "pg-admin"}`); postgres when not named. A missing user is created.
+    majors names a host's PostgreSQL major the same way (`{9: 18}`); 15, the
+    machine's, when not named (another comes from npm: apps/demo/fleet/pgbin.py).
+    first: the number of the first host, so that a second fleet on the same
+    subnet (hosts first..first+hosts-1) stays off the addresses of the first.
 
     With listen (one host only), its sshd binds that address instead of the
     host's loopback address; the returned address stays the loopback one,
@@ -54,13 +61,17 @@ def up(
     """
     cfg = resolve_config(state_dir, subnet, port, listen, pool_size)
     check_host_count(hosts, listen)
+    if not 1 <= first <= 255 - hosts:
+        raise FleetError(f"hosts {first} to {first + hosts - 1} do not fit in a /24 (1 to 254)")
     check_machine()
+    for major in (majors or {}).values():
+        pgbin.check(major)
     created = not cfg.state_dir.exists()
     cfg.state_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
     try:
         with _locked(cfg):
             _claim(cfg)
-            result = _bring_up(cfg, hosts, owners or {})
+            result = _bring_up(cfg, range(first, first + hosts), owners or {}, majors or {})
             _write_known_hosts(cfg)
             return result
     except BaseException:
@@ -110,8 +121,9 @@ def _claim(cfg: FleetConfig) -> None:
     cfg.state_dir.chmod(0o755)
 
 
-def _bring_up(cfg: FleetConfig, count: int, owners: Mapping[int, str]) -> list[Host]:
-    wanted = [(i, Layout(cfg.host_dir(cfg.host_name(i)))) for i in range(1, count + 1)]
+def _bring_up(cfg: FleetConfig, indexes: range, owners: Mapping[int, str],
+              majors: Mapping[int, int]) -> list[Host]:
+    wanted = [(i, Layout(cfg.host_dir(cfg.host_name(i)))) for i in indexes]
     todo = [(i, layout) for i, layout in wanted if not _is_up(layout)]
     starting = {i for i, _ in todo}
     _check_pool_sizes(cfg, [layout for i, layout in wanted if i not in starting])
@@ -124,7 +136,7 @@ def _bring_up(cfg: FleetConfig, count: int, owners: Mapping[int, str]) -> list[H
         check_free(cfg.address(i), PG_PORT, "postgresql")
     if todo:
         _prepare_fleet(cfg)
-    _start_all(cfg, [i for i, _ in todo], owners)
+    _start_all(cfg, [i for i, _ in todo], owners, majors)
     return [_host(layout) for _, layout in wanted]
 
 
@@ -138,10 +150,12 @@ def _check_pool_sizes(cfg: FleetConfig, running: list[Layout]) -> None:
                              f"{cfg.pool_size}; run down first to change the pool size")
 
 
-def _start_all(cfg: FleetConfig, indexes: list[int], owners: Mapping[int, str]) -> None:
+def _start_all(cfg: FleetConfig, indexes: list[int], owners: Mapping[int, str],
+               majors: Mapping[int, int]) -> None:
     """Start hosts in parallel; if any fails, take down every host this call started."""
     with ThreadPoolExecutor(max_workers=max(1, len(indexes))) as pool:
-        futures = [pool.submit(start_host, cfg, i, owners.get(i, PG_OS_USER)) for i in indexes]
+        futures = [pool.submit(start_host, cfg, i, owners.get(i, PG_OS_USER),
+                               majors.get(i, pgbin.DEFAULT_MAJOR)) for i in indexes]
     errors = [f.exception() for f in futures if f.exception() is not None]
     if not errors:
         return

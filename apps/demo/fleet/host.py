@@ -24,12 +24,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import keys, postgres, procs
+from . import keys, pgbin, postgres, procs
 from .model import Host, HostStatus, Layout, Record
 from .preflight import PRIVATE_ETC_DIRS, SSHD, ZFS_MOUNT_POINTS
 from .procs import Proc, in_namespace, run
 from .settings import (
-    PG_BIN_DIR,
     PG_DATA_DATASET,
     PG_DATABASE,
     PG_OS_USER,
@@ -59,15 +58,17 @@ while True:
 UNSHARE = ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private"]
 
 
-def start_host(cfg: FleetConfig, index: int, owner: str = PG_OS_USER) -> Host:
+def start_host(cfg: FleetConfig, index: int, owner: str = PG_OS_USER,
+               major: int = pgbin.DEFAULT_MAJOR) -> Host:
     """Create and start host number index; its record is saved at every step.
 
     owner is the OS user that owns the host's PostgreSQL cluster (see
-    postgres.ensure_os_user for a user other than postgres).
+    postgres.ensure_os_user for a user other than postgres); major its
+    PostgreSQL major (see pgbin.py for another than 15).
     """
     layout = Layout(cfg.host_dir(cfg.host_name(index)))
     layout.root.mkdir(mode=0o755)
-    record = Record(host=describe(cfg, index, layout, owner))
+    record = Record(host=describe(cfg, index, layout, owner, major))
     record.save(layout)
     started = time.monotonic()
     holder = _start_namespace(layout, record)
@@ -80,8 +81,10 @@ def start_host(cfg: FleetConfig, index: int, owner: str = PG_OS_USER) -> Host:
     return record.host
 
 
-def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_USER) -> Host:
-    """The host's connection facts; makes its host key, the only thing they need."""
+def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_USER,
+             major: int = pgbin.DEFAULT_MAJOR) -> Host:
+    """The host's connection facts; makes its host key and, for another major than 15,
+    its PostgreSQL installation."""
     keys.ensure_key(layout.host_key, f"pozol-fleet-{cfg.host_name(index)}")
     public = keys.public_key(layout.host_key)
     data_mount = layout.mnt / "pg" / "data"
@@ -97,7 +100,8 @@ def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_US
         host_public_key=public,
         pools=[POOL],
         pg_port=PG_PORT,
-        pg_bin_dir=str(PG_BIN_DIR),
+        pg_bin_dir=str(pgbin.install(major, layout.root)),
+        pg_major=major,
         pg_os_user=owner,
         pg_socket_dir=str(layout.socket_dir),
         # initdb wants a directory of its own, not the dataset's mount point.

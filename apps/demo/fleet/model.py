@@ -51,6 +51,7 @@ class Host:
     etc_sysctl_dir: str | None = None
     etc_modprobe_dir: str | None = None
     authorized_keys_path: str | None = None
+    pg_major: int = 15  # 15: the machine's PostgreSQL; another: npm's (pgbin.py)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

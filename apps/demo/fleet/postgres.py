@@ -1,4 +1,7 @@
-"""One PostgreSQL 15 cluster per host, with its data and WAL on ZFS datasets.
+"""One PostgreSQL cluster per host, with its data and WAL on ZFS datasets.
+
+The host's pg_bin_dir says which binaries: the machine's PostgreSQL 15, or a
+host-own installation of another major (pgbin.py).
 
 Every command runs inside the host's mount and PID namespaces (nsenter), because
 only there are the host's ZFS datasets mounted, and because pg_ctl signals the
@@ -28,7 +31,6 @@ from . import procs
 from .model import Host
 from .procs import Proc, in_namespace, run
 from .settings import (
-    PG_BIN_DIR,
     PG_DATA_DATASET,
     PG_DATABASE,
     PG_PORT,
@@ -174,7 +176,8 @@ def ensure_os_user(name: str) -> None:
 
 
 def _as_owner(holder: Proc, host: Host, program: str, *args: str) -> str:
-    argv = ["runuser", "-u", host.pg_os_user, "--", str(PG_BIN_DIR / program), *args]
+    argv = ["runuser", "-u", host.pg_os_user, "--", str(Path(host.pg_bin_dir) / program),
+            *args]
     return run(in_namespace(holder, argv), timeout=180)
 
 

@@ -144,13 +144,27 @@ def parse_scrub_end(scan: str) -> str | None:
     resilver, a scrub in progress or "none requested" tell nothing about the last scrub.
     """
     match = _SCRUB_DONE.search(scan)
-    if not match:
+    return parse_ctime(match[1]) if match else None
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_CTIME = re.compile(r"\w{3} (\w{3}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})")
+
+
+def parse_ctime(text: str) -> str | None:
+    """ctime()'s "Sun Sep  8 00:36:42 2024" (English in every C library locale) as ISO text.
+
+    By hand rather than strptime("%a %b"), which reads month names in the worker's
+    LC_TIME and so would refuse the English ones under a German locale.
+    """
+    match = _CTIME.fullmatch(" ".join(text.split()))
+    if not match or match[1] not in _MONTHS:
         return None
+    month = _MONTHS.index(match[1]) + 1
     try:
-        ended = datetime.strptime(" ".join(match[1].split()), "%a %b %d %H:%M:%S %Y")
+        return datetime(int(match[6]), month, *map(int, match.group(2, 3, 4, 5))).isoformat()
     except ValueError:
         return None
-    return ended.isoformat()
 
 
 def _config_lines(block: str) -> list[str]:

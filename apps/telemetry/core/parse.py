@@ -286,20 +286,13 @@ def parse_scrub(block: str) -> Scrub:
     for pattern in _FINISHED:
         finished = pattern.search(line)
         if finished:
-            return Scrub("finished", _iso(finished[2]), int(finished[1]))
+            return Scrub("finished", zpool.parse_ctime(finished[2]), int(finished[1]))
     for words, state in (("scrub in progress", "in progress"), ("scrub paused", "paused"),
                          ("scrub canceled", "canceled")):
         if line.startswith(words):
             return Scrub(state, None, None)
     # "none requested", or a resilver: nothing is known about the last scrub.
     return Scrub("none", None, None)
-
-
-def _iso(text: str) -> str | None:
-    try:
-        return datetime.strptime(" ".join(text.split()), "%a %b %d %H:%M:%S %Y").isoformat()
-    except ValueError:
-        return None
 
 
 def parse_datasets(text: str, spec: SampleSpec) -> tuple[Dataset, ...]:

@@ -17,7 +17,7 @@ from apps.remote.facts.postgres import Setting
 from apps.remote.facts.zfs import PropertyValue
 from apps.remote.sizes import MiB, parse_zfs_size
 from apps.tuning.core import facts as r
-from apps.tuning.core import pgvalues
+from apps.tuning.core import pgsettings, pgvalues
 from apps.tuning.core.findings import Finding
 from apps.tuning.core.formulas import (
     FormulaError,
@@ -302,7 +302,8 @@ def _pg_refusal(cluster: Cluster, key: str, desired: str, row: Setting | None) -
     if cluster.error or not cluster.settings:
         return f"the cluster's settings could not be read: {cluster.error or 'none'}"
     if row is None:
-        return f"PostgreSQL {r.pg_major(cluster)} has no setting {key}"
+        major = r.pg_major(cluster)
+        return pgsettings.missing(key, major) or f"PostgreSQL {major} has no setting {key}"
     if pgvalues.method_of(row) is None:
         if key == "data_checksums":
             return ("read-only: set by initdb -k, or pg_checksums --enable on a cleanly"

@@ -3,9 +3,9 @@
 Saving a profile checks what needs no host (names, units, enum values, formula
 syntax); this checks what does: each formula resolved with this host's RAM,
 CPUs and clusters, and the result against that cluster's own pg_settings (or
-the PostgreSQL 15 reference where the host's rows say nothing). Settings a
-host simply lacks (an older PostgreSQL, zfs-fuse without `sync`) are not
-problems here: the planner shows them as unsupported, with the fallback.
+its major's table where the host's rows say nothing). Settings a host simply
+lacks (another PostgreSQL major, zfs-fuse without `sync`) are not problems
+here: the planner shows them as unsupported, naming the major or the fallback.
 """
 
 from __future__ import annotations
@@ -67,5 +67,6 @@ def _pg_problem(cluster: Cluster, key: str, expression: str, variables) -> str |
     except FormulaError as error:
         return str(error)
     row = r.setting(cluster, key)
-    spec = pgsettings.spec_of(key, row) if row or not cluster.settings else None
+    spec = pgsettings.spec_of(key, row, r.pg_major(cluster)) \
+        if row or not cluster.settings else None
     return pgsettings.problem(spec, value) if spec else None

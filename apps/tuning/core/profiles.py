@@ -183,11 +183,11 @@ def _postgres_layer(layer: dict) -> dict[str, str]:
     result = _layer("postgres", layer, _PG_SETTING, "a PostgreSQL setting name")
     for key, value in result.items():
         if not pgsettings.known(key):
-            raise ValueError(f"postgres.{key}: PostgreSQL has no such setting"
-                             f"{pgsettings.suggestion(key)}")
-        spec = pgsettings.spec_of(key)
+            raise ValueError(f"postgres.{key}: no such setting in PostgreSQL"
+                             f" {pgsettings.spans()}{pgsettings.suggestion(key)}")
+        # No host yet: any supported major's reading will do; the plan checks the host's.
         constant = _constant(f"postgres.{key}", value)
-        trouble = pgsettings.problem(spec, constant) if spec and constant is not None else None
+        trouble = pgsettings.problem_in_any(key, constant) if constant is not None else None
         if trouble:
             raise ValueError(f"postgres.{key}: {trouble}")
     return result

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import locale
+import shutil
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
+from apps.remote.facts import zpool
 from apps.telemetry.core.parse import (
     parse_arc,
     parse_data_errors,
@@ -60,6 +66,31 @@ def test_zfs_fuse_pool_with_rounded_sizes_and_a_real_scrub_line(fuse_sample):
         0, 0, 0, 0)
     assert tank.scrub.state == "finished"
     assert tank.scrub.ended == "2026-11-23T21:35:44" and tank.scrub.errors == 0
+
+
+@pytest.fixture
+def german_lc_time(tmp_path, monkeypatch):
+    """The worker's LC_TIME in German, from a locale compiled into tmp_path (the machine
+    has only C installed): strptime's %a and %b then want "So" and "Sep."."""
+    if not shutil.which("localedef") or not Path("/usr/share/i18n/locales/de_DE").exists():
+        pytest.skip("no localedef or de_DE locale source to compile a German locale from")
+    subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", tmp_path / "de_DE.UTF-8"],
+                   check=True, capture_output=True)
+    monkeypatch.setenv("LOCPATH", str(tmp_path))
+    before = locale.setlocale(locale.LC_TIME)
+    locale.setlocale(locale.LC_TIME, "de_DE.UTF-8")
+    assert time.strftime("%a", time.gmtime(0)) == "Do"  # 1970-01-01, a Donnerstag
+    yield
+    locale.setlocale(locale.LC_TIME, before)
+
+
+def test_scrub_dates_do_not_depend_on_the_workers_locale(german_lc_time):
+    text, taken_at = captured(2)  # the real zfs-fuse capture, its scan line in English
+    [tank] = parse_sample(text, fuse_spec(), taken_at).pools
+    assert tank.scrub.ended == "2026-11-23T21:35:44"
+    assert zpool.parse_scrub_end(
+        "scrub repaired 0B in 00:12:41 with 0 errors on Sun Sep  8 00:36:42 2024") == \
+        "2024-09-08T00:36:42"
 
 
 def test_zfs_fuse_datasets(fuse_sample):
