@@ -109,6 +109,14 @@ class HostViewSet(viewsets.ModelViewSet):
     def clusters(self, request, pk=None):
         return self._related("clusters", PgClusterSerializer)
 
+    @extend_schema(request=None, responses={204: None}, description=(
+        "Retire a cluster that is gone for good: discovery keeps one it no longer finds, "
+        "marked not running (cluster_down open), until this. Refused while it runs."))
+    @action(detail=True, methods=["delete"], url_path=r"clusters/(?P<cluster_id>[0-9]+)")
+    def retire_cluster(self, request, pk=None, cluster_id=None):
+        services.retire_cluster(self.get_object(), int(cluster_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
     @extend_schema(responses=DiskSerializer(many=True))
     @action(detail=True, methods=["get"])
     def disks(self, request, pk=None):

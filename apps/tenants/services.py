@@ -57,8 +57,8 @@ def visible_assignments(user) -> QuerySet[ClusterAssignment]:
 
 
 def cluster_of(assignment: ClusterAssignment) -> PgCluster | None:
-    """The assigned cluster's current row (discovery replaces rows; an assignment names
-    host and data directory)."""
+    """The assigned cluster's row, running or down (an assignment names host and data
+    directory); None before discovery finds it or once it is retired."""
     return (PgCluster.objects.select_related("host", "data_dataset", "wal_dataset")
             .filter(host_id=assignment.host_id, data_dir=assignment.cluster_data_dir).first())
 
