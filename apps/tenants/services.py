@@ -63,6 +63,17 @@ def cluster_of(assignment: ClusterAssignment) -> PgCluster | None:
             .filter(host_id=assignment.host_id, data_dir=assignment.cluster_data_dir).first())
 
 
+def with_clusters(assignments) -> list[ClusterAssignment]:
+    """The assignments, each with its cluster row (or None) as `origin`, in one query."""
+    assignments = list(assignments)
+    rows = PgCluster.objects.filter(host_id__in={a.host_id for a in assignments}).only(
+        "host_id", "data_dir", "running", "last_seen_at")
+    by_key = {(row.host_id, row.data_dir): row for row in rows}
+    for assignment in assignments:
+        assignment.origin = by_key.get((assignment.host_id, assignment.cluster_data_dir))
+    return assignments
+
+
 def _clean_name(name: str) -> str:
     name = (name or "").strip()
     if not name:

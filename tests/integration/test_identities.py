@@ -7,6 +7,7 @@ so) and is running again, the alert resolved, once it is started."""
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from apps.fleet import services
 from apps.fleet.models import Alert, Host
@@ -58,7 +59,8 @@ def test_ids_hold_over_five_discoveries_and_a_running_clone_is_no_cluster(api, h
     assert _ids(row)["clusters"] == before["clusters"]
 
 
-def test_a_stopped_cluster_is_down_to_its_tenant_and_back_once_started(fleet_hosts, delivered):
+def test_a_stopped_cluster_is_down_to_its_tenant_and_back_once_started(fleet_hosts, delivered,
+                                                                         client):
     fleet_host = fleet_hosts[1]
     pg_ctl = (f"runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/pg_ctl "
               f"-D {fleet_host.pg_data_dir} -w")
@@ -67,7 +69,9 @@ def test_a_stopped_cluster_is_down_to_its_tenant_and_back_once_started(fleet_hos
     cluster = row.clusters.get()
     tenant = tenants.tenant("acme")
     tenant_services.assign_cluster(tenant, row, cluster.data_dir)
-    member = tenants.api_as(tenants.member(tenant, "alice"))
+    alice = tenants.member(tenant, "alice")
+    member = tenants.api_as(alice)
+    client.force_login(alice)
 
     run_on(fleet_host, f"{pg_ctl} -m fast stop")
     try:
@@ -83,6 +87,10 @@ def test_a_stopped_cluster_is_down_to_its_tenant_and_back_once_started(fleet_hos
         assert refused.status_code == 409, refused.content
         error = refused.json()["error"]
         assert error["code"] == "cluster_down" and "your cluster is down" in error["message"]
+        page = client.get(reverse("clones:cluster", args=[assignment["id"]])).content.decode()
+        assert 'id="cluster-down"' in page and "Your cluster is down" in page
+        assert '<span class="badge bad">down</span>' in client.get(
+            reverse("clones:mine")).content.decode()
     finally:
         run_on(fleet_host, f"{pg_ctl} -l {fleet_host.pg_log_file} start")
 
