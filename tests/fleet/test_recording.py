@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from apps.benchmarks.models import Benchmark
 from apps.fleet.models import Alert, Host
 from apps.fleet.recording import match
@@ -114,3 +116,26 @@ def test_the_operator_retires_a_down_cluster_not_a_running_one(replayed_host, ap
     assert api.delete(url).status_code == 204
     assert not replayed_host.clusters.exists() and _cluster_down(replayed_host) is None
     assert api.delete(url).status_code == 404
+
+
+def test_work_that_needs_a_down_cluster_running_is_refused_saying_so(replayed_host):
+    from apps.benchmarks import services as benchmarks
+    from apps.clones import services as clones
+    from apps.ops.errors import DomainError
+    from apps.snapshots import services as snapshots
+
+    record_facts(replayed_host, {**replayed_host.facts, "clusters": []})
+    [cluster] = replayed_host.clusters.all()
+    attempts = {
+        "clone": lambda: clones.create_clone(replayed_host, cluster, name="c1"),
+        "benchmark": lambda: benchmarks.run_benchmark(replayed_host, cluster, {}),
+        "checkpointed snapshot": lambda: snapshots.snapshot_now(
+            replayed_host, cluster=cluster, checkpoint=True),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(DomainError) as refused:
+            attempt()
+        assert "is down" in refused.value.message, what
+    with pytest.raises(DomainError) as refused:
+        attempts["clone"]()
+    assert (refused.value.status, refused.value.code) == (409, "cluster_down")
