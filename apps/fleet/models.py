@@ -183,11 +183,12 @@ class Host(models.Model):
         self.refresh_from_db(fields=["last_error", "last_error_code"])
 
     def hold_discovered_rows(self) -> None:
-        """Keep discovery from replacing this host's pools, datasets, clusters and disks
+        """Keep discovery from changing this host's pools, datasets, clusters and disks
         until the caller's transaction ends (recording facts takes the same lock first).
 
         A row that points at one of them (a benchmark's cluster, say) and is recorded
-        while a discovery replaces them would point at a deleted row when both commit.
+        while a discovery deletes it (a dataset gone from the host) or the operator
+        retires it (a cluster) would point at a deleted row when both commit.
         NO KEY UPDATE: the lock does not hold up rows that merely reference the host.
         """
         list(Host.objects.select_for_update(no_key=True).filter(pk=self.pk)

@@ -38,11 +38,11 @@ def record_rows(host: Host, facts: dict, now: datetime) -> dict[str, int]:
     """Make the host's rows say what `facts` say; the caller holds the host's lock
     (Host.hold_discovered_rows) inside one transaction."""
     pool_pairs, gone_pools = match(host.pools.all(), facts.get("pools") or [],
-                                   lambda row: row.name, lambda fact: fact["name"])
+                                   lambda row: row.name, _key(Pool, "name"))
     dataset_pairs, gone_datasets = match(host.datasets.all(), facts.get("datasets") or [],
-                                         lambda row: row.name, lambda fact: fact["name"])
+                                         lambda row: row.name, _key(Dataset, "name"))
     disk_pairs, gone_disks = match(host.disks.all(), facts.get("disks") or [],
-                                   lambda row: row.name, lambda fact: fact["name"])
+                                   lambda row: row.name, _key(Disk, "name"))
     # Gone first: a name may come back under another row only once its old row is gone.
     for gone in (gone_datasets, gone_pools, gone_disks):
         _delete(gone)
@@ -60,7 +60,7 @@ def record_rows(host: Host, facts: dict, now: datetime) -> dict[str, int]:
 def _record_clusters(host: Host, facts: dict, datasets: dict[str, Dataset],
                      now: datetime) -> int:
     pairs, missing = match(host.clusters.all(), facts.get("clusters") or [],
-                           lambda row: row.data_dir, lambda fact: fact["data_dir"])
+                           lambda row: row.data_dir, _key(PgCluster, "data_dir"))
     for row, fact in pairs:
         _save(row or PgCluster(host=host), {**_cluster_values(datasets, fact),
                                             "last_seen_at": now})
@@ -82,11 +82,22 @@ def _delete(rows: list[models.Model]) -> None:
 _NEVER_CUT = frozenset({"data_dir", "wal_dir", "socket_dir", "bin_dir", "owner", "mountpoint"})
 
 
+def _fit(field: models.Field, value: object) -> object:
+    if isinstance(value, str) and field.max_length and len(value) > field.max_length:
+        return "" if field.name in _NEVER_CUT else value[:field.max_length]
+    return value
+
+
+def _key(model: type[models.Model], name: str) -> Callable[[dict], object]:
+    """A fact's key as its row stores it, so a value cut to fit still finds its row."""
+    field = model._meta.get_field(name)
+    return lambda fact: _fit(field, fact[name])
+
+
 def _save(row: Row, values: dict) -> Row:
     for field in row._meta.concrete_fields:
-        value = values.get(field.name)
-        if isinstance(value, str) and field.max_length and len(value) > field.max_length:
-            values[field.name] = "" if field.name in _NEVER_CUT else value[:field.max_length]
+        if field.name in values:
+            values[field.name] = _fit(field, values[field.name])
     for name, value in values.items():
         setattr(row, name, value)
     row.save()

@@ -107,15 +107,17 @@ def test_a_benchmark_keeps_its_cluster_across_discoveries(replayed_host):
 
 def test_the_operator_retires_a_down_cluster_not_a_running_one(replayed_host, api):
     [cluster] = replayed_host.clusters.all()
-    url = f"/api/hosts/{replayed_host.pk}/clusters/{cluster.pk}/"
-    refused = api.delete(url)
+    url = f"/api/hosts/{replayed_host.pk}/retire-cluster/"
+    retire = lambda: api.post(url, {"cluster": cluster.pk}, format="json")  # noqa: E731
+    refused = retire()
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "running"
 
     record_facts(replayed_host, {**replayed_host.facts, "clusters": []})
     assert _cluster_down(replayed_host) is not None
-    assert api.delete(url).status_code == 204
+    assert retire().status_code == 204
     assert not replayed_host.clusters.exists() and _cluster_down(replayed_host) is None
-    assert api.delete(url).status_code == 404
+    assert retire().status_code == 404
+    assert api.post(url, {"cluster": "1"}, format="json").status_code == 400
 
 
 def test_work_that_needs_a_down_cluster_running_is_refused_saying_so(replayed_host):
@@ -139,3 +141,14 @@ def test_work_that_needs_a_down_cluster_running_is_refused_saying_so(replayed_ho
     with pytest.raises(DomainError) as refused:
         attempts["clone"]()
     assert (refused.value.status, refused.value.code) == (409, "cluster_down")
+
+
+def test_values_cut_to_fit_still_find_their_rows(replayed_host):
+    facts = copy.deepcopy(replayed_host.facts)
+    facts["datasets"].append({**facts["datasets"][0], "name": "tank/" + "d" * 300})
+    facts["clusters"].append({**facts["clusters"][0], "data_dir": "/" + "p" * 1100})
+    record_facts(replayed_host, facts)
+    before = _ids(replayed_host)
+    record_facts(replayed_host, copy.deepcopy(facts))
+    assert _ids(replayed_host) == before
+    assert replayed_host.clusters.filter(data_dir="", running=True).count() == 1
