@@ -1,7 +1,7 @@
 """Benchmarks: one pgbench run on a host, and validations that compare two runs.
 
 A Benchmark keeps where it ran as text too (data directory, port), because
-discovery replaces a host's clusters as a whole: the foreign key is then
+the operator may retire a cluster gone for good: the foreign key is then
 nulled, and the figures must still say what they measured.
 """
 

@@ -80,7 +80,7 @@ class SummarySerializer(serializers.Serializer):
 
 class BenchmarkSerializer(ModelSerializer):
     host = StrictPrimaryKeyRelatedField(read_only=True)
-    # Null once a rediscovery replaced the host's clusters (data_dir and port stay).
+    # Null once the operator retired the cluster (data_dir and port stay).
     cluster = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
     status = StrictCharField(read_only=True, help_text="The operation's status.")
     operation = OperationSerializer(read_only=True, allow_null=True)

@@ -74,22 +74,24 @@ def _whole(value: object) -> bool:
 
 
 def cluster_for(host: Host, cluster: PgCluster | None) -> PgCluster:
-    """The cluster asked for, or the host's only one, as it is now: the caller holds the
-    host's discovered rows, and a discovery may have replaced them just before."""
+    """The cluster asked for, or the host's only one, as it is now (the caller holds the
+    host's discovered rows), and running."""
     if cluster is not None:
         if cluster.host_id != host.pk:
             raise _refuse({"cluster": ["that cluster is not on this host"]})
         current = host.clusters.filter(pk=cluster.pk).first()
         if current is None:
-            raise _refuse({"cluster": ["a discovery has just recorded the host's clusters "
-                                       "again: read them and name the cluster anew"]})
-        return current
-    clusters = list(host.clusters.all()[:2])
-    if not clusters:
-        raise _refuse({"cluster": ["the host has no PostgreSQL cluster (run discovery)"]})
-    if len(clusters) > 1:
-        raise _refuse({"cluster": ["the host has several PostgreSQL clusters: name one"]})
-    return clusters[0]
+            raise _refuse({"cluster": ["that cluster was retired from this host"]})
+    else:
+        clusters = list(host.clusters.all()[:2])
+        if not clusters:
+            raise _refuse({"cluster": ["the host has no PostgreSQL cluster (run discovery)"]})
+        if len(clusters) > 1:
+            raise _refuse({"cluster": ["the host has several PostgreSQL clusters: name one"]})
+        current = clusters[0]
+    if current.down_reason:
+        raise _refuse({"cluster": [current.down_reason]})
+    return current
 
 
 def _target(cluster: PgCluster, database: str) -> dict:

@@ -5,8 +5,8 @@ The clone's datasets hold their origin snapshot (ZFS itself refuses to destroy a
 snapshot with clones, and the inventory records them, so pruning never tries).
 Its password is kept encrypted only because a reset re-creates the role on a
 fresh copy with the same password; it is shown once, when the clone is asked
-for. The origin cluster is named by host and data directory, since discovery
-recreates cluster rows.
+for. The origin cluster is named by host and data directory, its natural identity
+(the cluster row keeps it too).
 """
 
 from __future__ import annotations

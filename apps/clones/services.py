@@ -215,6 +215,9 @@ def _span(field: str, value: timedelta | None) -> timedelta | None:
 
 
 def origin_of(host: Host, cluster: PgCluster) -> Origin:
+    if cluster.down_reason:
+        raise _refuse("cluster", f"your cluster is down: {cluster.down_reason}; it can be "
+                                 "cloned again once it runs", code="cluster_down", status=409)
     if cluster.data_dataset is None:
         raise _refuse("cluster", f"{cluster.data_dir} is not on a ZFS dataset")
     config = (cluster.setting("config_file") or {}).get("setting") or ""

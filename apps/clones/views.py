@@ -98,9 +98,10 @@ def mine(request):
     membership = services_tenants.membership_of(request.user)
     tenant = membership.tenant if membership else None
     clones = tenancy.visible_clones(request.user).exclude(state=Clone.State.DESTROYED)
+    assignments = services_tenants.with_clusters(tenancy.visible_assignments(request.user))
     return render(request, "clones/mine.html", {
         "tenant": tenant, "usage": tenancy.usage(tenant) if tenant else None,
-        "clusters": tenancy.visible_assignments(request.user),
+        "clusters": assignments,
         "clones": clones.order_by("-created_at")[:500]})
 
 
@@ -115,7 +116,8 @@ def cluster(request, pk: int):
     snapshots = list(tenancy.snapshots_of(origin)[:200])
     form = ClusterCloneForm(snapshots, request.POST or None)
     if request.method == "POST" and origin is None:
-        form.add_error(None, "Discovery no longer finds this cluster on its host.")
+        form.add_error(None, "Discovery has not found this cluster on its host (not yet, "
+                             "or it was retired).")
     elif request.method == "POST" and form.is_valid():
         try:
             made, operation, password = services.create_clone(

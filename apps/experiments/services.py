@@ -130,14 +130,16 @@ def _cluster(host: Host, cluster: PgCluster | None) -> PgCluster:
             raise _refuse(cluster="that cluster is not on this host")
         current = host.clusters.filter(pk=cluster.pk).first()
         if current is None:
-            raise _refuse(cluster="a discovery has just recorded the host's clusters again: "
-                                  "read them and name the cluster anew")
-        return current
-    clusters = list(host.clusters.all()[:2])
-    if len(clusters) != 1:
-        raise _refuse(cluster="name the cluster" if clusters else
-                      "the host has no PostgreSQL cluster (run discovery)")
-    return clusters[0]
+            raise _refuse(cluster="that cluster was retired from this host")
+    else:
+        clusters = list(host.clusters.all()[:2])
+        if len(clusters) != 1:
+            raise _refuse(cluster="name the cluster" if clusters else
+                          "the host has no PostgreSQL cluster (run discovery)")
+        current = clusters[0]
+    if current.down_reason:
+        raise _refuse(cluster=current.down_reason)
+    return current
 
 
 def _target(cluster: PgCluster) -> dict:

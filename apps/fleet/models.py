@@ -1,7 +1,10 @@
 """Hosts and what discovery learned about them.
 
-Pools, datasets, clusters and disks are replaced as a whole by each discovery
-(in one transaction), so they always show one consistent moment of the host.
+Each discovery updates a host's pools, datasets, clusters and disks in place (in
+one transaction, so they always show one consistent moment of the host): a row
+keeps its id for as long as what it stands for exists on the host, matched by
+its natural identity (apps/fleet/recording.py). A cluster discovery no longer
+finds is kept, marked not running, until the operator retires it.
 """
 
 from __future__ import annotations
@@ -180,11 +183,12 @@ class Host(models.Model):
         self.refresh_from_db(fields=["last_error", "last_error_code"])
 
     def hold_discovered_rows(self) -> None:
-        """Keep discovery from replacing this host's pools, datasets, clusters and disks
+        """Keep discovery from changing this host's pools, datasets, clusters and disks
         until the caller's transaction ends (recording facts takes the same lock first).
 
         A row that points at one of them (a benchmark's cluster, say) and is recorded
-        while a discovery replaces them would point at a deleted row when both commit.
+        while a discovery deletes it (a dataset gone from the host) or the operator
+        retires it (a cluster) would point at a deleted row when both commit.
         NO KEY UPDATE: the lock does not hold up rows that merely reference the host.
         """
         list(Host.objects.select_for_update(no_key=True).filter(pk=self.pk)
@@ -262,6 +266,7 @@ class Alert(models.Model):
         SCRUB_OVERDUE = "scrub_overdue"
         PROFILE_DRIFT = "profile_drift"
         OPERATION_FAILED = "operation_failed"
+        CLUSTER_DOWN = "cluster_down"
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="alerts")
     kind = models.CharField(max_length=32, choices=Kind)
@@ -379,7 +384,11 @@ class PgCluster(models.Model):
     socket_dir = models.CharField(max_length=1024, blank=True)
     bin_dir = models.CharField(max_length=1024, blank=True)
     owner = models.CharField(max_length=32, blank=True)
+    # False: the last discovery found no postmaster for this data directory (stopped,
+    # crashed or gone); the row keeps its id, and what points at it, until retired.
     running = models.BooleanField(default=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True, help_text=(
+        "When a discovery last found it running."))
     data_checksums = models.BooleanField(null=True)
     data_dataset = models.ForeignKey(Dataset, null=True, on_delete=models.SET_NULL,
                                      related_name="+")
@@ -410,6 +419,15 @@ class PgCluster(models.Model):
 
         return ClusterTarget(owner=self.owner, bin_dir=self.bin_dir, socket_dir=self.socket_dir,
                              port=self.port, data_dir=self.data_dir, database=database)
+
+    @property
+    def down_reason(self) -> str | None:
+        """Why work that needs this cluster running is refused; None while it runs."""
+        if self.running:
+            return None
+        seen = (f"discovery last found it running at {self.last_seen_at:%Y-%m-%d %H:%M} UTC"
+                if self.last_seen_at else "discovery has not found it running")
+        return f"the cluster at {self.data_dir} on {self.host.name} is down: {seen}"
 
     @property
     def key_settings(self) -> list[dict]:

@@ -3,7 +3,12 @@ import re
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
-from apps.accounts.api_fields import ModelSerializer, StrictBooleanField, StrictCharField
+from apps.accounts.api_fields import (
+    ModelSerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+)
 from apps.fleet import validators
 from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool, host_name_validator
 from apps.ops.serializers import OperationSerializer
@@ -124,6 +129,11 @@ class HostCreatedSerializer(HostSerializer):
 
 class FingerprintSerializer(serializers.Serializer):
     fingerprint = StrictCharField()
+
+
+class RetireClusterSerializer(serializers.Serializer):
+    cluster = StrictIntegerField(min_value=1, max_value=2**63 - 1,
+                                 help_text="The id of one of this host's clusters.")
 
 
 class PoolSerializer(ModelSerializer):

@@ -88,3 +88,21 @@ def accept_changed_host_key(host: Host, *, by=None,
     host.trust_on_first_use = False
     host.save()
     return discover(host, trigger=trigger, by=by)
+
+
+def retire_cluster(host: Host, cluster_id: int) -> None:
+    """Forget a cluster that is gone for good. Discovery keeps a cluster it no longer
+    finds, marked down (a crash is not a departure); the operator says when it is gone.
+    Refused while it runs: the next discovery would find it again."""
+    with transaction.atomic():
+        host.hold_discovered_rows()
+        cluster = host.clusters.filter(pk=cluster_id).first()
+        if cluster is None:
+            raise DomainError(f"{host.name} has no cluster {cluster_id}", code="not_found",
+                              status=404)
+        if cluster.running:
+            raise Conflict(f"the cluster at {cluster.data_dir} is running on {host.name} "
+                           "(as of the last discovery): stop it, discover, then retire it",
+                           code="running")
+        cluster.delete()
+        steps.check_clusters(host)

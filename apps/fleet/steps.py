@@ -1,10 +1,12 @@
 """Discovery as an Operation: the fleet app's steps (pin the host key, gather facts, record them).
 
 Gathering only reads (so discovery is not mutating and runs beside other
-work); recording replaces the host's pools, datasets, clusters and disks in
-one transaction, so a failure part-way leaves the previous picture whole.
-Recording also raises the host's pool_capacity alert while a pool is fuller
-than POZOL_POOL_CAPACITY_ALERT percent, and resolves it once none is.
+work); recording updates the host's pools, datasets, clusters and disks in place
+(apps/fleet/recording.py) in one transaction, so a failure part-way leaves the
+previous picture whole. Recording also raises the host's pool_capacity alert
+while a pool is fuller than POZOL_POOL_CAPACITY_ALERT percent, and its
+cluster_down alert while a cluster it found before is not running; each
+resolves once its condition is gone.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from django.utils import timezone
 
 from apps.fleet.capacity import pool_capacity_message
 from apps.fleet.capacity import threshold as capacity_threshold
-from apps.fleet.models import Alert, Dataset, Disk, Host, PgCluster, Pool
+from apps.fleet.models import Alert, Host
+from apps.fleet.recording import record_rows
 from apps.fleet.signals import discovered, facts_recorded
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.remote.errors import CommandFailed, HostKeyMismatch, RemoteError
@@ -99,14 +102,7 @@ def record(ctx: StepContext) -> Done:
 def record_facts(host: Host, facts: dict) -> dict[str, int]:
     now = timezone.now()
     host.hold_discovered_rows()
-    host.pools.all().delete()
-    host.datasets.all().delete()
-    host.clusters.all().delete()
-    host.disks.all().delete()
-    pools = {p["name"]: _pool(host, p) for p in facts.get("pools") or []}
-    datasets = {d["name"]: _dataset(host, pools, d) for d in facts.get("datasets") or []}
-    clusters = [_cluster(host, datasets, c) for c in facts.get("clusters") or []]
-    disks = [_disk(host, d) for d in facts.get("disks") or []]
+    summary = record_rows(host, facts, now)
     # The whole picture stays on the host too: plans and the advisor read it as
     # discovery produced it; the rows above serve the UI, API and queries.
     host.facts = facts
@@ -116,9 +112,9 @@ def record_facts(host: Host, facts: dict) -> dict[str, int]:
     host.save()
     host.resolve_unreachable()
     _check_pool_capacity(host)
+    check_clusters(host)
     transaction.on_commit(lambda: facts_recorded.send(sender=Host, host=host))
-    return {"pools": len(pools), "datasets": len(datasets), "clusters": len(clusters),
-            "disks": len(disks)}
+    return summary
 
 
 def _check_pool_capacity(host: Host) -> None:
@@ -129,79 +125,14 @@ def _check_pool_capacity(host: Host) -> None:
     Alert.raise_or_resolve(host, Alert.Kind.POOL_CAPACITY, message)
 
 
-# Host output is free text. A shown value longer than its column is cut rather than
-# fail the whole discovery; a path or a user name cut would name something else, so
-# it is left unknown instead.
-_NEVER_CUT = frozenset({"data_dir", "wal_dir", "socket_dir", "bin_dir", "owner", "mountpoint"})
-
-
-def _create(row_class, /, **values):
-    for field in row_class._meta.concrete_fields:
-        value = values.get(field.name)
-        if isinstance(value, str) and field.max_length and len(value) > field.max_length:
-            values[field.name] = "" if field.name in _NEVER_CUT else value[:field.max_length]
-    return row_class.objects.create(**values)
-
-
-def _pool(host: Host, fact: dict) -> Pool:
-    return _create(Pool,
-        host=host, name=fact["name"], health=fact.get("health") or "",
-        size=fact.get("size"), allocated=fact.get("allocated"), free=fact.get("free"),
-        fragmentation=fact.get("fragmentation"), capacity=fact.get("capacity"),
-        ashift=fact.get("ashift"), has_log=bool(fact.get("has_log")),
-        has_cache=bool(fact.get("has_cache")), vdevs=fact.get("vdevs") or [],
-    )
-
-
-def _value(props: dict, name: str) -> str:
-    entry = props.get(name) or {}
-    value = entry.get("value") if isinstance(entry, dict) else entry
-    return "" if value in (None, "-") else str(value)
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text.rstrip("x"))
-    except ValueError:
-        return None
-
-
-def _dataset(host: Host, pools: dict, fact: dict) -> Dataset:
-    props = fact.get("properties") or {}
-    recordsize = _number(_value(props, "recordsize"))
-    return _create(Dataset,
-        host=host, pool=pools.get(fact["name"].split("/")[0]), name=fact["name"],
-        type=fact.get("type") or "filesystem", mountpoint=fact.get("mountpoint") or "",
-        used=fact.get("used"), available=fact.get("avail"), referenced=fact.get("refer"),
-        usedbysnapshots=fact.get("usedbysnapshots"),
-        recordsize=int(recordsize) if recordsize else None,
-        compression=_value(props, "compression"), compressratio=fact.get("compressratio"),
-        atime=_value(props, "atime"), logbias=_value(props, "logbias"),
-        primarycache=_value(props, "primarycache"), sync=_value(props, "sync"),
-        properties=props,
-    )
-
-
-def _cluster(host: Host, datasets: dict, fact: dict) -> PgCluster:
-    return _create(PgCluster,
-        host=host, data_dir=fact["data_dir"], port=fact.get("port"),
-        version=fact.get("version") or "", server_version_num=fact.get("server_version_num"),
-        wal_dir=fact.get("wal_dir") or "", socket_dir=fact.get("socket_dir") or "",
-        bin_dir=fact.get("bin_dir") or "", owner=fact.get("owner") or "",
-        running=fact.get("running", True), data_checksums=fact.get("data_checksums"),
-        data_dataset=datasets.get(fact.get("data_dataset")),
-        wal_dataset=datasets.get(fact.get("wal_dataset")),
-        settings=fact.get("settings") or [],
-    )
-
-
-def _disk(host: Host, fact: dict) -> Disk:
-    return _create(Disk,
-        host=host, name=fact["name"], type=fact.get("type") or "", size=fact.get("size"),
-        rotational=fact.get("rotational"), model=fact.get("model") or "",
-        transport=fact.get("transport") or "", write_cache=fact.get("write_cache") or "",
-        volatile_write_cache=fact.get("volatile_write_cache"),
-    )
+def check_clusters(host: Host) -> None:
+    """Raise, update or resolve the cluster_down alert: open while a cluster discovery
+    found before has no running postmaster (until it runs again or is retired)."""
+    down = [f"{c.data_dir} (port {c.port or '?'}, last seen "
+            f"{c.last_seen_at:%Y-%m-%d %H:%M} UTC)" if c.last_seen_at else c.data_dir
+            for c in host.clusters.filter(running=False)]
+    message = (f"PostgreSQL not running on {host.name}: " + "; ".join(down)) if down else None
+    Alert.raise_or_resolve(host, Alert.Kind.CLUSTER_DOWN, message)
 
 
 KIND = register(Kind(

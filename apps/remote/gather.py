@@ -16,6 +16,10 @@ apps.remote.facts:
    those databases, one psql session each, since a PostgreSQL session sees the
    statistics and catalogs of its own database only.
 
+A postmaster whose data directory is on a dataset PoZoL made for a clone (the
+`pozol:clone` property, read with the other dataset properties) is PoZoL's own
+copy: it is listed in `clones`, not among the host's clusters.
+
 Nothing a host prints reaches a later command unless it passed the validators
 of apps.remote.commands; what fails is left out and recorded in `skipped`.
 A missing tool (no zfs, no nvme-cli, no PostgreSQL) or a command the host's ZFS
@@ -33,6 +37,7 @@ from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, InvalidValue, cmd, script
 from apps.remote.facts import arc, bloat, disks, postgres, system, zfs, zpool
 from apps.remote.facts.host import (
+    CLONE_PROPERTY,
     Cluster,
     Dataset,
     Disk,
@@ -41,6 +46,7 @@ from apps.remote.facts.host import (
     ZfsFacts,
     dataset_from,
     pool_from,
+    split_clones,
 )
 from apps.remote.facts.sections import MARKER, Section, split_sections
 from apps.remote.shell import Runner
@@ -49,7 +55,7 @@ from apps.remote.sizes import MiB
 BUNDLE_TIMEOUT = 180.0
 DATASET_PROPERTIES = (
     "recordsize", "compression", "compressratio", "atime", "logbias", "primarycache",
-    "xattr", "dedup", "usedbysnapshots",
+    "xattr", "dedup", "usedbysnapshots", CLONE_PROPERTY,
 )
 # Asked one by one: zfs refuses a whole `get` for one unknown property, and
 # zfs-fuse knows neither of these.
@@ -78,7 +84,8 @@ def discover(run: Runner) -> HostFacts:
     })
     if facts.zfs:
         _read_zfs_data(data, facts, pools)
-    facts.clusters = [_with_settings(c, data, facts) for c in clusters]
+    facts.clusters, facts.clones = split_clones(
+        [_with_settings(c, data, facts) for c in clusters], facts.datasets)
     _read_bloat(run, data, facts)
     return facts
 

@@ -1,8 +1,8 @@
 """The snapshots of a host's datasets, as the last listing of the host found them.
 
-A snapshot names its dataset by text, not by a foreign key to fleet.Dataset:
-discovery replaces a host's dataset rows as a whole, and the inventory must
-not vanish with them. The listing itself is the truth: every snapshot
+A snapshot names its dataset by text (its natural identity), not by a foreign
+key to fleet.Dataset: a dataset row goes when discovery no longer finds the
+dataset, and the inventory must not vanish with it. The listing itself is the truth: every snapshot
 operation and every discovery lists the host again (one `zfs get`) and this
 table follows (apps.snapshots.inventory.record).
 
@@ -110,9 +110,8 @@ class PolicyAssignment(models.Model):
     """A policy given to one target of a host: a PostgreSQL cluster (its data and WAL
     datasets together) or one dataset; one policy per target.
 
-    The cluster is named by its data directory, not a foreign key: discovery
-    replaces a host's cluster and dataset rows as a whole, and an assignment
-    must outlive them.
+    The cluster is named by its data directory, its natural identity, not a foreign
+    key: an assignment must outlive a dataset row, and a retired cluster's row.
     """
 
     policy = models.ForeignKey(SnapshotPolicy, on_delete=models.CASCADE,

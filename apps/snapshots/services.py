@@ -89,6 +89,10 @@ def _cluster_plan(host: Host, cluster: PgCluster,
                               multi_snapshot=bool(caps.get("multi_snapshot")))
     state: dict = {"cluster": cluster.pk, "server_version_num": cluster.server_version_num}
     if chosen.method == plan.BACKUP or checkpoint:
+        # A stopped cluster's datasets snapshot as they are; psql needs it running.
+        if cluster.down_reason:
+            raise _refuse("cluster", f"{cluster.down_reason}: this snapshot needs psql "
+                                     "(a CHECKPOINT or backup mode)")
         try:  # psql runs: checked now, not on the host
             cluster.target()
         except InvalidValue as exc:

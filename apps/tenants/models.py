@@ -59,8 +59,9 @@ class Membership(models.Model):
 class ClusterAssignment(models.Model):
     """A PostgreSQL cluster given to a tenant, one tenant per cluster.
 
-    Named by host and data directory, not a foreign key to the cluster row:
-    discovery replaces a host's cluster rows as a whole (as PolicyAssignment).
+    Named by host and data directory, the cluster's natural identity (as
+    PolicyAssignment): the same cluster row, whose id holds while discovery finds
+    it (and while it is down), or none once the operator retires it.
     """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="clusters")

@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.accounts.api_fields import (
@@ -7,7 +8,7 @@ from apps.accounts.api_fields import (
     StrictPrimaryKeyRelatedField,
 )
 from apps.accounts.models import ApiToken
-from apps.fleet.models import Host
+from apps.fleet.models import Host, PgCluster
 from apps.tenants import services
 from apps.tenants.models import ClusterAssignment, Membership, Tenant
 from apps.tenants.services import QUOTA_FIELDS, QUOTA_MAX, SPACE_MAX, TTL_MAX
@@ -65,18 +66,41 @@ class ClusterAssignmentSerializer(ModelSerializer):
                                        help_text="The cluster's data directory on the host.")
 
     cluster = serializers.SerializerMethodField(help_text=(
-        "The cluster's id as of the host's last discovery (what a clone is asked for with); "
-        "null when discovery no longer finds it."))
+        "The cluster's id (what a clone is asked for with); it holds while the cluster "
+        "exists, running or down; null: discovery has not found it (yet), or it was retired."))
+    cluster_state = serializers.SerializerMethodField(help_text=(
+        "running; down (its PostgreSQL was not running at the last discovery: no clone "
+        "can be made from it); unknown (no cluster row: not discovered or retired)."))
+    cluster_last_seen_at = serializers.SerializerMethodField(help_text=(
+        "When a discovery last found it running."))
 
     class Meta:
         model = ClusterAssignment
-        fields = ["id", "tenant", "host", "cluster_data_dir", "cluster", "assigned_at"]
+        fields = ["id", "tenant", "host", "cluster_data_dir", "cluster", "cluster_state",
+                  "cluster_last_seen_at", "assigned_at"]
         read_only_fields = ["id", "assigned_at"]
         validators = []  # the service says which tenant holds a taken cluster
 
+    def _cluster(self, assignment: ClusterAssignment) -> PgCluster | None:
+        found = self.context.setdefault("_clusters", {})
+        if assignment.pk not in found:
+            found[assignment.pk] = services.cluster_of(assignment)
+        return found[assignment.pk]
+
     def get_cluster(self, assignment: ClusterAssignment) -> int | None:
-        cluster = services.cluster_of(assignment)
+        cluster = self._cluster(assignment)
         return cluster.pk if cluster else None
+
+    @extend_schema_field(serializers.ChoiceField(choices=["running", "down", "unknown"]))
+    def get_cluster_state(self, assignment: ClusterAssignment) -> str:
+        cluster = self._cluster(assignment)
+        return "unknown" if cluster is None else "running" if cluster.running else "down"
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_cluster_last_seen_at(self, assignment: ClusterAssignment) -> str | None:
+        cluster = self._cluster(assignment)
+        seen = cluster.last_seen_at if cluster else None
+        return serializers.DateTimeField().to_representation(seen) if seen else None
 
 
 class TokenSerializer(ModelSerializer):

@@ -57,10 +57,21 @@ def visible_assignments(user) -> QuerySet[ClusterAssignment]:
 
 
 def cluster_of(assignment: ClusterAssignment) -> PgCluster | None:
-    """The assigned cluster's current row (discovery replaces rows; an assignment names
-    host and data directory)."""
+    """The assigned cluster's row, running or down (an assignment names host and data
+    directory); None before discovery finds it or once it is retired."""
     return (PgCluster.objects.select_related("host", "data_dataset", "wal_dataset")
             .filter(host_id=assignment.host_id, data_dir=assignment.cluster_data_dir).first())
+
+
+def with_clusters(assignments) -> list[ClusterAssignment]:
+    """The assignments, each with its cluster row (or None) as `origin`, in one query."""
+    assignments = list(assignments)
+    rows = PgCluster.objects.filter(host_id__in={a.host_id for a in assignments}).only(
+        "host_id", "data_dir", "running", "last_seen_at")
+    by_key = {(row.host_id, row.data_dir): row for row in rows}
+    for assignment in assignments:
+        assignment.origin = by_key.get((assignment.host_id, assignment.cluster_data_dir))
+    return assignments
 
 
 def _clean_name(name: str) -> str:

@@ -1,10 +1,12 @@
 """A run started while a discovery replaces the host's clusters.
 
 Applying a plan ends with a discovery, and the README starts the next benchmark
-right after the plan reads "applied": the two meet. Discovery deletes the host's
-cluster rows and records them again; a benchmark that read the old cluster and
-committed after that discovery pointed at a row that no longer existed, and the
-API answered 500 (an IntegrityError at commit).
+right after the plan reads "applied": the two meet. Discovery once deleted the
+host's cluster rows and recorded them again; a benchmark that read the old
+cluster and committed after that discovery pointed at a row that no longer
+existed, and the API answered 500 (an IntegrityError at commit). Discovery now
+updates rows in place (and still takes the host's lock, Host.hold_discovered_rows):
+both succeed and the benchmark keeps the very cluster it read.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def test_a_benchmark_and_a_discovery_at_once_both_succeed(replayed_host, deliver
         _finished_or_waiting_on_a_lock(discovery_thread, 1)
         go.set()
     else:
-        # Stop inside discovery's transaction, after the old rows are gone.
+        # Stop inside discovery's transaction, after the rows are recorded.
         monkeypatch.setattr("apps.fleet.steps._check_pool_capacity",
                             lambda host: (paused.set(), go.wait(30)))
         discovery_thread = _in_thread(discovery, errors)
@@ -88,5 +90,5 @@ def test_a_benchmark_and_a_discovery_at_once_both_succeed(replayed_host, deliver
     bench = Benchmark.objects.get()
     clusters = list(Host.objects.get(pk=replayed_host.pk).clusters.all())
     assert len(clusters) == 1
-    assert bench.cluster_id in (None, clusters[0].pk)
+    assert bench.cluster_id == clusters[0].pk
     assert bench.data_dir == clusters[0].data_dir

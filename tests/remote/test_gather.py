@@ -210,12 +210,30 @@ def test_a_cluster_whose_listing_fails_has_no_dead_tuples_and_no_fourth_round_tr
     assert cluster.bloat is None and cluster.settings and len(shell.calls) == 3
 
 
+def test_a_postmaster_on_a_clone_dataset_is_a_clone_not_a_cluster_of_the_host():
+    host = FixtureHost("openzfs-2.2")
+    get = host.output("zfs_get").split("\n", 1)[1].rsplit("\n@@pozol@@", 1)[0]
+    host.overrides["zfs_get"] = get + "tank/pg/data\tpozol:clone\tmy-clone\tlocal\n"
+    facts = gather.discover(openzfs_22_host(host))
+    assert facts.clusters == [] and facts.clones == ["/var/lib/postgresql/16/main"]
+
+
+def test_a_postmaster_on_an_unmarked_dataset_is_a_cluster_of_the_host():
+    host = FixtureHost("openzfs-2.2")
+    get = host.output("zfs_get").split("\n", 1)[1].rsplit("\n@@pozol@@", 1)[0]
+    # zfs get prints an unset user property as "-" with source "-".
+    host.overrides["zfs_get"] = get + "tank/pg/data\tpozol:clone\t-\t-\n"
+    facts = gather.discover(openzfs_22_host(host))
+    assert [c.data_dir for c in facts.clusters] == ["/var/lib/postgresql/16/main"]
+    assert facts.clones == []
+
+
 def test_exact_command_lines_on_openzfs():
     probes = gather.zfs_data_probes(openzfs_22_facts(), ["tank"])
     assert probes["zfs_get"].text == (
         "zfs get -Hp -r -t filesystem,volume -o name,property,value,source "
         "recordsize,compression,compressratio,atime,logbias,primarycache,xattr,dedup,"
-        "usedbysnapshots tank")
+        "usedbysnapshots,pozol:clone tank")
     assert probes["zpool_list"].text == (
         "zpool list -Hp -o name,size,allocated,free,fragmentation,capacity,health tank")
 

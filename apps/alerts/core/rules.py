@@ -33,6 +33,7 @@ SPECS: dict[str, Spec] = {spec.kind: spec for spec in (
     Spec("unreachable", "Host unreachable", False, for_minutes=5),
     Spec("arc_hit_rate", "ARC hit rate low", True, "%", 0, 100, 80, 5, for_minutes=15),
     Spec("pool_capacity", "Pool capacity", False, "%", 1, 99, 80, 0),
+    Spec("cluster_down", "PostgreSQL cluster down", False),
     Spec("pool_health", "Pool not ONLINE or checksum errors", True),
     Spec("scrub_overdue", "No scrub", True, "days", 1, 3650, 35),
     Spec("host_key_changed", "Host key changed", False, clear_minutes=0),

@@ -128,6 +128,9 @@ class HostFacts:
     module_params: dict[str, str] | None = None
     disks: list[Disk] = field(default_factory=list)
     clusters: list[Cluster] = field(default_factory=list)
+    # Data directories of postmasters running on a dataset PoZoL made for a clone (its
+    # CLONE_PROPERTY set): PoZoL's own copies, never clusters of the host.
+    clones: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -147,6 +150,21 @@ class HostFacts:
 
     def skip(self, kind: str, value: object, reason: str) -> None:
         self.skipped.append(Skipped(kind, str(value), reason))
+
+
+# PoZoL sets it on every dataset it makes for a clone (clones, restore drills, table
+# recoveries: apps/clones/core/commands.py), with the clone's name as its value.
+CLONE_PROPERTY = "pozol:clone"
+
+
+def split_clones(clusters: list[Cluster], datasets: list[Dataset]
+                 ) -> tuple[list[Cluster], list[str]]:
+    """The host's own clusters, and the data directories of those whose data dataset
+    is a PoZoL clone's. A cluster on no known dataset is the host's."""
+    marked = {d.name for d in datasets
+              if (prop := d.properties.get(CLONE_PROPERTY)) and prop.value}
+    own = [c for c in clusters if c.data_dataset not in marked]
+    return own, [c.data_dir for c in clusters if c.data_dataset in marked]
 
 
 def pool_from(row: zpool.PoolRow, status: zpool.PoolStatus | None, ashift: str | None,

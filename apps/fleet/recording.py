@@ -1,0 +1,165 @@
+"""Discovery's facts onto a host's rows: updated in place, so ids hold.
+
+A pool, dataset, cluster or disk keeps its row (and id) for as long as the host
+has it, matched by its natural identity: a pool and a dataset by name (the
+facts carry no pool guid), a cluster by its data directory, a disk by its
+device name (the facts carry no serial). What is gone from the host is deleted,
+except a cluster: its row is kept, marked not running, so what points at it
+(benchmarks, experiments, tenants' assignments, policies, links, clones) keeps
+pointing at the same cluster, and the cluster_down alert can say so. A cluster
+the facts name as one of PoZoL's clones is no cluster of the host: its row (left
+by a discovery from before clones were told apart) is deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import TypeVar
+
+from django.db import models
+
+from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool
+
+Row = TypeVar("Row", bound=models.Model)
+
+
+def match(rows: Iterable[Row], facts: Iterable[dict], row_key: Callable[[Row], object],
+          fact_key: Callable[[dict], object]) -> tuple[list[tuple[Row | None, dict]], list[Row]]:
+    """Pair each fact with the row of the same key (None: a new one), and list the rows
+    no fact names. Of facts sharing a key the last one counts, as a dict would."""
+    by_key = {row_key(row): row for row in rows}
+    facts_by_key = {fact_key(fact): fact for fact in facts}
+    pairs = [(by_key.pop(key, None), fact) for key, fact in facts_by_key.items()]
+    return pairs, list(by_key.values())
+
+
+def record_rows(host: Host, facts: dict, now: datetime) -> dict[str, int]:
+    """Make the host's rows say what `facts` say; the caller holds the host's lock
+    (Host.hold_discovered_rows) inside one transaction."""
+    pool_pairs, gone_pools = match(host.pools.all(), facts.get("pools") or [],
+                                   lambda row: row.name, _key(Pool, "name"))
+    dataset_pairs, gone_datasets = match(host.datasets.all(), facts.get("datasets") or [],
+                                         lambda row: row.name, _key(Dataset, "name"))
+    disk_pairs, gone_disks = match(host.disks.all(), facts.get("disks") or [],
+                                   lambda row: row.name, _key(Disk, "name"))
+    # Gone first: a name may come back under another row only once its old row is gone.
+    for gone in (gone_datasets, gone_pools, gone_disks):
+        _delete(gone)
+    pools = {fact["name"]: _save(row or Pool(host=host), _pool_values(fact))
+             for row, fact in pool_pairs}
+    datasets = {fact["name"]: _save(row or Dataset(host=host), _dataset_values(pools, fact))
+                for row, fact in dataset_pairs}
+    clusters = _record_clusters(host, facts, datasets, now)
+    for row, fact in disk_pairs:
+        _save(row or Disk(host=host), _disk_values(fact))
+    return {"pools": len(pools), "datasets": len(datasets), "clusters": clusters,
+            "disks": len(disk_pairs)}
+
+
+def _record_clusters(host: Host, facts: dict, datasets: dict[str, Dataset],
+                     now: datetime) -> int:
+    pairs, missing = match(host.clusters.all(), facts.get("clusters") or [],
+                           lambda row: row.data_dir, _key(PgCluster, "data_dir"))
+    for row, fact in pairs:
+        _save(row or PgCluster(host=host), {**_cluster_values(datasets, fact),
+                                            "last_seen_at": now})
+    clones = set(facts.get("clones") or [])
+    _delete([row for row in missing if row.data_dir in clones])
+    PgCluster.objects.filter(pk__in=[row.pk for row in missing if row.data_dir not in clones],
+                             running=True).update(running=False)
+    return len(pairs)
+
+
+def _delete(rows: list[models.Model]) -> None:
+    if rows:
+        type(rows[0]).objects.filter(pk__in=[row.pk for row in rows]).delete()
+
+
+# Host output is free text. A shown value longer than its column is cut rather than
+# fail the whole discovery; a path or a user name cut would name something else, so
+# it is left unknown instead.
+_NEVER_CUT = frozenset({"data_dir", "wal_dir", "socket_dir", "bin_dir", "owner", "mountpoint"})
+
+
+def _fit(field: models.Field, value: object) -> object:
+    if isinstance(value, str) and field.max_length and len(value) > field.max_length:
+        return "" if field.name in _NEVER_CUT else value[:field.max_length]
+    return value
+
+
+def _key(model: type[models.Model], name: str) -> Callable[[dict], object]:
+    """A fact's key as its row stores it, so a value cut to fit still finds its row."""
+    field = model._meta.get_field(name)
+    return lambda fact: _fit(field, fact[name])
+
+
+def _save(row: Row, values: dict) -> Row:
+    for field in row._meta.concrete_fields:
+        if field.name in values:
+            values[field.name] = _fit(field, values[field.name])
+    for name, value in values.items():
+        setattr(row, name, value)
+    row.save()
+    return row
+
+
+def _pool_values(fact: dict) -> dict:
+    return dict(
+        name=fact["name"], health=fact.get("health") or "",
+        size=fact.get("size"), allocated=fact.get("allocated"), free=fact.get("free"),
+        fragmentation=fact.get("fragmentation"), capacity=fact.get("capacity"),
+        ashift=fact.get("ashift"), has_log=bool(fact.get("has_log")),
+        has_cache=bool(fact.get("has_cache")), vdevs=fact.get("vdevs") or [],
+    )
+
+
+def _value(props: dict, name: str) -> str:
+    entry = props.get(name) or {}
+    value = entry.get("value") if isinstance(entry, dict) else entry
+    return "" if value in (None, "-") else str(value)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.rstrip("x"))
+    except ValueError:
+        return None
+
+
+def _dataset_values(pools: dict[str, Pool], fact: dict) -> dict:
+    props = fact.get("properties") or {}
+    recordsize = _number(_value(props, "recordsize"))
+    return dict(
+        pool=pools.get(fact["name"].split("/")[0]), name=fact["name"],
+        type=fact.get("type") or "filesystem", mountpoint=fact.get("mountpoint") or "",
+        used=fact.get("used"), available=fact.get("avail"), referenced=fact.get("refer"),
+        usedbysnapshots=fact.get("usedbysnapshots"),
+        recordsize=int(recordsize) if recordsize else None,
+        compression=_value(props, "compression"), compressratio=fact.get("compressratio"),
+        atime=_value(props, "atime"), logbias=_value(props, "logbias"),
+        primarycache=_value(props, "primarycache"), sync=_value(props, "sync"),
+        properties=props,
+    )
+
+
+def _cluster_values(datasets: dict[str, Dataset], fact: dict) -> dict:
+    return dict(
+        data_dir=fact["data_dir"], port=fact.get("port"),
+        version=fact.get("version") or "", server_version_num=fact.get("server_version_num"),
+        wal_dir=fact.get("wal_dir") or "", socket_dir=fact.get("socket_dir") or "",
+        bin_dir=fact.get("bin_dir") or "", owner=fact.get("owner") or "",
+        running=fact.get("running", True), data_checksums=fact.get("data_checksums"),
+        data_dataset=datasets.get(fact.get("data_dataset")),
+        wal_dataset=datasets.get(fact.get("wal_dataset")),
+        settings=fact.get("settings") or [],
+    )
+
+
+def _disk_values(fact: dict) -> dict:
+    return dict(
+        name=fact["name"], type=fact.get("type") or "", size=fact.get("size"),
+        rotational=fact.get("rotational"), model=fact.get("model") or "",
+        transport=fact.get("transport") or "", write_cache=fact.get("write_cache") or "",
+        volatile_write_cache=fact.get("volatile_write_cache"),
+    )

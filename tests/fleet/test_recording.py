@@ -1,0 +1,154 @@
+"""Discovery updates a host's rows in place: ids hold, what is gone is handled.
+
+Facts are a real zfs-fuse discovery replayed (tests.remote.fixtures), changed
+where a test needs the host to have changed.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from apps.benchmarks.models import Benchmark
+from apps.fleet.models import Alert, Host
+from apps.fleet.recording import match
+from apps.fleet.steps import record_facts
+from tests.benchmarks.factories import finished
+
+
+def _ids(host: Host) -> dict[str, list[tuple[str, int]]]:
+    return {
+        "pools": list(host.pools.values_list("name", "pk")),
+        "datasets": list(host.datasets.values_list("name", "pk")),
+        "clusters": list(host.clusters.values_list("data_dir", "pk")),
+        "disks": list(host.disks.values_list("name", "pk")),
+    }
+
+
+def _cluster_down(host: Host):
+    return host.alerts.filter(kind=Alert.Kind.CLUSTER_DOWN, resolved_at=None).first()
+
+
+def test_match_pairs_facts_with_rows_of_the_same_key_and_lists_the_rest():
+    pairs, rest = match(["a", "b", "c"], [{"k": "b"}, {"k": "d"}, {"k": "b", "x": 1}],
+                        lambda row: row, lambda fact: fact["k"])
+    assert pairs == [("b", {"k": "b", "x": 1}), (None, {"k": "d"})]
+    assert rest == ["a", "c"]
+
+
+def test_five_discoveries_keep_every_id(replayed_host):
+    before = _ids(replayed_host)
+    assert all(before.values())
+    for _ in range(5):
+        record_facts(replayed_host, copy.deepcopy(replayed_host.facts))
+    assert _ids(replayed_host) == before
+
+
+def test_a_changed_value_is_updated_in_place(replayed_host):
+    facts = copy.deepcopy(replayed_host.facts)
+    pool = replayed_host.pools.get(name=facts["pools"][0]["name"])
+    facts["pools"][0]["free"] = 12345
+    facts["clusters"][0]["port"] = 6543
+    record_facts(replayed_host, facts)
+    assert replayed_host.pools.get(pk=pool.pk).free == 12345
+    assert replayed_host.clusters.get().port == 6543
+
+
+def test_a_dataset_gone_is_deleted_and_a_new_one_added(replayed_host):
+    facts = copy.deepcopy(replayed_host.facts)
+    [cluster] = replayed_host.clusters.all()
+    kept = {d.name: d.pk for d in replayed_host.datasets.exclude(name="fast")}
+    facts["datasets"] = [d for d in facts["datasets"] if d["name"] != "fast"]
+    facts["datasets"].append({**facts["datasets"][0], "name": "tank/new"})
+    record_facts(replayed_host, facts)
+    names = dict(replayed_host.datasets.values_list("name", "pk"))
+    assert "fast" not in names and "tank/new" in names
+    assert {name: names[name] for name in kept} == kept
+    assert replayed_host.clusters.get().data_dataset_id == cluster.data_dataset_id
+
+
+def test_a_cluster_not_found_keeps_its_row_marked_down_and_opens_cluster_down(replayed_host):
+    facts = copy.deepcopy(replayed_host.facts)
+    [cluster] = replayed_host.clusters.all()
+    seen = cluster.last_seen_at
+    assert cluster.running and seen is not None
+    stopped = {**facts, "clusters": []}
+    record_facts(replayed_host, stopped)
+    record_facts(replayed_host, stopped)
+    row = replayed_host.clusters.get()
+    assert (row.pk, row.running, row.last_seen_at) == (cluster.pk, False, seen)
+    alert = _cluster_down(replayed_host)
+    assert alert and cluster.data_dir in alert.message
+
+    record_facts(replayed_host, facts)
+    row = replayed_host.clusters.get()
+    assert (row.pk, row.running) == (cluster.pk, True) and row.last_seen_at > seen
+    assert _cluster_down(replayed_host) is None
+    assert replayed_host.alerts.filter(kind=Alert.Kind.CLUSTER_DOWN).count() == 1
+
+
+def test_a_row_of_what_the_facts_call_a_clone_is_deleted_without_an_alert(replayed_host):
+    facts = copy.deepcopy(replayed_host.facts)
+    [cluster] = replayed_host.clusters.all()
+    record_facts(replayed_host, {**facts, "clusters": [], "clones": [cluster.data_dir]})
+    assert not replayed_host.clusters.exists()
+    assert _cluster_down(replayed_host) is None
+
+
+def test_a_benchmark_keeps_its_cluster_across_discoveries(replayed_host):
+    [cluster] = replayed_host.clusters.all()
+    bench = finished(replayed_host, 100.0, 1.0, None)
+    Benchmark.objects.filter(pk=bench.pk).update(cluster=cluster)
+    record_facts(replayed_host, copy.deepcopy(replayed_host.facts))
+    bench.refresh_from_db()
+    assert bench.cluster_id == cluster.pk
+
+
+def test_the_operator_retires_a_down_cluster_not_a_running_one(replayed_host, api):
+    [cluster] = replayed_host.clusters.all()
+    url = f"/api/hosts/{replayed_host.pk}/retire-cluster/"
+    retire = lambda: api.post(url, {"cluster": cluster.pk}, format="json")  # noqa: E731
+    refused = retire()
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "running"
+
+    record_facts(replayed_host, {**replayed_host.facts, "clusters": []})
+    assert _cluster_down(replayed_host) is not None
+    assert retire().status_code == 204
+    assert not replayed_host.clusters.exists() and _cluster_down(replayed_host) is None
+    assert retire().status_code == 404
+    assert api.post(url, {"cluster": "1"}, format="json").status_code == 400
+
+
+def test_work_that_needs_a_down_cluster_running_is_refused_saying_so(replayed_host):
+    from apps.benchmarks import services as benchmarks
+    from apps.clones import services as clones
+    from apps.ops.errors import DomainError
+    from apps.snapshots import services as snapshots
+
+    record_facts(replayed_host, {**replayed_host.facts, "clusters": []})
+    [cluster] = replayed_host.clusters.all()
+    attempts = {
+        "clone": lambda: clones.create_clone(replayed_host, cluster, name="c1"),
+        "benchmark": lambda: benchmarks.run_benchmark(replayed_host, cluster, {}),
+        "checkpointed snapshot": lambda: snapshots.snapshot_now(
+            replayed_host, cluster=cluster, checkpoint=True),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(DomainError) as refused:
+            attempt()
+        assert "is down" in refused.value.message, what
+    with pytest.raises(DomainError) as refused:
+        attempts["clone"]()
+    assert (refused.value.status, refused.value.code) == (409, "cluster_down")
+
+
+def test_values_cut_to_fit_still_find_their_rows(replayed_host):
+    facts = copy.deepcopy(replayed_host.facts)
+    facts["datasets"].append({**facts["datasets"][0], "name": "tank/" + "d" * 300})
+    facts["clusters"].append({**facts["clusters"][0], "data_dir": "/" + "p" * 1100})
+    record_facts(replayed_host, facts)
+    before = _ids(replayed_host)
+    record_facts(replayed_host, copy.deepcopy(facts))
+    assert _ids(replayed_host) == before
+    assert replayed_host.clusters.filter(data_dir="", running=True).count() == 1
