@@ -28,7 +28,7 @@ and alter. Objects the superuser owns stay its own.
 
 The clone's PostgreSQL runs as an OS user of its own (core/layout.py says why):
 the script refuses a uid that passwd or a group names, that a process runs as or
-that owns a directory under the clones' parents, before anything is made; it
+that owns a file in the clones' datasets, before anything is made; it
 then gives that user the clone's datasets (recursively) and socket directory,
 0700, and starts PostgreSQL with setpriv. PoZoL's own psql runs as root, naming
 the owner role, over the socket directory only root and that user can enter.
@@ -83,8 +83,9 @@ echo "pozol-mark started $(date +%s.%N)"
 """
 
 # Refused before anything is made: a uid someone has. getent asks NSS (passwd, group);
-# ps the processes; find the clones' own parents, where another clone's (or a left
-# over) directory would be, this clone's socket directory excepted (a reset's).
+# ps the processes; find the clones' datasets, where another clone's files would be.
+# Not the socket directories' parent: a reconciled orphan leaves its (empty) one there,
+# and a stale directory gives the next clone with that uid nothing.
 _UID_CHECK = """\
 u={uid}
 if getent passwd "$u" > /dev/null || getent group "$u" > /dev/null; then
@@ -96,8 +97,8 @@ if ps -e -o uid= | awk -v u="$u" '$1 == u {{ f = 1 }} END {{ exit !f }}'; then
   exit 1
 fi
 cm=$(zfs get -H -o value mountpoint {clones_parent} 2> /dev/null || true)
-f=$(find {socket_parent} ${{cm:+"$cm"}} -maxdepth 3 -uid "$u" ! -path {socket_dir} \
--print -quit 2> /dev/null || true)
+f=
+if [ -d "$cm" ]; then f=$(find "$cm" -maxdepth 3 -uid "$u" -print -quit 2> /dev/null || true); fi
 if [ -n "$f" ]; then
   echo "uid $u owns $f on this host: remove it, or set another clone uid base" >&2; exit 1
 fi"""
@@ -231,9 +232,7 @@ def _confinement(layout: Layout) -> dict[str, Command]:
         return {"uid_check": Command(":"), "confine": script(
             "chown {owner} {socket_dir} && chmod 700 {socket_dir}",
             owner=layout.origin.owner, socket_dir=layout.socket_dir)}
-    socket_parent = layout.socket_dir.rstrip("/").rsplit("/", 1)[0] or "/"
-    return {"uid_check": script(_UID_CHECK, uid=layout.os_uid, socket_parent=socket_parent,
-                                socket_dir=layout.socket_dir,
+    return {"uid_check": script(_UID_CHECK, uid=layout.os_uid,
                                 clones_parent=f"{layout.pool}/{CLONES_PARENT}"),
             "confine": script(_CONFINE, uid=layout.os_uid, socket_dir=layout.socket_dir)}
 

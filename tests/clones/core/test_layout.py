@@ -76,7 +76,7 @@ FAKES = {
     "getent": '#!/bin/sh\n[ "$1 $2" = "$TAKEN" ]\n',
     "ps": '#!/bin/sh\necho "    0"; echo " $RUNNING"\n',
     "find": "#!/bin/sh\necho $OWNED\n",
-    "zfs": '#!/bin/sh\n[ "$1" = clone ] && echo cloned >&2 && exit 1; exit 0\n',
+    "zfs": '#!/bin/sh\n[ "$1" = clone ] && echo cloned >&2 && exit 1; echo /\n',
 }
 
 
@@ -84,7 +84,7 @@ FAKES = {
     ({"TAKEN": "passwd 1900006500"}, "is a user or group of this host"),
     ({"TAKEN": "group 1900006500"}, "is a user or group of this host"),
     ({"RUNNING": "1900006500"}, "runs processes on this host"),
-    ({"OWNED": "/var/lib/pozol/clones/old"}, "owns /var/lib/pozol/clones/old"),
+    ({"OWNED": "/tank/pozol_clones/old/data"}, "owns /tank/pozol_clones/old/data"),
     ({"RUNNING": "19000065000"}, "cloned"),  # another uid: the script goes on to clone
 ])
 def test_a_uid_someone_has_is_refused_before_anything_is_made(tmp_path, env, refusal):
