@@ -170,3 +170,30 @@ def test_a_clones_superuser_cannot_reach_the_origin_or_another_clone(hostile_rol
         assert uids[clone.name] == run_on(fleet_host, f"stat -c %u {mount}/pgdata").strip()
     postgres_uid = run_on(fleet_host, f"id -u {fleet_host.pg_os_user}").strip()
     assert len(set(uids.values()) | {postgres_uid}) == 3, uids
+
+
+def test_a_uid_in_use_is_refused_and_discovery_lives_with_confined_clones(hostile_roles):
+    """A process of the uid the next clone would get (here one this test starts) makes
+    the script refuse before anything is made; once it is gone the clone is made. A
+    discovery with that clone running (its postmaster's user has no name) succeeds."""
+    from apps.fleet import services as fleet_services
+
+    fleet_host, row = hostile_roles
+    cluster = row.clusters.get()
+    uid = 1_900_000_000 + 6500  # the default base plus the first port of the range
+    squatter = run_on(fleet_host, f"cd / && {{ setpriv --reuid={uid} --regid={uid} "
+                                  "--clear-groups -- sleep 120 < /dev/null > /dev/null 2>&1 "
+                                  "& echo $!; }").strip()
+    try:
+        clone, operation, _ = services.create_clone(row, cluster, name="squatted")
+        operation = drive(operation)
+        assert operation.status == Operation.Status.FAILED
+        assert f"uid {uid} runs processes on this host" in operation.error
+        assert "pozol_clones/squatted" not in run_on(fleet_host, "zfs list -H -o name")
+    finally:
+        run_anyway(fleet_host, f"kill {int(squatter)}")
+    drive(services.destroy_clone(Clone.objects.get(pk=clone.pk)))
+
+    clone, operation, _ = services.create_clone(row, cluster, name="unsquatted")
+    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
+    assert drive(fleet_services.discover(row)).status == Operation.Status.SUCCEEDED
