@@ -1,7 +1,7 @@
 """The commands that make, reset and destroy a clone: one round trip each.
 
 Creation is one script, because the floor this has to beat is about 0.4 s
-(../shared/test-fleet.md) and each SSH exec costs 0.11-0.14 s here: clone both
+(measured on a test host) and each SSH exec costs 0.11-0.14 s here: clone both
 datasets, rewrite what a copy must not share (core/layout.py), start
 PostgreSQL, then give the clone's role its password. The password never
 appears on a command line: the SQL that sets it comes on the script's stdin
@@ -19,8 +19,8 @@ and every membership edge from it, or from a role it reaches, into a dangerous
 role (one with those attributes, pg_execute_server_program, pg_read_server_files,
 pg_write_server_files, pg_signal_backend) is revoked in the clone; then a check
 that nothing dangerous is reachable fails the script otherwise, so a path the
-revocations missed fails the clone instead of handing it out. Only this role may
-log in over the network (pg_hba), and the roles it reaches cannot log in at all.
+revocations missed fails the clone instead of handing it out. No other role logs
+in but the owner over the socket (pg_hba), so the roles it reaches serve only it.
 It reads and writes every table (pg_read_all_data, pg_write_all_data, from 14)
 and runs DDL (issue 20): it owns the clone's databases (so, from 15, their public
 schema) and is a member of the other roles owning objects, so migrations create
@@ -31,7 +31,9 @@ the script refuses a uid that passwd or a group names, that a process runs as or
 that owns a file in the clones' datasets, before anything is made; it
 then gives that user the clone's datasets (recursively) and socket directory,
 0700, and starts PostgreSQL with setpriv. PoZoL's own psql runs as root, naming
-the owner role, over the socket directory only root and that user can enter.
+the owner role, over the socket directory only root and that user can enter. The
+chown is the price: about 0.5 s more per clone for a fresh cluster's 1,300 files
+on zfs-fuse, growing with the number of files (not their size).
 """
 
 from __future__ import annotations
