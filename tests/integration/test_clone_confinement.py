@@ -171,6 +171,14 @@ def test_a_clones_superuser_cannot_reach_the_origin_or_another_clone(hostile_rol
     postgres_uid = run_on(fleet_host, f"id -u {fleet_host.pg_os_user}").strip()
     assert len(set(uids.values()) | {postgres_uid}) == 3, uids
 
+    # What the clone's superuser leaves running dies with the clone.
+    ok, out = clone_superuser(fleet_host, first, "COPY (SELECT 1) TO PROGRAM "
+                                                 "'sleep 300 > /dev/null 2>&1 &'")
+    assert ok, out
+    assert uids["boxed1"] in run_on(fleet_host, "ps -e -o uid=").split()
+    assert drive(services.destroy_clone(first)).status == Operation.Status.SUCCEEDED
+    assert uids["boxed1"] not in run_on(fleet_host, "ps -e -o uid=").split()
+
 
 def test_a_uid_in_use_is_refused_and_discovery_lives_with_confined_clones(hostile_roles):
     """A process of the uid the next clone would get (here one this test starts) makes

@@ -56,9 +56,11 @@ def test_a_confined_clone_runs_as_its_own_uid_and_lets_the_owner_in_by_socket_on
     text = commands.create(confined, "Abcdefghij0123456789").text
     assert "chown -R 1900006500:1900006500" in text and "setpriv" in text
     assert "runuser" not in text and "runuser" not in commands.destroy(confined).text
+    assert "awk -v u=1900006500" in commands.destroy(confined).text  # its leftovers die
     # A clone made before confinement keeps its owner and peer.
     assert layout().server_user() == ["runuser", "-u", "postgres", "--"]
     assert "local all postgres peer" in layout().hba()
+    assert "kill" not in commands.destroy(layout()).text  # the owner's uid is production's
 
 
 def test_the_role_sql_strips_every_way_to_the_host():
