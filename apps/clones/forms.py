@@ -11,7 +11,7 @@ from __future__ import annotations
 from django import forms
 
 from apps.clones import services
-from apps.clones.core.layout import CLONE_MEMORY, NAME_MAX
+from apps.clones.core.layout import CLONE_MEMORY, NAME_MAX, UID_BASE_MAX, UID_BASE_MIN
 from apps.clones.models import CloneHostSettings
 from apps.fleet.models import Host
 from apps.snapshots.models import Snapshot
@@ -89,12 +89,17 @@ class CloneSettingsForm(forms.Form):
         required=False, min_value=CLONE_MEMORY // 2**20,
         max_value=services.MAX_MEMORY_LIMIT // 2**20, label="Memory for all clones (MiB)",
         help_text=f"Each clone counts {CLONE_MEMORY // 2**20} MiB; empty: no limit.")
+    uid_base = forms.IntegerField(
+        required=False, min_value=UID_BASE_MIN, max_value=UID_BASE_MAX, label="Clone uid base",
+        help_text="A clone's PostgreSQL runs as OS uid and gid this plus its port, with no "
+                  "passwd entry: a range no user, process or file of the host uses; "
+                  "empty: unchanged.")
 
     @classmethod
     def of(cls, limits: CloneHostSettings, data=None) -> CloneSettingsForm:
         mib = limits.memory_limit // 2**20 if limits.memory_limit else None
         return cls(data, initial={"port_min": limits.port_min, "port_max": limits.port_max,
-                                  "memory_limit_mib": mib,
+                                  "memory_limit_mib": mib, "uid_base": limits.uid_base,
                                   "listen_address": limits.listen_address or "",
                                   "allowed_networks": "\n".join(limits.allowed_networks)})
 
@@ -102,7 +107,7 @@ class CloneSettingsForm(forms.Form):
         data = self.cleaned_data
         mib = data.get("memory_limit_mib")
         return {"port_min": data["port_min"], "port_max": data["port_max"],
-                "memory_limit": mib * 2**20 if mib else None,
+                "memory_limit": mib * 2**20 if mib else None, "uid_base": data.get("uid_base"),
                 "listen_address": data["listen_address"] or None,
                 "allowed_networks": [line.strip() for line in
                                      data["allowed_networks"].replace(",", "\n").splitlines()

@@ -15,6 +15,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from apps.clones.core.layout import UID_BASE
+
 
 class CloneHostSettings(models.Model):
     """What an operator allows clones on one host: ports, addresses, memory."""
@@ -31,6 +33,10 @@ class CloneHostSettings(models.Model):
     memory_limit = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="Bytes of RAM all clones on the host may take "
                                          "together; empty: no limit.")
+    uid_base = models.PositiveBigIntegerField(
+        default=UID_BASE, help_text="A clone's PostgreSQL runs as OS uid (and gid) this base "
+                                    "plus its port; no passwd entry, no process and no "
+                                    "other file on the host may use that range.")
 
     DEFAULT_ALLOWED = ["127.0.0.0/8"]
 

@@ -21,7 +21,7 @@ from apps.accounts.api_fields import (
     StrictPrimaryKeyRelatedField,
 )
 from apps.clones import services, tenancy
-from apps.clones.core.layout import CLONE_MEMORY, NAME_MAX
+from apps.clones.core.layout import CLONE_MEMORY, NAME_MAX, UID_BASE, UID_BASE_MAX, UID_BASE_MIN
 from apps.clones.models import Clone, CloneHostSettings
 from apps.fleet.models import Host, PgCluster
 from apps.ops.serializers import OperationSerializer
@@ -132,12 +132,16 @@ class CloneSettingsSerializer(ModelSerializer):
         max_value=services.MAX_MEMORY_LIMIT,
         help_text="Bytes of RAM all clones on the host may take together (each counts "
                   f"{CLONE_MEMORY}); null: no limit.")
+    uid_base = StrictIntegerField(
+        required=False, min_value=UID_BASE_MIN, max_value=UID_BASE_MAX,
+        help_text="A clone's PostgreSQL runs as OS uid and gid uid_base + its port, with no "
+                  f"passwd entry (default {UID_BASE}); left out: unchanged.")
     effective_allowed_networks = serializers.SerializerMethodField()
 
     class Meta:
         model = CloneHostSettings
         fields = ["port_min", "port_max", "listen_address", "allowed_networks",
-                  "memory_limit", "effective_allowed_networks"]
+                  "memory_limit", "uid_base", "effective_allowed_networks"]
 
     def validate(self, values: dict) -> dict:
         if values["port_min"] > values["port_max"]:

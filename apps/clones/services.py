@@ -20,7 +20,16 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.clones import steps, tenancy
-from apps.clones.core.layout import CLONE_MEMORY, CloneError, Layout, Origin, clone_name
+from apps.clones.core.layout import (
+    CLONE_MEMORY,
+    UID_BASE_MAX,
+    UID_BASE_MIN,
+    CloneError,
+    Layout,
+    Origin,
+    clone_name,
+    clone_uid,
+)
 from apps.clones.models import Clone, CloneHostSettings
 from apps.fleet import credentials
 from apps.fleet.models import Host, PgCluster
@@ -301,7 +310,8 @@ def _layout(host: Host, origin: Origin, name: str, snapshot: str, port: int,
     socket_dir = f"{host.work_dir.rstrip('/')}/clones/{name}"
     try:
         return Layout(origin=origin, name=name, snapshot=snapshot, port=port, listen=listen,
-                      allowed=allowed, role=role, socket_dir=socket_dir)
+                      allowed=allowed, role=role, socket_dir=socket_dir,
+                      os_uid=clone_uid(limits.uid_base, port))
     except (CloneError, InvalidValue, ValueError) as exc:
         raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
 
@@ -349,7 +359,7 @@ MAX_MEMORY_LIMIT = 64 * 2**40  # no host has this much RAM: a typo
 
 def update_settings(host: Host, *, port_min: int, port_max: int, listen_address: str | None,
                     allowed_networks: list[str], memory_limit: int | None = None,
-                    by=None) -> CloneHostSettings:
+                    uid_base: int | None = None, by=None) -> CloneHostSettings:
     """Save what the operator allows clones on `host`. Clones made before keep their port
     and pg_hba; the next clone gets the new values."""
     for field, port in (("port_min", port_min), ("port_max", port_max)):
@@ -365,7 +375,13 @@ def update_settings(host: Host, *, port_min: int, port_max: int, listen_address:
             or not CLONE_MEMORY <= memory_limit <= MAX_MEMORY_LIMIT):
         raise _refuse("memory_limit", f"bytes, from one clone's {CLONE_MEMORY} to "
                                       f"{MAX_MEMORY_LIMIT}, or empty for no limit")
+    if uid_base is not None and (isinstance(uid_base, bool) or not isinstance(uid_base, int)
+                                 or not UID_BASE_MIN <= uid_base <= UID_BASE_MAX):
+        raise _refuse("uid_base", f"from {UID_BASE_MIN} to {UID_BASE_MAX}: a clone's uid is "
+                                  "this plus its port")
     limits = settings_of(host)
+    if uid_base is not None:
+        limits.uid_base = uid_base
     limits.memory_limit = memory_limit
     limits.port_min, limits.port_max = port_min, port_max
     limits.listen_address, limits.allowed_networks = listen_address, networks

@@ -14,7 +14,7 @@ from __future__ import annotations
 import secrets
 
 from apps.clones import services as clone_services
-from apps.clones.core.layout import CloneError, Layout
+from apps.clones.core.layout import CloneError, Layout, clone_uid
 from apps.drills import steps
 from apps.drills.core import recover as core
 from apps.drills.services import _refuse, free_clone_port
@@ -69,6 +69,7 @@ def _layout(host: Host, origin, snapshot: str) -> Layout:
         return Layout(origin=origin, name=name, snapshot=snapshot, port=port,
                       listen=limits.listen_address or host.address, allowed=(),
                       role="pozol_drill",
-                      socket_dir=f"{host.work_dir.rstrip('/')}/clones/{name}")
+                      socket_dir=f"{host.work_dir.rstrip('/')}/clones/{name}",
+                      os_uid=clone_uid(limits.uid_base, port))
     except (CloneError, InvalidValue, ValueError) as exc:
         raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None

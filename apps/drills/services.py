@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.clones import services as clone_services
-from apps.clones.core.layout import CloneError, Layout, Origin
+from apps.clones.core.layout import CloneError, Layout, Origin, clone_uid
 from apps.clones.models import Clone
 from apps.drills import steps
 from apps.drills.core import check as core
@@ -213,7 +213,8 @@ def _layout(run: DrillRun, origin: Origin, snapshot: str) -> Layout:
         return Layout(origin=origin, name=run.clone_name, snapshot=snapshot, port=port,
                       listen=limits.listen_address or host.address, allowed=(),
                       role="pozol_drill",
-                      socket_dir=f"{host.work_dir.rstrip('/')}/clones/{run.clone_name}")
+                      socket_dir=f"{host.work_dir.rstrip('/')}/clones/{run.clone_name}",
+                      os_uid=clone_uid(limits.uid_base, port))
     except (CloneError, InvalidValue, ValueError) as exc:
         raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
 

@@ -197,7 +197,7 @@ def settings_body(**changes) -> dict:
 def test_settings_default_until_the_operator_sets_them(api, host):
     shown = api.get(f"/api/hosts/{host.pk}/clone-settings/").json()
     assert shown == {"port_min": 6500, "port_max": 6599, "listen_address": None,
-                     "allowed_networks": [], "memory_limit": None,
+                     "allowed_networks": [], "memory_limit": None, "uid_base": 1_900_000_000,
                      "effective_allowed_networks": ["127.0.0.0/8"]}
     assert not CloneHostSettings.objects.exists()
 
@@ -212,6 +212,21 @@ def test_settings_are_saved_and_used_by_the_next_clone(api, host):
     assert clone.port == 7000
     assert clone.layout["listen"] == "10.0.0.5"
     assert clone.layout["allowed"] == ["10.0.0.0/8", "2001:db8::/32"]
+    assert clone.layout["os_uid"] == 1_900_000_000 + 7000  # the base plus its port
+
+
+def test_the_clone_uid_base_is_the_operators_per_host(api, host):
+    body = {**settings_body(), "uid_base": 3_000_000}
+    response = api.put(f"/api/hosts/{host.pk}/clone-settings/", body, format="json")
+    assert response.status_code == 200, response.content
+    left_out = api.put(f"/api/hosts/{host.pk}/clone-settings/", settings_body(), format="json")
+    assert left_out.json()["uid_base"] == 3_000_000  # left out: unchanged
+    make(api, host)
+    assert Clone.objects.get().layout["os_uid"] == 3_007_000
+    for bad in (1000, 2**31, "x", True):
+        refused = api.put(f"/api/hosts/{host.pk}/clone-settings/",
+                          {**settings_body(), "uid_base": bad}, format="json")
+        assert refused.status_code == 400 and "uid_base" in str(refused.json()), bad
 
 
 @pytest.mark.parametrize("changes, field", [

@@ -1,7 +1,7 @@
 """The commands that make, reset and destroy a clone: one round trip each.
 
 Creation is one script, because the floor this has to beat is about 0.4 s
-(../shared/test-fleet.md) and each SSH exec costs 0.11-0.14 s here: clone both
+(measured on a test host) and each SSH exec costs 0.11-0.14 s here: clone both
 datasets, rewrite what a copy must not share (core/layout.py), start
 PostgreSQL, then give the clone's role its password. The password never
 appears on a command line: the SQL that sets it comes on the script's stdin
@@ -12,17 +12,35 @@ PostgreSQL 15 writes "standby" when crash recovery starts (a clone of a live
 cluster always recovers), so with hot_standby off the first connection would be
 refused: the script waits for pg_isready before it sets the password.
 
-The clone's role logs in with that password, is never a superuser (a superuser
-runs programs on the host: COPY ... PROGRAM) and, from PostgreSQL 14, reads and
-writes every table (pg_read_all_data, pg_write_all_data). A member who names an
-existing role (the application's) gets that role, with its own privileges.
+The clone's role (a member's: any role of the origin, or a new one) can never
+reach superuser, server programs or server files, whatever the origin's roles
+say (issue 19): it is made NOSUPERUSER NOCREATEROLE NOREPLICATION NOBYPASSRLS,
+and every membership edge from it, or from a role it reaches, into a dangerous
+role (one with those attributes, pg_execute_server_program, pg_read_server_files,
+pg_write_server_files, pg_signal_backend) is revoked in the clone; then a check
+that nothing dangerous is reachable fails the script otherwise, so a path the
+revocations missed fails the clone instead of handing it out. No other role logs
+in but the owner over the socket (pg_hba), so the roles it reaches serve only it.
+It reads and writes every table (pg_read_all_data, pg_write_all_data, from 14)
+and runs DDL (issue 20): it owns the clone's databases (so, from 15, their public
+schema) and is a member of the other roles owning objects, so migrations create
+and alter. Objects the superuser owns stay its own.
+
+The clone's PostgreSQL runs as an OS user of its own (core/layout.py says why):
+the script refuses a uid that passwd or a group names, that a process runs as or
+that owns a file in the clones' datasets, before anything is made; it
+then gives that user the clone's datasets (recursively) and socket directory,
+0700, and starts PostgreSQL with setpriv. PoZoL's own psql runs as root, naming
+the owner role, over the socket directory only root and that user can enter. The
+chown is the price: about 0.5 s more per clone for a fresh cluster's 1,300 files
+on zfs-fuse, growing with the number of files (not their size).
 """
 
 from __future__ import annotations
 
 import re
 
-from apps.clones.core.layout import CloneError, Layout
+from apps.clones.core.layout import CLONES_PARENT, CloneError, Layout
 from apps.remote.commands import (
     Command,
     InvalidValue,
@@ -37,6 +55,8 @@ _PASSWORD = re.compile(r"[A-Za-z0-9]{16,128}\Z")
 _CREATE = """\
 set -e
 exec 3<&0 < /dev/null
+{uid_check}
+wm=
 echo "pozol-mark begin $(date +%s.%N)"
 zfs clone -p {properties} {data_snapshot} {data_clone}
 {wal_clone_command}
@@ -49,32 +69,105 @@ rm -rf pg_replslot/*
 {wal_link}
 printf '%s' {auto_conf} >> postgresql.auto.conf
 printf '%s' {hba} > pg_hba.conf
-mkdir -p {socket_dir} && chown {owner} {socket_dir} && chmod 700 {socket_dir}
+mkdir -p {socket_dir}
+{confine}
 cd /
 log() {{ echo "the clone's server log ends:" >&2; tail -n 8 "$m"/pozol-clone.log >&2; }}
-runuser -u {owner} -- {pg_ctl} -D "$d" -w -t 120 -l "$m"/pozol-clone.log start > /dev/null \
+{server} {pg_ctl} -D "$d" -w -t 120 -l "$m"/pozol-clone.log start > /dev/null \
 || {{ log; exit 1; }}
 i=0
 until {pg_isready} -q -h {socket_dir} -p {port}; do
   i=$((i + 1)); [ "$i" -ge 2400 ] && {{ log; exit 1; }}; sleep 0.05
 done
 echo "pozol-mark started $(date +%s.%N)"
-runuser -u {owner} -- {psql} -X -At -v ON_ERROR_STOP=1 -h {socket_dir} -p {port} \
+{client} {psql} -X -At -v ON_ERROR_STOP=1 -h {socket_dir} -p {port} -U {owner} \
 -d postgres --set=role={role} <&3 || {{ log; exit 1; }}
 """
 
+# Refused before anything is made: a uid someone has. getent asks NSS (passwd, group);
+# ps the processes; find the clones' datasets, where another clone's files would be.
+# Not the socket directories' parent: a reconciled orphan leaves its (empty) one there,
+# and a stale directory gives the next clone with that uid nothing.
+_UID_CHECK = """\
+u={uid}
+if getent passwd "$u" > /dev/null || getent group "$u" > /dev/null; then
+  echo "uid $u is a user or group of this host (passwd/group): set another clone uid \
+base for this host" >&2; exit 1
+fi
+if ps -e -o uid= | awk -v u="$u" '$1 == u {{ f = 1 }} END {{ exit !f }}'; then
+  echo "uid $u runs processes on this host: stop them, or set another clone uid base" >&2
+  exit 1
+fi
+cm=$(zfs get -H -o value mountpoint {clones_parent} 2> /dev/null || true)
+f=
+if [ -d "$cm" ]; then f=$(find "$cm" -maxdepth 3 -uid "$u" -print -quit 2> /dev/null || true); fi
+if [ -n "$f" ]; then
+  echo "uid $u owns $f on this host: remove it, or set another clone uid base" >&2; exit 1
+fi"""
+
+# The clone's user owns its datasets and socket directory, 0700: no other clone's user
+# enters them, and it enters nothing of the origin's.
+_CONFINE = """\
+chown -R {uid}:{uid} "$m" && chmod 700 "$m"
+if [ -n "$wm" ]; then chown -R {uid}:{uid} "$wm" && chmod 700 "$wm"; fi
+chown {uid}:{uid} {socket_dir} && chmod 700 {socket_dir}"""
+
 _WAL_CLONE = "zfs clone -p {properties} {wal_snapshot} {wal_clone}"
 _WAL_LINK = """\
-w=$(zfs get -H -o value mountpoint {wal_clone})/{wal_below}
-if [ -L pg_wal ]; then ln -sfn "$w" pg_wal; fi"""
+wm=$(zfs get -H -o value mountpoint {wal_clone})
+if [ -L pg_wal ]; then ln -sfn "$wm"/{wal_below} pg_wal; fi"""
 
-_ROLE_SQL = r"""\set pw '{password}'
-SELECT format('CREATE ROLE %I LOGIN', :'role')
+# A role is dangerous when it is, or gives, what a clone's role must never have.
+_DANGEROUS = ("SELECT oid FROM pg_roles WHERE rolsuper OR rolcreaterole OR rolreplication "
+              "OR rolbypassrls OR rolname IN ('pg_execute_server_program', "
+              "'pg_read_server_files', 'pg_write_server_files', 'pg_signal_backend')")
+# Every role `who` reaches through memberships (inherited, SET ROLE or admin alike).
+_REACHED = ("WITH RECURSIVE reached(oid) AS (SELECT oid FROM pg_roles WHERE rolname = WHO "
+            "UNION SELECT m.roleid FROM pg_auth_members m JOIN reached r "
+            "ON m.member = r.oid)")
+
+# On psql's stdin after `\set pw '<password>'`; run by the clone's superuser before the
+# role can log in. GRANTED BY names each edge's grantor: from 16 a superuser's REVOKE
+# removes only its own grants otherwise (15 and older accept it and ignore it).
+_ROLE_SQL = r"""SELECT format('CREATE ROLE %I LOGIN', :'role')
  WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'role') \gexec
-ALTER ROLE :"role" LOGIN NOSUPERUSER PASSWORD :'pw';
+ALTER ROLE :"role" LOGIN NOSUPERUSER NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD :'pw';
 SELECT format('GRANT pg_read_all_data, pg_write_all_data TO %I', :'role')
  WHERE current_setting('server_version_num')::int >= 140000 \gexec
+SELECT format('ALTER DATABASE %I OWNER TO %I', datname, :'role') FROM pg_database
+ WHERE NOT datistemplate \gexec
+SELECT format('GRANT %I TO %I', o.rolname, :'role') FROM pg_roles o
+ WHERE o.oid IN (SELECT refobjid FROM pg_shdepend WHERE deptype = 'o'
+                 AND refclassid = 'pg_authid'::regclass)
+   AND o.rolname <> :'role' AND o.oid NOT IN (DANGEROUS)
+   AND NOT pg_has_role(o.oid, :'role', 'MEMBER')
+   AND NOT pg_has_role(:'role', o.oid, 'MEMBER') \gexec
+REACHED
+SELECT format('REVOKE %I FROM %I GRANTED BY %I CASCADE', g.rolname, m.rolname,
+              coalesce(b.rolname, current_user))
+  FROM pg_auth_members e JOIN reached r ON e.member = r.oid
+  JOIN pg_roles g ON g.oid = e.roleid JOIN pg_roles m ON m.oid = e.member
+  LEFT JOIN pg_roles b ON b.oid = e.grantor
+ WHERE e.roleid IN (DANGEROUS) \gexec
+SELECT set_config('pozol.clone_role', :'role', false) \g /dev/null
+DO $check$
+DECLARE found text;
+BEGIN
+  REACHED_IN_DO
+  SELECT string_agg(p.rolname, ', ') INTO found FROM reached r JOIN pg_roles p USING (oid)
+   WHERE p.oid IN (DANGEROUS);
+  IF found IS NOT NULL THEN
+    RAISE EXCEPTION 'the clone''s role % still reaches %', current_setting(
+      'pozol.clone_role'), found;
+  END IF;
+END
+$check$;
 """
+_ROLE_SQL = (_ROLE_SQL.replace("REACHED_IN_DO", _REACHED.replace(
+    "WHO", "current_setting('pozol.clone_role')"))
+    .replace("REACHED", _REACHED.replace("WHO", ":'role'"))
+    .replace("DANGEROUS", _DANGEROUS))
+
 
 # Stop PostgreSQL if it runs (immediate: a clone's data is disposable), then destroy
 # the clone's datasets and its socket directory. It is safe to run again, and beside a
@@ -85,9 +178,10 @@ SELECT format('GRANT pg_read_all_data, pg_write_all_data TO %I', :'role')
 _DESTROY = """\
 m=$(zfs get -H -o value mountpoint {data_clone} 2>/dev/null || true)
 if [ -n "$m" ] && [ -f "$m"/{data_below}/postmaster.pid ]; then
-  cd / && runuser -u {owner} -- {pg_ctl} -D "$m"/{data_below} -m immediate -w stop \
+  cd / && {server} {pg_ctl} -D "$m"/{data_below} -m immediate -w stop \
 > /dev/null 2>&1 || true
 fi
+{kill_rest}
 i=0
 while zfs list {root} > /dev/null 2>&1; do
   zfs destroy -r {root} && break
@@ -114,7 +208,9 @@ def create(layout: Layout, password: str, properties: dict[str, str] | None = No
               "hba": layout.hba(), "socket_dir": layout.socket_dir, "owner": origin.owner,
               "pg_ctl": f"{origin.bin_dir}/pg_ctl", "psql": f"{origin.bin_dir}/psql",
               "pg_isready": f"{origin.bin_dir}/pg_isready",
-              "port": layout.port, "role": layout.role}
+              "port": layout.port, "role": layout.role,
+              "server": layout.server_user(), "client": layout.client_user(),
+              **_confinement(layout)}
     if layout.wal_clone:
         wal = {"wal_snapshot": f"{origin.wal_dataset}@{layout.snapshot}",
                "wal_clone": layout.wal_clone, "wal_below": layout.wal_below or "."}
@@ -126,10 +222,22 @@ def create(layout: Layout, password: str, properties: dict[str, str] | None = No
         values["wal_clone_command"] = Command(":")
         values["wal_link"] = Command(":")
     command = script(_CREATE, **values)
-    return Command(command.text, secrets=(password,), stdin=_ROLE_SQL.format(
-        password=password).encode(),
+    return Command(command.text, secrets=(password,),
+                   stdin=(f"\\set pw '{password}'\n" + _ROLE_SQL).encode(),
         shown=f"clone {layout.data_clone} from @{layout.snapshot}, start PostgreSQL on "
               f"port {layout.port}, set the password of role {layout.role}")
+
+
+def _confinement(layout: Layout) -> dict[str, Command]:
+    """The uid check and the ownership of the clone's files, for its own OS user or (a
+    layout made before confinement) for the owner."""
+    if layout.os_uid is None:
+        return {"uid_check": Command(":"), "confine": script(
+            "chown {owner} {socket_dir} && chmod 700 {socket_dir}",
+            owner=layout.origin.owner, socket_dir=layout.socket_dir)}
+    return {"uid_check": script(_UID_CHECK, uid=layout.os_uid,
+                                clones_parent=f"{layout.pool}/{CLONES_PARENT}"),
+            "confine": script(_CONFINE, uid=layout.os_uid, socket_dir=layout.socket_dir)}
 
 
 def _options(properties: dict[str, str]) -> list[str]:
@@ -155,10 +263,24 @@ def marks(stdout: str) -> dict[str, float]:
     return found
 
 
+# A confined clone's uid is its own (checked when it was made): whatever still runs as
+# it (a program its superuser left behind, a postmaster the stop missed) goes with it,
+# so nothing of the clone outlives it or waits for the next clone on its port.
+_KILL_REST = """\
+for p in $(ps -e -o pid=,uid= | awk -v u={uid} '$2 == u {{ print $1 }}'); do
+  kill -KILL "$p" 2> /dev/null || true
+done"""
+
+
 def destroy(layout: Layout) -> Command:
     origin = layout.origin
+    # Never for a clone running as the owner (made before confinement): its uid is
+    # production's too.
+    kill_rest = (script(_KILL_REST, uid=layout.os_uid) if layout.os_uid is not None
+                 else Command(":"))
     return script(_DESTROY, root=dataset_name(layout.root), data_clone=layout.data_clone,
-                  data_below=layout.data_below or ".", owner=origin.owner,
+                  kill_rest=kill_rest,
+                  data_below=layout.data_below or ".", server=layout.server_user(),
                   pg_ctl=f"{origin.bin_dir}/pg_ctl", socket_dir=layout.socket_dir,
                   port=layout.port,
                   shown=f"stop the clone {layout.name} and destroy {layout.root}")

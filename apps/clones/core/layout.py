@@ -11,10 +11,25 @@ origin's `postmaster.pid`, and the origin's memory settings: a clone gets the
 
 Settings go at the end of `postgresql.auto.conf`, which PostgreSQL reads last,
 so they win over whatever postgresql.conf says without editing it. pg_hba.conf
-is replaced: the owner by peer over the clone's own socket (PoZoL's way in),
-the clone's role by password from the addresses the operator allows, nothing
-else. A cluster whose configuration lives outside its data directory (Debian's
-/etc/postgresql layout) is refused: its clone would read the origin's files.
+is replaced: the owner over the clone's own socket (PoZoL's way in), the clone's
+role by password from the addresses the operator allows, nothing else. A cluster
+whose configuration lives outside its data directory (Debian's /etc/postgresql
+layout) is refused: its clone would read the origin's files.
+
+Confinement (issue 19): a clone runs beside production on the same host, so its
+PostgreSQL runs as an OS user of its own (`os_uid`, one per clone: the host's
+clone uid base plus the clone's port, which is unique on the host), never as the
+origin's owner. That user owns the clone's datasets and its socket directory and
+nothing else, has no passwd entry (PostgreSQL needs none; the script refuses a
+uid that has one, or that a process or another clone's directory uses), and
+cannot enter the origin's data directory (0700, its owner's): even the clone's
+own superuser (COPY ... PROGRAM, pg_read_file) reads and writes only the clone.
+PoZoL gets in by `trust` for the owner role over the clone's socket only: that
+directory is 0700 and the clone's user's, so only root and that user reach the
+socket, and that user owns the data directory (pg_hba.conf, pg_authid) already,
+so trust gives it nothing it has not; peer cannot serve, as the owner's OS user
+cannot enter the directory and the clone's user has no name. A layout without
+`os_uid` (a clone made before confinement) keeps running as the owner, by peer.
 """
 
 from __future__ import annotations
@@ -26,6 +41,13 @@ from dataclasses import dataclass
 from apps.remote.commands import InvalidValue, abs_path, dataset_name, integer, pg_identifier
 
 CLONES_PARENT = "pozol_clones"
+# A clone's OS user and group are UID_BASE + its port (1024-65535). The default range,
+# 1,900,001,024-1,900,065,535, is above systemd's container range (524288-1879048191)
+# and below its foreign range (2147352576-): no distribution hands these out. An
+# operator whose hosts use it otherwise sets another base per host (CloneHostSettings).
+UID_BASE = 1_900_000_000
+UID_BASE_MIN = 65_536  # above every 16-bit uid (system, regular, nobody)
+UID_BASE_MAX = 2**31 - 1 - 65_535  # the clone's uid stays a positive 32-bit signed int
 NAME_MAX = 40
 _NAME = re.compile(r"[a-z][a-z0-9-]*\Z")
 
@@ -65,6 +87,11 @@ def clone_name(value: object) -> str:
         raise CloneError("name", f"A clone name is 1-{NAME_MAX} characters of a-z 0-9 - "
                                  f"starting with a letter, not {value!r}.")
     return value
+
+
+def clone_uid(base: int, port: int) -> int:
+    """The OS uid (and gid) a clone on `port` runs as: unique on the host, as ports are."""
+    return base + port
 
 
 @dataclass(frozen=True)
@@ -107,6 +134,7 @@ class Layout:
     allowed: tuple[str, ...]  # CIDRs its role may connect from
     role: str
     socket_dir: str
+    os_uid: int | None = None  # the OS user its PostgreSQL runs as; None: the owner (old)
 
     def __post_init__(self) -> None:
         clone_name(self.name)
@@ -117,6 +145,8 @@ class Layout:
             integer(self.port, minimum=1024, maximum=65535)
             pg_identifier(self.role)
             abs_path(self.socket_dir)
+            if self.os_uid is not None:
+                integer(self.os_uid, minimum=UID_BASE_MIN, maximum=2**31 - 1)
         except InvalidValue as exc:
             raise CloneError(exc.kind, str(exc)) from None
         ipaddress.ip_address(self.listen)
@@ -167,10 +197,24 @@ class Layout:
     def hba(self) -> str:
         lines = ["# PoZoL clone: the owner over its socket, the clone's role from the "
                  "allowed addresses, nothing else",
-                 f"local all {self.origin.owner} peer"]
+                 f"local all {self.origin.owner} "
+                 f"{'trust' if self.os_uid is not None else 'peer'}"]
         lines += [f"host all {self.role} {ipaddress.ip_network(c, strict=False)} "
                   "scram-sha-256" for c in self.allowed]
         return "\n".join(lines) + "\n"
+
+    def server_user(self) -> list[str]:
+        """The command prefix that runs the clone's server programs (pg_ctl) as its user:
+        setpriv takes numeric ids, so no passwd entry is needed."""
+        if self.os_uid is None:
+            return ["runuser", "-u", self.origin.owner, "--"]
+        return ["setpriv", f"--reuid={self.os_uid}", f"--regid={self.os_uid}",
+                "--clear-groups", "--"]
+
+    def client_user(self) -> list[str]:
+        """The command prefix of PoZoL's own clients in the clone (psql -U <owner>): root,
+        the one user besides the clone's that enters its socket directory."""
+        return [] if self.os_uid is not None else ["runuser", "-u", self.origin.owner, "--"]
 
     def connection_string(self) -> str:
         return f"postgresql://{self.role}@{self.listen}:{self.port}/postgres"

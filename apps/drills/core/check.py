@@ -3,10 +3,10 @@
 The drill makes its clone with apps.clones.core.commands.create (the same script a
 member's clone uses) and destroys it with commands.destroy; between them, `check`
 runs the check query in every database that allows connections, as the cluster's
-owner over the clone's own socket, read-only and with a statement timeout. The
-query comes on stdin and goes to `psql -c` (one string the server parses, so no
-psql meta-command runs: a query starting with a backslash is refused). On failure
-the script prints the clone's server log tail.
+owner over the clone's own socket (PoZoL's way in, apps.clones.core.layout), read-only
+and with a statement timeout. The query comes on stdin and goes to `psql -c` (one
+string the server parses, so no psql meta-command runs: a query starting with a
+backslash is refused). On failure the script prints the clone's server log tail.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ set -e
 m=$(zfs get -H -o value mountpoint {data_clone})
 q=$(cat)
 export PGOPTIONS={options}
-p() {{ runuser -u {owner} -- {psql} -X -At -v ON_ERROR_STOP=1 -h {socket_dir} -p {port} "$@"; }}
+p() {{ {client} {psql} -X -At -v ON_ERROR_STOP=1 -h {socket_dir} -p {port} -U {owner} "$@"; }}
 fail() {{ echo {log_mark} >&2; tail -n {lines} "$m"/pozol-clone.log >&2; exit 1; }}
 cd /
 dbs=$(p -d postgres -c 'SELECT datname FROM pg_database WHERE datallowconn ORDER BY 1' \
@@ -62,7 +62,8 @@ def check(layout: Layout, query: str) -> Command:
     options = (f"-c default_transaction_read_only=on "
                f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
     command = script(_CHECK, data_clone=layout.data_clone, options=options,
-                     owner=origin.owner, psql=f"{origin.bin_dir}/psql",
+                     owner=origin.owner, client=layout.client_user(),
+                     psql=f"{origin.bin_dir}/psql",
                      socket_dir=layout.socket_dir, port=layout.port, log_mark=LOG_MARK,
                      lines=LOG_LINES)
     return Command(command.text, stdin=check_query(query).encode(),

@@ -2,11 +2,13 @@
 
 The snapshot is cloned and started as a drill's clone is (apps.clones.core.commands).
 In that clone, which is disposable, the table is renamed to the name it gets back
-(`into`); `pg_dump -t` then dumps it, whole, to a file beside the clone's socket before
-anything touches the origin; the origin's `psql --single-transaction` with
-ON_ERROR_STOP restores it. So the origin only ever sees a `CREATE TABLE <into>`: if a
-table of that name exists the CREATE fails and the whole restore rolls back (nothing
-is overwritten), and a dump or restore that fails halfway leaves nothing behind.
+(`into`); `pg_dump -t` then dumps it, whole, to a root-only temporary file before
+anything touches the origin (not in the clone's socket directory: the clone's own OS
+user could rewrite it there, and the origin's superuser runs it); the origin's
+`psql --single-transaction` with ON_ERROR_STOP restores it from stdin. So the origin
+only ever sees a `CREATE TABLE <into>`: if a table of that name exists the CREATE fails
+and the whole restore rolls back (nothing is overwritten), and a dump or restore that
+fails halfway leaves nothing behind.
 Identifiers are PoZoL's unquoted lower-case kind (apps.remote.commands.pg_identifier),
 so they go into SQL as they are.
 """
@@ -31,15 +33,15 @@ _RECOVER = """\
 set -e
 exec < /dev/null
 cd /
-f={socket_dir}/pozol-recover.sql
+f=$(mktemp)
 trap 'rm -f "$f"' EXIT
-c() {{ runuser -u {owner} -- {psql} -X -At -v ON_ERROR_STOP=1 -h {socket_dir} -p {port} \
+c() {{ {client} {psql} -X -At -v ON_ERROR_STOP=1 -h {socket_dir} -p {port} -U {owner} \
 -d {database} "$@"; }}
 o() {{ runuser -u {owner} -- {psql} -X -At -v ON_ERROR_STOP=1 -h {origin_socket} \
 -p {origin_port} -d {database} "$@"; }}
 c -q -c {rename}
-runuser -u {owner} -- {pg_dump} -h {socket_dir} -p {port} -d {database} -t {dumped} > "$f"
-o -q --single-transaction -f "$f"
+{client} {pg_dump} -h {socket_dir} -p {port} -U {owner} -d {database} -t {dumped} > "$f"
+o -q --single-transaction -f - < "$f"
 printf '{rows_mark} %s\\n' "$(o -c {count})"
 """
 
@@ -107,7 +109,7 @@ def exists(origin_socket: str, origin_port: int, owner: str, bin_dir: str,
 def recover(layout: Layout, origin_socket: str, origin_port: int, wanted: Target) -> Command:
     origin = layout.origin
     return script(
-        _RECOVER, owner=origin.owner, psql=f"{origin.bin_dir}/psql",
+        _RECOVER, owner=origin.owner, client=layout.client_user(), psql=f"{origin.bin_dir}/psql",
         pg_dump=f"{origin.bin_dir}/pg_dump", socket_dir=layout.socket_dir, port=layout.port,
         origin_socket=origin_socket, origin_port=origin_port, database=wanted.database,
         rename=f"ALTER TABLE {wanted.source} RENAME TO {wanted.into}",

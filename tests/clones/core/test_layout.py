@@ -47,6 +47,60 @@ def test_only_the_owner_by_socket_and_the_role_from_allowed_networks_get_in():
                    "host all dev 192.168.1.7/32 scram-sha-256"]
 
 
+def test_a_confined_clone_runs_as_its_own_uid_and_lets_the_owner_in_by_socket_only():
+    confined = layout(os_uid=1_900_006_500, allowed=())
+    assert confined.hba().splitlines()[1:] == ["local all postgres trust"]
+    assert confined.server_user() == ["setpriv", "--reuid=1900006500", "--regid=1900006500",
+                                      "--clear-groups", "--"]
+    assert confined.client_user() == []  # root, naming the owner role
+    text = commands.create(confined, "Abcdefghij0123456789").text
+    assert "chown -R 1900006500:1900006500" in text and "setpriv" in text
+    assert "runuser" not in text and "runuser" not in commands.destroy(confined).text
+    assert "awk -v u=1900006500" in commands.destroy(confined).text  # its leftovers die
+    # A clone made before confinement keeps its owner and peer.
+    assert layout().server_user() == ["runuser", "-u", "postgres", "--"]
+    assert "local all postgres peer" in layout().hba()
+    assert "kill" not in commands.destroy(layout()).text  # the owner's uid is production's
+
+
+def test_the_role_sql_strips_every_way_to_the_host():
+    sql = commands.create(layout(), "Abcdefghij0123456789").stdin.decode()
+    assert "NOSUPERUSER NOCREATEROLE NOREPLICATION NOBYPASSRLS" in sql
+    for role in ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files",
+                 "pg_signal_backend"):
+        assert role in sql
+    assert "REVOKE %I FROM %I GRANTED BY %I CASCADE" in sql
+    assert "RAISE EXCEPTION" in sql  # what the revocations missed fails the clone
+    assert "ALTER DATABASE %I OWNER TO %I" in sql  # DDL in its databases
+
+
+FAKES = {
+    "getent": '#!/bin/sh\n[ "$1 $2" = "$TAKEN" ]\n',
+    "ps": '#!/bin/sh\necho "    0"; echo " $RUNNING"\n',
+    "find": "#!/bin/sh\necho $OWNED\n",
+    "zfs": '#!/bin/sh\n[ "$1" = clone ] && echo cloned >&2 && exit 1; echo /\n',
+}
+
+
+@pytest.mark.parametrize("env, refusal", [
+    ({"TAKEN": "passwd 1900006500"}, "is a user or group of this host"),
+    ({"TAKEN": "group 1900006500"}, "is a user or group of this host"),
+    ({"RUNNING": "1900006500"}, "runs processes on this host"),
+    ({"OWNED": "/tank/pozol_clones/old/data"}, "owns /tank/pozol_clones/old/data"),
+    ({"RUNNING": "19000065000"}, "cloned"),  # another uid: the script goes on to clone
+])
+def test_a_uid_someone_has_is_refused_before_anything_is_made(tmp_path, env, refusal):
+    for name, text in FAKES.items():
+        (tmp_path / name).write_text(text)
+        (tmp_path / name).chmod(0o755)
+    command = commands.create(layout(os_uid=1_900_006_500), "Abcdefghij0123456789")
+    done = subprocess.run(["sh", "-c", command.text], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "TAKEN": "", "RUNNING": "1",
+                                           "OWNED": "", **env,
+                                           "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    assert done.returncode == 1 and refusal in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("name", ["a;b", "$(id)", "-x", "Dev", "a b", "x" * 41, ""])
 def test_hostile_clone_names_are_refused(name):
     with pytest.raises(CloneError):
@@ -56,7 +110,7 @@ def test_hostile_clone_names_are_refused(name):
 @pytest.mark.parametrize("changes", [
     {"snapshot": "a@b"}, {"snapshot": "a/b"}, {"port": 80}, {"role": "dev; drop"},
     {"listen": "not-an-address"}, {"allowed": ("10.0.0.0/99",)},
-    {"socket_dir": "relative/path"},
+    {"socket_dir": "relative/path"}, {"os_uid": 0}, {"os_uid": 1000}, {"os_uid": 2**31},
 ])
 def test_bad_layout_values_are_refused(changes):
     with pytest.raises((CloneError, InvalidValue, ValueError)):
