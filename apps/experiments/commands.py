@@ -101,7 +101,7 @@ def pgbench(target: ClusterTarget, workload: dict, script_file: str | None) -> C
         "pgbench", "-n", "-f", abs_path(script_file), "-c", clients,
         "-j", integer(workload["threads"], minimum=1, maximum=clients),
         "-T", integer(workload["duration"], minimum=1, maximum=3600), "--progress=1",
-        "-M", "simple", "-r", target.database)
+        "-M", "simple", "-r", target.conninfo)
     return script('echo "pozol-start $(date +%s.%N)" >&2; exec {run}', run=run, shown=run.shown)
 
 
