@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 
 ROWS = "pozol_rights_rows"
 LOOKS_LIKE_HTML = "<img src=x>"
+QUOTED = "it's a \\ name\non two lines"  # conninfo's quote and escape, and a newline
 
 
 def sql(fleet_host, text: str, database: str = "postgres") -> str:
@@ -48,13 +49,13 @@ def rows(host):  # noqa: F811 (the fixture imported above)
 
 @pytest.fixture
 def databases(rows):
-    """Two databases named as a connection string to production's own socket and as
-    markup."""
+    """Databases named as a connection string to production's own socket, as markup,
+    and with a quote, a backslash and a newline."""
     fleet_host, row = rows
     # psql -d reads it as the production socket, its database the OS user's (postgres).
     to_production = f"host={fleet_host.pg_socket_dir} port={fleet_host.pg_port}"
     assert len(to_production) <= 63  # NAMEDATALEN would cut it
-    names = [to_production, LOOKS_LIKE_HTML]
+    names = [to_production, LOOKS_LIKE_HTML, QUOTED]
     for name in names:
         sql(fleet_host, f'CREATE DATABASE "{name}"')
     yield fleet_host, row, to_production
@@ -90,6 +91,7 @@ def test_every_database_is_checked_in_the_clone_by_its_name(api, databases):
     clone_port = f"{DrillRun.objects.get(pk=passed['id']).port} 3"
     assert passed["answers"].get(to_production) == clone_port, passed["answers"]
     assert passed["answers"][LOOKS_LIKE_HTML] == clone_port
+    assert passed["answers"][QUOTED.replace("\n", " ")] == clone_port
     assert passed["answers"]["postgres"] == clone_port
 
 
