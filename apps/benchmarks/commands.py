@@ -20,7 +20,7 @@ MODES = {"tpcb": "TPC-B", "select-only": "select only"}
 def initialise(target: ClusterTarget, scale: int) -> Command:
     """`pgbench -i -s SCALE DB`: drops and re-creates the pgbench tables."""
     return target.client("pgbench", "-i", "-s", integer(scale, minimum=1, maximum=10000),
-                         target.database)
+                         target.conninfo)
 
 
 def wal_bytes(target: ClusterTarget, server_version_num: int | None) -> Command:
@@ -42,7 +42,7 @@ def run(target: ClusterTarget, *, clients: int, threads: int, duration: int, mod
     pgbench = target.client(
         "pgbench", "-c", clients, "-j", integer(threads, minimum=1, maximum=clients),
         "-T", integer(duration, minimum=1, maximum=3600), "--progress=1", "-M", protocol,
-        *(["-S"] if mode == "select-only" else []), "-r", target.database)
+        *(["-S"] if mode == "select-only" else []), "-r", target.conninfo)
     return script('echo "pozol-start $(date +%s.%N)" >&2; exec {pgbench}', pgbench=pgbench,
                   shown=pgbench.shown)
 

@@ -89,7 +89,8 @@ def _drill(ctx: StepContext, ssh, row: DrillRun, layout, times: dict) -> dict:
         return {"error": f"clone or start failed: {error}", "log": log}
     ctx.log(f"clone {layout.name} of @{layout.snapshot} answered on port {layout.port}")
     began = time.monotonic()
-    checked = ssh(core.check(layout, row.check_query), timeout=600, check=False)
+    role = f"{core.ROLE_PREFIX}{secrets.token_hex(6)}"
+    checked = ssh(core.check(layout, row.check_query, role), timeout=600, check=False)
     times["check"] = time.monotonic() - began
     if not checked.ok:
         error, log = core.split_log(checked.stderr or checked.stdout)

@@ -81,6 +81,21 @@ done
 """
 
 
+# Sent first so that the -c string never begins with a backslash (psql would run it as
+# one meta-command); the server reads it as a comment.
+SETUP_LEAD = "/* pozol: the script's setup */\n"
+COPY_FILE_VARIABLE = ":'copy_file'"
+
+
+def setup(target: ClusterTarget, text: str, copy_file: str) -> Command:
+    """A script's setup SQL as one string for the server (`psql -c`): psql runs no
+    meta-command in it (\\!, \\o |cmd, \\gexec anywhere in it are the server's syntax
+    errors) and interpolates no variable, so `:'copy_file'` becomes the file's path as
+    a SQL literal here (abs_path: no quote can be in it)."""
+    literal = "'" + abs_path(copy_file) + "'"
+    return target.psql(SETUP_LEAD + text.replace(COPY_FILE_VARIABLE, literal))
+
+
 def checkpointer(target: ClusterTarget, every: int, until_file: str, limit: int) -> Command:
     """CHECKPOINT every `every` seconds until the run's status file exists (at most
     `limit` s): the same cadence for every value, so every run crosses checkpoints."""
@@ -101,7 +116,7 @@ def pgbench(target: ClusterTarget, workload: dict, script_file: str | None) -> C
         "pgbench", "-n", "-f", abs_path(script_file), "-c", clients,
         "-j", integer(workload["threads"], minimum=1, maximum=clients),
         "-T", integer(workload["duration"], minimum=1, maximum=3600), "--progress=1",
-        "-M", "simple", "-r", target.database)
+        "-M", "simple", "-r", target.conninfo)
     return script('echo "pozol-start $(date +%s.%N)" >&2; exec {run}', run=run, shown=run.shown)
 
 

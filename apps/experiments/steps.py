@@ -157,8 +157,8 @@ def prepare(ctx: StepContext) -> Next | Wait | Fail:
                         + _tail(ctx, f"init{index}"), "pgbench_init_failed")
     if exp.script_version_id and exp.script_version.setup.strip():
         copy_file = f"{exp.data_dir}/{commands.COPY_FILE}"
-        ctx.runner()(_target(ctx, work["database"]).psql(exp.script_version.setup,
-                                                         copy_file=copy_file))
+        ctx.runner()(commands.setup(_target(ctx, work["database"]), exp.script_version.setup,
+                                    copy_file))
     return Next("measure")
 
 

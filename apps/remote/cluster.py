@@ -25,6 +25,7 @@ from apps.remote.commands import (
     InvalidValue,
     abs_path,
     cmd,
+    dbname_conninfo,
     integer,
     os_user,
     pg_identifier,
@@ -67,6 +68,12 @@ class ClusterTarget:
         """The target from loose values (a model row, an operation's saved state)."""
         return cls(**values)  # type: ignore[arg-type]
 
+    @property
+    def conninfo(self) -> str:
+        """The database as psql -d and pgbench take it: a name, never a connection
+        string (apps.remote.commands.dbname_conninfo)."""
+        return dbname_conninfo(self.database)
+
     def as_owner(self, program: str, *args: str | int, timeout: int | None = None,
                  shown: str | None = None) -> Command:
         """`program` from the cluster's bin_dir, run as the owner from `/`."""
@@ -86,7 +93,10 @@ class ClusterTarget:
 
         Values travel as psql variables (`:'value'` a literal, `:"name"` an
         identifier), so psql quotes them; psql interpolates variables only in
-        what it reads, not in `-c`, so SQL with variables goes on stdin.
+        what it reads, not in `-c`, so SQL with variables goes on stdin. The database
+        goes to -d bare: a pg_identifier has no `=` and no `:`, so psql cannot read it
+        as a connection string (a name that could be one is refused when the target is
+        made; a name from a host's listing uses `conninfo`).
         """
         database = pg_identifier(database or self.database)
         flags = [f"--set={pg_identifier(name)}={value}" for name, value in variables.items()]

@@ -123,6 +123,22 @@ def pg_identifier(value: object) -> str:
     return name
 
 
+def dbname_conninfo(value: object) -> str:
+    """`dbname='NAME'`, for psql -d, pg_dump -d and pgbench's database argument.
+
+    Those read a database name containing `=` (or starting postgresql://) as a whole
+    connection string: a database named `host=/other/socket port=5432` would connect
+    elsewhere, and one named `<img src=x>` would not connect at all. Quoted as libpq's
+    conninfo quotes (single quotes, backslash before \\ and '), it is one name.
+    """
+    if not isinstance(value, str) or not value:
+        raise InvalidValue("database name", value, "must be text, not empty")
+    if "\x00" in value or len(value.encode()) > MAX_PG_IDENTIFIER:
+        raise InvalidValue("database name", value,
+                           f"at most {MAX_PG_IDENTIFIER} bytes, no NUL")
+    return "dbname='" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def pg_setting_name(value: object) -> str:
     name = _require_text("PostgreSQL setting", value, 128)
     if not _PG_SETTING.match(name):

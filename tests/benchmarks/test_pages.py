@@ -80,6 +80,10 @@ def test_series_places_samples_on_pgbench_clock():
     assert build_series(points, [], None)["dirty_bytes"] == [None, None, None]
 
 
+# The database goes to pgbench as a conninfo, so no name is read as a connection string.
+DBNAME = """'dbname='"'"'pgbench'"'"''"""
+
+
 def test_commands_quote_and_validate():
     target = ClusterTarget.of(owner="postgres", bin_dir="/usr/lib/postgresql/15/bin",
                                 socket_dir="/run/pg", port=5432, database="pgbench")
@@ -89,11 +93,11 @@ def test_commands_quote_and_validate():
         'echo "pozol-start $(date +%s.%N)" >&2; exec sh -c \'cd / && exec "$@"\' sh '
         "runuser -u postgres -- "
         "/usr/lib/postgresql/15/bin/pgbench -h /run/pg -p 5432 -c 2 -j 1 -T 5 --progress=1 "
-        "-M prepared -S -r pgbench")
+        "-M prepared -S -r " + DBNAME)
     # The log shows the pgbench command line, not the scaffolding around it.
     assert run.redacted() == ("pgbench -h /run/pg -p 5432 -c 2 -j 1 -T 5 --progress=1 "
-                              "-M prepared -S -r pgbench  (as postgres)")
-    assert commands.initialise(target, 3).text.endswith("-p 5432 -i -s 3 pgbench")
+                              f"-M prepared -S -r {DBNAME}  (as postgres)")
+    assert commands.initialise(target, 3).text.endswith("-p 5432 -i -s 3 " + DBNAME)
     assert "'select wal_bytes from pg_stat_wal'" in commands.wal_bytes(target, 150000).text
     assert "pg_current_wal_lsn()" in commands.wal_bytes(target, 130000).text
     sampler = commands.meminfo_sampler("/var/lib/pozol/op1-pgbench.status", 5).text

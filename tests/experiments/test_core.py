@@ -109,3 +109,23 @@ def test_every_template_cites_a_published_figure_and_valid_values():
         for value in template.values:
             knobs.validate(template.layer, template.key, value)
         assert template.script in ("", *SCRIPTS)
+
+
+def test_setup_goes_to_the_server_as_one_string_psql_never_reads():
+    import shlex
+
+    from apps.remote.cluster import ClusterTarget
+
+    target = ClusterTarget.of(owner="postgres", bin_dir="/usr/lib/postgresql/15/bin",
+                              socket_dir="/run/pg", port=5432, database="pgbench")
+    text = "\\! id\nSELECT 1; \\o |id\n" + SCRIPTS["copy-into-new-table"].setup
+    command = commands.setup(target, text, "/pg/data/pozol-copy-source.csv")
+    argv = shlex.split(command.text)
+    sql = argv[-1]  # psql -c SQL, last
+    # Nothing on stdin, where psql would read meta-commands.
+    assert argv[-2] == "-c" and command.stdin is None
+    assert not sql.startswith("\\")  # a -c string starting so would be one meta-command
+    assert sql.startswith(commands.SETUP_LEAD) and "\\! id" in sql
+    assert "TO '/pg/data/pozol-copy-source.csv' WITH" in sql and ":'copy_file'" not in sql
+    with pytest.raises(InvalidValue):
+        commands.setup(target, "SELECT 1", "/pg/it's")

@@ -5,6 +5,8 @@ gets its wal_level and max_wal_senders back; the wal_sync_method comparison runs
 full_page_writes and recordsize experiments that succeed, and a cancelled one, run from
 the UI in tests/e2e/test_experiment_in_browser.py.) Figures print with -s."""
 
+import secrets
+
 import pytest
 
 from apps.experiments.models import Experiment
@@ -95,3 +97,28 @@ def test_experiments_failing_copy_script_and_wal_sync_method(fleet_hosts, api, w
           body["results"]["verdict"]["text"])
     assert [r["value"] for r in body["runs"]] == ["fsync", "fdatasync", "open_datasync"]
     assert body["restored"] and show(fleet_host, "wal_sync_method") == before[2]
+
+
+def test_psql_meta_commands_in_a_scripts_setup_do_not_run(fleet_hosts, api, worker):
+    """Setup goes to the server as one string (psql -c): a backslash command in it,
+    mid-line where the text check does not look, is the server's syntax error, not a
+    program psql starts on the host (issue 19 section 4)."""
+    fleet_host = fleet_hosts[0]
+    host = registered(fleet_host)
+    marker = f"/tmp/pozol-setup-{secrets.token_hex(8)}"
+    made = api.post("/api/experiment-scripts/", {
+        "name": "Shell in setup", "text": "SELECT 1;\n",
+        "setup": f"SELECT 1; \\o |touch {marker}-o\nSELECT 2; \\! touch {marker}-shell\n"},
+        format="json")
+    assert made.status_code == 201, made.json()
+    started = api.post("/api/experiments/", {
+        "host": host.pk, "template": "wal-sync-method", "values": ["fsync", "fdatasync"],
+        "script": made.json()["slug"], "repetitions": 1,
+        "workload": {"duration": 2, "scale": 1}}, format="json")
+    assert started.status_code == 201, started.json()
+    body = wait_for(lambda: (b := api.get(f"/api/experiments/{started.json()['id']}/")
+                             .json())["status"] not in ("pending", "running", "waiting")
+                    and b, 120, "the experiment to end")
+    assert body["status"] == "failed", worker.output()[-2000:]
+    assert "syntax error" in body["operation"]["error"], body["operation"]["error"]
+    assert run_on(fleet_host, f"ls {marker}* 2>/dev/null | wc -l").strip() == "0"

@@ -56,3 +56,19 @@ def test_secrets_are_redacted_however_they_were_quoted():
     for secret in ("s3cret", "it's-secret", "a b"):
         command = cmd("psql", f"password={secret}", secrets=(f"password={secret}",))
         assert secret not in command.redacted() and "***" in command.redacted()
+
+
+@pytest.mark.parametrize("name", [
+    "postgres", "host=/run/other port=5432", "<img src=x>", "it's", "back\\slash",
+    "trailing\\", "'", "postgresql://evil/db", "  spaced  ", "tab\there", "new\nline",
+    "ünïcode"])
+def test_a_database_name_becomes_a_conninfo_libpq_reads_as_that_one_name(name):
+    from psycopg.conninfo import conninfo_to_dict  # libpq's own parser (PQconninfoParse)
+
+    assert conninfo_to_dict(commands.dbname_conninfo(name)) == {"dbname": name}
+
+
+@pytest.mark.parametrize("name", ["", None, 5, "a\x00b", "x" * 64, "é" * 32])
+def test_a_database_name_that_cannot_exist_is_refused(name):
+    with pytest.raises(commands.InvalidValue):
+        commands.dbname_conninfo(name)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apps.clones.core.layout import Layout
-from apps.remote.commands import Command, InvalidValue, pg_identifier, script
+from apps.remote.commands import Command, InvalidValue, dbname_conninfo, pg_identifier, script
 
 SUFFIX = "_recovered"
 ROWS_MARK = "pozol-rows"
@@ -26,7 +26,7 @@ ROWS_MARK = "pozol-rows"
 _EXISTS = """\
 cd /
 runuser -u {owner} -- {psql} -X -At -v ON_ERROR_STOP=1 -h {socket_dir} -p {port} \
--d {database} -c {sql} < /dev/null
+-d {conninfo} -c {sql} < /dev/null
 """
 
 _RECOVER = """\
@@ -36,11 +36,11 @@ cd /
 f=$(mktemp)
 trap 'rm -f "$f"' EXIT
 c() {{ {client} {psql} -X -At -v ON_ERROR_STOP=1 -h {socket_dir} -p {port} -U {owner} \
--d {database} "$@"; }}
+-d {conninfo} "$@"; }}
 o() {{ runuser -u {owner} -- {psql} -X -At -v ON_ERROR_STOP=1 -h {origin_socket} \
--p {origin_port} -d {database} "$@"; }}
+-p {origin_port} -d {conninfo} "$@"; }}
 c -q -c {rename}
-{client} {pg_dump} -h {socket_dir} -p {port} -U {owner} -d {database} -t {dumped} > "$f"
+{client} {pg_dump} -h {socket_dir} -p {port} -U {owner} -d {conninfo} -t {dumped} > "$f"
 o -q --single-transaction -f - < "$f"
 printf '{rows_mark} %s\\n' "$(o -c {count})"
 """
@@ -102,7 +102,7 @@ def exists(origin_socket: str, origin_port: int, owner: str, bin_dir: str,
     """Prints t when `into` names a relation in the origin database already."""
     sql = f"SELECT to_regclass('{wanted.recovered}') IS NOT NULL"
     return script(_EXISTS, owner=owner, psql=f"{bin_dir}/psql", socket_dir=origin_socket,
-                  port=origin_port, database=wanted.database, sql=sql,
+                  port=origin_port, conninfo=dbname_conninfo(wanted.database), sql=sql,
                   shown=f"is there a {wanted.recovered} in database {wanted.database}?")
 
 
@@ -111,7 +111,8 @@ def recover(layout: Layout, origin_socket: str, origin_port: int, wanted: Target
     return script(
         _RECOVER, owner=origin.owner, client=layout.client_user(), psql=f"{origin.bin_dir}/psql",
         pg_dump=f"{origin.bin_dir}/pg_dump", socket_dir=layout.socket_dir, port=layout.port,
-        origin_socket=origin_socket, origin_port=origin_port, database=wanted.database,
+        origin_socket=origin_socket, origin_port=origin_port,
+        conninfo=dbname_conninfo(wanted.database),
         rename=f"ALTER TABLE {wanted.source} RENAME TO {wanted.into}",
         dumped=wanted.recovered,
         count=f"SELECT count(*) FROM {wanted.recovered}",  # noqa: S608 (pg_identifier-checked)

@@ -25,11 +25,22 @@ def test_bad_check_queries_are_refused(value):
 
 def test_the_query_goes_on_stdin_never_on_the_command_line():
     hostile = "SELECT '$(reboot)'; SELECT 1"
-    command = check.check(LAYOUT, hostile)
+    command = check.check(LAYOUT, hostile, "pozol_check_1a")
     assert hostile not in command.text and "reboot" not in command.text
     assert command.stdin == hostile.encode()
     assert "default_transaction_read_only=on" in command.text
     assert "-p 6599" in command.text
+
+
+def test_the_query_runs_as_the_drills_role_under_a_wall_clock_limit():
+    command = check.check(LAYOUT, "SELECT 1", "pozol_check_1a", seconds=7)
+    assert "-U pozol_check_1a" in command.text
+    assert f"timeout -k 5 {7 + check.GRACE_SECONDS} " in command.text
+    assert "statement_timeout=7000" in command.text
+    assert "NOSUPERUSER" in command.text and "pg_read_all_data" in command.text
+    assert "pg_write_all_data" not in command.text
+    with pytest.raises(ValueError):
+        check.check(LAYOUT, "SELECT 1", "Robert'); DROP")
 
 
 def test_answers_and_the_log_tail_are_read_back():
