@@ -21,7 +21,12 @@ from apps.accounts.api_fields import (
     StrictPrimaryKeyRelatedField,
 )
 from apps.clones import services, tenancy
-from apps.clones.core.layout import CLONE_MEMORY, NAME_MAX
+from apps.clones.core.layout import (
+    CLONE_MEMORY,
+    DEFAULT_CLONE_QUOTA,
+    MIN_CLONE_QUOTA,
+    NAME_MAX,
+)
 from apps.clones.models import Clone, CloneHostSettings
 from apps.fleet.models import Host, PgCluster
 from apps.ops.serializers import OperationSerializer
@@ -132,12 +137,17 @@ class CloneSettingsSerializer(ModelSerializer):
         max_value=services.MAX_MEMORY_LIMIT,
         help_text="Bytes of RAM all clones on the host may take together (each counts "
                   f"{CLONE_MEMORY}); null: no limit.")
+    clone_quota = StrictIntegerField(
+        required=False, default=DEFAULT_CLONE_QUOTA, min_value=MIN_CLONE_QUOTA,
+        max_value=services.MAX_CLONE_QUOTA,
+        help_text="The ZFS quota of each new clone (bytes, data and WAL together), unless "
+                  "its tenant's clone space leaves less.")
     effective_allowed_networks = serializers.SerializerMethodField()
 
     class Meta:
         model = CloneHostSettings
         fields = ["port_min", "port_max", "listen_address", "allowed_networks",
-                  "memory_limit", "effective_allowed_networks"]
+                  "memory_limit", "clone_quota", "effective_allowed_networks"]
 
     def validate(self, values: dict) -> dict:
         if values["port_min"] > values["port_max"]:

@@ -27,6 +27,7 @@ from apps.remote.commands import (
     Command,
     InvalidValue,
     dataset_name,
+    integer,
     script,
     zfs_property,
     zfs_property_value,
@@ -38,6 +39,7 @@ _CREATE = """\
 set -e
 exec 3<&0 < /dev/null
 echo "pozol-mark begin $(date +%s.%N)"
+{make_root}
 zfs clone -p {properties} {data_snapshot} {data_clone}
 {wal_clone_command}
 echo "pozol-mark cloned $(date +%s.%N)"
@@ -62,6 +64,12 @@ echo "pozol-mark started $(date +%s.%N)"
 runuser -u {owner} -- {psql} -X -At -v ON_ERROR_STOP=1 -h {socket_dir} -p {port} \
 -d postgres --set=role={role} <&3 || {{ log; exit 1; }}
 """
+
+# The quota sits on the clone's root dataset, so it covers data and WAL (its children)
+# and whatever else the clone writes there (its server log).
+_ROOT = """\
+zfs list {root} > /dev/null 2>&1 || zfs create -p {root}
+zfs set quota={quota} {root}"""
 
 _WAL_CLONE = "zfs clone -p {properties} {wal_snapshot} {wal_clone}"
 _WAL_LINK = """\
@@ -98,15 +106,17 @@ rmdir {socket_dir} 2> /dev/null || true
 """
 
 
-def create(layout: Layout, password: str, properties: dict[str, str] | None = None
-           ) -> Command:
+def create(layout: Layout, password: str, properties: dict[str, str] | None = None,
+           quota: int | None = None) -> Command:
     """The script making the clone. Its datasets carry `pozol:clone=<name>` and
     `properties` (the control plane's identity: apps.drills.reconcile reads them back),
-    and its stdout marks when the clones were made and PostgreSQL answered
-    (`pozol-mark <what> <epoch>`, read by `marks`)."""
+    its root dataset `quota` bytes when given, and its stdout marks when the clones were
+    made and PostgreSQL answered (`pozol-mark <what> <epoch>`, read by `marks`)."""
     if not isinstance(password, str) or not _PASSWORD.match(password):
         raise CloneError("password", "A clone password is 16-128 letters and digits.")
     origin = layout.origin
+    make_root = Command(":") if quota is None else script(
+        _ROOT, root=dataset_name(layout.root), quota=integer(quota, minimum=1))
     options = _options({"pozol:clone": layout.name, **(properties or {})})
     values = {"properties": options, "data_clone": layout.data_clone,
               "data_snapshot": f"{origin.data_dataset}@{layout.snapshot}",
@@ -114,7 +124,7 @@ def create(layout: Layout, password: str, properties: dict[str, str] | None = No
               "hba": layout.hba(), "socket_dir": layout.socket_dir, "owner": origin.owner,
               "pg_ctl": f"{origin.bin_dir}/pg_ctl", "psql": f"{origin.bin_dir}/psql",
               "pg_isready": f"{origin.bin_dir}/pg_isready",
-              "port": layout.port, "role": layout.role}
+              "port": layout.port, "role": layout.role, "make_root": make_root}
     if layout.wal_clone:
         wal = {"wal_snapshot": f"{origin.wal_dataset}@{layout.snapshot}",
                "wal_clone": layout.wal_clone, "wal_below": layout.wal_below or "."}
