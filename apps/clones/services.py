@@ -154,7 +154,9 @@ def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
                                      "any more (run discovery)")
         origin = origin_of(host, cluster)
         snapshot, state = _source_snapshot(host, cluster, origin, snapshot, clone.name)
-        room_state = _room(host, origin, clone.quota or _quota(host, None))
+        if clone.quota is None:  # made before clones had quotas: the fresh copy gets one
+            clone.quota = settings_of(host).clone_quota
+        room_state = _room(host, origin, clone.quota)
         operation = engine.start(
             steps.RESET.name, host=host, trigger=trigger, user=by,
             subject=f"{host.name}: reset clone {clone.name} to @{snapshot}"[:200],
@@ -162,7 +164,7 @@ def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
                    "new_snapshot": snapshot, "room": room_state,
                    "own_snapshots": _taken(state)})
         clone.state, clone.last_operation = Clone.State.RESETTING, operation
-        clone.save(update_fields=["state", "last_operation"])
+        clone.save(update_fields=["state", "last_operation", "quota"])
     return operation
 
 

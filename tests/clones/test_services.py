@@ -16,6 +16,7 @@ from apps.fleet import reserves
 from apps.fleet.models import Dataset, Pool
 from apps.ops.errors import Conflict
 from apps.ops.models import Operation
+from tests.clones import factories as clones
 from tests.snapshots import factories
 
 pytestmark = pytest.mark.django_db
@@ -168,3 +169,11 @@ def test_a_clone_from_now_records_the_snapshots_it_takes(origin, delivered):
     assert clone.own_snapshots == [f"tank/pg@{name}", f"tank/pg/data@{name}",
                                    f"tank/pg/wal@{name}"]
     assert make(origin, name="old")[0].own_snapshots == []  # an existing snapshot: not ours
+
+
+def test_a_clone_made_before_quotas_gets_the_hosts_on_reset(origin, delivered):
+    host, _ = origin
+    old = clones.clone(host, name="old", quota=None)
+    operation = services.reset_clone(old)
+    old.refresh_from_db()
+    assert old.quota == 8 * 2**30 and operation.state["room"]["needed"] == 256 * 2**20
