@@ -15,7 +15,7 @@ from apps.drills.api import (
     SnapshotRecoverTableView,
 )
 from apps.experiments.api import ExperimentViewSet, ScriptViewSet
-from apps.fleet.api import HostViewSet
+from apps.fleet.api import HostPoolReservesView, HostPoolReserveView, HostViewSet
 from apps.ops.api import OperationViewSet
 from apps.replication.api import ReplicationLinkViewSet
 from apps.snapshots.api import (
@@ -73,6 +73,8 @@ urlpatterns = [
     path("api/hosts/<int:pk>/plan/", tuning_api.HostPlanView.as_view()),
     path("api/hosts/<int:pk>/snapshots/", HostSnapshotsView.as_view()),
     path("api/hosts/<int:pk>/clone-settings/", HostCloneSettingsView.as_view()),
+    path("api/hosts/<int:pk>/pool-reserves/", HostPoolReservesView.as_view()),
+    path("api/hosts/<int:pk>/pool-reserves/<str:pool>/", HostPoolReserveView.as_view()),
     path("api/hosts/<int:pk>/reconcile/", HostReconcileView.as_view()),
     path("api/snapshots/<int:pk>/recover-table/", SnapshotRecoverTableView.as_view()),
     path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),

@@ -11,7 +11,14 @@ from __future__ import annotations
 from django import forms
 
 from apps.clones import services
-from apps.clones.core.layout import CLONE_MEMORY, NAME_MAX, UID_BASE_MAX, UID_BASE_MIN
+from apps.clones.core.layout import (
+    CLONE_MEMORY,
+    DEFAULT_CLONE_QUOTA,
+    MIN_CLONE_QUOTA,
+    NAME_MAX,
+    UID_BASE_MAX,
+    UID_BASE_MIN,
+)
 from apps.clones.models import CloneHostSettings
 from apps.fleet.models import Host
 from apps.snapshots.models import Snapshot
@@ -95,11 +102,20 @@ class CloneSettingsForm(forms.Form):
                   "passwd entry: a range no user, process or file of the host uses; "
                   "empty: unchanged.")
 
+    clone_quota_mib = forms.IntegerField(
+        required=False, min_value=MIN_CLONE_QUOTA // 2**20,
+        max_value=services.MAX_CLONE_QUOTA // 2**20,
+        label="Quota of each clone (MiB)",
+        help_text="A clone's datasets (data and WAL) cannot grow past it; its tenant's "
+                  f"clone space, when less, sets it instead. Empty: "
+                  f"{DEFAULT_CLONE_QUOTA // 2**30} GiB.")
+
     @classmethod
     def of(cls, limits: CloneHostSettings, data=None) -> CloneSettingsForm:
         mib = limits.memory_limit // 2**20 if limits.memory_limit else None
         return cls(data, initial={"port_min": limits.port_min, "port_max": limits.port_max,
                                   "memory_limit_mib": mib, "uid_base": limits.uid_base,
+                                  "clone_quota_mib": limits.clone_quota // 2**20,
                                   "listen_address": limits.listen_address or "",
                                   "allowed_networks": "\n".join(limits.allowed_networks)})
 
@@ -108,6 +124,8 @@ class CloneSettingsForm(forms.Form):
         mib = data.get("memory_limit_mib")
         return {"port_min": data["port_min"], "port_max": data["port_max"],
                 "memory_limit": mib * 2**20 if mib else None, "uid_base": data.get("uid_base"),
+                "clone_quota": (data["clone_quota_mib"] * 2**20 if data.get("clone_quota_mib")
+                                else DEFAULT_CLONE_QUOTA),
                 "listen_address": data["listen_address"] or None,
                 "allowed_networks": [line.strip() for line in
                                      data["allowed_networks"].replace(",", "\n").splitlines()

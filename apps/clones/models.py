@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from apps.clones.core.layout import UID_BASE
+from apps.clones.core.layout import DEFAULT_CLONE_QUOTA, UID_BASE
 
 
 class CloneHostSettings(models.Model):
@@ -37,6 +37,11 @@ class CloneHostSettings(models.Model):
         default=UID_BASE, help_text="A clone's PostgreSQL runs as OS uid (and gid) this base "
                                     "plus its port; no passwd entry, no process and no "
                                     "other file on the host may use that range.")
+
+    clone_quota = models.PositiveBigIntegerField(
+        default=DEFAULT_CLONE_QUOTA,
+        help_text="The ZFS quota of each clone on the host (data and WAL together), unless "
+                  "its tenant's clone space leaves less.")
 
     DEFAULT_ALLOWED = ["127.0.0.0/8"]
 
@@ -80,6 +85,13 @@ class Clone(models.Model):
                                on_delete=models.SET_NULL, related_name="clones",
                                help_text="The tenant of the origin cluster when the clone was "
                                          "made; none for a cluster no tenant has.")
+    quota = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="The ZFS quota on the clone's root dataset (bytes): "
+                                         "it cannot grow past it.")
+    own_snapshots = models.JSONField(
+        default=list, blank=True, help_text="The snapshots taken for it (\"now\"), full "
+                                            "names: destroyed with the clone unless "
+                                            "something else holds them.")
     used = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="Bytes the clone's datasets use, as the clones tick "
                                          "last read them (zfs get used).")

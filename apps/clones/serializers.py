@@ -21,7 +21,15 @@ from apps.accounts.api_fields import (
     StrictPrimaryKeyRelatedField,
 )
 from apps.clones import services, tenancy
-from apps.clones.core.layout import CLONE_MEMORY, NAME_MAX, UID_BASE, UID_BASE_MAX, UID_BASE_MIN
+from apps.clones.core.layout import (
+    CLONE_MEMORY,
+    DEFAULT_CLONE_QUOTA,
+    MIN_CLONE_QUOTA,
+    NAME_MAX,
+    UID_BASE,
+    UID_BASE_MAX,
+    UID_BASE_MIN,
+)
 from apps.clones.models import Clone, CloneHostSettings
 from apps.fleet.models import Host, PgCluster
 from apps.ops.serializers import OperationSerializer
@@ -136,12 +144,17 @@ class CloneSettingsSerializer(ModelSerializer):
         required=False, min_value=UID_BASE_MIN, max_value=UID_BASE_MAX,
         help_text="A clone's PostgreSQL runs as OS uid and gid uid_base + its port, with no "
                   f"passwd entry (default {UID_BASE}); left out: unchanged.")
+    clone_quota = StrictIntegerField(
+        required=False, default=DEFAULT_CLONE_QUOTA, min_value=MIN_CLONE_QUOTA,
+        max_value=services.MAX_CLONE_QUOTA,
+        help_text="The ZFS quota of each new clone (bytes, data and WAL together), unless "
+                  "its tenant's clone space leaves less.")
     effective_allowed_networks = serializers.SerializerMethodField()
 
     class Meta:
         model = CloneHostSettings
         fields = ["port_min", "port_max", "listen_address", "allowed_networks",
-                  "memory_limit", "uid_base", "effective_allowed_networks"]
+                  "memory_limit", "uid_base", "clone_quota", "effective_allowed_networks"]
 
     def validate(self, values: dict) -> dict:
         if values["port_min"] > values["port_max"]:

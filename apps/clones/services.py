@@ -21,7 +21,10 @@ from django.utils import timezone
 
 from apps.clones import steps, tenancy
 from apps.clones.core.layout import (
+    CLONE_FIRST_WRITES,
     CLONE_MEMORY,
+    DEFAULT_CLONE_QUOTA,
+    MIN_CLONE_QUOTA,
     UID_BASE_MAX,
     UID_BASE_MIN,
     CloneError,
@@ -31,7 +34,8 @@ from apps.clones.core.layout import (
     clone_uid,
 )
 from apps.clones.models import Clone, CloneHostSettings
-from apps.fleet import credentials
+from apps.fleet import credentials, reserves
+from apps.fleet.core import room
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
@@ -83,6 +87,8 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
             tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
             ttl = tenancy.check_quota(tenant, ttl, protected_for)
         _check_memory(host)
+        quota = _quota(host, tenant)
+        room_state = _room(host, origin, quota)
         port = _free_port(host)
         layout = _layout(host, origin, name, snapshot, port, role)
         now = timezone.now()
@@ -93,7 +99,7 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
                       expires_at=now + ttl if ttl else None,
                       protected_until=now + protected_for if protected_for else None,
                       created_by=by if by and by.is_authenticated else None,
-                      tenant=tenant)
+                      tenant=tenant, quota=quota, own_snapshots=_taken(state))
         try:
             with transaction.atomic():
                 clone.save()
@@ -104,7 +110,8 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
         operation = engine.start(
             steps.CREATE.name, host=host, trigger=trigger, user=by,
             subject=f"{host.name}: clone {name} of {cluster.data_dir}"[:200],
-            state={**state, "clone": clone.pk, "take_snapshot": "plan" in state})
+            state={**state, "clone": clone.pk, "take_snapshot": "plan" in state,
+                   "room": room_state})
         clone.last_operation = operation
         clone.save(update_fields=["last_operation"])
     return clone, operation, password
@@ -150,13 +157,17 @@ def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
                                      "any more (run discovery)")
         origin = origin_of(host, cluster)
         snapshot, state = _source_snapshot(host, cluster, origin, snapshot, clone.name)
+        if clone.quota is None:  # made before clones had quotas: the fresh copy gets one
+            clone.quota = settings_of(host).clone_quota
+        room_state = _room(host, origin, clone.quota)
         operation = engine.start(
             steps.RESET.name, host=host, trigger=trigger, user=by,
             subject=f"{host.name}: reset clone {clone.name} to @{snapshot}"[:200],
             state={**state, "clone": clone.pk, "take_snapshot": "plan" in state,
-                   "new_snapshot": snapshot})
+                   "new_snapshot": snapshot, "room": room_state,
+                   "own_snapshots": _taken(state)})
         clone.state, clone.last_operation = Clone.State.RESETTING, operation
-        clone.save(update_fields=["state", "last_operation"])
+        clone.save(update_fields=["state", "last_operation", "quota"])
     return operation
 
 
@@ -264,6 +275,13 @@ def _source_snapshot(host: Host, cluster: PgCluster, origin: Origin, snapshot: s
     return snapshot, state
 
 
+def _taken(state: dict) -> list[str]:
+    """The snapshots a "now" plan in `state` takes (its covered datasets), full names."""
+    if "plan" not in state:
+        return []
+    return [f"{dataset}@{state['snapshot']}" for dataset in state["plan"]["covered"]]
+
+
 def _check_snapshot(host: Host, origin: Origin, snapshot: object) -> None:
     if not isinstance(snapshot, str) or not snapshot or "@" in snapshot or "/" in snapshot:
         raise _refuse("snapshot", "the part after '@' of a snapshot of the cluster")
@@ -288,6 +306,34 @@ def _check_memory(host: Host) -> None:
                               f"clones (each up to {CLONE_MEMORY // 2**20} MiB), over its "
                               f"limit of {limits.memory_limit // 2**20} MiB",
                       code="memory_limit", status=409)
+
+
+def _quota(host: Host, tenant: Tenant | None) -> int:
+    """The new clone's ZFS quota: the host's per-clone quota, or what its tenant's clone
+    space leaves when that is less (refused when it leaves too little to start)."""
+    quota = settings_of(host).clone_quota
+    if tenant is None or tenant.max_clone_space is None:
+        return quota
+    left = tenant.max_clone_space - tenancy.usage(tenant)["space"]
+    if left < MIN_CLONE_QUOTA:
+        raise tenancy.OverQuota(
+            f"quota: {tenant.name}'s clone space leaves {max(left, 0) // 2**20} MiB, less "
+            f"than a clone needs to start ({MIN_CLONE_QUOTA // 2**20} MiB); destroy or "
+            "reset one first", fields={"quota": [f"space left: {max(left, 0)} bytes"]})
+    return min(quota, left)
+
+
+def _room(host: Host, origin: Origin, quota: int) -> dict:
+    """Refused (409, the figures) when the clone's first writes would take its pool
+    below the reserve, as discovery last read it; else the check the step repeats."""
+    pools = [room.pool_of(origin.data_dataset)]
+    if origin.wal_dataset:
+        pools.append(room.pool_of(origin.wal_dataset))
+    needed = min(quota, CLONE_FIRST_WRITES)
+    shortage = reserves.first_refusal(host, pools, needed, "a clone")
+    if shortage:
+        raise _refuse("cluster", shortage.message, code="no_room", status=409)
+    return reserves.room_state(pools, needed, "a clone")
 
 
 def _free_port(host: Host) -> int:
@@ -355,11 +401,13 @@ def settings_of(host: Host) -> CloneHostSettings:
 
 
 MAX_MEMORY_LIMIT = 64 * 2**40  # no host has this much RAM: a typo
+MAX_CLONE_QUOTA = 2**60
 
 
 def update_settings(host: Host, *, port_min: int, port_max: int, listen_address: str | None,
                     allowed_networks: list[str], memory_limit: int | None = None,
-                    uid_base: int | None = None, by=None) -> CloneHostSettings:
+                    uid_base: int | None = None,
+                    clone_quota: int = DEFAULT_CLONE_QUOTA, by=None) -> CloneHostSettings:
     """Save what the operator allows clones on `host`. Clones made before keep their port
     and pg_hba; the next clone gets the new values."""
     for field, port in (("port_min", port_min), ("port_max", port_max)):
@@ -379,10 +427,14 @@ def update_settings(host: Host, *, port_min: int, port_max: int, listen_address:
                                  or not UID_BASE_MIN <= uid_base <= UID_BASE_MAX):
         raise _refuse("uid_base", f"from {UID_BASE_MIN} to {UID_BASE_MAX}: a clone's uid is "
                                   "this plus its port")
+    if isinstance(clone_quota, bool) or not isinstance(clone_quota, int) \
+            or not MIN_CLONE_QUOTA <= clone_quota <= MAX_CLONE_QUOTA:
+        raise _refuse("clone_quota", f"bytes, from {MIN_CLONE_QUOTA} (room to start) to "
+                                     f"{MAX_CLONE_QUOTA}")
     limits = settings_of(host)
     if uid_base is not None:
         limits.uid_base = uid_base
-    limits.memory_limit = memory_limit
+    limits.memory_limit, limits.clone_quota = memory_limit, clone_quota
     limits.port_min, limits.port_max = port_min, port_max
     limits.listen_address, limits.allowed_networks = listen_address, networks
     limits.save()

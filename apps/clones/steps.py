@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from apps.clones.core import commands
 from apps.clones.models import Clone
+from apps.fleet import reserves
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.ops.models import LogLine, Operation
 from apps.remote.errors import RemoteError
@@ -35,6 +36,10 @@ def _then(following: str):
     def snapshot(ctx: StepContext) -> Next | Done | Fail:
         from apps.snapshots import steps as snapshot_steps
 
+        shortage = reserves.refusal_in_step(ctx.runner(), ctx.host, ctx.state.get("room"))
+        if shortage:
+            _failed(ctx, f"refused: {shortage.message}")
+            return Fail(f"refused: {shortage.message}", code="no_room")
         if not ctx.state.get("take_snapshot"):
             return Next(following)
         outcome = snapshot_steps.take(ctx)
@@ -66,8 +71,8 @@ def clone(ctx: StepContext) -> Done | Fail:
             run(commands.destroy(layout), timeout=120, check=False)
         ctx.state["began"] = True
         Operation.objects.filter(pk=ctx.operation.pk).update(state=ctx.state)
-        result = run(commands.create(layout, password_of(row), identity()), timeout=300,
-                     check=False)
+        result = run(commands.create(layout, password_of(row), identity(), quota=row.quota),
+                     timeout=300, check=False)
     except RemoteError as exc:
         # The host went away: the clone is failed, not "creating" forever; what the
         # script may have made is the reconciler's (apps.drills.reconcile).
@@ -77,6 +82,7 @@ def clone(ctx: StepContext) -> Done | Fail:
         why = (result.stderr or result.stdout).strip()[-TAIL:]
         run(commands.destroy(layout), timeout=120, check=False)
         ctx.log(f"removed what the failed clone had made ({layout.root})", LogLine.Level.WARNING)
+        _drop_own_snapshots(ctx, row)
         _failed(ctx, why)
         return Fail(f"clone {row.name} failed: {why}", code="clone_failed")
     _note_clones(row, layout, add=True)
@@ -101,8 +107,9 @@ def reset(ctx: StepContext) -> Done | Fail:
         _failed(ctx, why)
         return Fail(f"resetting clone {row.name} failed: {why}", code="reset_failed")
     _note_clones(row, old, add=False)
+    _drop_own_snapshots(ctx, row)
     Clone.objects.filter(pk=row.pk).update(
-        snapshot=ctx.state["new_snapshot"],
+        snapshot=ctx.state["new_snapshot"], own_snapshots=ctx.state.get("own_snapshots", []),
         layout={**row.layout, "snapshot": ctx.state["new_snapshot"]})
     ctx.log(f"removed {old.root} (was @{old.snapshot}); cloning @{ctx.state['new_snapshot']}")
     return clone(ctx)
@@ -127,6 +134,7 @@ def destroy(ctx: StepContext) -> Done | Fail:
         _failed(ctx, why)
         return Fail(f"destroying clone {row.name} failed: {why}", code="destroy_failed")
     _note_clones(row, layout, add=False)
+    _drop_own_snapshots(ctx, row)
     Clone.objects.filter(pk=row.pk).update(state=Clone.State.DESTROYED)
     who = ctx.operation.triggered_by or ctx.operation.get_trigger_display()
     ctx.log(f"destroyed clone {row.name} ({layout.root}), asked by {who}")
@@ -141,6 +149,27 @@ def _note_clones(row: Clone, layout, *, add: bool) -> None:
         for snap in Snapshot.objects.filter(host=row.host, dataset=dataset, name=row.snapshot):
             clones = [c for c in snap.clones if c != made] + ([made] if add else [])
             Snapshot.objects.filter(pk=snap.pk).update(clones=clones)
+
+
+def _drop_own_snapshots(ctx: StepContext, row: Clone) -> None:
+    """The snapshots taken for this clone go with it, unless something else holds them
+    (apps.snapshots.guards: a hold, another clone, a link, a policy) or another clone of
+    PoZoL's was asked for from them and is not destroyed."""
+    from apps.snapshots import steps as snapshot_steps
+
+    if not row.own_snapshots:
+        return
+    heir = Clone.objects.filter(host=row.host, snapshot=row.snapshot,
+                                cluster_data_dir=row.cluster_data_dir).exclude(
+        pk=row.pk).exclude(state=Clone.State.DESTROYED).order_by("-created_at").first()
+    if heir is not None:
+        # Another clone was made from them: they go when the last such clone goes.
+        Clone.objects.filter(pk=heir.pk).update(
+            own_snapshots=sorted({*heir.own_snapshots, *row.own_snapshots}))
+        ctx.log(f"kept {', '.join(row.own_snapshots)}: clone {heir.name} is made from them")
+    else:
+        snapshot_steps.destroy_taken(ctx, row.own_snapshots)
+    Clone.objects.filter(pk=row.pk).update(own_snapshots=[])
 
 
 def _failed(ctx: StepContext, why: str) -> None:

@@ -35,11 +35,6 @@ def snapshot(target: ClusterTarget, server_version_num: int | None) -> Command:
     return target.psql(snapshot_query(server_version_num))
 
 
-def pool_available(pool: str) -> Command:
-    # `zfs get -Hp` works on OpenZFS and zfs-fuse alike (`zpool list -p` does not).
-    return cmd("zfs", "get", "-Hp", "-o", "value", "available", dataset_name(pool))
-
-
 def compressratio(dataset: str) -> Command:
     return cmd("zfs", "get", "-Hp", "-o", "value", "compressratio", dataset_name(dataset))
 

@@ -10,6 +10,8 @@ from django.utils.text import slugify
 from apps.experiments import core, knobs, scripts, steps
 from apps.experiments.models import Experiment, Run, Script, ScriptVersion
 from apps.experiments.templates import SCRIPTS, TEMPLATES
+from apps.fleet import reserves
+from apps.fleet.core import room
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
@@ -190,17 +192,16 @@ def _held(cluster: PgCluster, held) -> list[dict]:
 
 
 def _room(host: Host, cluster: PgCluster, work: dict) -> None:
-    """Refused now when the last discovery already shows too little room in the pool; the
-    operation checks again on the host before it changes anything."""
+    """Refused now when a run would take the pool below its reserve as the last discovery
+    read it (apps.fleet.core.room, the check clones and snapshots make); the operation
+    checks again on the host before it changes anything."""
     if cluster.data_dataset is None:
         return
-    pool = cluster.data_dataset.name.split("/")[0]
-    root = host.datasets.filter(name=pool).only("available").first()
     need = core.room_needed(work["scale"], work["duration"], 1, work["reinit"])
-    if root is not None and root.available is not None and root.available < need:
-        raise _refuse(workload=f"pool {pool} had {root.available // 2**20} MiB free at the "
-                               f"last discovery; a run at scale {work['scale']} for "
-                               f"{work['duration']} s may need {need // 2**20} MiB")
+    shortage = reserves.refusal(host, room.pool_of(cluster.data_dataset.name), need,
+                                f"a run at scale {work['scale']} for {work['duration']} s")
+    if shortage:
+        raise _refuse(workload=shortage.message)
 
 
 def _module_supported(host: Host, layers: list[str]) -> None:

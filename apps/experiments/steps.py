@@ -26,6 +26,8 @@ from django.utils import timezone
 
 from apps.experiments import commands, core, knobs
 from apps.experiments.models import Experiment, Run
+from apps.fleet import reserves
+from apps.fleet.core import room
 from apps.ops import remote_jobs
 from apps.ops.engine import CANCELLED, Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote import detached
@@ -76,14 +78,13 @@ def begin(ctx: StepContext) -> Next | Fail:
     run = ctx.runner()
     work = exp.workload
     if exp.data_dataset:
-        pool = exp.data_dataset.split("/")[0]
-        available = int(run(commands.pool_available(pool)).stdout.strip())
         need = core.room_needed(work["scale"], work["duration"], len(ctx.state["order"]),
                                 work["reinit"])
-        if available < need:
-            return Fail(f"refused: pool {pool} has {available // 2**20} MiB free, a run at "
-                        f"scale {work['scale']} for {work['duration']} s may need "
-                        f"{need // 2**20} MiB (grow the pool or shorten the runs)", "no_room")
+        shortage = reserves.refusal_on_host(
+            run, ctx.host, room.pool_of(exp.data_dataset), need,
+            f"a run at scale {work['scale']} for {work['duration']} s")
+        if shortage:
+            return Fail(f"refused: {shortage.message} (or shorten the runs)", "no_room")
     cluster = _target(ctx)
     original = {"varied": knobs.read(run, cluster, exp.layer, exp.key, exp.target),
                 "held": [knobs.read(run, cluster, h["layer"], h["key"], h.get("target", ""))

@@ -1,12 +1,15 @@
 from django.db import transaction
 from django.db.models import Prefetch
+from django.http import Http404
+from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from apps.fleet import services
+from apps.fleet import reserves, services
 from apps.fleet.models import Alert, Host
 from apps.fleet.serializers import (
     DatasetSerializer,
@@ -17,6 +20,7 @@ from apps.fleet.serializers import (
     HostSerializer,
     HostUpdateSerializer,
     PgClusterSerializer,
+    PoolReserveSerializer,
     PoolSerializer,
     RetireClusterSerializer,
 )
@@ -124,3 +128,35 @@ class HostViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def disks(self, request, pk=None):
         return self._related("disks", DiskSerializer)
+
+
+class HostPoolReservesView(APIView):
+    """The free space kept on each of a host's pools: clones, "now" snapshots,
+    replication receives and experiments are refused when they would take a pool's
+    free space below it. Kept by host and pool name, so rediscovery keeps it."""
+
+    @extend_schema(responses=PoolReserveSerializer(many=True))
+    def get(self, request, pk: int):
+        host = get_object_or_404(Host.objects.only("pk", "name"), pk=pk)
+        return Response(PoolReserveSerializer(reserves.shown(host), many=True).data)
+
+
+class HostPoolReserveView(APIView):
+    """One pool's reserve: reserve_bytes, or reserve_percent of the pool, or neither for
+    the default (10%)."""
+
+    @extend_schema(responses=PoolReserveSerializer)
+    def get(self, request, pk: int, pool: str):
+        host = get_object_or_404(Host.objects.only("pk", "name"), pk=pk)
+        row = reserves.shown_one(host, pool)
+        if row is None:
+            raise Http404
+        return Response(PoolReserveSerializer(row).data)
+
+    @extend_schema(request=PoolReserveSerializer, responses=PoolReserveSerializer)
+    def put(self, request, pk: int, pool: str):
+        host = get_object_or_404(Host.objects.only("pk", "name"), pk=pk)
+        body = PoolReserveSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        reserves.set_reserve(host, pool, **body.validated_data)
+        return Response(PoolReserveSerializer(reserves.shown_one(host, pool)).data)

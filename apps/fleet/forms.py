@@ -1,5 +1,8 @@
+from __future__ import annotations
+
 from django import forms
 
+from apps.fleet.core.room import DEFAULT_RESERVE_PERCENT, MAX_RESERVE_PERCENT
 from apps.fleet.models import Host
 from apps.fleet.serializers import FINGERPRINT
 from apps.remote.keys import MAX_KEY_TEXT, load_private_key
@@ -44,3 +47,25 @@ class AddHostForm(forms.ModelForm):
                 "private_key": data["private_key"] if data["key_source"] == "paste" else "",
                 "generate_key": data["key_source"] == "generate",
                 "expected_fingerprint": data["expected_fingerprint"]}
+
+
+class PoolReserveForm(forms.Form):
+    """A pool's reserve: MiB, or a percent of the pool, or neither for the default."""
+
+    reserve_mib = forms.IntegerField(required=False, min_value=0, max_value=2**40,
+                                     label="Reserve (MiB)")
+    reserve_percent = forms.IntegerField(
+        required=False, min_value=0, max_value=MAX_RESERVE_PERCENT,
+        label="or percent of the pool",
+        help_text=f"Empty both: the default, {DEFAULT_RESERVE_PERCENT}%.")
+
+    @classmethod
+    def of(cls, row: dict, data=None) -> PoolReserveForm:
+        mib = row["reserve_bytes"] // 2**20 if row["reserve_bytes"] is not None else None
+        return cls(data, initial={"reserve_mib": mib,
+                                  "reserve_percent": row["reserve_percent"]})
+
+    def values(self) -> dict:
+        mib = self.cleaned_data.get("reserve_mib")
+        return {"reserve_bytes": mib * 2**20 if mib is not None else None,
+                "reserve_percent": self.cleaned_data.get("reserve_percent")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from apps.fleet import reserves
 from apps.fleet.models import Host
 from apps.fleet.sections import Section, register_section
 from apps.ops.models import Operation
@@ -11,8 +12,9 @@ RECENT_OPERATIONS = 20
 
 def storage(host: Host) -> dict:
     # host.pools and host.clusters come prefetched with the host (the header shows them).
-    return {"pools": host.pools.all(), "datasets": host.datasets.all(),
-            "disks": host.disks.all()}
+    kept = {row["pool"]: row for row in reserves.shown(host)}
+    return {"pools": [(pool, kept.get(pool.name)) for pool in host.pools.all()],
+            "datasets": host.datasets.all(), "disks": host.disks.all()}
 
 
 def postgresql(host: Host) -> dict:

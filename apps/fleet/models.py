@@ -345,6 +345,27 @@ class Pool(models.Model):
         return f"{self.host}:{self.name}"
 
 
+class PoolReserve(models.Model):
+    """The free space an operator keeps on one pool (apps.fleet.core.room): bytes, or
+    percent of the pool. Keyed by host and pool name, not a foreign key to the pool row,
+    so it survives discovery replacing the host's pools."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="pool_reserves")
+    pool = models.CharField(max_length=255)
+    reserve_bytes = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Bytes kept free; empty: reserve_percent.")
+    reserve_percent = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Percent of the pool kept free (when no bytes).")
+
+    class Meta:
+        ordering = ["pool"]
+        constraints = [models.UniqueConstraint(fields=["host", "pool"],
+                                               name="pool_reserve_per_host")]
+
+    def __str__(self) -> str:
+        return f"reserve of {self.host}:{self.pool}"
+
+
 class Dataset(models.Model):
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="datasets")
     pool = models.ForeignKey(Pool, null=True, on_delete=models.CASCADE, related_name="datasets")

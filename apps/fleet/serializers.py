@@ -163,3 +163,20 @@ class DiskSerializer(ModelSerializer):
     class Meta:
         model = Disk
         exclude = ["host"]
+
+
+class PoolReserveSerializer(serializers.Serializer):
+    """The free space kept on one pool: bytes, or percent of the pool (neither: the
+    default, 10%). Clones, "now" snapshots, replication receives and experiments are
+    refused when they would take the pool's free space below it."""
+
+    pool = serializers.CharField(read_only=True)
+    reserve_bytes = StrictIntegerField(required=False, allow_null=True, default=None,
+                                       min_value=0)
+    reserve_percent = StrictIntegerField(required=False, allow_null=True, default=None,
+                                         min_value=0, max_value=90)
+    floor = serializers.IntegerField(read_only=True, allow_null=True, help_text=(
+        "The bytes kept free, as of the last discovery (null: the pool's size is not "
+        "known)."))
+    available = serializers.IntegerField(read_only=True, allow_null=True, help_text=(
+        "The pool's free space (its root dataset's available) at the last discovery."))

@@ -10,8 +10,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
 
-from apps.fleet import sections, services
-from apps.fleet.forms import AddHostForm
+from apps.fleet import reserves, sections, services
+from apps.fleet.forms import AddHostForm, PoolReserveForm
 from apps.fleet.models import Host, PgCluster, Pool
 from apps.ops.errors import DomainError
 from apps.ops.models import Operation
@@ -130,6 +130,26 @@ def host_detail(request, pk: int, section: str = "overview"):
     if known and shown.context:
         context.update(shown.context(host))
     return _render(request, "fleet/_host_sections.html", "fleet/host.html", context)
+
+
+@login_required
+def pool_reserve(request, pk: int, pool: str):
+    """One pool's reserve (the free space clones, snapshots, receives and experiments
+    leave alone)."""
+    host = get_object_or_404(Host.objects.only("pk", "name"), pk=pk)
+    row = reserves.shown_one(host, pool)
+    if row is None:
+        raise Http404("No such pool on this host.")
+    form = PoolReserveForm.of(row, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            reserves.set_reserve(host, pool, **form.values())
+        except DomainError as exc:
+            on_form(form, exc)
+        else:
+            messages.success(request, f"Reserve of {host.name}:{pool} saved.")
+            return redirect("fleet:host_section", host.pk, "datasets")
+    return render(request, "fleet/pool_reserve.html", {"host": host, "pool": row, "form": form})
 
 
 @login_required

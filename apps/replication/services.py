@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.fleet import reserves
 from apps.fleet.models import Host
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
@@ -182,6 +183,7 @@ def run_now(link: ReplicationLink, *, by=None,
                            code="running")
         if link.paused and trigger in (Operation.Trigger.SCHEDULE, Operation.Trigger.SYSTEM):
             raise Conflict(f"link {link.name} is paused", code="paused")
+        _check_room(link)
         operation = engine.start(
             steps.RUN.name, host=link.source_host, trigger=trigger, user=by,
             subject=f"replicate {link.name}: {link.source_host.name} -> "
@@ -190,6 +192,15 @@ def run_now(link: ReplicationLink, *, by=None,
         link.last_operation = operation
         link.save(update_fields=["last_operation", "updated_at"])
         return operation
+
+
+def _check_room(link: ReplicationLink) -> None:
+    """Refused (409, the figures) when the target pool is at its reserve already, as
+    discovery last read it; the run's plan checks again against the sizes it will send."""
+    pool = link.target_parent.split("/")[0]
+    shortage = reserves.refusal(link.target_host, pool, 0, "a replication receive")
+    if shortage:
+        raise Conflict(shortage.message, code="no_room")
 
 
 def active_run(link: ReplicationLink) -> Operation | None:

@@ -29,7 +29,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from apps.fleet import credentials
+from apps.fleet import credentials, reserves
 from apps.fleet.models import Host
 from apps.ops import remote_jobs
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
@@ -123,6 +123,9 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
     ctx.state["target_caps"] = asdict(target_caps)
     ctx.state["transfer"] = {"bytes": 0, "seconds": 0.0}
     ctx.state["expected"] = _estimates(chosen.steps, sources)
+    refused = _room(ctx, link, chosen.steps)
+    if refused is not None:
+        return refused
     if link.resume_failed:
         ReplicationLink.objects.filter(pk=link.pk).update(resume_failed=False)
     return Next("execute", message=f"{chosen.action.value}: {len(chosen.steps)} steps",
@@ -223,9 +226,10 @@ def _send(ctx: StepContext, link: ReplicationLink, step: Step, index: int,
     assert step.send is not None
     name = f"send{index}"
     if name not in ctx.state.setdefault("started", {}):
-        exact = _exact_size(ctx, step.send)
-        if exact is not None:
-            ctx.state["expected"][name] = exact
+        if not (ctx.state["expected"].get(name) or {}).get("exact"):  # none at the plan
+            exact = _exact_size(ctx, step.send)
+            if exact is not None:
+                ctx.state["expected"][name] = exact
         ctx.state["started"][name] = time.time()
     expected = ctx.state["expected"].get(name)
     command = commands.pipeline(step.send, _endpoint(link), _caps(ctx, "source_caps"),
@@ -256,6 +260,26 @@ def _send(ctx: StepContext, link: ReplicationLink, step: Step, index: int,
     transfer["seconds"] += seconds
     ctx.log(f"{step.text}: {_size(sent)} in {seconds:.1f} s"
             + (f" ({_size(int(sent / seconds))}/s)" if seconds > 0 else ""))
+    return None
+
+
+def _room(ctx: StepContext, link: ReplicationLink, steps: tuple[Step, ...]) -> Fail | None:
+    """Refused, before anything is held or sent, when the run's receives would take a
+    target pool below its reserve (apps.fleet.core.room), its free space read on the
+    target now. The sizes are `zfs send -nvP`'s where the source has it (OpenZFS), else
+    the listing's estimate (zfs-fuse has no -n: progress.estimate_from_listing)."""
+    for index, step in enumerate(steps):
+        exact = _exact_size(ctx, step.send) if step.send is not None else None
+        if exact is not None:
+            ctx.state["expected"][f"send{index}"] = exact
+    sizes = progress.receive_sizes([step.send for step in steps], ctx.state["expected"])
+    run = _on(link.target_host)
+    for pool, size in sizes.items():
+        shortage = reserves.refusal_on_host(run, link.target_host, pool, size,
+                                            "this run's receive")
+        if shortage:
+            _record_outcome(link, ReplicationLink.State.REFUSED, shortage.message)
+            return Fail(f"refused: {shortage.message}", code="no_room")
     return None
 
 

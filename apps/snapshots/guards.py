@@ -71,3 +71,25 @@ def rollback_refusal(chosen, rows: dict, *, destroy_newer: bool,
         if refusal:
             return Refusal(refusal.code, f"cannot destroy a newer snapshot: {refusal.message}")
     return None
+
+
+POLICY_OWNS, IN_USE = "policy_owns", "in_use"
+
+
+def cleanup_refusal(*, full_name: str, userrefs: int, clones: list[str] | tuple[str, ...],
+                    origin: str, policy: str, manual: str,
+                    protected: dict[str, str] | None = None,
+                    used_by: str | None = None) -> Refusal | None:
+    """Why a snapshot PoZoL took for something now gone (a clone's "now" snapshot) must
+    stay, or None: every guard of a destroy (never forced), a policy that owns it (its
+    `pozol:policy` is not `manual`), or `used_by` (what else of PoZoL's was made from
+    it, such as a clone still being made)."""
+    refusal = destroy_refusal(full_name=full_name, userrefs=userrefs, clones=clones,
+                              origin=origin, force=False, protected=protected)
+    if refusal:
+        return refusal
+    if policy and policy != manual:
+        return Refusal(POLICY_OWNS, f"{full_name} belongs to policy {policy} now")
+    if used_by:
+        return Refusal(IN_USE, f"{full_name} is used by {used_by}")
+    return None

@@ -14,6 +14,8 @@ from dataclasses import asdict
 from django.db import transaction
 from django.utils import timezone
 
+from apps.fleet import reserves
+from apps.fleet.core import room
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
@@ -25,6 +27,7 @@ from apps.snapshots.core.rollback import Listed, plan_rollback
 from apps.snapshots.models import Snapshot
 
 OWNER = "pozol"
+SNAPSHOT_ROOM = 0  # bytes a new snapshot needs beyond the pool's reserve
 
 
 class SnapshotError(DomainError):
@@ -50,6 +53,7 @@ def snapshot_now(host: Host, *, cluster: PgCluster | None = None, dataset: str |
     if checkpoint and cluster is None:
         raise _refuse("checkpoint", "a CHECKPOINT needs a cluster, not a dataset")
     chosen, state = plan_target(host, cluster=cluster, dataset=dataset, checkpoint=checkpoint)
+    state["room"] = room_check(host, chosen, "cluster" if cluster is not None else "dataset")
     name = naming.snapshot_name(timezone.now())
     if Snapshot.objects.filter(host=host, dataset__in=chosen.covered, name=name).exists():
         raise Conflict(f"a snapshot @{name} exists already: try again in a second")
@@ -61,6 +65,18 @@ def snapshot_now(host: Host, *, cluster: PgCluster | None = None, dataset: str |
         steps.TAKE.name, host=host, subject=subject[:200], trigger=trigger, user=by,
         state={**state, "plan": asdict(chosen), "snapshot": name, "properties": properties,
                "hold": bool(hold), "checkpoint": bool(checkpoint)})
+
+
+def room_check(host: Host, chosen: plan.SnapshotPlan, field: str) -> dict:
+    """Refused (409, the figures) when a pool the snapshot covers is at its reserve as
+    discovery last read it; else the check its step repeats on the host. A snapshot
+    takes no space at first, but keeps what production overwrites next: none is taken
+    on a pool already down to its reserve."""
+    pools = [room.pool_of(dataset) for dataset in chosen.covered]
+    shortage = reserves.first_refusal(host, pools, SNAPSHOT_ROOM, "a snapshot")
+    if shortage:
+        raise _refuse(field, shortage.message, code="no_room", status=409)
+    return reserves.room_state(pools, SNAPSHOT_ROOM, "a snapshot")
 
 
 def plan_target(host: Host, *, cluster: PgCluster | None = None, dataset: str | None = None,

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from apps.fleet import reserves
 from apps.ops import remote_jobs
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, script
 from apps.remote.facts.snapshots import already_exists, is_busy
 from apps.snapshots import commands, guards, inventory, plan, protection
+from apps.snapshots.core import naming
 from apps.snapshots.core.rollback import Listed, plan_rollback
 
 TAIL = 600
@@ -49,6 +51,47 @@ def take(ctx: StepContext) -> Done | Fail:
                  "recorded": recorded},
                 message=f"{len(taken)} snapshot{'s' if len(taken) > 1 else ''} @{name} "
                         f"({chosen.method})")
+
+
+def take_now(ctx: StepContext) -> Done | Fail:
+    """Snapshot now: the pool's room against its reserve, read on the host, first (a
+    policy's snapshot is not refused: it is what a restore would need)."""
+    shortage = reserves.refusal_in_step(ctx.runner(), ctx.host, ctx.state.get("room"))
+    if shortage:
+        return Fail(f"refused: {shortage.message}", code="no_room")
+    return take(ctx)
+
+
+def destroy_taken(ctx: StepContext, full_names: list[str], *,
+                  used_by: dict[str, str] | None = None) -> list[str]:
+    """Destroy the snapshots PoZoL took for something now gone (a clone's "now"), all or
+    none (data and WAL are one moment), unless apps.snapshots.guards keeps one: held,
+    cloned, protected, owned by a policy, or in `used_by` (full name -> what uses it).
+    Returns what was destroyed; why not is logged."""
+    run = ctx.runner()
+    rows = {row.full_name: row for row in inventory.list_host(run)}
+    present = [name for name in full_names if name in rows]
+    spared = protection.protected(ctx.host, sorted({rows[n].dataset for n in present}))
+    for name in present:
+        row = rows[name]
+        refusal = guards.cleanup_refusal(
+            full_name=name, userrefs=row.userrefs, clones=row.clones, origin=row.origin,
+            policy=row.properties.get("pozol:policy", ""), manual=naming.MANUAL,
+            protected=spared, used_by=(used_by or {}).get(name))
+        if refusal:
+            ctx.log(f"kept {', '.join(present)}: {refusal.message}")
+            return []
+    destroyed = []
+    for name in present:
+        result = run(commands.destroy(name), check=False)
+        if not result.ok:
+            ctx.log(f"could not destroy {name}: {_tail(result)}", "warning")
+            break
+        destroyed.append(name)
+    if destroyed:
+        ctx.log(f"destroyed {', '.join(destroyed)}, taken for what is now gone")
+    inventory.record(ctx.host, [row for name, row in rows.items() if name not in destroyed])
+    return destroyed
 
 
 def take_for_policy(ctx: StepContext) -> Next | Fail:
@@ -276,7 +319,7 @@ def _tail(result) -> str:
     return (result.stderr or result.stdout).strip()[-TAIL:]
 
 
-TAKE = register(Kind(name="snapshots.take", steps={"take": take}, first_step="take",
+TAKE = register(Kind(name="snapshots.take", steps={"take": take_now}, first_step="take",
                      mutating=False, deadline=timedelta(minutes=30)))
 DESTROY = register(Kind(name="snapshots.destroy", steps={"destroy": destroy},
                         first_step="destroy", mutating=False, deadline=timedelta(minutes=30)))

@@ -47,6 +47,7 @@ def concrete(route: str, ids: dict[str, int]) -> str:
     path = route.replace("^", "").replace("\\Z", "").replace("$", "")
     path = re.sub(r"\(\?P<action>([a-z-]+)[^)]*\)", r"\1", path)
     path = path.replace("<slug:section>", "datasets").replace("<slug:chart_id>", "arc-hit")
+    path = path.replace("<str:pool>", "tank")
     path = re.sub(r"\(\?P<kind>[^)]*\)|<slug:kind>", "pool_capacity", path)  # alert rules
     parts = re.split(r"(<int:\w+>|\(\?P<pk>[^)]*\))", path)
     built = ""

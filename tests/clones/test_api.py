@@ -198,6 +198,7 @@ def test_settings_default_until_the_operator_sets_them(api, host):
     shown = api.get(f"/api/hosts/{host.pk}/clone-settings/").json()
     assert shown == {"port_min": 6500, "port_max": 6599, "listen_address": None,
                      "allowed_networks": [], "memory_limit": None, "uid_base": 1_900_000_000,
+                     "clone_quota": 8 * 2**30,
                      "effective_allowed_networks": ["127.0.0.0/8"]}
     assert not CloneHostSettings.objects.exists()
 
@@ -234,6 +235,8 @@ def test_the_clone_uid_base_is_the_operators_per_host(api, host):
     ({"port_min": 7100, "port_max": 7000}, "port_max"), ({"port_min": "7000"}, "port_min"),
     ({"port_min": True}, "port_min"), ({"port_max": -1}, "port_max"),
     ({"memory_limit": 1}, "memory_limit"), ({"memory_limit": 2**70}, "memory_limit"),
+    ({"clone_quota": 2**20}, "clone_quota"), ({"clone_quota": 2**70}, "clone_quota"),
+    ({"clone_quota": "1G"}, "clone_quota"),
     ({"listen_address": "10.0.0.300"}, "listen_address"),
     ({"listen_address": "$(id)"}, "listen_address"),
     ({"allowed_networks": ["10.0.0.0/33"]}, "allowed_networks"),

@@ -12,9 +12,11 @@ from django.utils import timezone
 from apps.clones import services
 from apps.clones.core.layout import CLONE_MEMORY
 from apps.clones.models import Clone, CloneHostSettings
-from apps.fleet.models import Dataset
+from apps.fleet import reserves
+from apps.fleet.models import Dataset, Pool
 from apps.ops.errors import Conflict
 from apps.ops.models import Operation
+from tests.clones import factories as clones
 from tests.snapshots import factories
 
 pytestmark = pytest.mark.django_db
@@ -116,3 +118,62 @@ def test_a_clone_whose_destroy_ended_unfinished_is_failed_and_destroyed_again(or
     again = services.expire(timezone.now() + timedelta(minutes=10))
     assert [op.kind for op in again] == ["clones.destroy"] and again[0].pk != first.pk
     assert Clone.objects.get(pk=clone.pk).state == Clone.State.DESTROYING
+
+
+# ---- room and quota (issue 19) --------------------------------------------------------------
+
+def fill(host, *, used: int, available: int) -> None:
+    """The pool's root dataset as discovery read it."""
+    Dataset.objects.filter(host=host, name="tank").update(used=used, available=available)
+
+
+def test_a_clone_is_refused_with_the_figures_when_it_would_cross_the_pools_reserve(
+        origin, delivered):
+    host, _ = origin
+    fill(host, used=700 * 2**20, available=300 * 2**20)  # reserve 10%: 100 MiB
+    with pytest.raises(services.CloneRefused) as refused:
+        make(origin, name="big")
+    assert refused.value.status == 409 and refused.value.code == "no_room"
+    assert refused.value.fields["cluster"] == [
+        "pool tank has 300 MiB free and keeps a reserve of 100 MiB (10% of the pool); a "
+        "clone may need 256 MiB: free space on the pool or lower its reserve"]
+    assert not Clone.objects.exists() and not Operation.objects.exists()
+    Pool.objects.create(host=host, name="tank")
+    reserves.set_reserve(host, "tank", reserve_bytes=44 * 2**20)
+    clone, operation, _ = make(origin, name="fits")
+    assert operation.state["room"] == {"pools": ["tank"], "needed": 256 * 2**20,
+                                       "what": "a clone"}
+
+
+def test_a_clone_gets_the_hosts_quota_and_needs_no_more_room_than_its_quota(
+        origin, delivered):
+    host, _ = origin
+    fill(host, used=700 * 2**20, available=300 * 2**20)
+    services.update_settings(host, port_min=6500, port_max=6599, listen_address=None,
+                             allowed_networks=[], clone_quota=128 * 2**20)
+    clone, operation, _ = make(origin, name="small")
+    assert clone.quota == 128 * 2**20  # so its first writes are at most that
+    assert operation.state["room"]["needed"] == 128 * 2**20
+    assert CloneHostSettings.objects.get().clone_quota == 128 * 2**20
+    with pytest.raises(services.CloneRefused) as refused:
+        services.update_settings(host, port_min=6500, port_max=6599, listen_address=None,
+                                 allowed_networks=[], clone_quota=2**20)
+    assert "clone_quota" in refused.value.fields
+
+
+def test_a_clone_from_now_records_the_snapshots_it_takes(origin, delivered):
+    host, cluster = origin
+    clone, operation, _ = services.create_clone(host, cluster, name="fresh")
+    name = operation.state["snapshot"]
+    # (tank/pg holds data and WAL alone: one recursive snapshot of it)
+    assert clone.own_snapshots == [f"tank/pg@{name}", f"tank/pg/data@{name}",
+                                   f"tank/pg/wal@{name}"]
+    assert make(origin, name="old")[0].own_snapshots == []  # an existing snapshot: not ours
+
+
+def test_a_clone_made_before_quotas_gets_the_hosts_on_reset(origin, delivered):
+    host, _ = origin
+    old = clones.clone(host, name="old", quota=None)
+    operation = services.reset_clone(old)
+    old.refresh_from_db()
+    assert old.quota == 8 * 2**30 and operation.state["room"]["needed"] == 256 * 2**20

@@ -91,7 +91,7 @@ def test_quotas_are_the_operators_and_refuse_with_the_figures(world, api):
     assert member.patch(f"/api/tenants/{acme.pk}/", {"max_clones": 99},
                         format="json").status_code == 403
     set_ = api.patch(f"/api/tenants/{acme.pk}/", {"max_clones": 1, "max_clone_ttl_minutes": 60,
-                                                  "max_clone_space": 10 * 2**20},
+                                                  "max_clone_space": 100 * 2**20},
                      format="json")
     assert set_.status_code == 200, set_.content
     assert set_.json()["max_clones"] == 1
@@ -105,6 +105,7 @@ def test_quotas_are_the_operators_and_refuse_with_the_figures(world, api):
     first = ask(member, world["db1"])  # no TTL asked: the longest allowed
     assert first.status_code == 202
     clone = Clone.objects.get()
+    assert clone.quota == 100 * 2**20  # the tenant's clone space, less than the host's
     assert timedelta(minutes=59) < clone.expires_at - clone.created_at <= timedelta(minutes=60)
     second = ask(member, world["db1"], name="dev2")
     assert second.status_code == 409
@@ -113,14 +114,14 @@ def test_quotas_are_the_operators_and_refuse_with_the_figures(world, api):
     assert error["message"].startswith("quota: Acme has 1 clones and its clone quota is 1")
     acme.refresh_from_db()
     tenant_services.set_quotas(acme, max_clones=5)
-    Clone.objects.filter(pk=clone.pk).update(used=12 * 2**20)
+    Clone.objects.filter(pk=clone.pk).update(used=120 * 2**20)
     spacious = ask(member, world["db1"], name="dev3")
     assert spacious.status_code == 409
-    assert (f"use {12 * 2**20} bytes and its clone space quota is {10 * 2**20} bytes"
+    assert (f"use {120 * 2**20} bytes and its clone space quota is {100 * 2**20} bytes"
             in spacious.json()["error"]["message"])
     shown = member.get("/api/clones/usage/").json()
     assert [(u["name"], u["clones"], u["space"], u["max_clone_space"]) for u in shown] == [
-        ("Acme", 1, 12 * 2**20, 10 * 2**20)]
+        ("Acme", 1, 120 * 2**20, 100 * 2**20)]
     # Zorgco has no quota: its member is not refused.
     assert ask(world["olaf_api"], world["db2"], ttl_minutes=600).status_code == 202
 

@@ -121,3 +121,26 @@ def test_cancelling_from_the_page_asks_a_started_experiment_and_refuses_an_ended
     # Asked, not ended: its steps stop the run and put the host back first.
     assert exp.operation.status == "waiting"
     assert exp.operation.state["cancel_requested"] == "cancelled by olga"
+
+
+def test_the_pools_reserve_is_kept_by_the_same_room_check_as_clones(api, replayed_host,
+                                                                     delivered):
+    """A run that fits the free space is still refused when it would cross the pool's
+    reserve (apps.fleet.core.room, one decision for clones, snapshots and experiments)."""
+    from apps.experiments.core import room_needed
+    from apps.fleet import reserves
+
+    cluster = replayed_host.clusters.get()
+    pool = cluster.data_dataset.name.split("/")[0]
+    free = replayed_host.datasets.get(name=pool).available
+    need = room_needed(1, 5, 1, True)
+    reserves.set_reserve(replayed_host, pool, reserve_bytes=free - need + 1)
+    body = {"host": replayed_host.pk, "template": "full-page-writes",
+            "workload": {"duration": 5, "scale": 1}}
+    refused = post(api, body)
+    assert refused.status_code == 400, refused.json()
+    assert f"pool {pool} has " in refused.json()["error"]["fields"]["workload"][0]
+    assert "keeps a reserve of" in refused.json()["error"]["fields"]["workload"][0]
+    assert not Experiment.objects.exists()
+    reserves.set_reserve(replayed_host, pool, reserve_bytes=free - need)
+    assert post(api, body).status_code == 201

@@ -259,7 +259,10 @@ def _sending(fleet_host, operation_id: int) -> list[str]:
 
 
 
-def test_a_full_target_pool_fails_clearly_and_the_next_run_recovers(pair):
+def test_a_nearly_full_target_is_refused_with_the_figures_before_anything_is_sent(pair):
+    """Issue 19: a run into a nearly full target used to fail halfway and leave the pool
+    full. Now the plan reads the target pool and the send's size first (zfs-fuse has no
+    `zfs send -n`: the listing's estimate) and refuses, holding and sending nothing."""
     source, target, hosts = pair
     host1, _ = hosts
     link = make_link(hosts)
@@ -272,21 +275,27 @@ def test_a_full_target_pool_fails_clearly_and_the_next_run_recovers(pair):
                    "status=none || true")
     try:
         name = snapshot(host1, host1.clusters.get())
-        failed = run_link(link)
-        assert failed.status == Operation.Status.FAILED
-        assert failed.error_code == "transfer_failed", failed.error
-        assert "space" in failed.error, failed.error
+        refused = run_link(link)
+        assert refused.status == Operation.Status.FAILED
+        assert refused.error_code == "no_room", refused.error
+        assert refused.error.startswith("refused: pool tank has "), refused.error
+        assert "; this run's receive may need " in refused.error, refused.error
         link.refresh_from_db()
-        assert link.state == ReplicationLink.State.FAILED and "space" in link.last_error
-        assert link.held == []  # the failed run released what it held
+        assert link.state == ReplicationLink.State.REFUSED
+        assert "keeps a reserve of" in link.last_error
+        assert link.held == []  # nothing was held
+        assert run_anyway(target, f"zfs list -H -o name -r {TARGET_PARENT}") == ""
         assert name in snapshots_of(source, "tank/pg/data")  # nothing lost on the source
 
-        run_on(target, f"rm -f {base}/filler")
+        # zfs-fuse shows a free once its transaction group is synced: a snapshot waits.
+        run_on(target, f"rm -f {base}/filler && zfs snapshot tank@pozolsync && "
+                       "zfs destroy tank@pozolsync")
         operation = run_link(link)
         assert operation.status == Operation.Status.SUCCEEDED, operation.error
         assert snapshots_of(target, TARGETS[0]) == [name]
-    finally:
-        run_anyway(target, f"rm -f {base}/filler")
+    finally:  # freed now, not in 30 s: the next test's discovery reads the pool
+        run_anyway(target, f"rm -f {base}/filler && zfs snapshot tank@pozolsync && "
+                           "zfs destroy tank@pozolsync")
         run_anyway(source, f"rm -f {source.pg_data_dir}/../ballast")
 
 

@@ -176,3 +176,21 @@ def test_a_link_cannot_be_renamed_even_by_code(hosts):
     with pytest.raises(ValueError, match="link 'l1' cannot be renamed: its name is its "
                                          "identity on the hosts"):
         link.save()
+
+
+def test_a_run_into_a_target_pool_at_its_reserve_is_refused_with_the_figures(hosts, delivered):
+    from apps.fleet.models import Dataset
+
+    link = make(hosts)
+    _, target = hosts
+    Dataset.objects.filter(host=target, name="tank").update(used=960 * 2**20,
+                                                            available=40 * 2**20)
+    with pytest.raises(Conflict) as refused:
+        services.run_now(link)
+    assert refused.value.code == "no_room" and refused.value.status == 409
+    assert refused.value.message.startswith("pool tank has 40.0 MiB free and keeps a reserve "
+                                            "of 100 MiB (10% of the pool)")
+    assert not Operation.objects.filter(kind="replication.run").exists()
+    assert services.tick() == []  # the schedule skips it too
+    Dataset.objects.filter(host=target, name="tank").update(available=400 * 2**20)
+    assert services.run_now(link).kind == "replication.run"

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from apps.fleet.core import room
+from apps.fleet.models import Dataset
 from apps.ops.engine import StepContext
 from apps.ops.models import Operation
 from apps.remote.shell import Result
@@ -20,9 +22,13 @@ LISTING = (Path(__file__).parents[1] / "remote/fixtures/zfs-fuse/captured/snapsh
            "listing.txt").read_text()
 
 
+ROOM = "1000000\n900000000\n"  # the pool's used and available: room enough
+
+
 @pytest.fixture
 def shell(monkeypatch):
     fake = FakeShell()
+    fake.on(room.read_command("tank"), ROOM)
     monkeypatch.setattr(StepContext, "runner", lambda self: fake)
     return fake
 
@@ -59,6 +65,8 @@ def test_backup_mode_wraps_both_snapshots_in_one_psql_session(monkeypatch, deliv
     scripts: list[str] = []
 
     def runner(command, **kwargs):
+        if command == room.read_command("tank"):
+            return Result(command.redacted(), 0, ROOM, "")
         scripts.append(command.text)
         stdout = "started\nSTART WAL LOCATION: 0/3000028\n" if len(scripts) == 1 else ""
         return Result(command.redacted(), 0, stdout, "")
@@ -121,7 +129,8 @@ def test_checkpoint_first_runs_before_the_snapshot(shell, delivered):
     taken = [f"{d}@{name}" for d in ("tank/pg", "tank/pg/data", "tank/pg/wal")]
     shell.on(commands.listing(taken), "")
     assert drive(operation).status == Operation.Status.SUCCEEDED
-    assert shell.calls[:2] == [checkpoint.text, snapshot]
+    # The pool's room is read on the host first, before anything is done.
+    assert shell.calls[:3] == [room.read_command("tank").text, checkpoint.text, snapshot]
 
 
 def test_a_policy_run_takes_then_prunes_and_skips_a_busy_destroy(shell, delivered):
@@ -161,3 +170,29 @@ def test_a_policy_run_takes_then_prunes_and_skips_a_busy_destroy(shell, delivere
     log = " ".join(operation.log_lines.values_list("text", flat=True))
     assert "destroyed tank/pg/data@pozol_often_20261123T190100Z (policy often)" in log
     assert "skipped tank/pg/data@pozol_often_20261123T190000Z" in log
+
+
+def test_snapshot_now_is_refused_on_a_pool_at_its_reserve(delivered):
+    host = factories.host()
+    Dataset.objects.filter(host=host, name="tank").update(used=950 * 2**20,
+                                                          available=50 * 2**20)
+    with pytest.raises(services.SnapshotError) as refused:
+        services.snapshot_now(host, cluster=factories.cluster(host))
+    assert refused.value.status == 409 and refused.value.code == "no_room"
+    assert refused.value.fields["cluster"] == [
+        "pool tank has 50.0 MiB free and keeps a reserve of 100 MiB (10% of the pool); a "
+        "snapshot is refused while the pool is below it: free space on the pool or lower its "
+        "reserve"]
+    assert not Operation.objects.exists()
+
+
+def test_snapshot_now_checks_the_room_on_the_host_again_before_it_snapshots(shell, delivered):
+    """Discovery saw room; the pool filled since: the step's own reading refuses."""
+    host = factories.host()
+    operation = services.snapshot_now(host, cluster=factories.cluster(host))
+    shell.on(room.read_command("tank"), "990000000\n10000000\n")
+    operation = drive(operation)
+    assert operation.status == Operation.Status.FAILED
+    assert operation.error.startswith("refused: pool tank has 9.5 MiB free and keeps a "
+                                      "reserve of 95.4 MiB (10% of the pool)")
+    assert shell.calls == [room.read_command("tank").text]  # nothing else ran

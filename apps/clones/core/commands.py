@@ -45,6 +45,7 @@ from apps.remote.commands import (
     Command,
     InvalidValue,
     dataset_name,
+    integer,
     script,
     zfs_property,
     zfs_property_value,
@@ -58,6 +59,7 @@ exec 3<&0 < /dev/null
 {uid_check}
 wm=
 echo "pozol-mark begin $(date +%s.%N)"
+{make_root}
 zfs clone -p {properties} {data_snapshot} {data_clone}
 {wal_clone_command}
 echo "pozol-mark cloned $(date +%s.%N)"
@@ -111,6 +113,11 @@ _CONFINE = """\
 chown -R {uid}:{uid} "$m" && chmod 700 "$m"
 if [ -n "$wm" ]; then chown -R {uid}:{uid} "$wm" && chmod 700 "$wm"; fi
 chown {uid}:{uid} {socket_dir} && chmod 700 {socket_dir}"""
+# The quota sits on the clone's root dataset, so it covers data and WAL (its children)
+# and whatever else the clone writes there (its server log).
+_ROOT = """\
+zfs list {root} > /dev/null 2>&1 || zfs create -p {root}
+zfs set quota={quota} {root}"""
 
 _WAL_CLONE = "zfs clone -p {properties} {wal_snapshot} {wal_clone}"
 _WAL_LINK = """\
@@ -192,15 +199,17 @@ rmdir {socket_dir} 2> /dev/null || true
 """
 
 
-def create(layout: Layout, password: str, properties: dict[str, str] | None = None
-           ) -> Command:
+def create(layout: Layout, password: str, properties: dict[str, str] | None = None,
+           quota: int | None = None) -> Command:
     """The script making the clone. Its datasets carry `pozol:clone=<name>` and
     `properties` (the control plane's identity: apps.drills.reconcile reads them back),
-    and its stdout marks when the clones were made and PostgreSQL answered
-    (`pozol-mark <what> <epoch>`, read by `marks`)."""
+    its root dataset `quota` bytes when given, and its stdout marks when the clones were
+    made and PostgreSQL answered (`pozol-mark <what> <epoch>`, read by `marks`)."""
     if not isinstance(password, str) or not _PASSWORD.match(password):
         raise CloneError("password", "A clone password is 16-128 letters and digits.")
     origin = layout.origin
+    make_root = Command(":") if quota is None else script(
+        _ROOT, root=dataset_name(layout.root), quota=integer(quota, minimum=1))
     options = _options({"pozol:clone": layout.name, **(properties or {})})
     values = {"properties": options, "data_clone": layout.data_clone,
               "data_snapshot": f"{origin.data_dataset}@{layout.snapshot}",
@@ -208,7 +217,7 @@ def create(layout: Layout, password: str, properties: dict[str, str] | None = No
               "hba": layout.hba(), "socket_dir": layout.socket_dir, "owner": origin.owner,
               "pg_ctl": f"{origin.bin_dir}/pg_ctl", "psql": f"{origin.bin_dir}/psql",
               "pg_isready": f"{origin.bin_dir}/pg_isready",
-              "port": layout.port, "role": layout.role,
+              "port": layout.port, "role": layout.role, "make_root": make_root,
               "server": layout.server_user(), "client": layout.client_user(),
               **_confinement(layout)}
     if layout.wal_clone:

@@ -74,6 +74,12 @@ CLONE_SETTINGS = {
 
 # What one clone takes at the most: its shared buffers and every connection's work_mem.
 CLONE_MEMORY = (128 + 20 * 4) * 2**20
+# What a new clone may write at once, checked against its pool's reserve before it is
+# made: a clone of a busy cluster replays its WAL on start (issue 19: 153 MiB at once).
+# A clone's own quota caps this (and everything it writes later).
+CLONE_FIRST_WRITES = 256 * 2**20
+MIN_CLONE_QUOTA = 64 * 2**20  # room to start: a WAL segment, recovery, its server log
+DEFAULT_CLONE_QUOTA = 8 * 2**30
 
 
 class CloneError(ValueError):

@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apps.replication.core.planner import Snap, ordered
+from apps.replication.core.planner import Send, Snap, ordered
 
 _SIZE_LINE = re.compile(r"^size\t(\d+)\s*$", re.M)
 _DD_RECORD = re.compile(r"(\d+) bytes(?: \([^)]*\))? copied")
@@ -86,6 +86,22 @@ def estimate_from_listing(snapshots: Sequence[Snap], to: str,
     sent = listed[names.index(from_) + 1:names.index(to) + 1]
     unique = sum(s.used or 0 for s in sent)
     return Expected(max(target.referenced - start.referenced, 0) + unique, exact=False)
+
+
+def receive_sizes(sends: Sequence[Send | None],
+                  expected: dict[str, dict]) -> dict[str, int]:
+    """Bytes each target pool receives in a run: the sends' expected sizes (`expected`
+    maps send<i>, i the send's index in `sends`, to {"bytes": ...}) added per target
+    pool, for the room check before anything is sent. A send whose size is not known
+    (a resumed one: the rest of it) counts as nothing."""
+    sizes: dict[str, int] = {}
+    for index, send in enumerate(sends):
+        if send is None:
+            continue
+        pool = send.target.split("/")[0]
+        size = (expected.get(f"send{index}") or {}).get("bytes") or 0
+        sizes[pool] = sizes.get(pool, 0) + size
+    return sizes
 
 
 def parse_counter(stderr: str) -> int | None:

@@ -8,12 +8,14 @@ import pytest
 
 from apps.replication.core.lag import lag, newest_received
 from apps.replication.core.link import ReplicationError
+from apps.replication.core.planner import Send
 from apps.replication.core.progress import (
     Expected,
     Progress,
     estimate_from_listing,
     parse_counter,
     parse_send_estimate,
+    receive_sizes,
 )
 from tests.replication.core.helpers import T0, chain, snap
 
@@ -38,6 +40,16 @@ def test_estimate_from_listing():
     assert estimate_from_listing(snaps, "c", "a") == Expected(600 + 25, exact=False)
     assert estimate_from_listing(snaps, "x") is None
     assert estimate_from_listing(chain("a", "b"), "b") is None  # sizes unknown
+
+
+def test_receive_sizes_add_up_each_target_pools_sends():
+    sends = [Send("tank/a", "backup/x/a", "tank/a@s2", "tank/a@s1"), None,
+             Send("tank/b", "backup/x/b", "tank/b@s2"), Send("tank/c", "other/c", None,
+                                                               resume_token="1-abc")]
+    expected = {"send0": {"bytes": 100, "exact": True}, "send2": {"bytes": 50, "exact": False}}
+    # the resumed send's rest is not known: it counts as nothing
+    assert receive_sizes(sends, expected) == {"backup": 150, "other": 0}
+    assert receive_sizes([], {}) == {}
 
 
 def test_progress_fraction():
