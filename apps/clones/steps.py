@@ -36,7 +36,13 @@ def _then(following: str):
     def snapshot(ctx: StepContext) -> Next | Done | Fail:
         from apps.snapshots import steps as snapshot_steps
 
-        shortage = reserves.refusal_in_step(ctx.runner(), ctx.host, ctx.state.get("room"))
+        try:
+            shortage = reserves.refusal_in_step(ctx.runner(), ctx.host, ctx.state.get("room"))
+        except RemoteError as exc:
+            # The host went away before anything was made: the clone is failed, not
+            # "creating" forever (as in clone() below).
+            _failed(ctx, str(exc))
+            raise
         if shortage:
             _failed(ctx, f"refused: {shortage.message}")
             return Fail(f"refused: {shortage.message}", code="no_room")
