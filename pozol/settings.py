@@ -302,6 +302,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "apps.accounts.api_errors.exception_handler",
     # The API speaks JSON only: one body format to validate, document and fuzz.
     "DEFAULT_PARSER_CLASSES": ["apps.accounts.api_parsers.BoundedJSONParser"],
+    # OPTIONS on a detail route looks the object up first: 404 where GET says 404.
+    "DEFAULT_METADATA_CLASS": "apps.accounts.api_metadata.ScopedMetadata",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_THROTTLE_CLASSES": [
