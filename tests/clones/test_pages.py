@@ -124,6 +124,12 @@ def test_another_session_never_sees_the_password(signed_in, host, operator):
     assert password_of(clone) not in page and "was shown once" in page
 
 
+def test_the_password_page_of_a_clone_without_a_layout_is_no_error(signed_in, host):
+    clone = factories.clone(host, layout={})
+    page = signed_in.get(f"/clones/{clone.pk}/password/")
+    assert page.status_code == 200 and clone.connection_string in page.content.decode()
+
+
 @pytest.mark.parametrize("state, actions", [
     (Clone.State.CREATING, ()), (Clone.State.READY, ("reset-form", "destroy-form")),
     (Clone.State.FAILED, ("reset-form", "destroy-form")), (Clone.State.DESTROYING, ()),
