@@ -126,6 +126,14 @@ def sideways_scroll(page) -> int:
         "() => Math.max(0, document.documentElement.scrollWidth - window.innerWidth)")
 
 
+def scrolled_boxes(page) -> list[str]:
+    """Boxes that scroll sideways inside the page (a table wider than its .scroll box):
+    columns a reader must scroll to see."""
+    return page.evaluate("""() => [...document.querySelectorAll('.scroll, table.grid')]
+        .filter(e => e.scrollWidth > e.clientWidth + 1)
+        .map(e => `${e.tagName.toLowerCase()}#${e.id} by ${e.scrollWidth - e.clientWidth}px`)""")
+
+
 def widest_elements(page, limit: int = 5) -> list[str]:
     """The elements that stick out past the window's right edge, for a failure message."""
     return page.evaluate("""limit => [...document.querySelectorAll('body *')]

@@ -94,6 +94,8 @@ PAGES = {
     "login": ("/login/", False),
     "not-found": ("/hosts/999999/", True),
 }
+# Pages whose table shows every column at 1366 px, none hidden in a scrolling box.
+WHOLE_TABLES = {"overview", "operations", "host-operations"}
 SCREENSHOTS = {"overview", "host", "host-never-reached", "host-metrics", "operations"}
 # Pages whose charts are drawn from JSON they fetch: checked once drawn.
 DRAWN_CHARTS = {"host-metrics": "#chart-arc-hit.drawn"}
@@ -311,6 +313,8 @@ def test_the_page_is_accessible_and_fits_a_phone(name, tab, site, live_server, o
         if width in chromium.NO_SIDEWAYS_SCROLL and (extra := chromium.sideways_scroll(tab)):
             problems.append(f"at {width} width the page scrolls sideways by {extra}px; "
                             f"sticking out: {chromium.widest_elements(tab)}")
+        if width == "1366" and name in WHOLE_TABLES and (boxes := chromium.scrolled_boxes(tab)):
+            problems.append(f"at 1366 width columns are hidden in a scrolling box: {boxes}")
         if name in SCREENSHOTS:
             chromium.screenshot(tab, f"{name}-{width}")
     assert not problems, f"{name} ({url}):\n" + "\n".join(problems)
