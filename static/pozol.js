@@ -11,6 +11,29 @@ document.addEventListener("submit", (event) => {
   }
 });
 
+// <button data-copy="ID">: copy the value (or text) of element #ID to the clipboard,
+// and say so on the button. Where the clipboard API is refused (plain HTTP from
+// another machine), the text is selected for Ctrl-C instead.
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("button[data-copy]");
+  const source = button && document.getElementById(button.dataset.copy);
+  if (!source) {
+    return;
+  }
+  const text = "value" in source ? source.value : source.textContent;
+  const label = button.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = "Copied";
+  } catch {
+    if (source.select) {
+      source.select();
+    }
+    button.textContent = "Press Ctrl-C";
+  }
+  setTimeout(() => { button.textContent = label; }, 2000);
+});
+
 // ---- Boxes that scroll inside the page: wide tables on narrow screens (see
 // pozol.css) and long logs. A box that scrolls must be reachable by keyboard to be
 // scrolled without a mouse: give each one that overflows a tab stop, and take it

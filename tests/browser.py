@@ -25,8 +25,11 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
 DESKTOP = {"width": 1280, "height": 800}
+LAPTOP = {"width": 1366, "height": 768}  # the most common laptop screen
 PHONE = {"width": 375, "height": 800}
-WIDTHS = {"desktop": DESKTOP, "375": PHONE}
+WIDTHS = {"desktop": DESKTOP, "1366": LAPTOP, "375": PHONE}
+# The widths at which no page may scroll sideways (wide tables scroll inside their box).
+NO_SIDEWAYS_SCROLL = ("1366", "375")
 # What the suite refuses; "minor" and "moderate" findings are left to judgement.
 BLOCKING_IMPACTS = ("serious", "critical")
 
@@ -121,6 +124,14 @@ def sideways_scroll(page) -> int:
     """How many pixels the page is wider than the window (0: no sideways scroll)."""
     return page.evaluate(
         "() => Math.max(0, document.documentElement.scrollWidth - window.innerWidth)")
+
+
+def scrolled_boxes(page) -> list[str]:
+    """Boxes that scroll sideways inside the page (a table wider than its .scroll box):
+    columns a reader must scroll to see."""
+    return page.evaluate("""() => [...document.querySelectorAll('.scroll, table.grid')]
+        .filter(e => e.scrollWidth > e.clientWidth + 1)
+        .map(e => `${e.tagName.toLowerCase()}#${e.id} by ${e.scrollWidth - e.clientWidth}px`)""")
 
 
 def widest_elements(page, limit: int = 5) -> list[str]:

@@ -32,6 +32,9 @@ class ApiSchemaView(SpectacularAPIView):
 class ApiDocsView(SpectacularSwaggerSplitView):
     # Checked in get(): an anonymous browser is sent to sign in, not shown a 401.
     permission_classes = [AllowAny]
+    # A page, not an API endpoint: OPTIONS would render metadata through the page's
+    # HTML renderer, which has no template for it (a 500).
+    http_method_names = ["get", "head"]
 
     @extend_schema(exclude=True)  # the page itself is no API endpoint
     def get(self, request, *args, **kwargs):

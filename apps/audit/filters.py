@@ -47,6 +47,10 @@ class AuditFilter(django_filters.FilterSet):
                   "since", "until"]
 
 
+LABELS = {"username": "User name", "tenant": "Tenant", "object_type": "Object type",
+          "object_id": "Object id", "outcome": "Outcome", "since": "From", "until": "Until"}
+
+
 class AuditPageFilter(AuditFilter):
     """The same filters as a GET form above /audit/: tenants and outcomes to choose from,
     times picked in the browser. Empty fields mean "any" (`given` drops them)."""
@@ -59,5 +63,7 @@ class AuditPageFilter(AuditFilter):
         fields["user"].widget = forms.HiddenInput()
         for name in ("since", "until"):
             fields[name].widget = forms.DateTimeInput(attrs={"type": "datetime-local"})
+        for name, label in LABELS.items():  # not "At is greater than or equal to"
+            fields[name].label = label
         for field in fields.values():
             field.help_text = ""

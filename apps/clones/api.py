@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import generics, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
@@ -29,6 +29,7 @@ from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
 from apps.tenants import services as tenant_services
+from apps.tenants.models import ClusterAssignment
 
 
 class UsesClones(BasePermission):
@@ -124,15 +125,22 @@ class HostCloneSettingsView(APIView):
         return Response(CloneSettingsSerializer(limits).data)
 
 
-class ClusterSnapshotsView(APIView):
+class ClusterSnapshotsView(generics.GenericAPIView):
     """The snapshots of one of your clusters (its data dataset's), newest first, as the
     host's last listing found them: what a clone is made from. Another tenant's cluster
-    is not found."""
+    is not found (generic, so OPTIONS looks it up too: apps.accounts.api_metadata)."""
 
     permission_classes = [UsesClones]
+    queryset = ClusterAssignment.objects.none()  # typed ids in the schema; scoped below
+    serializer_class = ClusterSnapshotSerializer
+    filter_backends = []
+    pagination_class = None
+
+    def get_queryset(self):
+        return tenancy.visible_assignments(self.request.user)
 
     @extend_schema(responses={200: ClusterSnapshotSerializer(many=True)})
     def get(self, request, pk: int):
-        assignment = get_object_or_404(tenancy.visible_assignments(request.user), pk=pk)
+        assignment = self.get_object()
         rows = tenancy.snapshots_of(tenancy.cluster_of(assignment))[:500]
         return Response(ClusterSnapshotSerializer(rows, many=True).data)

@@ -85,7 +85,9 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
         tenant = tenancy.tenant_of_cluster(host, cluster.data_dir)
         if tenant is not None:
             tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
-            ttl = tenancy.check_quota(tenant, ttl, protected_for)
+            # A tenant's clone always ends: with no TTL asked and no TTL quota, the longest
+            # any clone may have (what the tenant's pages promise as "longest TTL").
+            ttl = tenancy.check_quota(tenant, ttl, protected_for) or MAX_TTL
         _check_memory(host)
         quota = _quota(host, tenant)
         room_state = _room(host, origin, quota)

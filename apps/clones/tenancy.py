@@ -6,7 +6,9 @@ clone of an unassigned cluster belongs to none. Operators see every clone and
 cluster; a member or tenant admin only its tenant's, and anything else is "not
 found". Quotas are the tenant's (set by an operator): clones at once, the space
 they use together (ZFS `used`, as the clones tick last read it), and the longest
-TTL. They count every clone of the tenant, whoever made it.
+TTL, which is also the TTL of a clone asked for without one (30 days, the most any
+clone may have, when the tenant has no TTL quota). They count every clone of the
+tenant, whoever made it.
 """
 
 from __future__ import annotations

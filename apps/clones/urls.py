@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.mine, name="mine"),
     path("clusters/<int:pk>/", views.cluster, name="cluster"),
     path("<int:pk>/", views.clone, name="clone"),
+    path("<int:pk>/password/", views.password, name="password"),
     path("<int:pk>/reset/", views.reset, name="reset"),
     path("<int:pk>/destroy/", views.destroy, name="destroy"),
 ]

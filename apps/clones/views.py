@@ -1,5 +1,5 @@
-"""The clone pages: make a clone (then its password, once), reset and destroy one, and a
-host's clone settings. Operators list a host's clones on its Clones tab
+"""The clone pages: make a clone (then its password, on a page shown once), reset and
+destroy one, and a host's clone settings. Operators list a host's clones on its Clones tab
 (apps.clones.host_page); a tenant's members have their own pages here (their
 clusters, each one's snapshots, their clones), scoped by apps.clones.tenancy:
 another tenant's clone or cluster is not found.
@@ -36,25 +36,59 @@ def _host(pk: int) -> Host:
 @login_required
 @never_cache
 def new(request, host_pk: int):
-    """The form (GET), or make the clone and show its password, this once (POST): the
-    answer is rendered, not redirected to, so the password is in no URL, session or
-    message store."""
+    """The form (GET), or make the clone and send the browser to its password page
+    (POST-redirect-GET, so a refresh never makes a second clone)."""
     host = _host(host_pk)
     form = NewCloneForm(host, request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            clone, operation, password = services.create_clone(
+            clone, operation, _ = services.create_clone(
                 host, form.cleaned_data["cluster"], **form.request(), by=request.user,
                 trigger=Operation.Trigger.UI)
         except DomainError as exc:
             on_form(form, exc)
         else:
             request.audit_created, request.audit_operation = clone, operation.pk
-            return render(request, "clones/created.html",
-                          {"host": host, "clone": clone, "operation": operation,
-                           "password": password,
-                           "connection": services.layout_of(clone).connection_string()})
+            return _to_password_once(request, clone)
     return render(request, "clones/new.html", {"host": host, "form": form})
+
+
+# The clones whose password this session may see once: their ids only. The password
+# itself stays where it already is, encrypted in the clone's row; it is never put in
+# the session, a message or a URL.
+SHOW_ONCE = "clones_password_once"
+
+
+def _to_password_once(request, clone: Clone):
+    request.session[SHOW_ONCE] = [*request.session.get(SHOW_ONCE, []), clone.pk][-20:]
+    return redirect("clones:password", clone.pk)
+
+
+@members_allowed
+@login_required
+@never_cache
+@require_safe
+def password(request, pk: int):
+    """The password of a clone this session has just made, shown once: the first GET
+    takes the clone off the session's list, so a refresh, the back button or another
+    browser finds it gone (and no form is resubmitted)."""
+    clone = get_object_or_404(tenancy.visible_clones(request.user), pk=pk)
+    pending = request.session.get(SHOW_ONCE, [])
+    shown = pk in pending
+    if shown:
+        request.session[SHOW_ONCE] = [other for other in pending if other != pk]
+    return render(request, "clones/created.html", {
+        "host": clone.host if is_operator(request.user) else None, "clone": clone,
+        "operation": clone.last_operation,
+        "password": services.password_of(clone) if shown else None,
+        "connection": _connection(clone)})
+
+
+def _connection(clone: Clone) -> str:
+    """Where the clone answers: planned by the layout its creation stored (a row made
+    otherwise has none: then what the clone reported once ready, if anything)."""
+    return services.layout_of(clone).connection_string() if clone.layout \
+        else clone.connection_string
 
 
 @members_allowed
@@ -109,8 +143,8 @@ def mine(request):
 @login_required
 @never_cache
 def cluster(request, pk: int):
-    """One of your clusters: its snapshots and the form that makes a clone (POST: the
-    clone's password, shown in this answer once)."""
+    """One of your clusters: its snapshots and the form that makes a clone (POST: off to
+    the clone's password page, shown once)."""
     assignment = get_object_or_404(tenancy.visible_assignments(request.user), pk=pk)
     origin = tenancy.cluster_of(assignment)
     snapshots = list(tenancy.snapshots_of(origin)[:200])
@@ -120,16 +154,14 @@ def cluster(request, pk: int):
                              "or it was retired).")
     elif request.method == "POST" and form.is_valid():
         try:
-            made, operation, password = services.create_clone(
+            made, operation, _ = services.create_clone(
                 origin.host, origin, **form.request(), by=request.user,
                 trigger=Operation.Trigger.UI)
         except DomainError as exc:
             on_form(form, exc)
         else:
             request.audit_created, request.audit_operation = made, operation.pk
-            return render(request, "clones/created.html", {
-                "clone": made, "operation": operation, "password": password,
-                "connection": services.layout_of(made).connection_string()})
+            return _to_password_once(request, made)
     clones = tenancy.visible_clones(request.user).filter(
         host_id=assignment.host_id, cluster_data_dir=assignment.cluster_data_dir).exclude(
         state=Clone.State.DESTROYED)

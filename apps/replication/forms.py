@@ -8,6 +8,7 @@ they name (`refused`).
 from __future__ import annotations
 
 from django import forms
+from django.urls import reverse
 
 from apps.fleet.models import Host
 from apps.ops.errors import DomainError
@@ -54,13 +55,23 @@ class NewLinkForm(LinkSettingsForm):
 
     field_order = ["name", "source_host", "source", "target_host", "target_parent"]
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, source_host: str | None = None, **kwargs) -> None:
+        """`source_host`: the host chosen so far (?source_host= of the GET htmx sends when
+        it changes); the Source list then holds that host's clusters and datasets only."""
         super().__init__(*args, **kwargs)
         hosts = Host.objects.only("pk", "name").order_by("name")
         self.fields["source_host"].queryset = hosts
         self.fields["target_host"].queryset = hosts
+        chosen = self.data.get("source_host") if self.is_bound else source_host
+        if _an_id(chosen):
+            self.initial.setdefault("source_host", chosen)
+            hosts = hosts.filter(pk=chosen)
         self.fields["source"].choices = _sources(
             hosts.prefetch_related("clusters", "datasets"))
+        # Choosing the source host asks the page again and swaps in its Source list.
+        self.fields["source_host"].widget.attrs.update({
+            "hx-get": reverse("replication:new"), "hx-trigger": "change",
+            "hx-target": "#id_source", "hx-select": "#id_source", "hx-swap": "outerHTML"})
 
     def identity(self) -> dict:
         kind, _, value = self.cleaned_data["source"].partition(":")
@@ -69,6 +80,10 @@ class NewLinkForm(LinkSettingsForm):
                 "target_host": self.cleaned_data["target_host"],
                 "target_parent": self.cleaned_data["target_parent"],
                 "cluster_data_dir" if kind == "cluster" else "dataset": value}
+
+
+def _an_id(value: object) -> bool:
+    return isinstance(value, str) and value.isdigit() and int(value) < 2**63
 
 
 def _sources(hosts) -> list:

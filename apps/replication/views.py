@@ -36,7 +36,7 @@ def link_list(request):
 
 @login_required
 def link_new(request):
-    form = NewLinkForm(request.POST or None)
+    form = NewLinkForm(request.POST or None, source_host=request.GET.get("source_host"))
     if request.method == "POST" and form.is_valid():
         try:
             link = services.create_link(**form.identity(), **form.changes(), by=request.user)

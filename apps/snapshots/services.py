@@ -20,8 +20,9 @@ from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
+from apps.remote import snapshot_plan as plan
 from apps.remote.commands import InvalidValue, dataset_name
-from apps.snapshots import commands, guards, plan, protection, steps
+from apps.snapshots import commands, guards, protection, steps
 from apps.snapshots.core import naming
 from apps.snapshots.core.rollback import Listed, plan_rollback
 from apps.snapshots.models import Snapshot

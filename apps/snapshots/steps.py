@@ -17,10 +17,11 @@ from datetime import timedelta
 from apps.fleet import reserves
 from apps.ops import remote_jobs
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
+from apps.remote import snapshot_plan as plan
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, script
 from apps.remote.facts.snapshots import already_exists, is_busy
-from apps.snapshots import commands, guards, inventory, plan, protection
+from apps.snapshots import commands, guards, inventory, protection
 from apps.snapshots.core import naming
 from apps.snapshots.core.rollback import Listed, plan_rollback
 

@@ -21,7 +21,11 @@ class _Moment(serializers.DateTimeField):
 
 
 class TelemetryQuerySerializer(serializers.Serializer):
-    metric = serializers.ChoiceField(choices=sorted(METRICS), help_text="what to read")
+    metric = serializers.ChoiceField(
+        choices=sorted(METRICS), help_text="what to read",
+        # A wrong name is answered with the right ones, not just "not a valid choice".
+        error_messages={"invalid_choice": '"{input}" is not a metric; the metrics are: '
+                                          + ", ".join(sorted(METRICS))})
     to = _Moment(required=False, help_text="end of the window (default: now)")
 
     def get_fields(self):

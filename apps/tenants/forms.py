@@ -14,7 +14,8 @@ class TenantForm(forms.Form):
 class MemberForm(forms.Form):
     username = forms.CharField(max_length=150, label="User name",
                                help_text="An account is made if none has this name.")
-    role = forms.ChoiceField(choices=Membership.Role.choices)
+    # Least privilege first: a tenant admin is chosen, never the default.
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MEMBER)
     password = forms.CharField(required=False, max_length=128, widget=forms.PasswordInput,
                                label="Password (new account)",
                                help_text="Leave empty to set one later.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
@@ -45,6 +46,7 @@ def tenant_list(request):
         except DomainError as exc:
             on_form(form, exc)
         else:
+            messages.success(request, f"Tenant {tenant.name} created.")
             return redirect("tenants:detail", tenant.pk)
     rows = Tenant.objects.prefetch_related("memberships__user", "clusters__host")
     return render(request, "tenants/list.html", {"tenants": rows, "form": form})
@@ -69,6 +71,8 @@ def tenant_detail(request, pk: int):
             except DomainError as exc:
                 on_form(member_form, exc)
             else:
+                messages.success(request, f"{data['username']} added to {tenant.name} as "
+                                          f"{Membership.Role(data['role']).label}.")
                 return redirect("tenants:detail", tenant.pk)
     return render(request, "tenants/detail.html",
                   _detail_context(tenant, operator, manages, member_form))
@@ -101,6 +105,7 @@ def tenant_quotas(request, pk: int):
         except DomainError as exc:
             on_form(form, exc)
         else:
+            messages.success(request, f"{tenant.name}'s quotas are set.")
             return redirect("tenants:detail", tenant.pk)
     return render(request, "tenants/quotas.html", {"tenant": tenant, "form": form})
 
@@ -108,7 +113,9 @@ def tenant_quotas(request, pk: int):
 @login_required
 @require_POST
 def tenant_delete(request, pk: int):
-    services.delete_tenant(get_object_or_404(Tenant, pk=pk))
+    tenant = get_object_or_404(Tenant, pk=pk)
+    services.delete_tenant(tenant)
+    messages.success(request, f"Tenant {tenant.name} deleted.")
     return redirect("tenants:list")
 
 
@@ -127,6 +134,8 @@ def member_role(request, pk: int):
     if not form.is_valid():
         raise DomainError("role: choose one from the list.", fields={"role": ["invalid"]})
     services.set_role(membership, form.cleaned_data["role"])
+    messages.success(request, f"{membership.user.username} is now "
+                              f"{Membership.Role(form.cleaned_data['role']).label}.")
     return redirect("tenants:detail", membership.tenant_id)
 
 
@@ -136,6 +145,8 @@ def member_role(request, pk: int):
 def member_remove(request, pk: int):
     membership = _managed_membership(request, pk)
     services.remove_member(membership)
+    messages.success(request, f"{membership.user.username} removed from "
+                              f"{membership.tenant.name}.")
     return redirect("tenants:detail", membership.tenant_id)
 
 
@@ -148,7 +159,9 @@ def cluster_assign(request, pk: int):
         raise DomainError("cluster: choose one from the list.",
                           fields={"cluster": ["not a valid choice"]})
     host_pk, data_dir = form.host_and_dir()
-    services.assign_cluster(tenant, get_object_or_404(Host, pk=host_pk), data_dir)
+    host = get_object_or_404(Host, pk=host_pk)
+    services.assign_cluster(tenant, host, data_dir)
+    messages.success(request, f"{data_dir} on {host.name} assigned to {tenant.name}.")
     return redirect("tenants:detail", tenant.pk)
 
 
@@ -157,6 +170,8 @@ def cluster_assign(request, pk: int):
 def cluster_unassign(request, pk: int):
     assignment = get_object_or_404(ClusterAssignment, pk=pk)
     services.unassign_cluster(assignment)
+    messages.success(request, f"{assignment.cluster_data_dir} on {assignment.host.name} "
+                              f"unassigned from {assignment.tenant.name}.")
     return redirect("tenants:detail", assignment.tenant_id)
 
 
@@ -187,5 +202,7 @@ def token_list(request):
 @login_required
 @require_POST
 def token_revoke(request, pk: int):
-    tokens.revoke(get_object_or_404(tokens.visible_to(request.user), pk=pk), by=request.user)
+    token = get_object_or_404(tokens.visible_to(request.user), pk=pk)
+    tokens.revoke(token, by=request.user)
+    messages.success(request, f"Token {token.name or token.hint} revoked.")
     return redirect("tenants:tokens")

@@ -160,8 +160,9 @@ def test_the_isolation_matrix(world, capsys):
         for path in paths:
             api_route = path.startswith("/api/")
             client = api if api_route else page
-            # Pages take GET and POST only (Django's forms); the API every method.
-            for method in METHODS if api_route else ("get", "post"):
+            # Pages take GET and POST only (Django's forms); the API every method,
+            # OPTIONS too (its metadata must not tell that a hidden object exists).
+            for method in (*METHODS, "options") if api_route else ("get", "post"):
                 response = getattr(client, method)(path)
                 statuses[persona, path, method] = response.status_code
                 body = response.content.decode(errors="replace")

@@ -12,6 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.accounts.models import ApiToken
+from apps.audit.labels import action_label
 from apps.audit.models import AuditEvent
 from apps.fleet.models import Host
 from apps.ops.models import Operation
@@ -161,8 +162,10 @@ def test_the_audit_page_is_a_fixed_number_of_queries(signed_in, operator):
 
 def test_the_audit_page_filters_by_tenant_and_a_time_picked_in_the_browser(signed_in):
     acme, other = factories.tenant("Acme"), factories.tenant("Zorgco")
-    signed_in.post(f"/tenants/{acme.pk}/", {"username": "ana", "role": "member"})
-    signed_in.post(f"/tenants/{other.pk}/", {"username": "olafsecret", "role": "member"})
+    # Followed: the page each lands on shows (and so uses up) its "added" message.
+    signed_in.post(f"/tenants/{acme.pk}/", {"username": "ana", "role": "member"}, follow=True)
+    signed_in.post(f"/tenants/{other.pk}/", {"username": "olafsecret", "role": "member"},
+                   follow=True)
     today = timezone.now().strftime("%Y-%m-%dT00:00")
     page = signed_in.get("/audit/", {"tenant": acme.pk, "since": today, "user": "",
                                      "outcome": ""}).content.decode()
@@ -196,3 +199,25 @@ def test_a_moment_with_an_offset_postgresql_refuses_is_read_in_utc(api):
                    ).status_code == 200
     assert api.get("/api/audit-events/", {"since": "0001-01-01T00:00:00+01:00"}
                    ).status_code == 400
+
+
+def test_the_audit_page_names_actions_and_filters_in_words(signed_in, api):
+    assert api.post("/api/tenants/", {"name": "Acme"}).status_code == 201
+    signed_in.post("/tenants/", {"name": "Zorgco"})
+    page = signed_in.get("/audit/").content.decode()
+    assert "create tenant (API)" in page and "tenants: list" in page
+    assert 'title="tenant-list"' in page  # the exact name stays at hand
+    assert ">From</label>" in page and ">Until</label>" in page
+    assert "greater than" not in page and "less than" not in page
+
+
+@pytest.mark.parametrize("action, method, words", [
+    ("apps.tuning.api.HostPlanView", "POST", "host plan (API)"),
+    ("apps.drills.api.SnapshotRecoverTableView", "POST", "snapshot recover table (API)"),
+    ("host-list", "POST", "create host (API)"), ("clone-detail", "DELETE", "delete clone (API)"),
+    ("alert-rule-detail", "PATCH", "change alert rule (API)"),
+    ("clone-reset", "POST", "clone reset (API)"), ("tenants:remove", "POST", "tenants: remove"),
+    ("sign-in", "", "sign-in"), ("token refused", "POST", "token refused"),
+])
+def test_actions_in_words(action, method, words):
+    assert action_label(action, method) == words

@@ -1,6 +1,6 @@
 """The clone pages through Django's client: the host page's Clones tab (each clone's
 connection string, lifetime, protection and size; destroy with a confirmation), making
-a clone (its password shown on the answer once, never again; refusals beside the
+a clone (its password on a page shown once, never again; refusals beside the
 fields), destroy (refused while protected), the host's clone settings, and the lists at
 a fixed number of queries however many clones there are. Operations are started, not
 run: there is no worker here."""
@@ -87,26 +87,67 @@ def test_a_host_without_clusters_says_so(signed_in):
 
 
 def test_making_a_clone_shows_its_password_once(signed_in, host):
+    """POST, then a redirect to a page that shows the password the first time it is
+    read: a refresh makes no second clone and shows the password no more, and the
+    password is in no URL and no session."""
     response = signed_in.post(f"/clones/hosts/{host.pk}/new/", form(host))
-    assert response.status_code == 200
-    assert "no-store" in response["Cache-Control"]
-    page = response.content.decode()
     clone = Clone.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/clones/{clone.pk}/password/"
     password = password_of(clone)
-    assert f'value="{password}"' in page
+    assert password not in str(dict(signed_in.session))
+    shown = signed_in.get(response["Location"])
+    assert shown.status_code == 200
+    assert "no-store" in shown["Cache-Control"]
+    page = shown.content.decode()
+    assert f'value="{password}"' in page and 'class="secret"' in page
+    assert 'data-copy="password"' in page
     assert "Copy the password now: it is not shown again." in page
     assert f"postgresql://dev@{host.address}:6500/postgres" in page
     operation = Operation.objects.get()
     assert operation.kind == "clones.create" and operation.trigger == "ui"
     assert f"/operations/{operation.pk}/" in page
+    again = signed_in.get(response["Location"]).content.decode()
+    assert password not in again and "was shown once" in again
+    assert Clone.objects.count() == 1 and Operation.objects.count() == 1
     assert password not in tab(signed_in, host)
     assert password not in signed_in.get(f"/operations/{operation.pk}/").content.decode()
     assert clone.expires_at is not None and clone.protected_until is None
 
 
+def test_another_session_never_sees_the_password(signed_in, host, operator):
+    signed_in.post(f"/clones/hosts/{host.pk}/new/", form(host))
+    clone = Clone.objects.get()
+    other = type(signed_in)()
+    other.force_login(operator)
+    page = other.get(f"/clones/{clone.pk}/password/").content.decode()
+    assert password_of(clone) not in page and "was shown once" in page
+
+
+def test_the_password_page_of_a_clone_without_a_layout_is_no_error(signed_in, host):
+    clone = factories.clone(host, layout={})
+    page = signed_in.get(f"/clones/{clone.pk}/password/")
+    assert page.status_code == 200 and clone.connection_string in page.content.decode()
+
+
+@pytest.mark.parametrize("state, actions", [
+    (Clone.State.CREATING, ()), (Clone.State.READY, ("reset-form", "destroy-form")),
+    (Clone.State.FAILED, ("reset-form", "destroy-form")), (Clone.State.DESTROYING, ()),
+    (Clone.State.DESTROYED, ())])
+def test_the_live_part_carries_the_actions_its_state_allows(signed_in, host, state, actions):
+    """The part htmx swaps every second holds the buttons, so a clone destroyed while its
+    page is open loses Reset and Destroy, and one being made gets them once Ready."""
+    clone = factories.clone(host, state=state)
+    live = signed_in.get(f"/clones/{clone.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert live.lstrip().startswith('<div id="clone-live"')
+    assert {f for f in ("reset-form", "destroy-form") if f'id="{f}"' in live} == set(actions)
+    polls = state in (Clone.State.CREATING, Clone.State.DESTROYING)
+    assert ('hx-trigger="every 1s"' in live) == polls
+
+
 def test_now_takes_a_snapshot_first(signed_in, host):
     response = signed_in.post(f"/clones/hosts/{host.pk}/new/", form(host, snapshot=""))
-    assert response.status_code == 200
+    assert response.status_code == 302
     assert Operation.objects.get().state["take_snapshot"] is True
 
 

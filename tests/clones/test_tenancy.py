@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from apps.audit.models import AuditEvent
@@ -126,6 +127,20 @@ def test_quotas_are_the_operators_and_refuse_with_the_figures(world, api):
     assert ask(world["olaf_api"], world["db2"], ttl_minutes=600).status_code == 202
 
 
+def test_a_clone_asked_without_a_ttl_gets_the_longest_ttl_the_page_promises(world):
+    """Without a TTL quota the tenant's pages say "longest TTL 30 days": a clone asked for
+    without a TTL gets those 30 days, not a life without end."""
+    browser = Client()
+    browser.force_login(world["ana"])
+    page = browser.get("/clones/").content.decode()
+    assert "longest TTL 30 days" in page
+    assert ask(world["ana_api"], world["db1"]).status_code == 202
+    clone = Clone.objects.get()
+    assert clone.expires_at is not None
+    assert timedelta(days=30) - timedelta(minutes=1) < clone.expires_at - clone.created_at \
+        <= timedelta(days=30)
+
+
 def test_a_member_sees_its_clusters_and_their_snapshots_and_not_another_tenants(world):
     api = world["ana_api"]
     rows = api.get("/api/cluster-assignments/").json()["results"]
@@ -145,10 +160,14 @@ def test_the_customer_pages_make_reset_and_destroy_a_clone(world, client):
     assert page.status_code == 200 and factories.SNAPSHOT in page.content.decode()
     made = client.post(f"/clones/clusters/{assignment.pk}/", {
         "snapshot": factories.SNAPSHOT, "name": "web1", "ttl_minutes": 30, "role": "dev"})
-    body = made.content.decode()
-    assert made.status_code == 200 and "Copy the password now" in body
     clone = Clone.objects.get()
+    assert made.status_code == 302 and made["Location"] == f"/clones/{clone.pk}/password/"
+    body = client.get(made["Location"]).content.decode()
+    assert "Copy the password now" in body
     assert clone.tenant == world["acme"] and "fleet:host" not in body
+    olaf = Client()
+    olaf.force_login(world["olaf"])
+    assert olaf.get(made["Location"]).status_code == 404
     listing = client.get("/clones/").content.decode()
     assert "web1" in listing and "Zorgco" not in listing
     assert client.get(f"/clones/{clone.pk}/").status_code == 200

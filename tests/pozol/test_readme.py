@@ -35,8 +35,8 @@ NOT_RUN = {
     "Two commands": "`make run` is what the test starts (python -m apps.demo, after "
                     "`make deps`); `make test` is the suite this test is part of",
     "Production with docker-compose": "the build machines have no Docker engine",
-    "Test hosts by hand": "its fleet takes the fixed 127.0.77 subnet and /tmp/pozol-fleet "
-                          "that a developer's `make run` uses",
+    "Test hosts by hand": "its fleet takes a fixed subnet (127.0.79) and state directory, "
+                          "which another checkout's README test would share",
 }
 # Beside the session's fleet_hosts (TEST_FLEET_SUBNET, hosts .1 and .2), which may
 # be up: 127.X.Y becomes 127.X+1.Y, so each checkout's test subnet keeps its own.

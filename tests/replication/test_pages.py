@@ -115,7 +115,26 @@ def test_a_source_of_another_host_is_refused_on_the_source_field(signed_in, host
     source, target = hosts
     response = signed_in.post("/replication/new/", form(
         hosts, source_host=target.pk, target_host=source.pk, target_parent="tank/copy"))
-    assert "no cluster at" in field_error(response.content.decode(), "source")
+    assert "not one of the available choices" in field_error(response.content.decode(),
+                                                              "source")
+    assert not ReplicationLink.objects.exists()
+
+
+def test_the_source_list_holds_the_chosen_hosts_sources_only(signed_in, hosts):
+    source, target = hosts
+    page = signed_in.get("/replication/new/").content.decode()
+    chooser = re.search(r'<select name="source_host"[^>]*>', page).group(0)
+    assert 'hx-get="/replication/new/"' in chooser and 'hx-select="#id_source"' in chooser
+    target.datasets.create(name="backup/only-on-target", type="filesystem")
+    mine = signed_in.get("/replication/new/", {"source_host": target.pk},
+                         HTTP_HX_REQUEST="true").content.decode()
+    listed = re.search(r'<select name="source".*?</select>', mine, re.S).group(0)
+    assert "dataset:backup/only-on-target" in listed
+    assert "cluster:/tank/pg5432/data" not in listed  # the source host's, not this one's
+    theirs = signed_in.get("/replication/new/", {"source_host": source.pk}).content.decode()
+    listed = re.search(r'<select name="source".*?</select>', theirs, re.S).group(0)
+    assert "cluster:/tank/pg5432/data" in listed and "only-on-target" not in listed
+    assert signed_in.get("/replication/new/", {"source_host": "x;1"}).status_code == 200
 
 
 def test_a_taken_name_is_an_error_on_the_name(signed_in, hosts):

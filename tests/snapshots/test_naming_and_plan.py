@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from apps.snapshots import plan
+from apps.remote import snapshot_plan as plan
 from apps.snapshots.core import naming
 from apps.snapshots.guards import HAS_CLONES, HELD, NOT_OURS, destroy_refusal
 
@@ -46,6 +46,10 @@ def test_wal_inside_data_or_across_pools():
         plan.SINGLE
     assert plan.for_cluster("a/data", "b/wal", ["a", "a/data", "b", "b/wal"],
                             multi_snapshot=False).method == plan.BACKUP
+    # One `zfs snapshot` naming two pools is not atomic, even where ZFS takes many names.
+    across = plan.for_cluster("a/data", "b/wal", ["a", "a/data", "b", "b/wal"],
+                              multi_snapshot=True)
+    assert across.method == plan.BACKUP and "different pools" in across.reason
 
 
 def test_guards():

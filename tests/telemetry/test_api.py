@@ -65,6 +65,14 @@ def test_bad_queries_are_400_with_the_field(api, query):
     assert answer.json()["error"]["fields"]
 
 
+def test_an_unknown_metric_is_answered_with_the_valid_names(api):
+    answer = api.get(URL.format(pinned().pk), {"metric": "arc_hit_ratio"})
+    assert answer.status_code == 400
+    [message] = answer.json()["error"]["fields"]["metric"]
+    assert message.startswith('"arc_hit_ratio" is not a metric; the metrics are: ')
+    assert all(name in message for name in ("arc_hit_rate", "tps", "xid_age"))
+
+
 def test_unknown_host_is_404(api):
     assert api.get(URL.format(999999), {"metric": "tps"}).status_code == 404
 

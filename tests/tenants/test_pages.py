@@ -70,3 +70,34 @@ def test_a_tenant_admin_adds_and_removes_its_members_on_its_page(client):
     assert client.post(f"/tenants/{acme.pk}/clusters/", {"cluster": "1:/x"}).status_code == 403
     client.post(f"/tenants/members/{eve.pk}/delete/")
     assert not Membership.objects.filter(pk=eve.pk).exists()
+
+
+def _said(response) -> list[str]:
+    """The messages the page a redirect leads to shows."""
+    return [str(message) for message in response.context["messages"]]
+
+
+def test_each_action_says_what_it_did_and_removal_looks_secondary(signed_in, replayed_host):
+    made = signed_in.post("/tenants/", {"name": "Acme"}, follow=True)
+    assert _said(made) == ["Tenant Acme created."]
+    tenant = factories.Tenant.objects.get(name="Acme")
+    page = signed_in.get(f"/tenants/{tenant.pk}/").content.decode()
+    # Least privilege first: the form offers "member" unless told otherwise.
+    assert '<option value="member" selected>' in page
+    added = signed_in.post(f"/tenants/{tenant.pk}/", {"username": "ana", "role": "member"},
+                           follow=True)
+    assert _said(added) == ["ana added to Acme as member."]
+    membership = Membership.objects.get(user__username="ana")
+    cluster = replayed_host.clusters.first()
+    assigned = signed_in.post(f"/tenants/{tenant.pk}/clusters/",
+                              {"cluster": f"{replayed_host.pk}:{cluster.data_dir}"}, follow=True)
+    assert _said(assigned) == [f"{cluster.data_dir} on {replayed_host.name} assigned to Acme."]
+    page = assigned.content.decode()
+    assert 'class="small secondary danger" aria-label="Remove ana"' in page
+    assert f'class="small secondary danger" aria-label="Unassign {cluster.data_dir}' in page
+    unassigned = signed_in.post(
+        f"/tenants/clusters/{ClusterAssignment.objects.get().pk}/delete/", follow=True)
+    assert _said(unassigned) == [
+        f"{cluster.data_dir} on {replayed_host.name} unassigned from Acme."]
+    removed = signed_in.post(f"/tenants/members/{membership.pk}/delete/", follow=True)
+    assert _said(removed) == ["ana removed from Acme."]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from apps.remote import snapshot_plan
 from apps.remote.facts.host import Dataset, Disk, Pool
 from apps.remote.sizes import KiB, parse_zfs_size
 from apps.tuning.core import facts as r
@@ -178,26 +179,27 @@ def data_wal_same_dataset(ctx: Context) -> list[Finding]:
 
 
 def data_wal_different_pools(ctx: Context) -> list[Finding]:
+    """Warns where the snapshot engine cannot take data and WAL in one atomic command:
+    the same decision (apps.remote.snapshot_plan) it takes, so the two never disagree."""
     caps = r.capabilities(ctx.facts)
-    multi = caps is None or caps.multi_snapshot is not False  # not known: assume it can
+    multi = bool(caps and caps.multi_snapshot)  # not known: the engine assumes it cannot
+    names = [d.name for d in ctx.facts.datasets]
     found = []
     for c in ctx.facts.clusters:
         data, wal = c.data_dataset, c.wal_dataset
         if not data or not wal or data == wal:
             continue
-        if r.pool_of(data) != r.pool_of(wal):
-            why = "A consistent snapshot of data and WAL needs one atomic `zfs snapshot a@s b@s`," \
-                  " and that is only atomic within one pool."
-        elif not multi:
-            why = "This ZFS cannot snapshot two datasets in one atomic command, so data and WAL" \
-                  " snapshots are taken at different instants."
-        else:
+        chosen = snapshot_plan.for_cluster(data, wal, names, multi_snapshot=multi)
+        if chosen.method != snapshot_plan.BACKUP:
             continue
         found.append(Finding(
             "data_wal_different_pools", "warning", f"no atomic snapshot of {c.data_dir}",
-            f"data on {data}, WAL on {wal}", why,
-            "Keep data and WAL in one pool, or take backups with pg_backup_start/stop around"
-            " the snapshots.", src.PG_PHRIDAY_ZFS, subject=c.data_dir))
+            f"data on {data}, WAL on {wal}",
+            f"No one command snapshots data and WAL at one instant: {chosen.reason}. A"
+            " restore from them needs the backup_label PoZoL logs with the snapshot.",
+            "Keep data and WAL alone under one parent dataset in one pool (snapshotted with"
+            " one `zfs snapshot -r`), or on a ZFS that snapshots several datasets in one"
+            " command.", src.PG_PHRIDAY_ZFS, subject=c.data_dir))
     return found
 
 

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from apps.remote import snapshot_plan
 from apps.remote.facts import postgres
 from apps.remote.facts.host import HostFacts
 from apps.tuning.core import advisor, sources
@@ -176,8 +177,22 @@ def test_data_and_wal_placement():
     assert only(facts, "data_wal_same_dataset")
     cluster(facts).wal_dataset = "fast/wal"
     assert "one pool" in only(facts, "data_wal_different_pools")[0].why
-    fuse = hosts.fuse()  # one pool, but zfs-fuse cannot snapshot both atomically
-    assert "at different instants" in only(fuse, "data_wal_different_pools")[0].why
+
+
+def test_the_advisor_warns_of_snapshots_exactly_where_the_engine_cannot_take_one():
+    """The real zfs-fuse capture (the demo layout): zfs-fuse takes one name per command,
+    but data and WAL sit alone under tank/pg, so the engine's `zfs snapshot -r tank/pg`
+    is atomic and the advisor must not say otherwise."""
+    fuse = hosts.fuse()
+    names = [d.name for d in fuse.datasets]
+    chosen = snapshot_plan.for_cluster(DATA, WAL, names, multi_snapshot=False)
+    assert chosen.method == snapshot_plan.RECURSIVE
+    assert not only(fuse, "data_wal_different_pools")
+    # Another dataset under tank/pg rules -r out: the engine falls back to
+    # pg_backup_start/stop around two snapshots, and the advisor says so, with its reason.
+    fuse.datasets.append(replace(fuse.datasets[-1], name="tank/pg/other"))
+    [finding] = only(fuse, "data_wal_different_pools")
+    assert "tank/pg/other" in finding.why and "pg_backup_start" in finding.why
 
 
 def test_arc_plus_shared_buffers():

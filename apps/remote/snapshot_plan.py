@@ -1,5 +1,9 @@
 """How a snapshot is taken, and why: pure, from dataset names and what the host's ZFS can do.
 
+The one decision the snapshot engine (apps/snapshots) follows and the advisor
+(apps/tuning/core, rule data_wal_different_pools) reports: it lives here, below
+both, so neither imports the other and they cannot disagree.
+
 A PostgreSQL cluster's snapshot must be crash-consistent across its data and
 WAL datasets, which two separate `zfs snapshot` calls are not. In order of
 preference:
@@ -13,7 +17,8 @@ preference:
    method is not used. The parent itself gets a snapshot too (it holds no
    data of the cluster; it is recorded like the others).
 3. `multi`: `zfs snapshot data@name wal@name`, one atomic command, where the
-   host's ZFS accepts several names (OpenZFS; zfs-fuse refuses it).
+   host's ZFS accepts several names (OpenZFS; zfs-fuse refuses it) and both
+   are in one pool: ZFS makes several snapshots atomically only within a pool.
 4. `backup`: data then WAL, each its own snapshot, between pg_backup_start and
    pg_backup_stop in one psql session. The backup_label pg_backup_stop returns
    is logged: a restore from these snapshots needs it in the data directory.
@@ -65,7 +70,11 @@ def for_cluster(data: str, wal: str | None, host_datasets: list[str], *,
         extra = ", ".join(sorted(others)[:3])
         why = f"{root} also holds {extra}, which `zfs snapshot -r` would snapshot too"
     else:
-        why = "data and WAL are on different pools"
+        # One `zfs snapshot` naming two pools is two transaction groups: not atomic.
+        return SnapshotPlan(BACKUP, "data and WAL are on different pools, and ZFS snapshots "
+                                    "several datasets atomically only within one pool: the "
+                                    "snapshots are taken between pg_backup_start and "
+                                    "pg_backup_stop", (data, wal), covered=(data, wal))
     if multi_snapshot:
         return SnapshotPlan(MULTI, f"{why}; the host's ZFS takes several snapshots in one "
                                    "atomic command", (data, wal), covered=(data, wal))
