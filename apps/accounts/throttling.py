@@ -34,9 +34,10 @@ class UserRateThrottle(_CurrentRates, throttling.UserRateThrottle):
 
 
 class FailedTokenThrottle(_CurrentRates, throttling.SimpleRateThrottle):
-    """Counts wrong API tokens per client address; past the rate, every token is refused.
+    """Counts wrong API tokens per client address; past the rate, wrong tokens get 429.
 
-    Checked before the token is looked up, so a guesser learns nothing while throttled.
+    Only failing attempts are counted and refused (authentication.py): a valid token
+    from the same address, behind the same proxy or NAT, still gets in.
     """
 
     scope = "failed_token"
