@@ -43,3 +43,26 @@ def test_wrong_tokens_are_throttled_but_never_lock_out_a_valid_one(operator, fai
     # Someone else's wrong guesses from the same address cost this client nothing.
     assert hosts(good).status_code == 200
     assert hosts("pzl_guess-more").status_code == 429
+
+
+def test_with_redis_down_tokens_still_get_in_and_wrong_ones_are_counted_here(
+        operator, redis_server, caplog):
+    """The limits' counts live in Redis; while it is away each process counts on its
+    own (with a log line) instead of answering 500."""
+    rates = {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "failed_token": "3/minute"}
+    cache = {**settings.CACHES["default"], "LOCATION": redis_server.url(),
+             "KEY_PREFIX": f"rate-test-{uuid.uuid4().hex}"}
+    _, good = ApiToken.objects.issue(operator, "good")
+    with override_settings(REST_FRAMEWORK={**settings.REST_FRAMEWORK,
+                                           "DEFAULT_THROTTLE_RATES": rates},
+                           CACHES={**settings.CACHES, "default": cache}):
+        assert hosts(good).status_code == 200
+        redis_server.stop()
+
+        assert hosts(good).status_code == 200
+        for attempt in range(3):
+            assert hosts(f"pzl_guess{attempt}").status_code == 401
+        assert hosts("pzl_guess-again").status_code == 429
+        assert hosts(good).status_code == 200
+    assert any("Redis" in r.getMessage() for r in caplog.records
+               if r.name == "pozol.accounts" and r.levelname == "WARNING")

@@ -5,8 +5,6 @@ answers again (never a 500 with half the work saved)."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -20,6 +18,7 @@ from apps.ops import engine
 from apps.ops.models import Operation
 from apps.remote.keys import generate_keypair
 from pozol.celery import app as celery_app
+from tests.redis_server import RedisServer
 from tests.workers import Worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,30 +44,8 @@ def broker() -> Iterator:
 
 
 @pytest.fixture
-def private_redis() -> Iterator[str]:
-    """A redis-server of this test alone, stopped by its own PID."""
-    binary = shutil.which("redis-server")
-    if not binary:
-        pytest.skip("redis-server is not installed")
-    port = free_port()
-    process = subprocess.Popen(
-        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-         "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        client = redis.Redis(port=port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+def private_redis(redis_server: RedisServer) -> str:
+    return redis_server.url()
 
 
 def queued_steps(url: str) -> list[str]:
