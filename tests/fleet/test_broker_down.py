@@ -104,3 +104,41 @@ def test_a_next_step_whose_delivery_failed_is_swept(broker, private_redis):
         updated_at=operation.updated_at - timedelta(seconds=11))
     assert engine.sweep() == [operation.pk]
     assert queued_steps(private_redis) == [f"({operation.pk},)"]
+
+
+def test_a_worker_survives_a_redis_outage_and_runs_what_was_asked_meanwhile(
+        api, broker, redis_server: RedisServer, tmp_path):
+    """Redis stops under a running worker and the API; a host added meanwhile is
+    saved, and once Redis is back the same worker runs its discovery."""
+    broker(redis_server.url())
+    worker = Worker("pozol", "outage", tmp_path, POZOL_REDIS_URL=redis_server.url())
+    try:
+        wait_for(lambda: " ready." in worker.output(), worker)
+        redis_server.stop()
+        wait_for(lambda: "Connection to broker lost" in worker.output(), worker)
+
+        response = api.post("/api/hosts/", {**BODY, "name": "db2"}, format="json")
+        assert response.status_code == 201, response.content
+        operation = Operation.objects.get(host__name="db2")
+        time.sleep(3)  # the worker keeps retrying, in vain, meanwhile
+        assert worker.process.poll() is None, worker.output()[-3000:]
+
+        redis_server.start()
+        Operation.objects.filter(pk=operation.pk).update(
+            created_at=operation.created_at - timedelta(seconds=11))
+        assert engine.sweep() == [operation.pk]
+        wait_for(lambda: not Operation.objects.get(pk=operation.pk).is_active, worker,
+                 timeout=90)
+        assert worker.process.poll() is None
+    finally:
+        worker.stop()
+    operation.refresh_from_db()
+    assert operation.started_at is not None and operation.status == "failed", operation.error
+
+
+def wait_for(condition, worker: Worker, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert worker.process.poll() is None, worker.output()[-3000:]
+        assert time.monotonic() < deadline, worker.output()[-3000:]
+        time.sleep(0.2)
