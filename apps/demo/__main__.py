@@ -167,14 +167,18 @@ def start_fleet(env: dict[str, str]) -> bool:
 def services(env: dict[str, str]) -> Supervisor:
     log_dir = STATE / "logs"
     log_dir.mkdir(exist_ok=True)
+    # Workers without gossip and mingle (PoZoL uses neither): restarting gossip after a
+    # Redis outage is where kombu fails ('NoneType' object has no attribute 'hostname').
+    quiet = ["--without-gossip", "--without-mingle"]
     commands = {
         "web": [PY, "-m", "gunicorn", "pozol.wsgi", "--bind", f"{HOST}:{PORT}",
                 "--workers", "2", "--access-logfile", "-"],
         "worker": [PY, "-m", "celery", "-A", "pozol", "worker", "-l", "info",
-                   "--concurrency", "4", "-n", f"demo-{os.getpid()}@%h"],
+                   "--concurrency", "4", "-n", f"demo-{os.getpid()}@%h", *quiet],
         # Telemetry's collector: one process holds the pooled connections (settings).
         "telemetry": [PY, "-m", "celery", "-A", "pozol", "worker", "-l", "info", "-Q",
-                      "telemetry", "--concurrency", "1", "-n", f"telemetry-{os.getpid()}@%h"],
+                      "telemetry", "--concurrency", "1", "-n", f"telemetry-{os.getpid()}@%h",
+                      *quiet],
         "beat": [PY, "-m", "celery", "-A", "pozol", "beat", "-l", "info",
                  "-s", str(STATE / "celerybeat-schedule")],
     }

@@ -130,6 +130,7 @@ def test_a_worker_survives_a_redis_outage_and_runs_what_was_asked_meanwhile(
         wait_for(lambda: not Operation.objects.get(pk=operation.pk).is_active, worker,
                  timeout=90)
         assert worker.process.poll() is None
+        assert "Error on restarting" not in worker.output(), worker.output()[-3000:]
     finally:
         worker.stop()
     operation.refresh_from_db()
