@@ -13,7 +13,6 @@ from __future__ import annotations
 from django.db import models
 from rest_framework import serializers
 
-
 # Trimmed silently, these would save another value than the one sent ('acme\n' as
 # 'acme'): a line break or tab at either end is refused; spaces are still forgiven.
 CONTROL_WHITESPACE = "\t\n\v\f\r\x1c\x1d\x1e\x1f\x85\u2028\u2029"
