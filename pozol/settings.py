@@ -353,6 +353,8 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": env_str("CACHE_URL", "") or env_str("REDIS_URL", "redis://127.0.0.1:6379/0"),
         "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "pozol"),
+        # A Redis that hangs must not hang requests: the limits then count locally.
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
     },
 }
 
@@ -373,6 +375,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker waits out a Redis outage of any length (Celery gives up after 100 tries
+# by default and the worker exits); the database keeps the operations meanwhile and
+# the sweeper delivers them again once Redis is back.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # Telemetry's collector runs on a queue of its own, served by one worker process
 # (docker-compose `telemetry`, `make run`): that process alone holds the pooled
 # SSH connections sampling needs, one per host, however many workers there are.

@@ -15,6 +15,7 @@ from apps.accounts.models import ApiToken
 from apps.ops import engine
 from tests.driving import drive
 from tests.parallel import worker_subnet
+from tests.redis_server import redis_server  # noqa: F401  a fixture for every test
 
 # Two checkouts testing on one machine each need their own subnet, and so does each
 # pytest-xdist worker of one run (gw0 keeps the subnet, gw1 takes the next one).

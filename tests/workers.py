@@ -65,6 +65,7 @@ class Worker(ProcessGroup):
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", app, "worker", "--pool", "prefork",
              "--concurrency", str(concurrency), "-l", "info", "-n", f"{name}-{os.getpid()}@%h",
+             "--without-gossip", "--without-mingle",  # as make run and compose start them
              *(["-Q", queues] if queues else [])],
             cwd=ROOT, env=environment(**env), stdout=self.log.open("w"),
             stderr=subprocess.STDOUT, start_new_session=True)

@@ -1,7 +1,8 @@
 """One error format for the whole API: {"error": {"code", "message", "fields"}}.
 
 Every error under /api/ has this shape, whatever raised it: a service's
-DomainError, DRF's own exceptions (400, 401, 403, 404, 405, 415, 429), a body
+DomainError, DRF's own exceptions (400, 401, 403, 404, 405, 415, 429; a body whose
+only fault is a taken unique value is a 409 like the services' own), a body
 over the upload limit (413), the database or broker being away (503), a URL
 that matches no route (404, through `api_not_found`) and anything unexpected
 (500, logged with its traceback). `message` is a sentence for a person.
@@ -33,6 +34,14 @@ class Refused(exceptions.APIException):
         self.fields = exc.fields
 
 
+class Taken(exceptions.ValidationError):
+    """A body whose only fault is a name (or other unique value) taken already: a
+    conflict with what exists (409), as the services' own checks answer."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
 class TooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "too_large"
@@ -62,6 +71,8 @@ def exception_handler(exc, context):
 def as_api_exception(exc: Exception) -> Exception:
     if isinstance(exc, DomainError):
         return Refused(exc)
+    if isinstance(exc, exceptions.ValidationError) and _only_taken(exc.get_codes()):
+        return Taken(exc.detail)
     if isinstance(exc, exceptions.APIException):
         return exc
     if isinstance(exc, Http404):
@@ -86,7 +97,7 @@ def error_body(exc, detail) -> dict:
     if isinstance(detail, dict) and "detail" not in detail:
         fields = detail
         message = _first_message(detail) or "Invalid input."
-        code = "invalid"
+        code = "conflict" if isinstance(exc, Taken) else "invalid"
     elif isinstance(detail, dict):
         message = str(detail["detail"])
         code = getattr(detail["detail"], "code", code)
@@ -95,6 +106,17 @@ def error_body(exc, detail) -> dict:
     else:
         message = str(detail)
     return {"code": code, "message": message, "fields": fields}
+
+
+def _only_taken(codes) -> bool:
+    """Whether every error code of a ValidationError is a unique validator's."""
+    if isinstance(codes, dict):
+        leaves = [_only_taken(value) for value in codes.values()]
+    elif isinstance(codes, list):
+        leaves = [_only_taken(value) for value in codes]
+    else:
+        return codes == "unique"
+    return bool(leaves) and all(leaves)
 
 
 def _first_message(fields: dict, prefix: str = "") -> str:

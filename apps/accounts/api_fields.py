@@ -13,8 +13,16 @@ from __future__ import annotations
 from django.db import models
 from rest_framework import serializers
 
+# Trimmed silently, these would save another value than the one sent ('acme\n' as
+# 'acme'): a line break or tab at either end is refused; spaces are still forgiven.
+CONTROL_WHITESPACE = "\t\n\v\f\r\x1c\x1d\x1e\x1f\x85\u2028\u2029"
+
 
 class StrictCharField(serializers.CharField):
+    default_error_messages = {
+        "edge_control": "No line break or tab at the start or the end.",
+    }
+
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("invalid")
@@ -22,7 +30,23 @@ class StrictCharField(serializers.CharField):
         # than the schema's maxLength passed when it ended in spaces.
         if self.max_length is not None and len(data) > self.max_length:
             self.fail("max_length", max_length=self.max_length)
+        if self.trim_whitespace and _control_at_an_end(data):
+            self.fail("edge_control")
         return super().to_internal_value(data)
+
+
+class StrictTextField(StrictCharField):
+    """Free text (a note, a description): a trailing newline is part of typing it."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and self.trim_whitespace and _control_at_an_end(data):
+            data = data.strip()
+        return super().to_internal_value(data)
+
+
+def _control_at_an_end(text: str) -> bool:
+    edges = text[:len(text) - len(text.lstrip())] + text[len(text.rstrip()):]
+    return any(char in CONTROL_WHITESPACE for char in edges)
 
 
 class StrictBooleanField(serializers.BooleanField):
@@ -59,7 +83,7 @@ class ModelSerializer(serializers.ModelSerializer):
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
         models.CharField: StrictCharField,
-        models.TextField: StrictCharField,
+        models.TextField: StrictTextField,
         models.BooleanField: StrictBooleanField,
         models.IntegerField: StrictIntegerField,
         models.PositiveIntegerField: StrictIntegerField,

@@ -10,8 +10,11 @@ class HashedTokenAuthentication(authentication.TokenAuthentication):
     """`Authorization: Token pzl_...`, looked up by its SHA-256 digest.
 
     Wrong tokens are counted per client address: past POZOL_THROTTLE_FAILED_TOKEN
-    every token from that address gets 429 until the window passes, so guessing
-    tokens is not free.
+    every wrong token from that address gets 429 until the window passes, so guessing
+    tokens is not free. A valid token is never refused for them: behind a proxy or NAT
+    one address is every client, and one client's typos must not lock out the rest.
+    A guesser learns nothing from 429 against 401 (both refuse), and a token carries
+    32 random bytes, so letting a right guess through costs nothing real.
     """
 
     def authenticate(self, request):
@@ -19,20 +22,25 @@ class HashedTokenAuthentication(authentication.TokenAuthentication):
         return super().authenticate(request)
 
     def authenticate_credentials(self, key: str):
-        self._failures.refuse_if_exhausted()
         token = (
             ApiToken.objects.select_related("user").filter(digest=hash_token(key)).first()
         )
         if token is None or token.revoked_at is not None or not token.user.is_active:
-            self._failures.record_failure()
+            self._fail()
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         if token.is_expired():
-            self._failures.record_failure()
+            self._fail()
             raise exceptions.AuthenticationFailed(
                 f"This token expired at {token.expires_at.isoformat()}; make a new one.",
                 code="token_expired")
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
         return token.user, token
+
+    def _fail(self) -> None:
+        """429 while this address is over its limit (the failure is not counted then),
+        else count it."""
+        self._failures.refuse_if_exhausted()
+        self._failures.record_failure()
 
 
 class HashedTokenScheme(OpenApiAuthenticationExtension):

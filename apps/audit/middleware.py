@@ -12,8 +12,6 @@ from Django's signals (apps/audit/signals.py).
 
 from __future__ import annotations
 
-import json
-
 from apps.accounts.models import ApiToken
 from apps.accounts.roles import is_operator
 from apps.accounts.throttling import client_ip
@@ -141,6 +139,10 @@ def _created(subject: subjects.Subject, request, response) -> None:
     if isinstance(data, dict) and isinstance(data.get("id"), int):
         subject.id = str(data["id"])
         subject.text = str(data.get("name") or data.get("username") or "")[:300]
+        # The tenant of what was made (a membership, a clone), so an operator's work on
+        # a tenant shows in that tenant's log.
+        label, _ = subjects.of_path(request.path_info)
+        subject.tenant_id = subject.tenant_id or subjects.load(label, subject.id).tenant_id
         return
     location = response.get("Location", "")
     label, object_id = subjects.of_path(location)
@@ -169,7 +171,9 @@ def _sent(request, response) -> dict:
             data = drf_request.data
         except Exception:  # noqa: BLE001  a body the API refused to parse is no detail
             return {}
-        return dict(data) if isinstance(data, dict) else {"body": json.dumps(data)[:300]}
+        # A list (or any other JSON) body is redacted like a form: its dicts lose
+        # their secret keys.
+        return dict(data) if isinstance(data, dict) else {"body": data}
     if request.method == "POST":
         return {key: (values if len(values) > 1 else values[0])
                 for key, values in request.POST.lists()}

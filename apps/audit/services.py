@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.db.models import QuerySet
 
 from apps.accounts.models import ApiToken
@@ -14,6 +16,8 @@ from apps.tenants.models import Membership, Tenant
 SECRET_WORDS = ("password", "private_key", "passphrase", "token", "secret", "csrf")
 MAX_DETAIL_KEYS = 30
 MAX_DETAIL_TEXT = 300
+URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?:[^@/\s?#]*@)?(?P<host>[^/\s?#]*)"
+                 r"[^\s]*")
 
 
 def record(*, action: str, outcome: str, user=None, token: ApiToken | None = None,
@@ -64,7 +68,13 @@ def _short(value):
         return [_short(item) for item in list(value)[:MAX_DETAIL_KEYS]]
     if isinstance(value, dict):
         return redacted(value)
-    return _text(str(value), MAX_DETAIL_TEXT)
+    return _text(_without_url_secrets(str(value)), MAX_DETAIL_TEXT)
+
+
+def _without_url_secrets(text: str) -> str:
+    """A URL keeps its scheme and host only: webhook URLs (Slack's) carry their secret
+    in the path or query, and user:password may sit before the host."""
+    return URL.sub(lambda m: f"{m['scheme']}://{m['host']}/…", text)
 
 
 def visible_to(user) -> QuerySet[AuditEvent]:

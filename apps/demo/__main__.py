@@ -1,9 +1,10 @@
 """`make run`: the control plane, a worker, beat and a demo fleet, for a newcomer.
 
-Everything it starts is a child it knows by PID; Ctrl-C (or SIGTERM) stops
-them and the demo fleet. Running it again is safe: secrets and the operator
-password are kept in .pozol/, migrations are idempotent, the fleet's `up` is
-idempotent and hosts already registered are left as they are.
+Everything it starts is a child it knows by PID; one that exits is started
+again (apps/demo/supervise.py); Ctrl-C (or SIGTERM) stops them and the demo
+fleet. Running it again is safe: secrets and the operator password are kept in
+.pozol/, migrations are idempotent, the fleet's `up` is idempotent and hosts
+already registered are left as they are.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from apps.demo.supervise import Service, Supervisor
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE = ROOT / ".pozol"
@@ -161,39 +164,32 @@ def start_fleet(env: dict[str, str]) -> bool:
     return True
 
 
-def start_services(env: dict[str, str]) -> list[subprocess.Popen]:
+def services(env: dict[str, str]) -> Supervisor:
     log_dir = STATE / "logs"
     log_dir.mkdir(exist_ok=True)
+    # Workers without gossip and mingle (PoZoL uses neither): restarting gossip after a
+    # Redis outage is where kombu fails ('NoneType' object has no attribute 'hostname').
+    quiet = ["--without-gossip", "--without-mingle"]
     commands = {
         "web": [PY, "-m", "gunicorn", "pozol.wsgi", "--bind", f"{HOST}:{PORT}",
                 "--workers", "2", "--access-logfile", "-"],
         "worker": [PY, "-m", "celery", "-A", "pozol", "worker", "-l", "info",
-                   "--concurrency", "4", "-n", f"demo-{os.getpid()}@%h"],
+                   "--concurrency", "4", "-n", f"demo-{os.getpid()}@%h", *quiet],
         # Telemetry's collector: one process holds the pooled connections (settings).
         "telemetry": [PY, "-m", "celery", "-A", "pozol", "worker", "-l", "info", "-Q",
-                      "telemetry", "--concurrency", "1", "-n", f"telemetry-{os.getpid()}@%h"],
+                      "telemetry", "--concurrency", "1", "-n", f"telemetry-{os.getpid()}@%h",
+                      *quiet],
         "beat": [PY, "-m", "celery", "-A", "pozol", "beat", "-l", "info",
                  "-s", str(STATE / "celerybeat-schedule")],
     }
-    processes = []
-    for name, argv in commands.items():
-        log = (log_dir / f"{name}.log").open("a")
-        processes.append(subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log,
-                                          stderr=subprocess.STDOUT, start_new_session=True))
-        say(f"started {name} (pid {processes[-1].pid}, log {log_dir / (name + '.log')})")
-    return processes
+    return Supervisor([Service(name, argv, log_dir / f"{name}.log")
+                       for name, argv in commands.items()], cwd=ROOT, env=env, say=say)
 
 
-def stop(processes: list[subprocess.Popen], fleet: bool, env: dict[str, str]) -> None:
+def stop(supervisor: Supervisor | None, fleet: bool, env: dict[str, str]) -> None:
     say("stopping what this run started")
-    for process in processes:
-        if process.poll() is None:
-            process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    if supervisor is not None:
+        supervisor.stop_all()
     if fleet:
         subprocess.run([PY, "-m", "apps.demo.fleet", "down", "--state-dir", str(FLEET_STATE)],
                        cwd=ROOT, env=env, check=False)
@@ -213,26 +209,28 @@ def main() -> None:
     manage(env, "collectstatic", "--no-input", "-v", "0")
     password = kept_secret("operator_password", lambda: secrets.token_urlsafe(12))
     manage(env, "ensure_operator", "operator", "--password-file", str(STATE / "operator_password"))
-    processes: list[subprocess.Popen] = []
+    supervisor: Supervisor | None = None
     fleet = False
     # Installed explicitly: a shell that starts us in the background leaves
     # SIGINT ignored, and Python keeps an inherited "ignore".
     signal.signal(signal.SIGINT, stop_requested)
     signal.signal(signal.SIGTERM, stop_requested)
     try:
-        processes = start_services(env)
+        supervisor = services(env)
+        supervisor.start_all()
         fleet = start_fleet(env)
         say(f"ready: http://{HOST}:{PORT}/  login: operator / {password}")
         say("API token, in any shell (it reads .pozol/env), as the README's REST API "
             "section does: export TOKEN=$(.venv/bin/python manage.py create_api_token operator)")
         say("Ctrl-C stops everything this run started")
-        while all(p.poll() is None for p in processes):
+        # A service that exits is started again; one that keeps exiting ends the run.
+        while (failing := supervisor.check()) is None:
             time.sleep(1)
-        say("a service exited; see .pozol/logs/")
+        say(f"{failing} keeps exiting; see .pozol/logs/{failing}.log")
     except KeyboardInterrupt:
         pass
     finally:
-        stop(processes, fleet, env)
+        stop(supervisor, fleet, env)
 
 
 if __name__ == "__main__":

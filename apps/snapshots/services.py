@@ -54,9 +54,14 @@ def snapshot_now(host: Host, *, cluster: PgCluster | None = None, dataset: str |
     if checkpoint and cluster is None:
         raise _refuse("checkpoint", "a CHECKPOINT needs a cluster, not a dataset")
     chosen, state = plan_target(host, cluster=cluster, dataset=dataset, checkpoint=checkpoint)
+    # Names are to the second: two requests in one second would name one snapshot, and
+    # the second's step would take the first's as its own. The host's row lock makes
+    # the check and the new operation one step for concurrent requests.
+    Host.objects.select_for_update().filter(pk=host.pk).first()
     state["room"] = room_check(host, chosen, "cluster" if cluster is not None else "dataset")
     name = naming.snapshot_name(timezone.now())
-    if Snapshot.objects.filter(host=host, dataset__in=chosen.covered, name=name).exists():
+    if (Snapshot.objects.filter(host=host, dataset__in=chosen.covered, name=name).exists()
+            or _being_taken(host, name, chosen.covered)):
         raise Conflict(f"a snapshot @{name} exists already: try again in a second")
     properties = {"pozol:owner": OWNER, "pozol:policy": naming.MANUAL}
     if label:
@@ -78,6 +83,15 @@ def room_check(host: Host, chosen: plan.SnapshotPlan, field: str) -> dict:
     if shortage:
         raise _refuse(field, shortage.message, code="no_room", status=409)
     return reserves.room_state(pools, SNAPSHOT_ROOM, "a snapshot")
+
+
+def _being_taken(host: Host, name: str, covered: tuple[str, ...]) -> bool:
+    """Whether an operation not failed (running, or done but not yet in the inventory)
+    takes @name of one of `covered` on `host`."""
+    others = Operation.objects.filter(host=host, state__snapshot=name).exclude(
+        status__in=(Operation.Status.FAILED, Operation.Status.CANCELLED))
+    return any(set(covered) & set(((op.state or {}).get("plan") or {}).get("covered") or ())
+               for op in others.only("state"))
 
 
 def plan_target(host: Host, *, cluster: PgCluster | None = None, dataset: str | None = None,

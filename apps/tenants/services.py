@@ -171,15 +171,17 @@ def add_member(tenant: Tenant, username: str, role: str, password: str = "",
                           fields={"username": ["1 to 150 characters"]})
     with transaction.atomic():
         user = users.objects.select_for_update().filter(username=username).first()
+        if user is not None and by is not None and not is_operator(by):
+            # One answer for every taken name: whether it is an operator's or another
+            # tenant's member is not a tenant admin's to learn.
+            raise Conflict(f"{username} is taken; choose a new user name (only an operator "
+                           "adds an existing account).", fields={"username": ["taken"]})
         if user is not None and is_operator(user):
             raise TenantError(f"{username} is an operator; operators belong to no tenant.",
                               fields={"username": ["an operator; operators belong to no tenant"]})
         if user is not None and Membership.objects.filter(user=user).exists():
             raise Conflict(f"{username} is a member of a tenant already.",
                            fields={"username": ["a member of a tenant already"]})
-        if user is not None and by is not None and not is_operator(by):
-            raise Conflict(f"{username} is taken; choose a new user name (only an operator "
-                           "adds an existing account).", fields={"username": ["taken"]})
         if user is None:
             user = users(username=username)
             _set_password(user, password)

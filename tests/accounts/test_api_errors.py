@@ -97,6 +97,21 @@ def test_text_over_its_maximum_length_is_refused_even_when_it_ends_in_spaces(api
     assert api.post("/api/profiles/", body).status_code == 201
 
 
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\t"])
+def test_a_name_with_a_line_break_or_tab_at_an_end_is_refused_not_trimmed(api, ending):
+    """'acme\\n' was stored as 'acme': what was sent is not what was saved."""
+    for path, body, field in [
+            ("/api/tenants/", {"name": f"Acme{ending}"}, "name"),
+            ("/api/tenants/", {"name": f"{ending}Acme"}, "name"),
+            ("/api/profiles/1/copy/", {"name": f"Mine{ending}"}, "name"),
+            ("/api/alert-channels/", {"name": f"mail{ending}", "kind": "email",
+                                      "target": "ops@example.com"}, "name")]:
+        response = api.post(path, body, format="json")
+        assert field in error_of(response, 400)["fields"], (path, body)
+    # Spaces around a name are still forgiven.
+    assert api.post("/api/tenants/", {"name": " Acme "}, format="json").json()["name"] == "Acme"
+
+
 def test_a_database_outage_is_a_json_503(api, monkeypatch):
     def away(*args, **kwargs):
         raise OperationalError("connection refused")

@@ -67,9 +67,11 @@ def test_channels_are_created_changed_tested_and_deleted(api, allow_local, monke
     assert api.post("/api/alert-channels/", {"name": "mail", "kind": "email",
                                              "target": "ops@, nobody"},
                     format="json").status_code == 400
-    assert api.post("/api/alert-channels/", {"name": "chat", "kind": "email",
-                                             "target": "a@example.com"},
-                    format="json").status_code == 400  # the name is taken (unique)
+    taken = api.post("/api/alert-channels/", {"name": "chat", "kind": "email",
+                                              "target": "a@example.com"}, format="json")
+    assert taken.status_code == 409, taken.content  # the name is taken, as elsewhere
+    assert taken.json()["error"]["code"] == "conflict"
+    assert "name" in taken.json()["error"]["fields"]
     assert api.patch(f"/api/alert-channels/{pk}/", {"target": "http://10.9.9.9/"},
                      format="json").status_code == 400
     tested = api.post(f"/api/alert-channels/{pk}/test/")
@@ -134,7 +136,7 @@ def test_scrub_schedules_are_checked_and_run_as_operations(api, monkeypatch):
     assert made.status_code == 201 and made.json()["every_days"] == 30
     pk = made.json()["id"]
     assert api.post("/api/scrub-schedules/", {"host": host.pk, "pool": "tank"},
-                    format="json").status_code == 400  # one schedule per pool
+                    format="json").status_code == 409  # one schedule per pool: a clash
     ran = api.post(f"/api/scrub-schedules/{pk}/run/")
     assert ran.status_code == 202 and ran.json()["kind"] == "pools.scrub"
     assert api.post(f"/api/scrub-schedules/{pk}/run/").status_code == 409  # one at a time

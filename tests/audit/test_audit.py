@@ -221,3 +221,28 @@ def test_the_audit_page_names_actions_and_filters_in_words(signed_in, api):
 ])
 def test_actions_in_words(action, method, words):
     assert action_label(action, method) == words
+
+
+def test_an_operator_acting_on_a_tenant_is_in_that_tenants_log(api, operator):
+    acme = factories.tenant("Acme")
+    boss = factories.member(acme, "boss", Membership.Role.TENANT_ADMIN)
+    added = api.post("/api/memberships/", {"tenant": acme.pk, "username": "ana",
+                                           "role": "member"}, format="json")
+    assert added.status_code == 201, added.content
+    assert (last().username, last().tenant_id) == ("olga", acme.pk)
+    as_boss, _ = token_client(boss)
+    seen = as_boss.get("/api/audit-events/").json()["results"]
+    assert any(e["username"] == "olga" and e["object_text"] == "ana" for e in seen), seen
+
+
+def test_secrets_in_list_bodies_and_webhook_urls_are_not_written(api, settings):
+    settings.POZOL = {**settings.POZOL, "ALERT_WEBHOOK_ALLOW": ["hooks.example.com"]}
+    api.post("/api/tenants/", [{"name": "x", "password": "list-secret-123"}], format="json")
+    assert "list-secret" not in str(last().details), last().details
+    secret_url = "https://hooks.example.com/services/T000/B000/XXXXsecretXXXX"
+    made = api.post("/api/alert-channels/", {"name": "chat", "kind": "slack",
+                                             "target": secret_url}, format="json")
+    assert made.status_code == 201, made.content
+    assert "XXXXsecretXXXX" not in str(last().details), last().details
+    assert "hooks.example.com" in last().details["target"]  # where it goes still shows
+    assert "XXXXsecretXXXX" not in str(AuditEvent.objects.values())

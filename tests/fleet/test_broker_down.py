@@ -5,8 +5,6 @@ answers again (never a 500 with half the work saved)."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -20,6 +18,7 @@ from apps.ops import engine
 from apps.ops.models import Operation
 from apps.remote.keys import generate_keypair
 from pozol.celery import app as celery_app
+from tests.redis_server import RedisServer
 from tests.workers import Worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,30 +44,8 @@ def broker() -> Iterator:
 
 
 @pytest.fixture
-def private_redis() -> Iterator[str]:
-    """A redis-server of this test alone, stopped by its own PID."""
-    binary = shutil.which("redis-server")
-    if not binary:
-        pytest.skip("redis-server is not installed")
-    port = free_port()
-    process = subprocess.Popen(
-        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-         "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        client = redis.Redis(port=port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+def private_redis(redis_server: RedisServer) -> str:
+    return redis_server.url()
 
 
 def queued_steps(url: str) -> list[str]:
@@ -127,3 +104,42 @@ def test_a_next_step_whose_delivery_failed_is_swept(broker, private_redis):
         updated_at=operation.updated_at - timedelta(seconds=11))
     assert engine.sweep() == [operation.pk]
     assert queued_steps(private_redis) == [f"({operation.pk},)"]
+
+
+def test_a_worker_survives_a_redis_outage_and_runs_what_was_asked_meanwhile(
+        api, broker, redis_server: RedisServer, tmp_path):
+    """Redis stops under a running worker and the API; a host added meanwhile is
+    saved, and once Redis is back the same worker runs its discovery."""
+    broker(redis_server.url())
+    worker = Worker("pozol", "outage", tmp_path, POZOL_REDIS_URL=redis_server.url())
+    try:
+        wait_for(lambda: " ready." in worker.output(), worker)
+        redis_server.stop()
+        wait_for(lambda: "Connection to broker lost" in worker.output(), worker)
+
+        response = api.post("/api/hosts/", {**BODY, "name": "db2"}, format="json")
+        assert response.status_code == 201, response.content
+        operation = Operation.objects.get(host__name="db2")
+        time.sleep(3)  # the worker keeps retrying, in vain, meanwhile
+        assert worker.process.poll() is None, worker.output()[-3000:]
+
+        redis_server.start()
+        Operation.objects.filter(pk=operation.pk).update(
+            created_at=operation.created_at - timedelta(seconds=11))
+        assert engine.sweep() == [operation.pk]
+        wait_for(lambda: not Operation.objects.get(pk=operation.pk).is_active, worker,
+                 timeout=90)
+        assert worker.process.poll() is None
+        assert "Error on restarting" not in worker.output(), worker.output()[-3000:]
+    finally:
+        worker.stop()
+    operation.refresh_from_db()
+    assert operation.started_at is not None and operation.status == "failed", operation.error
+
+
+def wait_for(condition, worker: Worker, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert worker.process.poll() is None, worker.output()[-3000:]
+        assert time.monotonic() < deadline, worker.output()[-3000:]
+        time.sleep(0.2)

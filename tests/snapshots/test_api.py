@@ -153,3 +153,37 @@ def test_the_schema_documents_snapshots(api):
         {"get", "post"} <= set(paths["/api/hosts/{pk}/snapshots/"])
     assert "delete" in paths["/api/snapshots/{id}/"]
     assert "post" in paths["/api/snapshots/{id}/hold/"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_snapshots_now_in_one_second_give_one_operation_and_a_409(
+        operator, delivered, monkeypatch):
+    """Both requests once reported success; one snapshot existed, with the other
+    request's label and hold (issue 19 §5). Now each gets its own or a clear 409."""
+    from rest_framework.test import APIClient
+
+    from apps.accounts.models import ApiToken
+    from apps.snapshots import services
+    from tests.racing import race
+
+    monkeypatch.setattr(services.naming, "snapshot_name",
+                        lambda at, policy=None: "pozol_manual_20261127T050000Z")
+    host = factories.host(datasets=("tank", "tank/pg", "tank/pg/data", "tank/pg/wal",
+                                    "tank/other"))
+    cluster = factories.cluster(host)
+    _, raw = ApiToken.objects.issue(operator, "race")
+    labels = iter(["first", "second"])
+
+    def take(**body) -> int:
+        client = APIClient(raise_request_exception=False)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
+        response = client.post(f"/api/hosts/{host.pk}/snapshots/", body, format="json")
+        if response.status_code == 409:
+            assert "pozol_manual_20261127T050000Z" in response.json()["error"]["message"]
+        return response.status_code
+
+    statuses = race(2, lambda: take(cluster=cluster.pk, label=next(labels), hold=True))
+    assert sorted(statuses) == [202, 409]
+    assert Operation.objects.count() == 1
+    # Another dataset in the same second is no conflict.
+    assert take(dataset="tank/other") == 202

@@ -104,6 +104,8 @@ def test_the_api_creates_policies_and_assignments_and_refuses_bad_ones(api, db_h
     response = api.post("/api/snapshot-policies/", {"name": "daily", "daily": 7}, format="json")
     assert response.status_code == 201, response.content
     pk = response.json()["id"]
+    taken = api.post("/api/snapshot-policies/", {"name": "daily", "daily": 3}, format="json")
+    assert taken.status_code == 409 and taken.json()["error"]["code"] == "conflict"
     response = api.patch(f"/api/snapshot-policies/{pk}/", {"name": "other"}, format="json")
     assert response.status_code == 400 and "name" in response.json()["error"]["fields"]
     response = api.patch(f"/api/snapshot-policies/{pk}/", {"daily": 100000}, format="json")
@@ -116,7 +118,7 @@ def test_the_api_creates_policies_and_assignments_and_refuses_bad_ones(api, db_h
     assert response.status_code == 201, response.content
     again = api.post("/api/policy-assignments/", {"policy": pk, "host": db_host.pk,
                                                   "dataset": "tank/pg/data"}, format="json")
-    assert again.status_code == 400, again.content  # one policy per target
+    assert again.status_code == 409, again.content  # one policy per target: a clash
     both = api.post("/api/policy-assignments/", {"policy": pk, "host": db_host.pk},
                     format="json")
     assert both.status_code == 400

@@ -68,3 +68,23 @@ def test_a_tenant_admin_manages_its_own_members_only(operator):
                                               "role": "member"})
     assert adopted.status_code == 409 and "new user name" in adopted.json()["error"]["message"]
     assert boss.delete(f"/api/memberships/{eve}/").status_code == 204
+
+
+def test_a_tenant_admin_cannot_tell_operators_or_other_members_from_taken_names(operator):
+    """Every taken name gets one answer: who is an operator, or which accounts belong
+    to another tenant, is not a tenant admin's to learn."""
+    acme, other = factories.tenant("Acme"), factories.tenant("Other")
+    boss = factories.api_as(factories.member(acme, "boss", Membership.Role.TENANT_ADMIN))
+    factories.member(other, "olaf")
+    factories.services.add_member(other, "loner", "member").delete()
+
+    def add(username: str):
+        answer = boss.post("/api/memberships/", {"tenant": acme.pk, "username": username,
+                                                 "role": "member"})
+        return answer.status_code, answer.json()["error"]
+
+    answers = {name: add(name) for name in (operator.username, "olaf", "loner", "boss")}
+    assert {code for code, _ in answers.values()} == {409}
+    bodies = {name: (e["message"].replace(name, "NAME"), e["fields"])
+              for name, (_, e) in answers.items()}
+    assert len(set(map(repr, bodies.values()))) == 1, bodies
