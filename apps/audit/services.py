@@ -68,7 +68,8 @@ def _short(value):
         return [_short(item) for item in list(value)[:MAX_DETAIL_KEYS]]
     if isinstance(value, dict):
         return redacted(value)
-    return _text(_without_url_secrets(str(value)), MAX_DETAIL_TEXT)
+    # Cut first: the URL pattern on a long text (70,000 letters) backtracks for seconds.
+    return _without_url_secrets(_text(str(value), MAX_DETAIL_TEXT))
 
 
 def _without_url_secrets(text: str) -> str:

@@ -246,3 +246,15 @@ def test_secrets_in_list_bodies_and_webhook_urls_are_not_written(api, settings):
     assert "XXXXsecretXXXX" not in str(last().details), last().details
     assert "hooks.example.com" in last().details["target"]  # where it goes still shows
     assert "XXXXsecretXXXX" not in str(AuditEvent.objects.values())
+
+
+def test_a_long_text_is_cut_before_its_urls_are_looked_for():
+    """The URL pattern over 70,000 letters took seconds per request (the fuzzer's
+    response time limit caught it)."""
+    import time
+
+    from apps.audit import services
+
+    started = time.monotonic()
+    kept = services.redacted({"text": "a" * 70000 + " https://x.example/secret"})
+    assert time.monotonic() - started < 0.5 and len(kept["text"]) <= services.MAX_DETAIL_TEXT
