@@ -19,11 +19,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.clones import services as clone_services
-from apps.clones.core.layout import CloneError, Layout, Origin, clone_uid
+from apps.clones.core.layout import CLONE_FIRST_WRITES, CloneError, Layout, Origin, clone_uid
 from apps.clones.models import Clone
 from apps.drills import steps
 from apps.drills.core import check as core
 from apps.drills.models import DrillRun, DrillSchedule
+from apps.fleet import reserves
+from apps.fleet.core import room
 from apps.fleet.models import Alert, Host, PgCluster
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
@@ -109,6 +111,17 @@ def run_now(schedule: DrillSchedule, *, by=None,
         return _start(schedule, by=by, trigger=trigger)
 
 
+def _check_room(host: Host, origin: Origin) -> None:
+    """Refused (the figures) when the drill's clone would take its pool below the
+    reserve, as discovery last read it: production keeps its room."""
+    pools = [room.pool_of(origin.data_dataset)]
+    if origin.wal_dataset:
+        pools.append(room.pool_of(origin.wal_dataset))
+    shortage = reserves.first_refusal(host, pools, CLONE_FIRST_WRITES, "a restore drill")
+    if shortage:
+        raise _refuse("cluster", shortage.message, code="no_room", status=409)
+
+
 def _ended_without_result(run: DrillRun) -> bool:
     """A run whose operation ended without its step recording it (cancelled, or past
     its deadline) is failed now, with the operation's words, rather than running
@@ -133,6 +146,7 @@ def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:
         origin, datasets = _origin(schedule)
         snapshot = _newest(host, datasets)
         layout = _layout(run, origin, snapshot)
+        _check_room(host, origin)
     except DrillError as exc:
         # Nothing to drill is a failed drill, with its reason: the alert says so.
         _finish_unstarted(run, str(exc))

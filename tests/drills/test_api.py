@@ -214,3 +214,16 @@ def test_a_drill_with_no_free_port_fails_at_once_saying_so(host):
     run = services.run_now(services.save_schedule(host=host, cluster=host.clusters.get()))
     assert run.status == DrillRun.Status.FAILED and "every port" in run.error
     assert not Operation.objects.exists()
+
+
+def test_a_drill_on_a_pool_at_its_reserve_is_a_failed_drill_with_the_figures(api, host):
+    # A refused drill is a failed drill: the backup was not proven, so the alert says so.
+    from apps.fleet.models import Dataset
+    Dataset.objects.filter(host=host, name="tank").update(used=700 * 2**20,
+                                                          available=300 * 2**20)
+    schedule = services.save_schedule(host=host, cluster=host.clusters.get())
+    answer = api.post(f"/api/drill-schedules/{schedule.pk}/run/").json()
+    assert answer["status"] == "failed" and "reserve" in answer["error"]
+    assert "MiB" in answer["error"]
+    assert not Operation.objects.exists()
+    assert host.open_alerts.filter(kind=Alert.Kind.RESTORE_DRILL_FAILED).exists()
