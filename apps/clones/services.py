@@ -35,7 +35,6 @@ from apps.clones.core.layout import (
 )
 from apps.clones.models import Clone, CloneHostSettings
 from apps.fleet import credentials, reserves
-from apps.fleet.core import room
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
@@ -328,9 +327,7 @@ def _quota(host: Host, tenant: Tenant | None) -> int:
 def _room(host: Host, origin: Origin, quota: int) -> dict:
     """Refused (409, the figures) when the clone's first writes would take its pool
     below the reserve, as discovery last read it; else the check the step repeats."""
-    pools = [room.pool_of(origin.data_dataset)]
-    if origin.wal_dataset:
-        pools.append(room.pool_of(origin.wal_dataset))
+    pools = origin.pools
     needed = min(quota, CLONE_FIRST_WRITES)
     shortage = reserves.first_refusal(host, pools, needed, "a clone")
     if shortage:

@@ -25,7 +25,6 @@ from apps.drills import steps
 from apps.drills.core import check as core
 from apps.drills.models import DrillRun, DrillSchedule
 from apps.fleet import reserves
-from apps.fleet.core import room
 from apps.fleet.models import Alert, Host, PgCluster
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
@@ -114,9 +113,7 @@ def run_now(schedule: DrillSchedule, *, by=None,
 def _check_room(host: Host, origin: Origin) -> None:
     """Refused (the figures) when the drill's clone would take its pool below the
     reserve, as discovery last read it: production keeps its room."""
-    pools = [room.pool_of(origin.data_dataset)]
-    if origin.wal_dataset:
-        pools.append(room.pool_of(origin.wal_dataset))
+    pools = origin.pools
     shortage = reserves.first_refusal(host, pools, CLONE_FIRST_WRITES, "a restore drill")
     if shortage:
         raise _refuse("cluster", shortage.message, code="no_room", status=409)

@@ -11,12 +11,11 @@ from apps.experiments import core, knobs, scripts, steps
 from apps.experiments.models import Experiment, Run, Script, ScriptVersion
 from apps.experiments.templates import SCRIPTS, TEMPLATES
 from apps.fleet import reserves
-from apps.fleet.core import room
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
-from apps.remote.commands import InvalidValue, pg_identifier
+from apps.remote.commands import InvalidValue, pg_identifier, pool_of
 from apps.tuning import services as tuning
 from apps.tuning.core.winners import Winner
 
@@ -198,7 +197,7 @@ def _room(host: Host, cluster: PgCluster, work: dict) -> None:
     if cluster.data_dataset is None:
         return
     need = core.room_needed(work["scale"], work["duration"], 1, work["reinit"])
-    shortage = reserves.refusal(host, room.pool_of(cluster.data_dataset.name), need,
+    shortage = reserves.refusal(host, pool_of(cluster.data_dataset.name), need,
                                 f"a run at scale {work['scale']} for {work['duration']} s")
     if shortage:
         raise _refuse(workload=shortage.message)

@@ -27,12 +27,11 @@ from django.utils import timezone
 from apps.experiments import commands, core, knobs
 from apps.experiments.models import Experiment, Run
 from apps.fleet import reserves
-from apps.fleet.core import room
 from apps.ops import remote_jobs
 from apps.ops.engine import CANCELLED, Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote import detached
 from apps.remote.cluster import ClusterTarget
-from apps.remote.commands import InvalidValue
+from apps.remote.commands import InvalidValue, pool_of
 from apps.remote.errors import RemoteError
 from apps.remote.facts import pgbench as facts
 
@@ -81,7 +80,7 @@ def begin(ctx: StepContext) -> Next | Fail:
         need = core.room_needed(work["scale"], work["duration"], len(ctx.state["order"]),
                                 work["reinit"])
         shortage = reserves.refusal_on_host(
-            run, ctx.host, room.pool_of(exp.data_dataset), need,
+            run, ctx.host, pool_of(exp.data_dataset), need,
             f"a run at scale {work['scale']} for {work['duration']} s")
         if shortage:
             return Fail(f"refused: {shortage.message} (or shorten the runs)", "no_room")

@@ -62,6 +62,11 @@ def pool_name(value: object) -> str:
     return name
 
 
+def pool_of(dataset: str) -> str:
+    """The pool a dataset (or snapshot) name lives on: its first component."""
+    return dataset.split("/", 1)[0]
+
+
 def dataset_name(value: object) -> str:
     name = _require_text("dataset name", value, MAX_ZFS_NAME)
     components = name.split("/")

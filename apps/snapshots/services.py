@@ -15,13 +15,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.fleet import reserves
-from apps.fleet.core import room
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.remote import snapshot_plan as plan
-from apps.remote.commands import InvalidValue, dataset_name
+from apps.remote.commands import InvalidValue, dataset_name, pool_of
 from apps.snapshots import commands, guards, protection, steps
 from apps.snapshots.core import naming
 from apps.snapshots.core.rollback import Listed, plan_rollback
@@ -78,7 +77,7 @@ def room_check(host: Host, chosen: plan.SnapshotPlan, field: str) -> dict:
     discovery last read it; else the check its step repeats on the host. A snapshot
     takes no space at first, but keeps what production overwrites next: none is taken
     on a pool already down to its reserve."""
-    pools = [room.pool_of(dataset) for dataset in chosen.covered]
+    pools = [pool_of(dataset) for dataset in chosen.covered]
     shortage = reserves.first_refusal(host, pools, SNAPSHOT_ROOM, "a snapshot")
     if shortage:
         raise _refuse(field, shortage.message, code="no_room", status=409)

@@ -38,7 +38,14 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from apps.remote.commands import InvalidValue, abs_path, dataset_name, integer, pg_identifier
+from apps.remote.commands import (
+    InvalidValue,
+    abs_path,
+    dataset_name,
+    integer,
+    pg_identifier,
+    pool_of,
+)
 
 CLONES_PARENT = "pozol_clones"
 # A clone's OS user and group are UID_BASE + its port (1024-65535). The default range,
@@ -113,6 +120,14 @@ class Origin:
     owner: str = "postgres"
     bin_dir: str = "/usr/lib/postgresql/15/bin"
     server_version_num: int | None = None  # None: not known (settings of 14+ left out)
+
+    @property
+    def pools(self) -> list[str]:
+        """The pools the clone's first writes land on: the data dataset's and the WAL's."""
+        pools = [pool_of(self.data_dataset)]
+        if self.wal_dataset:
+            pools.append(pool_of(self.wal_dataset))
+        return pools
 
     def __post_init__(self) -> None:
         dataset_name(self.data_dataset)

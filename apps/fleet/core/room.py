@@ -88,10 +88,6 @@ def shortage(room: Room, reserve: Reserve, needed: int, what: str) -> Shortage |
                     what=what, reserve_text=reserve.text())
 
 
-def pool_of(dataset: str) -> str:
-    return dataset.split("/")[0]
-
-
 def read_command(pool: str) -> Command:
     """The pool's root dataset's used and available, in bytes (one line each); `zfs get
     -Hp` works on OpenZFS and zfs-fuse alike (`zpool list -p` does not)."""

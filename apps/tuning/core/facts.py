@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from apps.remote.commands import pool_of
 from apps.remote.facts.host import Cluster, Dataset, Disk, HostFacts, Pool
 from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.postgres import Setting, find_setting
@@ -40,10 +41,6 @@ def prop(dataset: Dataset | None, name: str) -> str | None:
 def prop_source(dataset: Dataset | None, name: str) -> str | None:
     found = dataset.properties.get(name) if dataset else None
     return found.source if found else None
-
-
-def pool_of(dataset_name: str) -> str:
-    return dataset_name.split("/", 1)[0]
 
 
 def setting(cluster: Cluster | None, name: str) -> Setting | None:
