@@ -5,7 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # Debian packages the demo fleet and the suite need: real ZFS (zfs-fuse), sshd,
 # PostgreSQL 15 with pgbench, Redis, and Chromium for the browser tests.
-DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium
+# QEMU, debootstrap and lz4 build and boot the OpenZFS VM test host (apps/demo/vm).
+DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium \
+	qemu-system-x86 qemu-utils debootstrap lz4 zstd
 
 .PHONY: run test bench bench-scale bench-snapshots bench-clones bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables clean
 
