@@ -24,6 +24,11 @@ def _version(facts) -> str:
     return ".".join(map(str, version)) if version else "unknown"
 
 
+def _pg_version(cluster) -> str:
+    """18.4 from pg_settings' server_version; the major alone where that was not read."""
+    return r.setting_value(cluster, "server_version") or str(r.pg_major(cluster))
+
+
 def io_method_on_zfs(ctx: Context) -> list[Finding]:
     """PostgreSQL 18's asynchronous I/O on ZFS: `worker` (the default) is the one to keep."""
     found = []
@@ -33,7 +38,7 @@ def io_method_on_zfs(ctx: Context) -> list[Finding]:
             continue
         found.append(Finding(
             "io_method_on_zfs", "info", f"io_method={method} on ZFS",
-            f"PostgreSQL {c.version or r.pg_major(c)}; io_method={method},"
+            f"PostgreSQL {_pg_version(c)}; io_method={method},"
             f" io_workers={r.setting_value(c, 'io_workers') or 'not known'}; data on"
             f" {c.data_dataset} (OpenZFS {_version(ctx.facts)})",
             IO_METHOD_WHY[method],
@@ -64,7 +69,7 @@ def data_checksums_pg18_default(ctx: Context) -> list[Finding]:
     return [Finding(
         "data_checksums_pg18_default", "info",
         f"data checksums on (PostgreSQL {r.pg_major(c)}'s default) on ZFS",
-        f"PostgreSQL {c.version or r.pg_major(c)}; data_checksums=on; data on"
+        f"PostgreSQL {_pg_version(c)}; data_checksums=on; data on"
         f" {c.data_dataset}; wal_log_hints={r.setting_value(c, 'wal_log_hints') or 'not known'}",
         "PostgreSQL 18's initdb enables data checksums unless given --no-data-checksums. ZFS"
         " already checksums every block it stores and repairs from redundancy, so on ZFS"

@@ -131,6 +131,6 @@ def pg18(facts: HostFacts, capture: str = "settings_initdb_default.txt") -> Host
     target.settings = postgres.parse_settings((PG18 / capture).read_text())
     version_num = postgres.setting_value(target.settings, "server_version_num")
     target.server_version_num = int(version_num) if version_num else None
-    target.version = postgres.setting_value(target.settings, "server_version")
+    target.version = (PG18 / "PG_VERSION.txt").read_text().strip()  # as discovery reads it
     target.data_checksums = postgres.setting_value(target.settings, "data_checksums") == "on"
     return facts
