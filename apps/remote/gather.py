@@ -7,7 +7,8 @@ apps.remote.facts:
 
 1. the host: os-release, uname, memory, sysctls, tools present, disks, processes;
 2. probes: the ZFS dialect, the pool names, NVMe write caches, each postmaster's
-   data directory, binary, owner and postmaster.pid;
+   data directory, binary, owner, postmaster.pid and cgroup (its systemd unit), and
+   which clusters postgresql-common manages;
 3. data: pools, datasets and their properties, arcstats, module parameters,
    pg_settings of each cluster, its standbys, replication slots and checkpoint
    counters, its largest databases and whether pg_repack is available;
