@@ -95,7 +95,7 @@ def restart(ctx: StepContext) -> Next | Wait | Fail:
         return Next("finish")
     for data_dir in sorted(set(waiting.values_list("target", flat=True))):
         cluster = _cluster(plan, data_dir)
-        status = remote_jobs.advance(ctx, f"restart-{_slug(data_dir)}", cluster.pg_ctl("restart"))
+        status = remote_jobs.advance(ctx, f"restart-{_slug(data_dir)}", cluster.control("restart"))
         if status.state == "running":
             return Wait(1, message="restarting PostgreSQL")
         if status.state != "succeeded":
