@@ -241,10 +241,11 @@ def origin_of(host: Host, cluster: PgCluster) -> Origin:
                                  "cloned again once it runs", code="cluster_down", status=409)
     if cluster.data_dataset is None:
         raise _refuse("cluster", f"{cluster.data_dir} is not on a ZFS dataset")
-    config = (cluster.setting("config_file") or {}).get("setting") or ""
-    if config and not config.startswith(cluster.data_dir.rstrip("/") + "/"):
-        raise _refuse("cluster", f"its configuration lives outside its data directory "
-                                 f"({config}): a clone would read the origin's files")
+    inside = cluster.data_dir.rstrip("/") + "/"
+    config, hba, ident = (getattr(cluster, name) or (cluster.setting(name) or {}).get("setting")
+                          or "" for name in ("config_file", "hba_file", "ident_file"))
+    outside = {name: path for name, path in (("config", config), ("hba", hba), ("ident", ident))
+               if path and not path.startswith(inside)}
     wal = cluster.wal_dataset
     separate = wal is not None and wal.pk != cluster.data_dataset.pk
     try:
@@ -256,7 +257,9 @@ def origin_of(host: Host, cluster: PgCluster) -> Origin:
                       wal_dir=cluster.wal_dir if separate else None,
                       owner=cluster.owner or "postgres",
                       bin_dir=cluster.bin_dir or "/usr/lib/postgresql/15/bin",
-                      server_version_num=cluster.server_version_num)
+                      server_version_num=cluster.server_version_num,
+                      external_config=bool(outside), config_file=outside.get("config"),
+                      ident_file=outside.get("ident"))
     except (CloneError, InvalidValue) as exc:
         raise _refuse("cluster", str(exc)) from None
 

@@ -175,7 +175,9 @@ def _origin(schedule: DrillSchedule) -> tuple[Origin, list[str]]:
 
     targets = core_link(link).targets()
     try:
-        origin = Origin(**{**origin.__dict__, "data_dataset": targets[origin.data_dataset],
+        # The origin's configuration files are on the source host, not on the target.
+        origin = Origin(**{**origin.__dict__, "config_file": None, "ident_file": None,
+                           "data_dataset": targets[origin.data_dataset],
                            "wal_dataset": (targets[origin.wal_dataset] if origin.wal_dataset
                                            else None)})
     except KeyError as exc:

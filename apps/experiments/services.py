@@ -145,11 +145,9 @@ def _cluster(host: Host, cluster: PgCluster | None) -> PgCluster:
 
 def _target(cluster: PgCluster) -> dict:
     try:
-        cluster.target()
+        return cluster.target().as_state()
     except InvalidValue as exc:
         raise _refuse(cluster=f"cannot reach it: {exc}") from None
-    return {"owner": cluster.owner, "bin_dir": cluster.bin_dir, "socket_dir": cluster.socket_dir,
-            "port": cluster.port, "data_dir": cluster.data_dir}
 
 
 def _dataset(cluster: PgCluster, role: str) -> str:

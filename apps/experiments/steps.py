@@ -133,7 +133,7 @@ def _restart_then(ctx: StepContext, after: str) -> Next:
 @guarded
 def restart(ctx: StepContext) -> Next | Wait | Fail:
     number = ctx.state.get("restarts", 0)
-    status = remote_jobs.advance(ctx, f"restart{number}", _target(ctx).pg_ctl("restart"))
+    status = remote_jobs.advance(ctx, f"restart{number}", _target(ctx).control("restart"))
     if status.state == "running":
         return Wait(1, message="restarting PostgreSQL")
     if status.state != "succeeded":

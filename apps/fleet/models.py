@@ -417,6 +417,17 @@ class PgCluster(models.Model):
                                     related_name="+")
     settings = models.JSONField(default=list, blank=True,
                                 help_text="pg_settings rows: name, setting, unit, context, source.")
+    # Where its configuration lives and who starts it (issue 21): Debian's packaged
+    # clusters keep it in /etc/postgresql/<major>/<name>/ and run as a systemd unit.
+    config_file = models.CharField(max_length=1024, blank=True)
+    hba_file = models.CharField(max_length=1024, blank=True)
+    ident_file = models.CharField(max_length=1024, blank=True)
+    packaged_as = models.CharField(max_length=128, blank=True,
+                                   help_text="postgresql-common's <major>/<name>, if packaged.")
+    systemd_unit = models.CharField(max_length=256, blank=True,
+                                    help_text="The postgresql@ unit systemd runs it as.")
+    pg_ctlcluster = models.BooleanField(default=False, help_text=(
+        "postgresql-common manages it (pg_ctlcluster, start.conf)."))
 
     class Meta:
         ordering = ["port"]
@@ -439,7 +450,25 @@ class PgCluster(models.Model):
         from apps.remote.cluster import ClusterTarget
 
         return ClusterTarget(owner=self.owner, bin_dir=self.bin_dir, socket_dir=self.socket_dir,
-                             port=self.port, data_dir=self.data_dir, database=database)
+                             port=self.port, data_dir=self.data_dir, database=database,
+                             **self.control())
+
+    def control(self) -> dict:
+        """Who starts and stops it, for ClusterTarget.control: its systemd unit while
+        systemd is the host's PID 1, else postgresql-common's pg_ctlcluster, else pg_ctl."""
+        systemd = bool((self.host.facts or {}).get("has_systemd"))
+        inside = self.data_dir.rstrip("/") + "/"
+        return {"unit": (self.systemd_unit or None) if systemd else None,
+                "packaged_as": (self.packaged_as or None) if self.pg_ctlcluster else None,
+                "config_file": (self.config_file if self.config_file
+                                and not self.config_file.startswith(inside) else None)}
+
+    @property
+    def external_configuration(self) -> bool:
+        """Whether a configuration file lives outside the data directory."""
+        inside = self.data_dir.rstrip("/") + "/"
+        return any(path and not path.startswith(inside)
+                   for path in (self.config_file, self.hba_file, self.ident_file))
 
     @property
     def down_reason(self) -> str | None:

@@ -153,6 +153,10 @@ def _cluster_values(datasets: dict[str, Dataset], fact: dict) -> dict:
         data_dataset=datasets.get(fact.get("data_dataset")),
         wal_dataset=datasets.get(fact.get("wal_dataset")),
         settings=fact.get("settings") or [],
+        config_file=fact.get("config_file") or "", hba_file=fact.get("hba_file") or "",
+        ident_file=fact.get("ident_file") or "", packaged_as=fact.get("packaged") or "",
+        systemd_unit=fact.get("systemd_unit") or "",
+        pg_ctlcluster=bool(fact.get("pg_ctlcluster")),
     )
 
 

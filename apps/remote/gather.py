@@ -7,7 +7,8 @@ apps.remote.facts:
 
 1. the host: os-release, uname, memory, sysctls, tools present, disks, processes;
 2. probes: the ZFS dialect, the pool names, NVMe write caches, each postmaster's
-   data directory, binary, owner and postmaster.pid;
+   data directory, binary, owner, postmaster.pid and cgroup (its systemd unit), and
+   which clusters postgresql-common manages;
 3. data: pools, datasets and their properties, arcstats, module parameters,
    pg_settings of each cluster, its standbys, replication slots and checkpoint
    counters, its largest databases and whether pg_repack is available;
@@ -72,11 +73,13 @@ def discover(run: Runner) -> HostFacts:
         **(zfs_probes() if has_zfs else {}),
         **(nvme_probes(facts) if "nvme" in facts.tools else {}),
         **postmaster_probes(postmasters),
+        **({"pg_common": PG_COMMON_PROBE} if _valid_pids(postmasters) else {}),
     })
     pools = _read_zfs_probes(probes, facts) if has_zfs else []
     if not has_zfs:
         facts.zfs_absent_reason = "no zfs/zpool command on the host (command -v)"
     _read_nvme(probes, facts)
+    common = postgres.parse_postgresql_common(_text(probes, "pg_common"))
     clusters = [_cluster(pid, probes) for pid in _valid_pids(postmasters)]
     data = ask(run, {
         **(zfs_data_probes(facts.zfs, pools) if facts.zfs else {}),
@@ -85,7 +88,8 @@ def discover(run: Runner) -> HostFacts:
     if facts.zfs:
         _read_zfs_data(data, facts, pools)
     facts.clusters, facts.clones = split_clones(
-        [_with_settings(c, data, facts) for c in clusters], facts.datasets)
+        [_with_layout(_with_settings(c, data, facts), common) for c in clusters],
+        facts.datasets)
     _read_bloat(run, data, facts)
     return facts
 
@@ -215,8 +219,15 @@ def postmaster_probes(postmasters: list[postgres.Process]) -> dict[str, Command]
             f"pg:{pid}:pidfile": cmd("cat", f"{proc}/cwd/postmaster.pid"),
             f"pg:{pid}:version": cmd("cat", f"{proc}/cwd/PG_VERSION"),
             f"pg:{pid}:wal": cmd("readlink", "-f", f"{proc}/cwd/pg_wal"),
+            # Names the postgresql@ unit when systemd runs the cluster.
+            f"pg:{pid}:cgroup": cmd("cat", f"{proc}/cgroup"),
         }
     return probes
+
+
+# Whether postgresql-common could start a cluster: its pg_ctlcluster, and the clusters
+# whose /etc/postgresql/<major>/<name>/ has the start.conf pg_createcluster writes.
+PG_COMMON_PROBE = script("command -v pg_ctlcluster; ls -1d /etc/postgresql/*/*/start.conf")
 
 
 def _valid_pids(postmasters: list[postgres.Process]) -> list[int]:
@@ -296,6 +307,7 @@ def _cluster(pid: int, probes: dict[str, Section]) -> Cluster:
         bin_dir=exe.rsplit("/", 1)[0] if exe.startswith("/") else None,
         owner=_line_if_ok(probes, f"pg:{pid}:owner"),
         data_checksums=None,
+        systemd_unit=postgres.parse_cgroup_unit(_text(probes, f"pg:{pid}:cgroup")),
         error=None if _ok(probes, f"pg:{pid}:pidfile") else "postmaster.pid unreadable",
     )
 
@@ -435,6 +447,16 @@ def _with_settings(cluster: Cluster, data: dict[str, Section], facts: HostFacts)
     mountpoints = {d.name: d.mountpoint for d in facts.datasets if d.mountpoint}
     cluster.data_dataset = postgres.dataset_for_path(cluster.data_dir, mountpoints)
     cluster.wal_dataset = postgres.dataset_for_path(cluster.wal_dir, mountpoints)
+    return cluster
+
+
+def _with_layout(cluster: Cluster, common: postgres.PostgresqlCommon) -> Cluster:
+    """Where its configuration lives and who starts it: systemd's unit, postgresql-common."""
+    for name in ("config_file", "hba_file", "ident_file"):
+        setattr(cluster, name, postgres.setting_value(cluster.settings, name) or None)
+    packaged = postgres.debian_cluster(cluster.config_file)
+    cluster.packaged = "/".join(packaged) if packaged else None
+    cluster.pg_ctlcluster = common.manages(packaged)
     return cluster
 
 

@@ -207,9 +207,7 @@ def rollback(snapshot: Snapshot, *, destroy_newer: bool = False, by=None,
         subject=f"{host.name}: roll {cluster.data_dir} back to @{snapshot.name}"[:200],
         state={"cluster": cluster.pk, "datasets": datasets, "snapshot": snapshot.name,
                "destroy_newer": bool(destroy_newer),
-               "target": {"owner": target.owner, "bin_dir": target.bin_dir,
-                          "socket_dir": target.socket_dir, "port": target.port,
-                          "data_dir": target.data_dir}})
+               "target": target.as_state()})
 
 
 def cluster_of(snapshot: Snapshot) -> PgCluster:

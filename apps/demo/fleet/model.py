@@ -52,6 +52,11 @@ class Host:
     etc_modprobe_dir: str | None = None
     authorized_keys_path: str | None = None
     pg_major: int = 15  # 15: the machine's PostgreSQL; another: npm's (pgbin.py)
+    # Debian's packaged layout (debian=...): the cluster's configuration is
+    # /etc/postgresql/<major>/main/ inside the host (pg_config_file), a bind mount of
+    # etc_postgresql_dir/<major>/main of the state dir, readable from the machine.
+    pg_config_file: str | None = None
+    etc_postgresql_dir: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

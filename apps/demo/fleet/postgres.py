@@ -16,12 +16,23 @@ The cluster is owned by the host's pg_os_user: postgres unless `up` was given
 another (`owners={3: "pg-admin"}`), which lets tests cover owners that are not
 PostgreSQL identifiers. Such a user is a system user of the machine, made by
 ensure_os_user the first time it is needed.
+
+A host in Debian's packaged layout (`host.pg_config_file` set) keeps the same data
+directory, but its postgresql.conf, pg_hba.conf and pg_ident.conf live in
+/etc/postgresql/<major>/main with a conf.d/ (where the listening lines go), as
+pg_createcluster lays them out: data_directory, hba_file and ident_file point across,
+external_pid_file and cluster_name are set as Debian sets them, and ssl is on with a
+key only the owner reads. The postmaster is started as pg_ctlcluster starts it,
+`postgres -D <data> -c config_file=/etc/postgresql/<major>/main/postgresql.conf`.
+There is no start.conf: postgresql-common did not make this cluster, and there is no
+systemd, so whatever restarts it uses pg_ctl.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import signal
 from pathlib import Path
 
@@ -53,7 +64,9 @@ def create_cluster(holder: Proc, host: Host) -> Proc:
 
 
 def start(holder: Proc, host: Host) -> Proc:
-    # pg_ctl puts the postmaster in its own session, so it outlives nsenter.
+    # pg_ctl puts the postmaster in its own session, so it outlives nsenter; a later
+    # `pg_ctl restart` reuses these options (postmaster.opts).
+    options = ["-o", f"-c config_file={host.pg_config_file}"] if host.pg_config_file else []
     _as_owner(
         holder,
         host,
@@ -65,6 +78,7 @@ def start(holder: Proc, host: Host) -> Proc:
         host.pg_data_dir,
         "-l",
         host.pg_log_file,
+        *options,
         "start",
     )
     return postmaster(holder, host)
@@ -139,14 +153,55 @@ def _initdb(holder: Proc, host: Host) -> None:
 
 
 def _configure(holder: Proc, host: Host) -> None:
-    conf = _seen_from_root(holder, Path(host.pg_data_dir) / "postgresql.conf")
-    with conf.open("a") as out:
-        out.write(
-            "\n# apps/demo/fleet: where this host's cluster listens (nothing else is changed)\n"
-            f"listen_addresses = '{host.address}'\n"
-            f"port = {PG_PORT}\n"
-            f"unix_socket_directories = '{host.pg_socket_dir}'\n"
-        )
+    listening = (
+        "\n# apps/demo/fleet: where this host's cluster listens (nothing else is changed)\n"
+        f"listen_addresses = '{host.address}'\n"
+        f"port = {PG_PORT}\n"
+        f"unix_socket_directories = '{host.pg_socket_dir}'\n"
+    )
+    data = _seen_from_root(holder, Path(host.pg_data_dir))
+    if host.pg_config_file is None:
+        with (data / "postgresql.conf").open("a") as out:
+            out.write(listening)
+        return
+    _debian_layout(data, host, listening)
+
+
+# What pg_createcluster writes into a new cluster's postgresql.conf (Debian 12's
+# postgresql-common 248), but for the pid file: /var/run/postgresql is the machine's here.
+_DEBIAN_CONF = """
+# apps/demo/fleet: Debian's packaged layout, as pg_createcluster writes it
+data_directory = '{data}'
+hba_file = '{etc}/pg_hba.conf'
+ident_file = '{etc}/pg_ident.conf'
+external_pid_file = '{socket_dir}/{major}-main.pid'
+cluster_name = '{major}/main'
+ssl = on
+ssl_cert_file = '{etc}/server.crt'
+ssl_key_file = '{etc}/server.key'
+include_dir = 'conf.d'
+"""
+
+
+def _debian_layout(data: Path, host: Host, listening: str) -> None:
+    """Move initdb's configuration files to the host's /etc/postgresql/<major>/main."""
+    assert host.etc_postgresql_dir and host.pg_config_file
+    user = pwd.getpwnam(host.pg_os_user)
+    etc_in_host = Path(host.pg_config_file).parent
+    etc = Path(host.etc_postgresql_dir) / etc_in_host.relative_to("/etc/postgresql")
+    (etc / "conf.d").mkdir(mode=0o755, parents=True)
+    for name in ("postgresql.conf", "pg_hba.conf", "pg_ident.conf"):
+        shutil.move(data / name, etc / name)
+    with (etc / "postgresql.conf").open("a") as out:
+        out.write(_DEBIAN_CONF.format(data=host.pg_data_dir, etc=etc_in_host,
+                                      socket_dir=host.pg_socket_dir, major=host.pg_major))
+    (etc / "conf.d" / "50-listen.conf").write_text(listening)
+    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+         "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650", "-subj",
+         f"/CN={host.name}", "-keyout", str(etc / "server.key"), "-out", str(etc / "server.crt")])
+    (etc / "server.key").chmod(0o600)
+    for path in [etc.parent.parent, etc.parent, etc, *etc.rglob("*")]:
+        os.chown(path, user.pw_uid, user.pw_gid)
 
 
 def _load_pgbench(holder: Proc, host: Host) -> None:

@@ -26,6 +26,16 @@ SSHD_PRIVSEP_DIR = Path("/run/sshd")
 # gets a private copy bind-mounted over them. Never created on the machine: a
 # host of a machine without one of them simply has none (see host.py).
 PRIVATE_ETC_DIRS = [Path("/etc/sysctl.d"), Path("/etc/modprobe.d")]
+# postgresql-common's configuration tree: a host in Debian's layout gets its own, bound
+# over it, so the machine's clusters there are hidden from it (and it needs the mount
+# point: installing postgresql-15 makes it).
+ETC_POSTGRESQL = Path("/etc/postgresql")
+
+
+def check_debian_layout() -> None:
+    if not ETC_POSTGRESQL.is_dir():
+        raise FleetError(f"{ETC_POSTGRESQL} is missing: a host in Debian's layout binds its "
+                         "own over it (install postgresql-common)")
 
 
 def check_machine() -> None:

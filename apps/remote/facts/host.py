@@ -103,6 +103,14 @@ class Cluster:
     error: str | None = None
     stats: postgres.ServerStats | None = None  # standbys, slots, checkpoints; None: unknown
     bloat: ClusterBloat | None = None  # dead tuples of the largest databases; None: unknown
+    # Where its configuration lives (pg_settings): outside the data directory in Debian's
+    # packaged layout, /etc/postgresql/<major>/<name>/.
+    config_file: str | None = None
+    hba_file: str | None = None
+    ident_file: str | None = None
+    packaged: str | None = None  # "<major>/<name>" of postgresql-common's layout
+    systemd_unit: str | None = None  # "postgresql@17-main.service" when systemd runs it
+    pg_ctlcluster: bool = False  # postgresql-common manages it (pg_ctlcluster, start.conf)
 
 
 @dataclass

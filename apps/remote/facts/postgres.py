@@ -3,6 +3,7 @@ replication (standbys, slots) and checkpoint counters."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from apps.remote.facts.numbers import is_digits
@@ -212,3 +213,56 @@ def parse_stats(text: str) -> ServerStats:
         checkpoints_requested=_int(values.get("checkpoints_requested", "")),
         stats_reset=values.get("stats_reset") or None,
     )
+
+
+# -- packaged layout: where the configuration lives and who starts the cluster --------------
+# Debian's postgresql-common keeps a cluster's configuration in
+# /etc/postgresql/<major>/<name>/ (pg_createcluster writes postgresql.conf, pg_hba.conf,
+# pg_ident.conf, conf.d/ and start.conf there) and systemd runs it as the instance
+# `postgresql@<major>-<name>` of its template unit.
+_DEBIAN_CONFIG = re.compile(r"/etc/postgresql/(\d+(?:\.\d+)?)/([^/\s]+)/postgresql\.conf\Z")
+_UNIT = re.compile(r"(postgresql@[A-Za-z0-9_.@-]+\.service)\Z")
+
+
+def debian_cluster(config_file: str | None) -> tuple[str, str] | None:
+    """(major, name) when the configuration file is postgresql-common's, else None."""
+    found = _DEBIAN_CONFIG.match(config_file or "")
+    return (found.group(1), found.group(2)) if found else None
+
+
+def parse_cgroup_unit(text: str) -> str | None:
+    """The postgresql@ unit a postmaster runs in, from /proc/PID/cgroup; None when systemd
+    does not run it. cgroup v2 has one `0::/path` line, v1 one per hierarchy (the
+    `name=systemd` one names the unit); either way the unit is the path's last part, e.g.
+    `0::/system.slice/system-postgresql.slice/postgresql@17-main.service`."""
+    for line in text.splitlines():
+        path = line.split(":", 2)[-1].strip()
+        found = _UNIT.search(path.rsplit("/", 1)[-1])
+        if found:
+            return found.group(1)
+    return None
+
+
+@dataclass(frozen=True)
+class PostgresqlCommon:
+    """What postgresql-common (Debian's packaging) offers on a host."""
+
+    pg_ctlcluster: bool  # the program is installed
+    clusters: frozenset[str] = frozenset()  # "<major>/<name>" with a start.conf
+
+    def manages(self, cluster: tuple[str, str] | None) -> bool:
+        return bool(self.pg_ctlcluster and cluster and "/".join(cluster) in self.clusters)
+
+
+def parse_postgresql_common(text: str) -> PostgresqlCommon:
+    """The output of PG_COMMON_PROBE: pg_ctlcluster's path when installed, then each
+    /etc/postgresql/<major>/<name>/start.conf that exists."""
+    found, clusters = False, set()
+    for line in text.splitlines():
+        line = line.strip()
+        if line.endswith("/pg_ctlcluster"):
+            found = True
+        match = re.match(r"/etc/postgresql/(\d+(?:\.\d+)?)/([^/\s]+)/start\.conf\Z", line)
+        if match:
+            clusters.add(f"{match.group(1)}/{match.group(2)}")
+    return PostgresqlCommon(found, frozenset(clusters))

@@ -14,7 +14,7 @@ from dataclasses import replace
 from apps.remote.facts.host import HostFacts
 from apps.remote.sizes import KiB, parse_zfs_size
 from apps.tuning.core import facts as r
-from apps.tuning.core import rules_maintenance, rules_postgres, rules_storage
+from apps.tuning.core import rules_maintenance, rules_postgres, rules_storage, rules_versions
 from apps.tuning.core.changes import Change, compute_changes, project
 from apps.tuning.core.findings import SEVERITIES, Context, Finding, Rule
 from apps.tuning.core.profiles import EXPERIMENT, ProfileSettings
@@ -23,7 +23,8 @@ from apps.tuning.core.winners import Winners
 __all__ = ["RULES", "RELATED", "Finding", "advise", "advise_changes", "rule_ids"]
 
 RULES: tuple[tuple[str, Rule], ...] = (
-    *rules_storage.RULES, *rules_postgres.RULES, *rules_maintenance.RULES)
+    *rules_storage.RULES, *rules_postgres.RULES, *rules_maintenance.RULES,
+    *rules_versions.RULES)
 
 # Which findings a change to (layer, key) can cause or cure: the planner links them.
 RELATED: dict[tuple[str, str], tuple[str, ...]] = {
@@ -39,11 +40,15 @@ RELATED: dict[tuple[str, str], tuple[str, ...]] = {
     ("postgres", "full_page_writes"): ("full_page_writes_off_not_zfs",
                                        "full_page_writes_off_standby"),
     ("postgres", "wal_compression"): ("wal_compression_on_zfs",),
-    ("module", "zfs_arc_max"): ("arc_plus_shared_buffers", "memory_overcommitted"),
+    ("module", "zfs_arc_max"): ("arc_plus_shared_buffers", "memory_overcommitted",
+                                "arc_default_openzfs_23"),
+    ("postgres", "io_method"): ("io_method_on_zfs",),
+    ("zfs", "direct"): ("direct_io_always",),
     ("postgres", "shared_buffers"): ("arc_plus_shared_buffers", "shared_buffers_over_40pct",
                                      "wal_level_minimal_copy", "zfs_fuse_large_shared_buffers",
-                                     "memory_overcommitted", "huge_pages_not_sized"),
-    ("postgres", "work_mem"): ("memory_overcommitted",),
+                                     "memory_overcommitted", "huge_pages_not_sized",
+                                     "arc_default_openzfs_23"),
+    ("postgres", "work_mem"): ("memory_overcommitted", "arc_default_openzfs_23"),
     ("postgres", "max_connections"): ("memory_overcommitted", "max_connections_high"),
     ("postgres", "wal_level"): ("wal_level_minimal_copy",),
     ("postgres", "max_wal_size"): ("checkpoints_requested",),

@@ -15,7 +15,7 @@ from apps.remote.facts.host import Cluster, HostFacts
 from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.postgres import Setting
 from apps.remote.facts.zfs import PropertyValue
-from apps.remote.sizes import MiB, parse_zfs_size
+from apps.remote.sizes import MiB, format_gib, parse_zfs_size
 from apps.tuning.core import facts as r
 from apps.tuning.core import pgsettings, pgvalues
 from apps.tuning.core.findings import Finding
@@ -43,8 +43,6 @@ MEDIUM_RISK = frozenset({"zfs_arc_max", "zfs_txg_timeout", "full_page_writes", "
                          "vm.dirty_bytes", "vm.dirty_ratio"})
 MODULE_NOTE = ("written to /sys/module/zfs/parameters now; persist with `options zfs"
                " NAME=VALUE` in /etc/modprobe.d/zfs.conf")
-ARC_NOTE = ("; verify arcstats c_max afterwards: a value failing validation is silently"
-            " ignored, and lowering it shrinks the ARC only under memory pressure")
 
 
 @dataclass(frozen=True)
@@ -221,9 +219,25 @@ def _module_change(facts: HostFacts, key: str, expression: str, variables: Varia
         error = error or f"no /sys/module/zfs/parameters on this host ({implementation})"
     elif key not in params:
         error = error or f"this ZFS module ({_version(facts)}) has no parameter {key}"
-    note = MODULE_NOTE + (ARC_NOTE if key == "zfs_arc_max" else "")
+    note = MODULE_NOTE + (_arc_note(facts, desired) if key == "zfs_arc_max" else "")
     yield _make("module", "zfs", key, current, desired, _formula(expression), "module_param",
                 error or note, supported=not error)
+
+
+def _arc_note(facts: HostFacts, desired: str) -> str:
+    """What writing zfs_arc_max does on a running OpenZFS, and what its rollback can
+    restore (core/rollback.py has the source it was checked against)."""
+    ceiling = facts.arcstats.c_max if facts.arcstats else None
+    now = f"now c_max {ceiling} ({format_gib(ceiling)})" if ceiling else "c_max not known"
+    if desired.strip() == "0":
+        return ("; 0 asks for automatic sizing, which a running OpenZFS ignores: the ARC"
+                f" keeps its ceiling ({now}) until the next boot")
+    return ("; takes effect now if OpenZFS accepts it (at least 64 MiB, above zfs_arc_min,"
+            " below RAM: PoZoL checks arcstats c_max after writing), and lowering it shrinks"
+            " the ARC only under memory pressure; rollback restores the previous effective"
+            f" size now (arcstats c_max just before applying, {now}), since 0 cannot be"
+            " written back to a running module, and automatic sizing at the next boot (the"
+            " line leaves /etc/modprobe.d/zfs.conf)")
 
 
 def _sysctl_change(facts: HostFacts, key: str, expression: str, variables: Variables | None,

@@ -43,3 +43,16 @@ PG_REPACK = ("pg_repack documentation (requirements, disks, online VACUUM FULL) 
              " project (reorg.github.io/pg_repack)")
 PG_DOCS_VACUUM = ("PostgreSQL documentation (Routine Vacuuming; autovacuum_vacuum_scale_factor;"
                   " pg_stat_all_tables)")
+OPENZFS_23_RELEASE = (
+    "OpenZFS 2.3.0 release notes and change log (Direct IO #10018; \"arc_default_max on Linux"
+    " should match FreeBSD\" #15437) — OpenZFS project"
+)
+OPENZFS_ZFSPROPS_DIRECT = "zfsprops(7) (direct=disabled|standard|always) — OpenZFS man page"
+OPENZFS_ZPL_NOWAIT = (
+    "module/os/linux/zfs/zpl_file.c (no FMODE_NOWAIT, no IOCB_NOWAIT path) — OpenZFS source"
+)
+PG18_AIO = ("PostgreSQL 18 documentation (runtime-config-resource: io_method, io_workers;"
+            " io_uring needs a build with --with-liburing)")
+PG18_CHECKSUMS = ("PostgreSQL 18 release notes and initdb documentation: data checksums on"
+                  " by default (--no-data-checksums); wal_log_hints")
+NIMBUS_NO_CHECKSUMS = f"{NIMBUS} § Disable postgres checksumming"

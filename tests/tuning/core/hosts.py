@@ -13,6 +13,7 @@ import copy
 import json
 from dataclasses import replace
 from functools import cache
+from pathlib import Path
 
 from apps.remote import gather
 from apps.remote.commands import Command, cmd
@@ -93,7 +94,8 @@ def _openzfs_22_shell() -> FakeShell:
     shell = FakeShell()
     host.script(shell, gather.host_probes())
     host.script(shell, {**gather.zfs_probes(), **nvme,
-                        **gather.postmaster_probes(postmaster)})
+                        **gather.postmaster_probes(postmaster),
+                        "pg_common": gather.PG_COMMON_PROBE})
     data = gather.zfs_data_probes(zfs_facts, ["tank"])
     host.script(shell, {**data, "psql:1500": psql(postgres.SETTINGS_QUERY),
                         "psql:1500:stats": psql(postgres.stats_query(16)),
@@ -117,4 +119,19 @@ def set_setting(facts: HostFacts, name: str, value: str) -> HostFacts:
     rows = cluster(facts).settings
     at = next(i for i, row in enumerate(rows) if row.name == name)
     rows[at] = replace(rows[at], setting=value)
+    return facts
+
+
+PG18 = Path(__file__).parent / "fixtures" / "pg18"
+
+
+def pg18(facts: HostFacts, capture: str = "settings_initdb_default.txt") -> HostFacts:
+    """The cluster's settings replaced by a real PostgreSQL 18.4's (fixtures/pg18), read
+    as discovery reads them: rows, server_version_num, data_checksums."""
+    target = cluster(facts)
+    target.settings = postgres.parse_settings((PG18 / capture).read_text())
+    version_num = postgres.setting_value(target.settings, "server_version_num")
+    target.server_version_num = int(version_num) if version_num else None
+    target.version = (PG18 / "PG_VERSION.txt").read_text().strip()  # as discovery reads it
+    target.data_checksums = postgres.setting_value(target.settings, "data_checksums") == "on"
     return facts

@@ -33,7 +33,7 @@ def only(facts: HostFacts, rule: str, acknowledged: frozenset[str] = frozenset()
 
 
 def test_every_rule_is_registered_once_and_every_finding_cites_a_source():
-    assert len(set(advisor.rule_ids())) == len(advisor.rule_ids()) == 44
+    assert len(set(advisor.rule_ids())) == len(advisor.rule_ids()) == 48
     facts = hosts.openzfs("2.2.0")
     set_prop(facts, DATA, "sync", "disabled")
     known = {v for k, v in vars(sources).items() if k.isupper()}

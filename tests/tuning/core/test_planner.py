@@ -132,6 +132,18 @@ def test_openzfs_22_arc_leaves_room_for_desired_shared_buffers():
     assert arc == (ram - ram // 4 - ram // 8) // 2 // 2**20 * 2**20  # half of what is left
 
 
+def test_the_arc_max_plan_says_what_its_rollback_can_restore_on_a_running_module():
+    facts = hosts.openzfs()  # arcstats c_max 34359738368 (the fixture's 32 GiB)
+    reason = by_key(plan(facts, SAFE), "module")["zfs_arc_max"].reason
+    assert "takes effect now if OpenZFS accepts it" in reason
+    assert ("rollback restores the previous effective size now (arcstats c_max just before"
+            " applying, now c_max 34359738368 (32.0 GiB))") in reason
+    assert "automatic sizing at the next boot" in reason
+    zero = replace(SAFE, module={"zfs_arc_max": "0"})
+    reason = by_key(plan(facts, zero), "module")["zfs_arc_max"].reason
+    assert "a running OpenZFS ignores" in reason and "until the next boot" in reason
+
+
 def test_openzfs_22_values_that_already_match_are_skipped():
     p = plan(hosts.openzfs(), SAFE)
     pg = by_key(p, "postgres")
