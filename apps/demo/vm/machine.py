@@ -49,7 +49,8 @@ def accelerator() -> str:
     return "tcg"
 
 
-def qemu_argv(image: Image, state: Path, address: str, accel: str) -> list[str]:
+def qemu_argv(image: Image, state: Path, addresses: list[str], accel: str) -> list[str]:
+    forwards = ",".join(f"hostfwd=tcp:{address}:22-:22" for address in addresses)
     machine = ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else [
         "-accel", "tcg,thread=multi", "-cpu", "max"]
     return [
@@ -59,15 +60,19 @@ def qemu_argv(image: Image, state: Path, address: str, accel: str) -> list[str]:
         "-append", "root=/dev/vda rw console=ttyS0 net.ifnames=0 quiet",
         "-drive", f"file={image.root_disk},if=virtio,format=raw,snapshot=on",
         "-drive", f"file={state / 'pool.img'},if=virtio,format=raw",
-        "-netdev", f"user,id=net0,hostfwd=tcp:{address}:22-:22",
+        "-netdev", f"user,id=net0,{forwards}",
         "-device", "virtio-net-pci,netdev=net0",
         "-serial", f"file:{state / 'console.log'}",
     ]  # fmt: skip
 
 
-def boot(image: Image, state: Path, address: str, *, pool_size: str = "4G",
-         name: str = "vm1") -> Host:
-    """Start the guest and wait for its sshd; the host as the fleet describes hosts."""
+def boot(image: Image, state: Path, address: str, *, aliases: tuple[str, ...] = (),
+         pool_size: str = "4G", name: str = "vm1") -> Host:
+    """Start the guest and wait for its sshd; the host as the fleet describes hosts.
+
+    `aliases`: more loopback addresses forwarded to the same sshd, so that the one
+    guest can be registered as a second host (a replication link between two OpenZFS
+    hosts with one VM)."""
     if shutil.which("qemu-system-x86_64") is None:
         raise ImageError("qemu-system-x86_64 is not installed")
     state.mkdir(parents=True, exist_ok=True)
@@ -75,16 +80,35 @@ def boot(image: Image, state: Path, address: str, *, pool_size: str = "4G",
                    check=True)
     host = _host(image, state, address, name)
     accel = accelerator()
-    proc = spawn(qemu_argv(image, state, address, accel), state / "qemu.log")
+    proc = spawn(qemu_argv(image, state, [address, *aliases], accel), state / "qemu.log")
     (state / STATE_FILE).write_text(json.dumps({"qemu": proc.to_dict(), "host": asdict(host)}))
     deadline = BOOT_DEADLINE_KVM if accel == "kvm" else BOOT_DEADLINE_TCG
     _wait_for_ssh(host, proc, state, deadline)
     return host
 
 
-def provision(host: Host, pg_major: int) -> None:
-    """Make the pool, the datasets and the packaged cluster, and start it by its unit."""
-    _ssh(host, _provision_script(pg_major), timeout=300)
+def provision(host: Host, pg_major: int, aliases: tuple[str, ...] = ()) -> None:
+    """Make the pool, the datasets and the packaged cluster, and start it by its unit;
+    let the guest reach the machine's loopback addresses (the zfs-fuse test hosts)."""
+    _ssh(host, _network_script(aliases) + _provision_script(pg_major), timeout=300)
+
+
+def _network_script(aliases: tuple[str, ...]) -> str:
+    # The test hosts listen on 127.0.N.M of the machine. Inside the guest all of 127/8 is
+    # its own loopback, so replication from the guest to a test host would stay inside
+    # it: keep the guest's own 127.0.0.0/24 and 127.0.1.0/24 (and its aliases, which are
+    # its own names) local, send the rest of 127/8 to QEMU's user-mode NAT, which
+    # connects to that address on the machine.
+    own = "".join(f"ip addr add {alias}/32 dev lo\n" for alias in aliases)
+    return (
+        "set -e\n"
+        "sysctl -qw net.ipv4.conf.all.route_localnet=1 net.ipv4.conf.eth0.route_localnet=1\n"
+        "ip route del local 127.0.0.0/8 dev lo table local\n"
+        "ip route add local 127.0.0.0/24 dev lo table local\n"
+        "ip route add local 127.0.1.0/24 dev lo table local\n"
+        f"{own}"
+        "ip route add 127.0.0.0/8 via 10.0.2.2 dev eth0\n"
+    )
 
 
 def shutdown(state: Path) -> None:
@@ -116,6 +140,8 @@ zfs create -o mountpoint={wal} tank/pg/wal
 chown postgres:postgres {data} {wal}
 pg_createcluster --start-conf=auto {major} main -d {data}/main -- --waldir={wal}/main >/dev/null
 systemctl start postgresql@{major}-main
+cd / && runuser -u postgres -- sh -c 'createdb pgbench && pgbench -q -i -s 1 pgbench' \
+    >/dev/null 2>&1
 mkdir -p /var/lib/pozol
 """
 
@@ -137,7 +163,7 @@ def _host(image: Image, state: Path, address: str, name: str) -> Host:
         pg_os_user="postgres", pg_socket_dir="/var/run/postgresql",
         pg_data_dir=f"/var/lib/postgresql/{major}/main",
         pg_wal_dir=f"/var/lib/postgresql/{major}-wal/main",
-        pg_data_dataset="tank/pg/data", pg_wal_dataset="tank/pg/wal", pg_database="postgres",
+        pg_data_dataset="tank/pg/data", pg_wal_dataset="tank/pg/wal", pg_database="pgbench",
         pg_log_file=f"/var/log/postgresql/postgresql-{major}-main.log",
         work_dir="/var/lib/pozol", authorized_keys_path="/root/.ssh/authorized_keys",
         pg_major=major,
