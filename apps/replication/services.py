@@ -114,6 +114,25 @@ def _apply(link: ReplicationLink, values: dict) -> None:
         Policy(name="link", **link.keep_counts())
     except PolicyError as exc:
         raise _refuse(f"keep_{exc.field}", str(exc)) from None
+    _limit_applies(link)
+
+
+LIMITERS = ("pv", "mbuffer")
+
+
+def _limit_applies(link: ReplicationLink) -> None:
+    """A bandwidth limit the source cannot apply is refused, not saved and ignored: the
+    limiter is pv or mbuffer on the source (core.commands). Known from discovery's
+    `tools`; a host whose tools discovery has not read is not refused here (the plan
+    then says the limit cannot be applied)."""
+    if not link.bandwidth_limit:
+        return
+    tools = (link.source_host.facts or {}).get("tools")
+    if tools is None or any(name in tools for name in LIMITERS):
+        return
+    raise _refuse("bandwidth_limit",
+                  f"{link.source_host.name} has neither pv nor mbuffer, so no limit can be "
+                  f"applied: install one there and run discovery, or leave the limit empty")
 
 
 def core_link(link: ReplicationLink) -> Link:
