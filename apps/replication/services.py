@@ -290,9 +290,29 @@ def tick(now: datetime | None = None) -> list[Operation]:
         if link.interval_minutes and _due(link, now):
             try:
                 started.append(run_now(link, trigger=Operation.Trigger.SCHEDULE))
-            except Conflict:
-                continue
+            except Conflict as exc:
+                _skipped(link, exc)
     return started
+
+
+def _skipped(link: ReplicationLink, refusal: Conflict) -> None:
+    """A scheduled run refused for want of room is recorded, not dropped: the link says
+    refused with the figures (and waits its interval, as after a refused run), and a
+    failed operation says so in the operations list and the operation_failed alert.
+    A run already under way, or a paused link, is no failure."""
+    if refusal.code != "no_room":
+        return
+    error = f"refused: {refusal.message}"
+    with transaction.atomic():
+        operation = engine.refused(
+            steps.RUN.name, host=link.source_host, trigger=Operation.Trigger.SCHEDULE,
+            subject=f"replicate {link.name}: {link.source_host.name} -> "
+                    f"{link.target_host.name}:{link.target_parent}"[:200],
+            state={"link": link.pk}, error=error, code="no_room")
+        now = timezone.now()
+        ReplicationLink.objects.filter(pk=link.pk).update(
+            state=ReplicationLink.State.REFUSED, last_error=f"scheduled run {error}"[:4000],
+            last_run_at=now, last_operation=operation, updated_at=now)
 
 
 def _due(link: ReplicationLink, now: datetime) -> bool:
@@ -311,8 +331,8 @@ def after_policy_snapshot(host: Host, datasets: list[str]) -> list[Operation]:
                                                paused=False):
         try:
             started.append(run_now(link, trigger=Operation.Trigger.SCHEDULE))
-        except Conflict:
-            continue
+        except Conflict as exc:
+            _skipped(link, exc)
     return started
 
 
