@@ -3,7 +3,9 @@ and handed to one `drills.recover_table` operation. None opens SSH.
 
 The clone is laid out as a drill's (apps.drills.services): PoZoL's own, named
 `pozol-recover-<random>` (never a Clone row), on a port from the top of the host's
-clone range, no network allowed in its pg_hba. Whether `into` exists in the origin is
+clone range, no network allowed in its pg_hba, with the host's per-clone ZFS quota and
+the pool's reserve checked (here from discovery's figures, again on the host by the
+step before it clones). Whether `into` exists in the origin is
 asked on the host, by the operation, before anything is cloned (the web process never
 opens SSH): that refusal is the operation's failure with code `exists`, and the
 restore's single transaction refuses it again if the table appears meanwhile.
@@ -17,7 +19,7 @@ from apps.clones import services as clone_services
 from apps.clones.core.layout import CloneError, Layout, clone_uid
 from apps.drills import steps
 from apps.drills.core import recover as core
-from apps.drills.services import _refuse, free_clone_port
+from apps.drills.services import _refuse, clone_room, free_clone_port
 from apps.fleet.models import Host
 from apps.ops import engine
 from apps.ops.models import Operation
@@ -47,14 +49,16 @@ def recover_table(snapshot: Snapshot, *, database: object, table: object,
         target = cluster.target(wanted.database)
     except InvalidValue as exc:
         raise _refuse("snapshot", f"its cluster cannot be reached with psql: {exc}") from None
-    layout = _layout(host, clone_services.origin_of(host, cluster), snapshot.name)
+    origin = clone_services.origin_of(host, cluster)
+    layout = _layout(host, origin, snapshot.name)
+    room = clone_room(host, origin, "a table recovery")
     return engine.start(
         steps.RECOVER.name, host=host, trigger=trigger, user=by,
         subject=f"{host.name}: recover {wanted.source} of {wanted.database} "
                 f"@{snapshot.name} as {wanted.into}"[:200],
         state={"clone_name": layout.name, "layout": clone_services._layout_values(layout),
                "target": wanted.__dict__, "snapshot": snapshot.name,
-               "origin": {"socket_dir": target.socket_dir, "port": target.port}})
+               "origin": {"socket_dir": target.socket_dir, "port": target.port}, **room})
 
 
 def _layout(host: Host, origin, snapshot: str) -> Layout:

@@ -110,13 +110,18 @@ def run_now(schedule: DrillSchedule, *, by=None,
         return _start(schedule, by=by, trigger=trigger)
 
 
-def _check_room(host: Host, origin: Origin) -> None:
-    """Refused (the figures) when the drill's clone would take its pool below the
-    reserve, as discovery last read it: production keeps its room."""
+def clone_room(host: Host, origin: Origin, what: str) -> dict:
+    """The ZFS quota of a drill's (or a table recovery's) clone and the room check its
+    step repeats on the host; refused (409, the figures) when the clone's first writes
+    would take its pool below the reserve, as discovery last read it: production keeps
+    its room. The quota is the host's per-clone one, as a member's clone gets."""
+    quota = clone_services.settings_of(host).clone_quota
     pools = origin.pools
-    shortage = reserves.first_refusal(host, pools, CLONE_FIRST_WRITES, "a restore drill")
+    needed = min(quota, CLONE_FIRST_WRITES)
+    shortage = reserves.first_refusal(host, pools, needed, what)
     if shortage:
         raise _refuse("cluster", shortage.message, code="no_room", status=409)
+    return {"quota": quota, "room": reserves.room_state(pools, needed, what)}
 
 
 def _ended_without_result(run: DrillRun) -> bool:
@@ -143,7 +148,7 @@ def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:
         origin, datasets = _origin(schedule)
         snapshot = _newest(host, datasets)
         layout = _layout(run, origin, snapshot)
-        _check_room(host, origin)
+        room = clone_room(host, origin, "a restore drill")
     except DrillError as exc:
         # Nothing to drill is a failed drill, with its reason: the alert says so.
         _finish_unstarted(run, str(exc))
@@ -153,7 +158,7 @@ def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:
     operation = engine.start(steps.RUN.name, host=host, trigger=trigger, user=by,
                              subject=f"{host.name}: restore drill of "
                                      f"{schedule.source_label} @{snapshot}"[:200],
-                             state={"run": run.pk})
+                             state={"run": run.pk, **room})
     run.operation = operation
     run.save()
     return run

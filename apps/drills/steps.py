@@ -1,11 +1,13 @@
 """The restore drill as one operation step: clone, start, check, destroy, record.
 
+The pool is read on the host first (the service checked discovery's figures; the pool
+may have filled since): below its reserve, the drill fails before anything is cloned.
 It reuses the clone engine's own commands (apps.clones.core.commands): the same
-create script a member's clone runs (its `pozol-mark` lines give the clone and start
-times), then the check (core.check), then the same destroy. Whatever happens the
-clone is destroyed before the step ends; a step the sweeper re-delivers (its worker
-died mid-drill) destroys what the first attempt made before it starts again. The
-run's result and the host's alert are written at the end.
+create script a member's clone runs, with the host's per-clone ZFS quota (its
+`pozol-mark` lines give the clone and start times), then the check (core.check), then
+the same destroy. Whatever happens the clone is destroyed before the step ends; a
+step the sweeper re-delivers (its worker died mid-drill) destroys what the first
+attempt made before it starts again. The run's result and the host's alert are written at the end.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from apps.drills.core import check as core
 from apps.drills.core import orphans
 from apps.drills.core import recover as recovery
 from apps.drills.models import DrillRun
+from apps.fleet import reserves
 from apps.ops.engine import Done, Fail, Kind, StepContext, register
 from apps.ops.models import LogLine, Operation
 from apps.remote.errors import RemoteError
@@ -72,10 +75,22 @@ def run(ctx: StepContext) -> Done | Fail:
                         f"{len(outcome['answers'])} databases")
 
 
+def _no_room(ctx: StepContext, ssh) -> str:
+    """Why the clone may not be made now (its pool read on the host, below its reserve
+    since the service's check), or ""; an operation started before there was a check
+    carries none."""
+    shortage = reserves.refusal_in_step(ssh, ctx.host, ctx.state.get("room"))
+    return f"refused: {shortage.message}" if shortage else ""
+
+
 def _drill(ctx: StepContext, ssh, row: DrillRun, layout, times: dict) -> dict:
+    refused = _no_room(ctx, ssh)
+    if refused:
+        return {"error": refused}
     password = secrets.token_hex(16)
     started = time.time()
-    made = ssh(commands.create(layout, password, {**identity(), "pozol:drill": str(row.pk)}),
+    made = ssh(commands.create(layout, password, {**identity(), "pozol:drill": str(row.pk)},
+                               quota=ctx.state.get("quota")),
                timeout=600, check=False)
     marks = commands.marks(made.stdout)
     if "cloned" in marks:
@@ -162,6 +177,9 @@ def recover_table(ctx: StepContext) -> Done | Fail:
         return Fail(f"{wanted.recovered} exists in database {wanted.database} already: "
                     "name another `into` (nothing was cloned, nothing overwritten)",
                     code="exists")
+    refused = _no_room(ctx, ssh)
+    if refused:
+        return Fail(f"{refused} (nothing was cloned)", code="no_room")
     times: dict[str, float] = {}
     outcome: dict = {}
     try:
@@ -188,8 +206,8 @@ def recover_table(ctx: StepContext) -> Done | Fail:
 
 
 def _recover(ctx: StepContext, ssh, layout, origin: dict, wanted) -> dict:
-    made = ssh(commands.create(layout, secrets.token_hex(16), identity()), timeout=600,
-               check=False)
+    made = ssh(commands.create(layout, secrets.token_hex(16), identity(),
+                               quota=ctx.state.get("quota")), timeout=600, check=False)
     if not made.ok:
         error, _ = core.split_log(made.stderr or made.stdout)
         return {"error": f"clone or start failed: {error}"}

@@ -1,7 +1,8 @@
 """experiments.run: one Operation that measures every value and puts the host back.
 
-begin (room check, read every before-value, write the script) -> hold (settings held for
-the whole experiment) -> per run: set (the value) -> [restart] -> prepare (re-initialise,
+begin (room check, read every before-value, write the script) -> confine (a custom
+script's own role and database: commands.confine) -> hold (settings held for the whole
+experiment) -> per run: set (the value) -> [restart] -> prepare (re-initialise,
 script setup) -> measure (WAL/checkpoint snapshot, pgbench and the checkpointer detached)
 -> poll -> collect (figures, compression ratio, drain) -> ... -> restore -> [restart] ->
 finish.
@@ -19,6 +20,7 @@ restart of the worker) finds its job instead of starting it twice. Any failure b
 from __future__ import annotations
 
 import functools
+import secrets
 from datetime import timedelta
 
 from django.conf import settings
@@ -73,7 +75,7 @@ def guarded(step):
 def begin(ctx: StepContext) -> Next | Fail:
     exp = _experiment(ctx)
     if exp.original:  # read already (this step re-run): never read the changed values
-        return Next("hold")
+        return Next("confine")
     run = ctx.runner()
     work = exp.workload
     if exp.data_dataset:
@@ -95,7 +97,22 @@ def begin(ctx: StepContext) -> Next | Fail:
     if exp.script_version_id:
         result = run(commands.write_script(), stdin=exp.script_version.text.encode())
         ctx.state["tmp_dir"] = result.stdout.strip()
-    return Next("hold", progress=1)
+    return Next("confine", progress=1)
+
+
+@guarded
+def confine(ctx: StepContext) -> Next:
+    """A custom script's role and database (commands.confine), made again when this step
+    is run again; a built-in script is PoZoL's own text and runs as the owner."""
+    exp = _experiment(ctx)
+    if not exp.script_version_id or exp.script_version.script.builtin:
+        return Next("hold")
+    confined = commands.Confined.of(ctx.operation.pk, ctx.state["tmp_dir"])
+    ctx.state["confined"] = {"role": confined.role, "passfile": confined.passfile}
+    ctx.runner()(commands.confine(_target(ctx), confined, secrets.token_hex(24)), timeout=120)
+    ctx.log(f"the script runs as role {confined.role} (no superuser, no membership), in "
+            f"its own database {confined.role}")
+    return Next("hold")
 
 
 @guarded
@@ -147,18 +164,20 @@ def restart(ctx: StepContext) -> Next | Wait | Fail:
 def prepare(ctx: StepContext) -> Next | Wait | Fail:
     exp, index = _experiment(ctx), ctx.state["index"]
     work = exp.workload
-    if work["reinit"]:
-        command = _bench_commands().initialise(_target(ctx, work["database"]), work["scale"])
+    confined = _confined(ctx)
+    if work["reinit"] or (confined and not ctx.state.get("initialised")):
+        command = commands.initialise(_target(ctx, _database(ctx, exp)), work["scale"], confined)
         status = remote_jobs.advance(ctx, f"init{index}", command)
         if status.state == "running":
             return Wait(1, message=f"run {index + 1}: re-initialising the pgbench tables")
         if status.state != "succeeded":
             return Fail(f"pgbench -i ended {status.state} (exit {status.exit_code}):\n"
                         + _tail(ctx, f"init{index}"), "pgbench_init_failed")
+        ctx.state["initialised"] = True
     if exp.script_version_id and exp.script_version.setup.strip():
         copy_file = f"{exp.data_dir}/{commands.COPY_FILE}"
-        ctx.runner()(commands.setup(_target(ctx, work["database"]), exp.script_version.setup,
-                                    copy_file))
+        ctx.runner()(commands.setup(_target(ctx, _database(ctx, exp)),
+                                    exp.script_version.setup, copy_file, confined))
     return Next("measure")
 
 
@@ -171,9 +190,10 @@ def measure(ctx: StepContext) -> Next:
         wal, checkpoints = _snapshot(ctx, exp)
         Run.objects.filter(pk=row.pk).update(wal_before=wal, checkpoints_before=checkpoints,
                                              started_at=timezone.now())
-    target = _target(ctx, work["database"])
+    target = _target(ctx, _database(ctx, exp))
     script_file = f"{ctx.state['tmp_dir']}/script.sql" if ctx.state.get("tmp_dir") else None
-    remote_jobs.advance(ctx, f"run{index}", commands.pgbench(target, work, script_file))
+    remote_jobs.advance(ctx, f"run{index}", commands.pgbench(target, work, script_file,
+                                                              _confined(ctx)))
     if work["checkpoint_every"]:
         until = f"{ctx.host.work_dir}/{remote_jobs.unit_for(ctx, f'run{index}')}.status"
         remote_jobs.advance(ctx, f"ckpt{index}", commands.checkpointer(
@@ -265,6 +285,8 @@ def restore(ctx: StepContext) -> Next:
 
 def _cleanup(ctx: StepContext, exp: Experiment) -> list:
     out = []
+    if _confined(ctx):
+        out.append(commands.release(_target(ctx), _confined(ctx)))
     if ctx.state.get("tmp_dir"):
         out.append(commands.remove_dir(ctx.state["tmp_dir"]))
     if exp.script_version_id and exp.script_version.setup.strip():
@@ -306,10 +328,15 @@ def _target(ctx: StepContext, database: str = "postgres") -> ClusterTarget:
     return ClusterTarget.of(**{**ctx.state["target"], "database": database})
 
 
-def _bench_commands():
-    from apps.benchmarks import commands as bench
+def _confined(ctx: StepContext) -> commands.Confined | None:
+    values = ctx.state.get("confined")
+    return commands.Confined(**values) if values else None
 
-    return bench
+
+def _database(ctx: StepContext, exp: Experiment) -> str:
+    """Where the runs happen: a custom script's own database, else the workload's."""
+    confined = _confined(ctx)
+    return confined.role if confined else exp.workload["database"]
 
 
 def _snapshot(ctx: StepContext, exp: Experiment) -> tuple[int, int]:
@@ -338,7 +365,7 @@ def _stop_units(ctx: StepContext) -> None:
 
 KIND = register(Kind(
     name="experiments.run",
-    steps={"begin": begin, "hold": hold, "set": set_value, "restart": restart,
+    steps={"begin": begin, "confine": confine, "hold": hold, "set": set_value, "restart": restart,
            "prepare": prepare, "measure": measure, "poll": poll, "collect": collect,
            "restore": restore, "finish": finish},
     first_step="begin",

@@ -155,6 +155,21 @@ def start(kind_name: str, *, host=None, subject: str = "", state: dict | None = 
     return operation
 
 
+def refused(kind_name: str, *, host=None, subject: str = "", state: dict | None = None,
+            trigger: str = Operation.Trigger.SYSTEM, error: str, code: str) -> Operation:
+    """An operation that was due and refused before it could start (no worker runs it):
+    recorded as failed, so the operations list, its log and the operation_failed alert
+    say why what was scheduled did not happen."""
+    kind = KINDS[kind_name]
+    now = timezone.now()
+    operation = Operation.objects.create(
+        kind=kind.name, host=host, subject=subject or (host.name if host else ""),
+        mutating=kind.mutating, step=kind.first_step, state=state or {}, trigger=trigger,
+        started_at=now)
+    _finish(operation, Operation.Status.FAILED, error=error, code=code)
+    return operation
+
+
 def deliver(operation_id: int, countdown: float = 0) -> None:
     """Ask a worker to run the operation's next step; only log if the broker is down.
 

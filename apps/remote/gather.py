@@ -137,8 +137,11 @@ def host_probes() -> dict[str, Command]:
         "sysctl": cmd("sysctl", *system.VM_SYSCTLS),
         # sd_booted(3): this directory exists only when systemd is PID 1.
         "systemd": cmd("test", "-d", "/run/systemd/system"),
-        # dash's `command -v` answers for its first operand only: ask one by one.
-        "tools": script("for tool in zfs zpool nvme lsblk runuser; do command -v \"$tool\"; done"),
+        # dash's `command -v` answers for its first operand only: ask one by one. pv and
+        # mbuffer decide whether replication can apply a bandwidth limit; they come before
+        # runuser so the probe's status stays that of the last tool a host always has.
+        "tools": script("for tool in zfs zpool nvme pv mbuffer lsblk runuser; "
+                        "do command -v \"$tool\"; done"),
         "lsblk": script("lsblk -J -b -o {cols} || lsblk -P -b -o {cols}",
                         cols=disks.LSBLK_COLUMNS),
         "write_cache": script("grep -H . /sys/block/*/queue/write_cache"),

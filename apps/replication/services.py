@@ -114,6 +114,25 @@ def _apply(link: ReplicationLink, values: dict) -> None:
         Policy(name="link", **link.keep_counts())
     except PolicyError as exc:
         raise _refuse(f"keep_{exc.field}", str(exc)) from None
+    _limit_applies(link)
+
+
+LIMITERS = ("pv", "mbuffer")
+
+
+def _limit_applies(link: ReplicationLink) -> None:
+    """A bandwidth limit the source cannot apply is refused, not saved and ignored: the
+    limiter is pv or mbuffer on the source (core.commands). Known from discovery's
+    `tools`; a host whose tools discovery has not read is not refused here (the plan
+    then says the limit cannot be applied)."""
+    if not link.bandwidth_limit:
+        return
+    tools = (link.source_host.facts or {}).get("tools")
+    if tools is None or any(name in tools for name in LIMITERS):
+        return
+    raise _refuse("bandwidth_limit",
+                  f"{link.source_host.name} has neither pv nor mbuffer, so no limit can be "
+                  f"applied: install one there and run discovery, or leave the limit empty")
 
 
 def core_link(link: ReplicationLink) -> Link:
@@ -271,9 +290,29 @@ def tick(now: datetime | None = None) -> list[Operation]:
         if link.interval_minutes and _due(link, now):
             try:
                 started.append(run_now(link, trigger=Operation.Trigger.SCHEDULE))
-            except Conflict:
-                continue
+            except Conflict as exc:
+                _skipped(link, exc)
     return started
+
+
+def _skipped(link: ReplicationLink, refusal: Conflict) -> None:
+    """A scheduled run refused for want of room is recorded, not dropped: the link says
+    refused with the figures (and waits its interval, as after a refused run), and a
+    failed operation says so in the operations list and the operation_failed alert.
+    A run already under way, or a paused link, is no failure."""
+    if refusal.code != "no_room":
+        return
+    error = f"refused: {refusal.message}"
+    with transaction.atomic():
+        operation = engine.refused(
+            steps.RUN.name, host=link.source_host, trigger=Operation.Trigger.SCHEDULE,
+            subject=f"replicate {link.name}: {link.source_host.name} -> "
+                    f"{link.target_host.name}:{link.target_parent}"[:200],
+            state={"link": link.pk}, error=error, code="no_room")
+        now = timezone.now()
+        ReplicationLink.objects.filter(pk=link.pk).update(
+            state=ReplicationLink.State.REFUSED, last_error=f"scheduled run {error}"[:4000],
+            last_run_at=now, last_operation=operation, updated_at=now)
 
 
 def _due(link: ReplicationLink, now: datetime) -> bool:
@@ -292,8 +331,8 @@ def after_policy_snapshot(host: Host, datasets: list[str]) -> list[Operation]:
                                                paused=False):
         try:
             started.append(run_now(link, trigger=Operation.Trigger.SCHEDULE))
-        except Conflict:
-            continue
+        except Conflict as exc:
+            _skipped(link, exc)
     return started
 
 

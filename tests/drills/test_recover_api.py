@@ -59,3 +59,22 @@ def test_a_snapshot_missing_on_the_wal_dataset_is_refused(api):
     response = recover(api, lone, database="postgres", table="orders")
     assert response.status_code == 400, response.content
     assert "snapshot" in response.json()["error"]["fields"]
+
+
+def test_a_recovery_on_a_pool_at_its_reserve_is_refused_with_the_figures(api, data):
+    from apps.fleet.models import Dataset
+    Dataset.objects.filter(host=data.host, name="tank").update(used=700 * 2**20,
+                                                               available=300 * 2**20)
+    response = recover(api, data, database="postgres", table="orders")
+    assert response.status_code == 409, response.content
+    error = response.json()["error"]
+    assert error["code"] == "no_room" and "keeps a reserve of" in str(error)
+    assert not Operation.objects.filter(kind=KIND).exists()
+
+
+def test_a_recovery_carries_the_hosts_clone_quota_and_its_room_check(api, delivered, data):
+    response = recover(api, data, database="postgres", table="orders")
+    operation = Operation.objects.get(pk=response.json()["id"])
+    assert operation.state["quota"] == 8 * 2**30
+    assert operation.state["room"] == {"pools": ["tank"], "needed": 256 * 2**20,
+                                       "what": "a table recovery"}

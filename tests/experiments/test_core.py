@@ -129,3 +129,24 @@ def test_setup_goes_to_the_server_as_one_string_psql_never_reads():
     assert "TO '/pg/data/pozol-copy-source.csv' WITH" in sql and ":'copy_file'" not in sql
     with pytest.raises(InvalidValue):
         commands.setup(target, "SELECT 1", "/pg/it's")
+
+
+def test_a_custom_scripts_role_gets_its_password_on_stdin_only():
+    from apps.remote.cluster import ClusterTarget
+
+    target = ClusterTarget(owner="postgres", bin_dir="/usr/lib/postgresql/15/bin",
+                           socket_dir="/run/pg", port=5432)
+    confined = commands.Confined.of(12, "/tmp/pozol-exp.abc123")
+    password = "ab" * 16
+    command = commands.confine(target, confined, password)
+    assert password not in command.text and password not in command.shown
+    assert command.stdin.decode().startswith(password + "\n")
+    assert "local pozol_exp_12 pozol_exp_12 scram-sha-256 #pozol-experiment:pozol_exp_12:" in (
+        command.text)
+    assert "-U pozol_exp_12" in commands.pgbench(
+        target, {"clients": 1, "threads": 1, "duration": 2}, "/tmp/pozol-exp.abc123/s.sql",
+        confined).text
+    with pytest.raises(ValueError):
+        commands.confine(target, confined, "x'; DROP ROLE postgres; --" * 2)
+    with pytest.raises(ValueError):
+        commands.Confined(role="postgres", passfile="/tmp/x")

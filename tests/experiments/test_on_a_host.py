@@ -122,3 +122,74 @@ def test_psql_meta_commands_in_a_scripts_setup_do_not_run(fleet_hosts, api, work
     assert body["status"] == "failed", worker.output()[-2000:]
     assert "syntax error" in body["operation"]["error"], body["operation"]["error"]
     assert run_on(fleet_host, f"ls {marker}* 2>/dev/null | wc -l").strip() == "0"
+
+
+def experiment(api, host, fleet_host, worker, text: str, setup: str = "") -> dict:
+    """A custom script in the wal_sync_method experiment (a reload, no restart), to its
+    end; the host's pg_hba.conf and roles afterwards are checked by the caller."""
+    made = api.post("/api/experiment-scripts/", {
+        "name": f"Custom {secrets.token_hex(4)}", "text": text, "setup": setup},
+        format="json")
+    assert made.status_code == 201, made.json()
+    started = api.post("/api/experiments/", {
+        "host": host.pk, "template": "wal-sync-method", "values": ["fsync", "fdatasync"],
+        "script": made.json()["slug"], "repetitions": 1,
+        "workload": {"duration": 2, "scale": 1}}, format="json")
+    assert started.status_code == 201, started.json()
+    return wait_for(lambda: (b := api.get(f"/api/experiments/{started.json()['id']}/")
+                             .json())["status"] not in ("pending", "running", "waiting")
+                    and b, 180, "the experiment to end")
+
+
+def hba_and_roles(fleet_host) -> tuple[str, str]:
+    hba = run_on(fleet_host, f"cat {show(fleet_host, 'hba_file')}")
+    roles = run_on(fleet_host, (
+        f"cd / && runuser -u {fleet_host.pg_os_user} -- {fleet_host.pg_bin_dir}/psql -XAt "
+        f"-h {fleet_host.pg_socket_dir} -p {fleet_host.pg_port} -d postgres -c "
+        "\"SELECT string_agg(rolname, ',' ORDER BY rolname) FROM pg_roles "
+        "UNION ALL SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_database\""))
+    return hba, roles
+
+
+# Raises in a setup run as a superuser or as a member of a role reaching the host.
+RIGHTS_CHECK = (
+    "DO $$ BEGIN IF current_setting('is_superuser') = 'on' OR EXISTS (SELECT FROM pg_roles "
+    "WHERE rolname IN ('pg_execute_server_program', 'pg_read_server_files', "
+    "'pg_write_server_files', 'pg_signal_backend') AND pg_has_role(rolname, 'MEMBER')) "
+    "OR (SELECT rolcreaterole OR rolreplication OR rolbypassrls OR rolcreatedb "
+    "FROM pg_roles WHERE rolname = current_user) "
+    "THEN RAISE EXCEPTION 'too strong: %', current_user; END IF; END $$;\n")
+
+
+def test_a_custom_script_runs_as_a_role_that_cannot_reach_the_host(
+        fleet_hosts, api, worker):
+    """Issue 19 §4: the text check is bypassed by building the statement in a DO block,
+    and it never looked for lo_export. A custom script and its setup now run as a role
+    of the experiment's own (no superuser, no membership) in its own database: both
+    fail there, nothing is written on the host, and the role, its database and its
+    pg_hba line are gone afterwards. A harmless script runs."""
+    fleet_host = fleet_hosts[0]
+    host = registered(fleet_host)
+    before = hba_and_roles(fleet_host)
+    marker = f"/tmp/pozol-exp-{secrets.token_hex(8)}"
+    bypass = experiment(api, host, fleet_host, worker, "SELECT 1;\n", setup=(
+        "DO $$ BEGIN EXECUTE 'COPY (SELECT 1) TO PROG' || 'RAM ''id > "
+        f"{marker}-run'''; END $$;\n"))
+    assert bypass["status"] == "failed", worker.output()[-2000:]
+    error = bypass["operation"]["error"]
+    assert "pg_execute_server_program" in error or "superuser" in error, error
+    exported = experiment(api, host, fleet_host, worker,
+                          f"SELECT lo_export(lo_from_bytea(0, 'x'), '{marker}-lo');\n")
+    assert exported["status"] == "failed", worker.output()[-2000:]
+    error = exported["operation"]["error"]
+    assert "permission denied for function lo_export" in error, error
+    assert run_on(fleet_host, f"ls {marker}* 2>/dev/null | wc -l").strip() == "0"
+    assert hba_and_roles(fleet_host) == before
+
+    fine = experiment(api, host, fleet_host, worker,
+                      "INSERT INTO pozol_mine SELECT count(*) FROM pgbench_branches;\n",
+                      setup=RIGHTS_CHECK + "CREATE TABLE IF NOT EXISTS pozol_mine (n bigint);\n")
+    assert fine["status"] == "succeeded", (fine["operation"]["error"],
+                                           worker.output()[-2000:])
+    assert all(run["tps"] for run in fine["runs"]), fine["runs"]
+    assert hba_and_roles(fleet_host) == before

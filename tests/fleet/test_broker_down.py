@@ -19,7 +19,7 @@ from apps.ops.models import Operation
 from apps.remote.keys import generate_keypair
 from pozol.celery import app as celery_app
 from tests.redis_server import RedisServer
-from tests.workers import Worker
+from tests.workers import ProcessGroup, Worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -137,7 +137,52 @@ def test_a_worker_survives_a_redis_outage_and_runs_what_was_asked_meanwhile(
     assert operation.started_at is not None and operation.status == "failed", operation.error
 
 
-def wait_for(condition, worker: Worker, timeout: float = 60) -> None:
+def test_beat_delivers_what_was_asked_during_an_outage_and_both_outlive_it(
+        api, broker, redis_server: RedisServer, settings, tmp_path):
+    """Issue 19 §5, end to end with nobody calling the sweeper: a real worker and a real
+    beat (the sweeper every second, nothing else scheduled) on a Redis the test stops.
+    A host added meanwhile is saved; once Redis is back, beat's sweeper re-delivers
+    its discovery and the same worker runs it; neither process exited."""
+    from django_celery_beat.models import PeriodicTask
+
+    from apps.ops.schedule import ensure_periodic_tasks
+    from tests.workers import Beat
+
+    broker(redis_server.url())
+    settings.POZOL = {**settings.POZOL, "SWEEP_INTERVAL": 1}
+    ensure_periodic_tasks()
+    PeriodicTask.objects.exclude(task="ops.sweep").update(enabled=False)
+    env = {"POZOL_REDIS_URL": redis_server.url(), "POZOL_SWEEP_INTERVAL": "1"}
+    worker = Worker("pozol", "outage-beat", tmp_path, **env)
+    beat = Beat("pozol", "outage", tmp_path, **env)
+    try:
+        wait_for(lambda: " ready." in worker.output(), worker)
+        wait_for(lambda: "(ops.sweep)" in beat.output(), beat)
+        redis_server.stop()
+        wait_for(lambda: "Connection to broker lost" in worker.output(), worker)
+
+        response = api.post("/api/hosts/", {**BODY, "name": "db3"}, format="json")
+        assert response.status_code == 201, response.content
+        operation = Operation.objects.get(host__name="db3")
+        time.sleep(4)  # beat's sweeps fail meanwhile: nowhere to send them
+        for process in (worker, beat):
+            assert process.process.poll() is None, process.output()[-3000:]
+        assert Operation.objects.get(pk=operation.pk).started_at is None
+
+        redis_server.start()
+        # Not before SWEEP_GRACE (10 s) has passed since it was asked for.
+        wait_for(lambda: not Operation.objects.get(pk=operation.pk).is_active, worker,
+                 timeout=90)
+        for process in (worker, beat):
+            assert process.process.poll() is None, process.output()[-3000:]
+    finally:
+        beat.stop()
+        worker.stop()
+    operation.refresh_from_db()
+    assert operation.started_at is not None and operation.status == "failed", operation.error
+
+
+def wait_for(condition, worker: ProcessGroup, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert worker.process.poll() is None, worker.output()[-3000:]

@@ -299,6 +299,18 @@ def test_a_nearly_full_target_is_refused_with_the_figures_before_anything_is_sen
         run_anyway(source, f"rm -f {source.pg_data_dir}/../ballast")
 
 
+def test_a_bandwidth_limit_is_refused_where_the_source_cannot_apply_it(pair):
+    """The test hosts have neither pv nor mbuffer (the plan's limiter): discovery says
+    so, and a link asking for a limit is refused at save instead of ignored at run."""
+    source, _, hosts = pair
+    assert run_anyway(source, "command -v pv mbuffer || true").strip() == ""
+    with pytest.raises(services.LinkError) as refused:
+        make_link(hosts, bandwidth_limit=1 << 20)
+    assert refused.value.fields["bandwidth_limit"][0].startswith(
+        f"{hosts[0].name} has neither pv nor mbuffer")
+    assert not ReplicationLink.objects.exists()
+
+
 def test_the_target_keeps_what_the_links_counts_keep(pair):
     source, target, hosts = pair
     host1, _ = hosts

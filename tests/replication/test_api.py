@@ -91,6 +91,23 @@ def test_absurd_settings_are_refused_with_the_field(api, hosts, field, value):
     assert field in refused(make(api, hosts, **{field: value}))["fields"]
 
 
+def test_a_bandwidth_limit_the_source_cannot_apply_is_refused(api, replayed_host):
+    """Issue 19: a limit was saved and silently not applied on a source with neither pv
+    nor mbuffer. The replayed zfs-fuse host has neither: refused at save, with why."""
+    hosts = replayed_host, factories.target()
+    data_dir = replayed_host.clusters.get().data_dir
+    error = refused(make(api, hosts, cluster_data_dir=data_dir, bandwidth_limit=1 << 20))
+    assert "neither pv nor mbuffer" in error["fields"]["bandwidth_limit"][0]
+    assert not ReplicationLink.objects.exists()
+    assert make(api, hosts, cluster_data_dir=data_dir).status_code == 201
+    address = f"/api/replication-links/{ReplicationLink.objects.get().pk}/"
+    response = api.patch(address, {"bandwidth_limit": 1 << 20}, format="json")
+    assert response.status_code == 400 and ReplicationLink.objects.get().bandwidth_limit is None
+    replayed_host.facts["tools"]["mbuffer"] = "/usr/bin/mbuffer"
+    replayed_host.save()
+    assert api.patch(address, {"bandwidth_limit": 1 << 20}, format="json").status_code == 200
+
+
 @pytest.mark.parametrize("changes", [
     {}, {"source_host": None}, {"target_host": 999999}, {"source_host": "1"},
     {"dataset": "tank/pg"},  # and a cluster: one of them, not both

@@ -262,3 +262,13 @@ def test_a_link_never_run_but_older_than_its_threshold_is_late(signed_in, hosts)
         created_at=link.created_at - timedelta(hours=2))
     page = signed_in.get("/replication/").content.decode()
     assert '<span class="lag late">never replicated (the link is 2 h old)</span>' in page
+
+
+def test_a_bandwidth_limit_the_source_cannot_apply_is_an_error_beside_it(signed_in, hosts):
+    source, _ = hosts
+    source.facts = {**source.facts, "tools": {"zfs": "/usr/sbin/zfs"}}
+    source.save()
+    response = signed_in.post("/replication/new/", form(hosts, bandwidth_limit="1048576"))
+    page = response.content.decode()
+    assert response.status_code == 200 and not ReplicationLink.objects.exists()
+    assert "neither pv nor mbuffer" in field_error(page, "bandwidth_limit"), page

@@ -194,3 +194,35 @@ def test_a_run_into_a_target_pool_at_its_reserve_is_refused_with_the_figures(hos
     assert services.tick() == []  # the schedule skips it too
     Dataset.objects.filter(host=target, name="tank").update(available=400 * 2**20)
     assert services.run_now(link).kind == "replication.run"
+
+
+def test_a_scheduled_run_skipped_for_room_says_so_on_the_link_and_as_an_operation(
+        hosts, delivered):
+    """Issue 19: the schedule skipped a link whose target was at its reserve and recorded
+    nothing, so nobody saw why it did not run."""
+    from apps.alerts.evaluate import operation_failed
+    from apps.fleet.models import Dataset
+
+    link = make(hosts, interval_minutes=30)
+    source, target = hosts
+    Dataset.objects.filter(host=target, name="tank").update(used=960 * 2**20,
+                                                            available=40 * 2**20)
+    now = timezone.now()
+    assert services.tick(now) == []
+    link.refresh_from_db()
+    assert link.state == ReplicationLink.State.REFUSED
+    assert link.last_error.startswith("scheduled run refused: pool tank has 40.0 MiB free")
+    [skipped] = Operation.objects.filter(kind="replication.run")
+    assert link.last_operation == skipped and delivered == []  # nothing for a worker
+    assert skipped.status == Operation.Status.FAILED and skipped.error_code == "no_room"
+    assert skipped.trigger == Operation.Trigger.SCHEDULE and skipped.host == source
+    assert skipped.finished_at is not None and skipped.state == {"link": link.pk}
+    assert "keeps a reserve of" in skipped.log_lines.get().text
+    assert f"operation #{skipped.pk} replication.run failed: refused: pool tank" in (
+        operation_failed(source, None, False, timezone.now()))
+    # Once a run of the interval: the next tick within it records nothing more.
+    services.tick(now + timedelta(minutes=5))
+    assert Operation.objects.filter(kind="replication.run").count() == 1
+    Dataset.objects.filter(host=target, name="tank").update(available=400 * 2**20)
+    [run] = services.tick(now + timedelta(minutes=31))
+    assert run.status == Operation.Status.PENDING
