@@ -108,3 +108,21 @@ def _openzfs(version: ZfsVersion | None) -> ReplicationCapabilities:
         return ReplicationCapabilities(dialect=OPENZFS, resumable=False, recv_properties=False,
                                        compressed_stream=False)
     return OPENZFS_CAPABILITIES
+
+
+def stream_refusal(source: ReplicationCapabilities,
+                   target: ReplicationCapabilities) -> str | None:
+    """Why no stream of the source can be received by the target, or None.
+
+    OpenZFS marks every stream of a filesystem of ZPL version 5 (system attributes, the
+    default of every OpenZFS filesystem) with the SA_SPILL feature flag (libzfs
+    `zfs_send_one`, module/zfs/dmu_send.c `setup_featureflags`: `version >=
+    ZPL_VERSION_SA`), and a receiver from before pool version 24 refuses it: seen
+    between the OpenZFS 2.3 VM host and a zfs-fuse host, "cannot receive: stream has
+    unsupported feature, feature flags = 4", after the send had started."""
+    if source.dialect == OPENZFS and target.dialect == ZFS_FUSE:
+        return ("zfs-fuse (pool version 23) cannot receive a stream from OpenZFS: OpenZFS "
+                "marks streams of its filesystems (ZPL version 5, system attributes) with a "
+                "feature that pools before version 24 refuse (\"stream has unsupported "
+                "feature\"). Replicate to an OpenZFS host instead.")
+    return None

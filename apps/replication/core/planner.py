@@ -67,7 +67,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
-from apps.replication.core.capabilities import ReplicationCapabilities
+from apps.replication.core.capabilities import ReplicationCapabilities, stream_refusal
 from apps.replication.core.link import Link, Mode, ReplicationError
 
 
@@ -202,6 +202,10 @@ def plan_link(link: Link, sources: Mapping[str, SourceState],
     _check_inputs(link, sources, targets)
     sending = _sending_name(link, sources)
     notes = _link_notes(link, source_caps, target_caps)
+    if refusal := stream_refusal(source_caps, target_caps):
+        refused = tuple(DatasetPlan(s, link.target_of(s), Action.REFUSED, reason=refusal)
+                        for s in link.sources)
+        return LinkPlan(link.name, Action.REFUSED, refused, sending, notes, ())
     plans = []
     for source in link.sources:
         plans.append(_plan_dataset(link, source, link.target_of(source), sources[source],
@@ -524,9 +528,8 @@ def _link_notes(link: Link, source_caps: ReplicationCapabilities,
                      "until one is.")
     stream = _stream(source_caps, target_caps)
     if not all(stream.values()):
-        notes.append("Streams are sent as plain records (no zfs send -c/-L): "
-                     + ("the target" if source_caps.compressed_stream else "this source")
-                     + " cannot take compressed or large-block streams, so blocks are "
+        notes.append("Streams are sent as plain records (no zfs send -c/-L): this source "
+                     "cannot send compressed or large-block streams, so blocks are "
                      "decompressed to send and compressed again on receive.")
     if not source_caps.send_estimate:
         notes.append("The expected size is an estimate from the snapshots' used/referenced "
