@@ -58,16 +58,20 @@ def _run(cache: Path | None, before: machine.MachineState) -> None:
             engine.start()
         with step("base images (official ones, or stand-ins)"):
             ensure_base_images(engine, cache)
-        if not env_file.exists():
+        if env_file.exists():
+            say(f"secrets: the {env_file} there already (left as it is)")
+        else:
             _write_env_file(env_file)
             made_env_file = True
         deployment = Deployment(engine, REPO, _free_port())
         _deploy(deployment)
         _exercise(deployment)
     finally:
-        _tear_down(engine, root, before)
-        if made_env_file:
-            env_file.unlink()
+        try:
+            _tear_down(engine, root, before)
+        finally:
+            if made_env_file:
+                env_file.unlink()
 
 
 def _write_env_file(path: Path) -> None:
@@ -152,13 +156,13 @@ def _exercise(deployment: Deployment) -> None:
         stopped = deployment.state("demo-host")
         if stopped["ExitCode"] != 0:
             fail(f"demo-host exited {stopped['ExitCode']}: "
-                 f"{deployment.compose('logs', '--tail', '15', 'demo-host').stdout}")
+                 f"{deployment.compose('logs', '--no-color', '--tail', '15', 'demo-host').stdout}")
         kept = deployment.engine.docker(
-            "run", "--rm", "-v", f"{PROJECT}_demo-host:{DEMO_STATE}", "--entrypoint", "ls",
-            "pozol:latest", DEMO_STATE, f"{DEMO_STATE}/host_keys").stdout.split()
-        if "id_ed25519" not in kept or "host1_ed25519" not in kept:
+            "run", "--rm", "-v", f"{PROJECT}_demo-host:/volume", "-w", "/volume",
+            "--entrypoint", "find", "pozol:latest", ".", "-type", "f").stdout.split()
+        if "./id_ed25519" not in kept or "./host_keys/host1_ed25519" not in kept:
             fail(f"the volume lost its keys: {kept}")
-        say(f"  exit 0; the volume keeps {' '.join(sorted(kept))}")
+        say(f"  exit 0; the volume keeps {' '.join(sorted(p[2:] for p in kept))}")
     with step("start demo-host and discover it again with the keys it had"):
         deployment.compose("start", "demo-host")
         deployment.wait_healthy(("demo-host",))

@@ -52,7 +52,7 @@ class Deployment:
                 if state.get("Health", {}).get("Status") == "healthy":
                     healthy[service] = time.monotonic() - began
                 elif not state["Running"]:
-                    logs = self.compose("logs", "--tail", "20", service).stdout
+                    logs = self.compose("logs", "--no-color", "--tail", "20", service).stdout
                     fail(f"{service} exited {state['ExitCode']}:\n{logs}")
             if time.monotonic() - began > timeout:
                 fail(f"not healthy after {timeout}s: {set(services) - set(healthy)}")
