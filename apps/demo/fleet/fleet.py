@@ -10,6 +10,7 @@ import shutil
 from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 
 from . import keys, pgbin
 from .host import host_dirs, host_status, pool_file_size, start_host, stop_host
@@ -88,14 +89,35 @@ def up(
 
 
 def status(state_dir: PathLike = None) -> list[HostStatus]:
-    """Every host recorded in the state dir, with which of its processes still run."""
+    """Every host recorded in the state dir, with which of its processes still run.
+
+    A host's address is the one clients dial: what advertise() recorded for it
+    (serve's --advertise), else its loopback address.
+    """
     cfg = resolve_config(state_dir)
+    dialled = _advertised(cfg)
     found = (host_status(layout) for layout in host_dirs(cfg))
-    return [s for s in found if s is not None]
+    return [replace(s, address=dialled.get(s.name, s.address)) for s in found if s is not None]
 
 
-def down(state_dir: PathLike = None) -> list[str]:
-    """Stop every host of the fleet and remove the state dir. Returns the host names."""
+def advertise(state_dir: PathLike, name: str, address: str) -> None:
+    """Record that clients reach host name at address (a name such as demo-host, or
+    serve's --listen), for status and the fleet's known_hosts; its record keeps its
+    loopback address, where its PostgreSQL listens."""
+    cfg = resolve_config(state_dir)
+    with _locked(cfg):
+        cfg.advertised.write_text(json.dumps({**_advertised(cfg), name: address}) + "\n")
+        _write_known_hosts(cfg)
+
+
+def down(state_dir: PathLike = None, *, keep_keys: bool = False) -> list[str]:
+    """Stop every host of the fleet and remove the state dir. Returns the host names.
+
+    keep_keys (serve, whose state dir is a container's volume): remove only the
+    hosts' directories, keeping the client key and the hosts' keys, so that the
+    host comes back with the keys the control plane pinned. A state dir that is a
+    mount point (a volume) is emptied, not removed: the kernel refuses (EBUSY).
+    """
     cfg = resolve_config(state_dir)
     if not cfg.state_dir.exists():
         return []
@@ -104,8 +126,20 @@ def down(state_dir: PathLike = None) -> list[str]:
     with _locked(cfg):
         layouts = host_dirs(cfg)
         _in_parallel(stop_host, layouts)
-        shutil.rmtree(cfg.state_dir)
+        if not keep_keys:
+            _remove_state_dir(cfg)
     return [layout.root.name for layout in layouts]
+
+
+def _remove_state_dir(cfg: FleetConfig) -> None:
+    if not os.path.ismount(cfg.state_dir):
+        shutil.rmtree(cfg.state_dir)
+        return
+    for path in cfg.state_dir.iterdir():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def _claim(cfg: FleetConfig) -> None:
@@ -182,6 +216,13 @@ def _write_known_hosts(cfg: FleetConfig) -> None:
         keys.known_hosts_line(s.address, s.port, s.host_public_key) for s in status(cfg.state_dir)
     ]
     cfg.known_hosts.write_text("".join(f"{line}\n" for line in lines))
+
+
+def _advertised(cfg: FleetConfig) -> dict[str, str]:
+    try:
+        return json.loads(cfg.advertised.read_text())
+    except FileNotFoundError:
+        return {}
 
 
 def _is_up(layout: Layout) -> bool:

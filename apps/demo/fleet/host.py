@@ -62,6 +62,9 @@ def start_host(cfg: FleetConfig, index: int, owner: str = PG_OS_USER,
                major: int = pgbin.DEFAULT_MAJOR, debian: bool = False) -> Host:
     """Create and start host number index; its record is saved at every step.
 
+    Its host key is made once and kept until the fleet's down, so a host
+    rebuilt over a killed one (or by serve after a restart) keeps it.
+
     owner is the OS user that owns the host's PostgreSQL cluster (see
     postgres.ensure_os_user for a user other than postgres); major its
     PostgreSQL major (see pgbin.py for another than 15); debian puts its
@@ -86,6 +89,7 @@ def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_US
              major: int = pgbin.DEFAULT_MAJOR, debian: bool = False) -> Host:
     """The host's connection facts; makes its host key and, for another major than 15,
     its PostgreSQL installation."""
+    layout.host_key.parent.mkdir(mode=0o700, exist_ok=True)
     keys.ensure_key(layout.host_key, f"pozol-fleet-{cfg.host_name(index)}")
     public = keys.public_key(layout.host_key)
     data_mount = layout.mnt / "pg" / "data"
@@ -148,7 +152,7 @@ def host_status(layout: Layout) -> HostStatus | None:
 def _follow_restarted_postmaster(layout: Layout, record: Record) -> bool:
     """A tuning apply or a test may restart PostgreSQL with pg_ctl: the host is
     still up, with a new postmaster. Record it, so that up leaves the host alone
-    (rebuilding it would give it a new host key) and down stops the live one."""
+    (rebuilding it would lose its data) and down stops the live one."""
     try:
         current = postgres.postmaster(record.procs["namespace"], record.host)
     except (FleetError, OSError, ValueError, IndexError):

@@ -90,7 +90,9 @@ class Layout:
     record = property(lambda self: self.root / "host.json")
     disk = property(lambda self: self.root / "disk.img")
     mnt = property(lambda self: self.root / "mnt")
-    host_key = property(lambda self: self.root / "ssh_host_ed25519_key")
+    # Beside the host's directory, not in it: stop_host removes that directory,
+    # and a host that serve rebuilds must answer with the key clients pinned.
+    host_key = property(lambda self: self.root.parent / "host_keys" / f"{self.root.name}_ed25519")
     sshd_pid_file = property(lambda self: self.root / "sshd.pid")
     zfs_pid_file = property(lambda self: self.root / "zfs-fuse.pid")
     socket_dir = property(lambda self: self.root / "pgsocket")
