@@ -33,9 +33,10 @@ import re
 from dataclasses import asdict
 from functools import reduce
 
-from apps.remote import commands
+from apps.remote import commands, sudo
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, InvalidValue, cmd, script
+from apps.remote.errors import SudoRefused
 from apps.remote.facts import arc, bloat, disks, postgres, system, zfs, zpool
 from apps.remote.facts.host import (
     CLONE_PROPERTY,
@@ -50,7 +51,7 @@ from apps.remote.facts.host import (
     split_clones,
 )
 from apps.remote.facts.sections import MARKER, Section, split_sections
-from apps.remote.shell import Runner
+from apps.remote.shell import Result, Runner
 from apps.remote.sizes import MiB
 
 BUNDLE_TIMEOUT = 180.0
@@ -64,7 +65,8 @@ OPTIONAL_PROPERTIES = ("sync", "redundant_metadata")
 _NVME_DISK = re.compile(r"nvme\d+n\d+\Z")
 
 
-def discover(run: Runner) -> HostFacts:
+def discover(run: Runner, login: str = sudo.ROOT) -> HostFacts:
+    listing = _sudo_listing(run, login)
     host = ask(run, host_probes())
     facts = _host_facts(host)
     postmasters = postgres.find_postmasters(postgres.parse_ps(_text(host, "ps")))
@@ -91,7 +93,37 @@ def discover(run: Runner) -> HostFacts:
         [_with_layout(_with_settings(c, data, facts), common) for c in clusters],
         facts.datasets)
     _read_bloat(run, data, facts)
+    if listing is not None:
+        facts.sudo = _sudo_check(login, listing, facts)
     return facts
+
+
+# -- a login other than root: its sudoers rules ---------------------------------
+
+def _sudo_listing(run: Runner, login: str) -> Result | None:
+    """`sudo -n -l` as the login itself; refused at once when the shell rule, which
+    every later round trip needs, is not granted (the error names what is missing)."""
+    if login == sudo.ROOT:
+        return None
+    command = cmd(*sudo.LIST_COMMAND)
+    listing = run(Command(command.text, shown="sudo -n -l  (the login's sudoers rules)",
+                          as_login=True), timeout=30, check=False)
+    found = sudo.check(login, listing.exit_code, listing.stdout, listing.stderr,
+                       [r for r in sudo.rules() if r.name == "shell"])
+    if not found.ok and any(m["rule"] == "shell" for m in found.missing):
+        raise SudoRefused(
+            f"sudo does not let {login} run PoZoL's commands"
+            f"{f' ({found.refused})' if found.refused else ''}; missing: "
+            + "; ".join(m["line"] for m in found.missing), rule="shell")
+    return listing
+
+
+def _sudo_check(login: str, listing: Result, facts: HostFacts) -> sudo.SudoCheck:
+    clusters = [sudo.Cluster(c.owner, c.bin_dir) for c in facts.clusters
+                if c.owner and c.bin_dir]
+    paths = {name: path for name, path in facts.tools.items() if name in sudo.DEFAULT_PATHS}
+    return sudo.check(login, listing.exit_code, listing.stdout, listing.stderr,
+                      sudo.rules(clusters, paths))
 
 
 # -- bundling ---------------------------------------------------------------
