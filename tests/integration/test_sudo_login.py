@@ -1,0 +1,184 @@
+"""A host reached as an ordinary user with sudo (issue 21, section 3): a test host whose
+sshd lets in `pozol`, who exists only inside the host, with the sudoers file PoZoL
+generates (apps/demo/fleet/login.py). Discovery through that login sees what root sees
+and its check of `sudo -n -l` passes; with a rule taken away, discovery names it, and
+the command that needs it fails naming it; a snapshot and a tuning apply work."""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from apps.demo.fleet import down, up
+from apps.demo.fleet.client import ssh as openssh
+from apps.demo.fleet.login import write_sudoers
+from apps.demo.fleet.model import Layout
+from apps.fleet.models import PgCluster
+from apps.ops.models import Operation
+from apps.remote import ssh
+from apps.remote.commands import cmd
+from apps.remote.errors import SudoRefused
+from apps.remote.gather import discover
+from apps.snapshots import services as snapshots
+from apps.tuning import services as tuning
+from apps.tuning.models import PlanChange
+from tests.conftest import TEST_FLEET_SUBNET
+from tests.driving import drive
+from tests.integration.conftest import register
+
+pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
+
+# Far above the session fleet's hosts and test_pg18's (18) on the same subnet.
+INDEX = 21
+LOGIN = "pozol"
+
+
+@pytest.fixture(scope="module")
+def sudo_host():
+    state_dir = Path(tempfile.mkdtemp(prefix="pozol-test-sudo-"))
+    try:
+        yield up(1, state_dir=state_dir, subnet=TEST_FLEET_SUBNET, first=INDEX,
+                 logins={INDEX: LOGIN})[0]
+    finally:
+        down(state_dir)
+
+
+@pytest.fixture
+def rules(sudo_host):
+    """The host's sudoers file as the fleet wrote it (PoZoL's own), put back after."""
+    path = Path(sudo_host.etc_sudoers_file)
+    original = path.read_text()
+    yield original
+    write_sudoers(Layout(path.parents[2]), original)
+
+
+def without(sudo_host, original: str, needle: str) -> None:
+    kept = [line for line in original.splitlines() if needle not in line or line.startswith("#")]
+    assert len(kept) == len(original.splitlines()) - 1, needle
+    write_sudoers(Layout(Path(sudo_host.etc_sudoers_file).parents[2]), "\n".join(kept) + "\n")
+
+
+def as_login(sudo_host, command: str) -> str:
+    """A command on the host over OpenSSH as pozol, independently of the product's code."""
+    return openssh(sudo_host, command)
+
+
+def work_mem(sudo_host) -> str:
+    return as_login(sudo_host, (
+        f"cd / && sudo -n -u {sudo_host.pg_os_user} -- {sudo_host.pg_bin_dir}/psql -X -At "
+        f"-h {sudo_host.pg_socket_dir} -p {sudo_host.pg_port} -d postgres "
+        "-c 'show work_mem'")).strip()
+
+
+def discovered(sudo_host):
+    host = register(sudo_host)
+    assert host.user == LOGIN
+    operation = drive(host.operations.get())
+    host.refresh_from_db()
+    return host, operation
+
+
+def logged(operation) -> str:
+    return "\n".join(operation.log_lines.values_list("text", flat=True))
+
+
+def test_the_login_is_an_ordinary_user_with_pozols_sudoers(sudo_host, rules):
+    assert (sudo_host.user, sudo_host.login_user) == (LOGIN, LOGIN)
+    assert as_login(sudo_host, "id -un").strip() == LOGIN
+    assert as_login(sudo_host, "id -u").strip() != "0"
+    # Not root: without sudo, zfs cannot even open the pool's device.
+    assert "Matching Defaults entries" in as_login(sudo_host, "sudo -n -l")
+
+
+def test_discovery_through_sudo_sees_what_root_sees_and_every_rule_is_granted(
+        sudo_host, rules, api):
+    host, operation = discovered(sudo_host)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    assert host.facts["sudo"] == {"login": LOGIN, "ok": True, "refused": None, "missing": []}
+    assert "sudo -n -l" in logged(operation)
+    cluster = PgCluster.objects.get(host=host)
+    assert (cluster.owner, cluster.data_dir, cluster.port) == (
+        sudo_host.pg_os_user, sudo_host.pg_data_dir, sudo_host.pg_port)
+
+    # The same host discovered as root (its sshd lets root in too): the same facts.
+    target = dataclasses.replace(host.ssh_target(), user="root")
+    as_root = discover(ssh.session(target))
+    as_pozol = host.typed_facts()
+    assert as_root.sudo is None
+    assert [d.name for d in as_pozol.datasets] == [d.name for d in as_root.datasets]
+    assert {d.name: d.properties["recordsize"] for d in as_pozol.datasets} == {
+        d.name: d.properties["recordsize"] for d in as_root.datasets}
+    assert [(p.name, p.health, [v.name for v in p.vdevs]) for p in as_pozol.pools] == [
+        (p.name, p.health, [v.name for v in p.vdevs]) for p in as_root.pools]
+    assert [(c.data_dir, c.owner, c.wal_dir, len(c.settings)) for c in as_pozol.clusters] == [
+        (c.data_dir, c.owner, c.wal_dir, len(c.settings)) for c in as_root.clusters]
+    assert (as_pozol.tools, as_pozol.sysctls.keys(), as_pozol.skipped) == (
+        as_root.tools, as_root.sysctls.keys(), as_root.skipped)
+
+    # The file PoZoL prints for the host is the one that makes it work.
+    answer = api.get(f"/api/hosts/{host.pk}/sudoers/")
+    assert answer.status_code == 200
+    assert answer.json()["sudoers"] == rules
+    assert answer.json()["check"]["ok"] is True
+
+
+def test_a_removed_rule_is_named_by_discovery_and_by_what_needs_it(
+        sudo_host, rules, signed_in):
+    without(sudo_host, rules, "NOPASSWD: /usr/sbin/zfs, /usr/sbin/zpool")
+    host, operation = discovered(sudo_host)
+    # Discovery's bundles run through the shell rule: it still sees the host.
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    check = host.facts["sudo"]
+    assert not check["ok"]
+    assert [m["rule"] for m in check["missing"]] == ["zfs"]
+    assert check["missing"][0]["line"] == (
+        f"{LOGIN} ALL=(root) NOPASSWD: /usr/sbin/zfs, /usr/sbin/zpool")
+    page = signed_in.get(f"/hosts/{host.pk}/").content.decode()
+    assert 'id="sudo-missing"' in page and "/usr/sbin/zfs, /usr/sbin/zpool" in page
+
+    cluster = PgCluster.objects.get(host=host)
+    taken = drive(snapshots.snapshot_now(host, cluster=cluster))
+    assert taken.status == Operation.Status.FAILED
+    assert "sudo refused" in taken.error and "'zfs'" in taken.error, taken.error
+
+    # A plain sysctl read needs its own rule, which is still there.
+    run = ssh.session(host.ssh_target())
+    assert run(cmd("sysctl", "-n", "vm.swappiness")).stdout.strip().isdigit()
+    without(sudo_host, rules, "NOPASSWD: /usr/sbin/sysctl")
+    with pytest.raises(SudoRefused) as refused:
+        run(cmd("sysctl", "-n", "vm.swappiness"))
+    assert refused.value.rule == "sysctl" and "sudo: a password is required" in str(refused.value)
+
+
+def test_without_the_shell_rule_discovery_fails_saying_so(sudo_host, rules, api):
+    without(sudo_host, rules, "NOPASSWD: /bin/sh")
+    host, operation = discovered(sudo_host)
+    assert operation.status == Operation.Status.FAILED
+    assert f"{LOGIN} ALL=(root) NOPASSWD: /bin/sh" in operation.error, operation.error
+    assert host.last_error_code == "sudo_refused" and host.reachable is not False
+
+
+def test_a_snapshot_and_a_tuning_apply_work_through_sudo(sudo_host, rules):
+    host, operation = discovered(sudo_host)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    cluster = PgCluster.objects.get(host=host)
+
+    taken = drive(snapshots.snapshot_now(host, cluster=cluster))
+    assert taken.status == Operation.Status.SUCCEEDED, taken.error
+    listed = as_login(sudo_host, "sudo -n zfs list -H -t snapshot -o name").split()
+    assert f"{sudo_host.pg_data_dataset}@{taken.state['snapshot']}" in listed, listed
+
+    memory = "11MB" if work_mem(sudo_host) != "11MB" else "13MB"
+    profile = tuning.create_profile(name="Through sudo", settings={
+        "zfs": {"data": {"atime": "off"}}, "module": {}, "sysctl": {},
+        "postgres": {"work_mem": memory}})
+    plan = tuning.make_plan(host, version=profile.current)
+    applied = drive(tuning.apply_plan(plan))
+    assert applied.status == Operation.Status.SUCCEEDED, applied.error
+    assert {c.status for c in plan.changes.all()} == {PlanChange.Status.APPLIED}
+    assert work_mem(sudo_host) == memory
+    atime = as_login(sudo_host, f"sudo -n zfs get -H -o value atime {sudo_host.pg_data_dataset}")
+    assert atime.strip() == "off"
