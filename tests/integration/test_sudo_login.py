@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
+from apps.clones import services as clones
 from apps.demo.fleet import down, up
 from apps.demo.fleet.client import ssh as openssh
 from apps.demo.fleet.login import write_sudoers
@@ -22,12 +24,15 @@ from apps.remote import ssh
 from apps.remote.commands import cmd
 from apps.remote.errors import SudoRefused
 from apps.remote.gather import discover
+from apps.replication import services as replication
 from apps.snapshots import services as snapshots
+from apps.snapshots.models import Snapshot
 from apps.tuning import services as tuning
 from apps.tuning.models import PlanChange
 from tests.conftest import TEST_FLEET_SUBNET
 from tests.driving import drive
 from tests.integration.conftest import register
+from tests.integration.test_clones import connect
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 
@@ -37,13 +42,19 @@ LOGIN = "pozol"
 
 
 @pytest.fixture(scope="module")
-def sudo_host():
+def sudo_fleet():
+    """Host 21 reached as pozol, host 22 as root (the other end of a replication link)."""
     state_dir = Path(tempfile.mkdtemp(prefix="pozol-test-sudo-"))
     try:
-        yield up(1, state_dir=state_dir, subnet=TEST_FLEET_SUBNET, first=INDEX,
-                 logins={INDEX: LOGIN})[0]
+        yield up(2, state_dir=state_dir, subnet=TEST_FLEET_SUBNET, first=INDEX,
+                 logins={INDEX: LOGIN})
     finally:
         down(state_dir)
+
+
+@pytest.fixture
+def sudo_host(sudo_fleet):
+    return sudo_fleet[0]
 
 
 @pytest.fixture
@@ -182,3 +193,66 @@ def test_a_snapshot_and_a_tuning_apply_work_through_sudo(sudo_host, rules):
     assert work_mem(sudo_host) == memory
     atime = as_login(sudo_host, f"sudo -n zfs get -H -o value atime {sudo_host.pg_data_dataset}")
     assert atime.strip() == "off"
+
+
+def psql_as_login(sudo_host, sql: str) -> str:
+    return as_login(sudo_host, (
+        f"cd / && sudo -n -u {sudo_host.pg_os_user} -- {sudo_host.pg_bin_dir}/psql -X -At "
+        f"-v ON_ERROR_STOP=1 -h {sudo_host.pg_socket_dir} -p {sudo_host.pg_port} -d postgres "
+        f"-c \"{sql}\"")).strip()
+
+
+def test_a_clone_and_a_rollback_work_through_sudo(sudo_host, rules):
+    """The broad operations: scripts run through the shell rule, as root."""
+    host, operation = discovered(sudo_host)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    cluster = PgCluster.objects.get(host=host)
+    psql_as_login(sudo_host, "DROP TABLE IF EXISTS through_sudo; "
+                             "CREATE TABLE through_sudo AS SELECT generate_series(1, 21) AS id")
+
+    clone, made, password = clones.create_clone(host, cluster, name="sudo1")
+    made = drive(made)
+    assert made.status == Operation.Status.SUCCEEDED, made.error
+    clone.refresh_from_db()
+    assert connect(clone, password, "SELECT count(*) FROM through_sudo") == "21"
+    assert drive(clones.destroy_clone(clone)).status == Operation.Status.SUCCEEDED
+
+    taken = drive(snapshots.snapshot_now(host, cluster=cluster))
+    assert taken.status == Operation.Status.SUCCEEDED, taken.error
+    psql_as_login(sudo_host, "INSERT INTO through_sudo SELECT generate_series(22, 40)")
+    point = Snapshot.objects.get(host=host, dataset=sudo_host.pg_data_dataset,
+                                 name=taken.state["snapshot"])
+    rolled = drive(snapshots.rollback(point, destroy_newer=True))
+    assert rolled.status == Operation.Status.SUCCEEDED, rolled.error
+    assert psql_as_login(sudo_host, "SELECT count(*) FROM through_sudo") == "21"
+
+
+def test_replication_to_and_from_the_sudo_login(sudo_fleet, rules):
+    """To it: the link's forced command receives through `sudo -n zfs recv` (the zfs
+    rule); from it: the send runs as a detached unit through the shell rule."""
+    pozol_host, root_host = sudo_fleet
+    pozol_row, operation = discovered(pozol_host)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    root_row = register(root_host)
+    assert drive(root_row.operations.get()).status == Operation.Status.SUCCEEDED
+    root_row.refresh_from_db()
+    try:
+        for source, target, name in ((root_row, pozol_row, "to-pozol"),
+                                     (pozol_row, root_row, "from-pozol")):
+            cluster = source.clusters.get()
+            link = replication.create_link(
+                name=name, source_host=source, target_host=target, target_parent=f"tank/{name}",
+                cluster_data_dir=cluster.data_dir, interval_minutes=0)
+            for action in ("full", "incremental"):
+                taken = drive(snapshots.snapshot_now(source, cluster=cluster))
+                assert taken.status == Operation.Status.SUCCEEDED, taken.error
+                ran = drive(replication.run_now(link), limit=600, pause=0.2)
+                assert ran.status == Operation.Status.SUCCEEDED, (name, ran.error)
+                assert ran.result["action"] == action
+                link.refresh_from_db()
+                assert link.newest_received == taken.state["snapshot"]
+                time.sleep(1.1)  # snapshot names have a one-second resolution
+    finally:
+        for fleet_host, parent in ((pozol_host, "tank/to-pozol"), (root_host, "tank/from-pozol")):
+            openssh(fleet_host, f"{'sudo -n ' if fleet_host.user != 'root' else ''}"
+                                f"zfs destroy -r {parent} || true")
