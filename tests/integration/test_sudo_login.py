@@ -12,7 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
+from apps.alerts import services as alerts
+from apps.benchmarks import services as benchmarks
 from apps.clones import services as clones
 from apps.demo.fleet import down, up
 from apps.demo.fleet.client import ssh as openssh
@@ -27,6 +30,8 @@ from apps.remote.gather import discover
 from apps.replication import services as replication
 from apps.snapshots import services as snapshots
 from apps.snapshots.models import Snapshot
+from apps.telemetry import tasks as telemetry
+from apps.telemetry.models import HostTelemetry, RawSample
 from apps.tuning import services as tuning
 from apps.tuning.models import PlanChange
 from tests.conftest import TEST_FLEET_SUBNET
@@ -77,11 +82,15 @@ def as_login(sudo_host, command: str) -> str:
     return openssh(sudo_host, command)
 
 
-def work_mem(sudo_host) -> str:
+def setting(sudo_host, name: str) -> str:
     return as_login(sudo_host, (
         f"cd / && sudo -n -u {sudo_host.pg_os_user} -- {sudo_host.pg_bin_dir}/psql -X -At "
         f"-h {sudo_host.pg_socket_dir} -p {sudo_host.pg_port} -d postgres "
-        "-c 'show work_mem'")).strip()
+        f"-c 'show {name}'")).strip()
+
+
+def work_mem(sudo_host) -> str:
+    return setting(sudo_host, "work_mem")
 
 
 def discovered(sudo_host):
@@ -256,3 +265,34 @@ def test_replication_to_and_from_the_sudo_login(sudo_fleet, rules):
         for fleet_host, parent in ((pozol_host, "tank/to-pozol"), (root_host, "tank/from-pozol")):
             openssh(fleet_host, f"{'sudo -n ' if fleet_host.user != 'root' else ''}"
                                 f"zfs destroy -r {parent} || true")
+
+
+def test_telemetry_a_scrub_a_benchmark_and_a_restart_work_through_sudo(sudo_host, rules):
+    host, operation = discovered(sudo_host)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+
+    assert telemetry.collect() == 1
+    state = HostTelemetry.objects.get(host=host)
+    assert state.last_error == "" and RawSample.objects.filter(host=host).count() == 1
+
+    pool = host.pools.get().name
+    schedule = alerts.schedule_scrub(host, pool, every_days=30)
+    assert alerts.scrub_tick(timezone.now()) == 1
+    schedule.refresh_from_db()
+    scrubbed = drive(schedule.last_operation)
+    assert scrubbed.status == Operation.Status.SUCCEEDED, scrubbed.error
+    assert scrubbed.result["pool"] == pool and scrubbed.result["errors"] == 0
+
+    bench = benchmarks.run_benchmark(host, None, {"clients": 1, "threads": 1, "duration": 3})
+    ran = drive(bench.operation, limit=200, pause=0.5)
+    assert ran.status == Operation.Status.SUCCEEDED, ran.error
+    bench.refresh_from_db()
+    assert bench.summary["tps"] > 0
+
+    buffers = "24MB" if setting(sudo_host, "shared_buffers") != "24MB" else "32MB"
+    profile = tuning.create_profile(name="Restart through sudo", settings={
+        "zfs": {}, "module": {}, "sysctl": {}, "postgres": {"shared_buffers": buffers}})
+    plan = tuning.make_plan(host, version=profile.current)
+    applied = drive(tuning.apply_plan(plan, allow_restart=True))
+    assert applied.status == Operation.Status.SUCCEEDED, applied.error
+    assert setting(sudo_host, "shared_buffers") == buffers

@@ -6,6 +6,7 @@ import pytest
 from apps.remote import sudo
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import cmd, script
+from apps.snapshots.commands import listing
 from tests.remote.fixtures.hosts import read
 
 PG15 = sudo.Cluster("postgres", "/usr/lib/postgresql/15/bin")
@@ -120,3 +121,9 @@ def test_a_script_or_another_program_needs_the_shell_rule():
     assert wrapped(script("echo {x}", x="a b")) == (
         "PATH=/usr/bin:/bin LC_ALL=C timeout -k 5 62 sudo -n /bin/sh -c "
         "'PATH=/usr/bin:/bin; LC_ALL=C; export PATH LC_ALL\necho '\"'\"'a b'\"'\"''")
+
+
+def test_the_snapshot_inventory_is_one_zfs_program_for_the_zfs_rule():
+    command = listing(["tank/pg@a"])
+    assert sudo.route(command) == sudo.Route("zfs")
+    assert command.redacted() == "list 1 snapshots (zfs get -Hp)"
