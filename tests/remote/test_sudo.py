@@ -1,6 +1,8 @@
 """A login other than root: routes through sudo, the generated sudoers file, and the
 check of `sudo -n -l`, on output captured from a real sudo 1.9.13 (fixtures/sudo/)."""
 
+from pathlib import Path
+
 import pytest
 
 from apps.remote import sudo
@@ -127,3 +129,10 @@ def test_the_snapshot_inventory_is_one_zfs_program_for_the_zfs_rule():
     command = listing(["tank/pg@a"])
     assert sudo.route(command) == sudo.Route("zfs")
     assert command.redacted() == "list 1 snapshots (zfs get -Hp)"
+
+
+def test_the_readme_shows_the_file_pozol_generates():
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    shown = readme.split("## Non-root login", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    generated = sudo.sudoers("pozol", [PG15])
+    assert shown.strip() and generated.endswith(shown)
