@@ -29,6 +29,7 @@ dialect lacks is a fact about the host, never an error.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import asdict
 from functools import reduce
@@ -51,7 +52,7 @@ from apps.remote.facts.host import (
     split_clones,
 )
 from apps.remote.facts.sections import MARKER, Section, split_sections
-from apps.remote.shell import Result, Runner
+from apps.remote.shell import Runner
 from apps.remote.sizes import MiB
 
 BUNDLE_TIMEOUT = 180.0
@@ -100,30 +101,43 @@ def discover(run: Runner, login: str = sudo.ROOT) -> HostFacts:
 
 # -- a login other than root: its sudoers rules ---------------------------------
 
-def _sudo_listing(run: Runner, login: str) -> Result | None:
-    """`sudo -n -l` as the login itself; refused at once when the shell rule, which
-    every later round trip needs, is not granted (the error names what is missing)."""
+def _sudo_listing(run: Runner, login: str) -> SudoListing | None:
+    """`sudo -n -l` as the login itself, with the paths of the programs its rules name;
+    refused at once when the shell rule, which every later round trip needs, is not
+    granted (the error names what is missing)."""
     if login == sudo.ROOT:
         return None
-    command = cmd(*sudo.LIST_COMMAND)
-    listing = run(Command(command.text, shown="sudo -n -l  (the login's sudoers rules)",
-                          as_login=True), timeout=30, check=False)
-    found = sudo.check(login, listing.exit_code, listing.stdout, listing.stderr,
-                       [r for r in sudo.rules() if r.name == "shell"])
-    if not found.ok and any(m["rule"] == "shell" for m in found.missing):
+    asked = bundle({"sudo_list": cmd(*sudo.LIST_COMMAND), "sudo_paths": script(
+        "for tool in zfs zpool sysctl; do command -v \"$tool\"; done")})
+    sections = split_sections(run(dataclasses.replace(
+        asked, as_login=True, shown="sudo -n -l  (the login's sudoers rules)"),
+        timeout=30, check=False).stdout)
+    listed = sections.get("sudo_list") or Section("sudo_list", -1, "no answer")
+    found = SudoListing(listed.exit_code, listed.text,
+                        system.parse_tools(_text(sections, "sudo_paths")))
+    shell = found.check(login, [r for r in sudo.rules() if r.name == "shell"])
+    if not shell.ok and any(m["rule"] == "shell" for m in shell.missing):
         raise SudoRefused(
             f"sudo does not let {login} run PoZoL's commands"
-            f"{f' ({found.refused})' if found.refused else ''}; missing: "
-            + "; ".join(m["line"] for m in found.missing), rule="shell")
-    return listing
+            f"{f' ({shell.refused})' if shell.refused else ''}; missing: "
+            + "; ".join(m["line"] for m in shell.missing), rule="shell")
+    return found
 
 
-def _sudo_check(login: str, listing: Result, facts: HostFacts) -> sudo.SudoCheck:
+@dataclasses.dataclass(frozen=True)
+class SudoListing:
+    exit_code: int
+    text: str  # stdout and stderr together
+    paths: dict[str, str]
+
+    def check(self, login: str, needed: list[sudo.Rule]) -> sudo.SudoCheck:
+        return sudo.check(login, self.exit_code, self.text, self.text, needed)
+
+
+def _sudo_check(login: str, listing: SudoListing, facts: HostFacts) -> sudo.SudoCheck:
     clusters = [sudo.Cluster(c.owner, c.bin_dir) for c in facts.clusters
                 if c.owner and c.bin_dir]
-    paths = {name: path for name, path in facts.tools.items() if name in sudo.DEFAULT_PATHS}
-    return sudo.check(login, listing.exit_code, listing.stdout, listing.stderr,
-                      sudo.rules(clusters, paths))
+    return listing.check(login, sudo.rules(clusters, listing.paths))
 
 
 # -- bundling ---------------------------------------------------------------

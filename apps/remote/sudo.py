@@ -157,6 +157,7 @@ def wrap(command: Command, *, path: str, grace: int, seconds: int) -> Command:
 # password first, so -n says this), no sudoers entry at all, or no sudo.
 _REFUSALS = re.compile(
     r"^(sudo: a password is required|sudo: a terminal is required.*|"
+    r"sudo: sorry, you must have a tty to run sudo|"
     r"Sorry, user \S+ (?:is not allowed to execute|may not run sudo).*|"
     r"sudo: .*(?:not allowed|not in the sudoers file).*|"
     r"(?:sh: \d+: )?sudo: (?:not found|command not found))$", re.M)

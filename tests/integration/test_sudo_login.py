@@ -19,7 +19,7 @@ from apps.benchmarks import services as benchmarks
 from apps.clones import services as clones
 from apps.demo.fleet import down, up
 from apps.demo.fleet.client import ssh as openssh
-from apps.demo.fleet.login import write_sudoers
+from apps.demo.fleet.login import SUDOERS_FILE, write_sudoers
 from apps.demo.fleet.model import Layout
 from apps.fleet.models import PgCluster
 from apps.ops.models import Operation
@@ -109,8 +109,10 @@ def test_the_login_is_an_ordinary_user_with_pozols_sudoers(sudo_host, rules):
     assert (sudo_host.user, sudo_host.login_user) == (LOGIN, LOGIN)
     assert as_login(sudo_host, "id -un").strip() == LOGIN
     assert as_login(sudo_host, "id -u").strip() != "0"
-    # Not root: without sudo, zfs cannot even open the pool's device.
     assert "Matching Defaults entries" in as_login(sudo_host, "sudo -n -l")
+    # The user is the host's own: the machine's files know nothing of it.
+    assert f"\n{LOGIN}:" not in "\n" + Path("/etc/passwd").read_text()
+    assert not Path("/etc/sudoers.d", SUDOERS_FILE).exists()
 
 
 def test_discovery_through_sudo_sees_what_root_sees_and_every_rule_is_granted(
