@@ -125,8 +125,8 @@ def sudoers(host: Host, login: str | None = None) -> dict:
         raise DomainError(f"login: {exc.reason}", fields={"login": [exc.reason]}) from None
     clusters = [sudo.Cluster(c.owner, c.bin_dir) for c in host.clusters.all()
                 if c.owner and c.bin_dir]
-    tools = (host.facts or {}).get("tools") or {}
-    paths = {name: path for name, path in tools.items() if name in sudo.DEFAULT_PATHS}
     checked = (host.facts or {}).get("sudo")
+    found = (checked or {}).get("paths") or (host.facts or {}).get("tools") or {}
+    paths = {name: path for name, path in found.items() if name in sudo.DEFAULT_PATHS}
     return {"login": login, "sudoers": sudo.sudoers(login, clusters, paths),
             "check": checked if checked and checked.get("login") == login else None}

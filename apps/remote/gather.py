@@ -137,7 +137,8 @@ class SudoListing:
 def _sudo_check(login: str, listing: SudoListing, facts: HostFacts) -> sudo.SudoCheck:
     clusters = [sudo.Cluster(c.owner, c.bin_dir) for c in facts.clusters
                 if c.owner and c.bin_dir]
-    return listing.check(login, sudo.rules(clusters, listing.paths))
+    return dataclasses.replace(listing.check(login, sudo.rules(clusters, listing.paths)),
+                               paths=listing.paths)
 
 
 # -- bundling ---------------------------------------------------------------

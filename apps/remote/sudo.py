@@ -255,6 +255,7 @@ class SudoCheck:
     ok: bool = False
     refused: str | None = None  # sudo's words when it would not even list
     missing: list[dict[str, str]] = field(default_factory=list)
+    paths: dict[str, str] = field(default_factory=dict)  # where its rules' programs are
 
 
 def check(login: str, exit_code: int, stdout: str, stderr: str,

@@ -119,7 +119,9 @@ def test_discovery_through_sudo_sees_what_root_sees_and_every_rule_is_granted(
         sudo_host, rules, api):
     host, operation = discovered(sudo_host)
     assert operation.status == Operation.Status.SUCCEEDED, operation.error
-    assert host.facts["sudo"] == {"login": LOGIN, "ok": True, "refused": None, "missing": []}
+    assert host.facts["sudo"] == {"login": LOGIN, "ok": True, "refused": None, "missing": [],
+                                  "paths": {"zfs": "/usr/sbin/zfs", "zpool": "/usr/sbin/zpool",
+                                            "sysctl": "/usr/sbin/sysctl"}}
     assert "sudo -n -l" in logged(operation)
     cluster = PgCluster.objects.get(host=host)
     assert (cluster.owner, cluster.data_dir, cluster.port) == (
