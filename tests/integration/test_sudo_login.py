@@ -48,11 +48,12 @@ LOGIN = "pozol"
 
 @pytest.fixture(scope="module")
 def sudo_fleet():
-    """Host 21 reached as pozol, host 22 as root (the other end of a replication link)."""
+    """Host 21 reached as pozol, its cluster in Debian's packaged layout (configuration
+    in /etc/postgresql/15/main); host 22 as root (the other end of a replication link)."""
     state_dir = Path(tempfile.mkdtemp(prefix="pozol-test-sudo-"))
     try:
         yield up(2, state_dir=state_dir, subnet=TEST_FLEET_SUBNET, first=INDEX,
-                 logins={INDEX: LOGIN})
+                 logins={INDEX: LOGIN}, debian={INDEX})
     finally:
         down(state_dir)
 
@@ -126,6 +127,7 @@ def test_discovery_through_sudo_sees_what_root_sees_and_every_rule_is_granted(
     cluster = PgCluster.objects.get(host=host)
     assert (cluster.owner, cluster.data_dir, cluster.port) == (
         sudo_host.pg_os_user, sudo_host.pg_data_dir, sudo_host.pg_port)
+    assert cluster.config_file == sudo_host.pg_config_file  # Debian's layout, read via sudo
 
     # The same host discovered as root (its sshd lets root in too): the same facts.
     target = dataclasses.replace(host.ssh_target(), user="root")
@@ -137,8 +139,10 @@ def test_discovery_through_sudo_sees_what_root_sees_and_every_rule_is_granted(
         d.name: d.properties["recordsize"] for d in as_root.datasets}
     assert [(p.name, p.health, [v.name for v in p.vdevs]) for p in as_pozol.pools] == [
         (p.name, p.health, [v.name for v in p.vdevs]) for p in as_root.pools]
-    assert [(c.data_dir, c.owner, c.wal_dir, len(c.settings)) for c in as_pozol.clusters] == [
-        (c.data_dir, c.owner, c.wal_dir, len(c.settings)) for c in as_root.clusters]
+    assert [(c.data_dir, c.owner, c.wal_dir, c.config_file, len(c.settings))
+            for c in as_pozol.clusters] == [
+        (c.data_dir, c.owner, c.wal_dir, c.config_file, len(c.settings))
+        for c in as_root.clusters]
     assert (as_pozol.tools, as_pozol.sysctls.keys(), as_pozol.skipped) == (
         as_root.tools, as_root.sysctls.keys(), as_root.skipped)
 
