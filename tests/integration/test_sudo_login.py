@@ -66,16 +66,22 @@ def sudo_host(sudo_fleet):
 @pytest.fixture
 def rules(sudo_host):
     """The host's sudoers file as the fleet wrote it (PoZoL's own), put back after."""
-    path = Path(sudo_host.etc_sudoers_file)
-    original = path.read_text()
+    original = Path(sudo_host.etc_sudoers_file).read_text()
     yield original
-    write_sudoers(Layout(path.parents[2]), original)
+    set_sudoers(sudo_host, original)
+
+
+def set_sudoers(sudo_host, text: str) -> None:
+    """The host's /etc/sudoers.d/pozol becomes text. On the zfs-fuse fleet the file is
+    `etc_sudoers_file` in the host's state dir, bind-mounted in the host; another kind
+    of test host (a VM) writes it its own way here, and the tests stay as they are."""
+    write_sudoers(Layout(Path(sudo_host.etc_sudoers_file).parents[2]), text)
 
 
 def without(sudo_host, original: str, needle: str) -> None:
     kept = [line for line in original.splitlines() if needle not in line or line.startswith("#")]
     assert len(kept) == len(original.splitlines()) - 1, needle
-    write_sudoers(Layout(Path(sudo_host.etc_sudoers_file).parents[2]), "\n".join(kept) + "\n")
+    set_sudoers(sudo_host, "\n".join(kept) + "\n")
 
 
 def as_login(sudo_host, command: str) -> str:
