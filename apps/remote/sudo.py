@@ -41,6 +41,9 @@ SHELL = DEFAULT_PATHS["sh"]
 LOCALE_DEFAULT = 'env_keep += "LC_ALL"'
 
 _PROGRAM_RULE = {"zfs": "zfs", "zpool": "zfs", "sysctl": "sysctl"}
+# The programs of a cluster's bin_dir PoZoL runs as its owner on their own (outside a
+# script): ClusterTarget's psql and pg_ctl, benchmarks' and experiments' pgbench.
+CLUSTER_PROGRAMS = ("psql", "pg_ctl", "pgbench")
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,8 @@ RULES_TEXT = {
            "host (create, destroy, rollback, send, receive, set properties)",
     "sysctl": "sysctl with any arguments, as root: root-equivalent, since "
               "kernel.core_pattern and kernel.modprobe name programs the kernel runs as root",
-    "cluster": "the PostgreSQL programs of the cluster's bin_dir as its owner: the "
-               "owner's OS account and the cluster's superuser role",
+    "cluster": "psql, pg_ctl and pgbench of the cluster's bin_dir as its owner: the "
+               "cluster's superuser role, and through it the owner's OS account",
     "shell": "/bin/sh as root: any command as root. PoZoL's multi-command scripts "
              "(discovery's bundles, clones, drills, replication, rollbacks, restarts, "
              "detached units) need it until they are single programs",
@@ -87,7 +90,8 @@ def rules(clusters: Iterable[Cluster] = (), paths: dict[str, str] | None = None)
     for owner in sorted({c.owner for c in clusters}):
         dirs = sorted({c.bin_dir.rstrip("/") for c in clusters if c.owner == owner})
         found.append(Rule(f"cluster:{owner}", os_user(owner),
-                          tuple(f"{d}/*" for d in dirs), RULES_TEXT["cluster"]))
+                          tuple(f"{d}/{p}" for d in dirs for p in CLUSTER_PROGRAMS),
+                          RULES_TEXT["cluster"]))
     found.append(Rule("shell", ROOT, (SHELL,), RULES_TEXT["shell"]))
     return found
 
@@ -288,14 +292,8 @@ def _keeps_locale(defaults: tuple[str, ...]) -> bool:
     return False
 
 
-# The programs of a cluster's bin_dir that PoZoL runs as its owner, outside a script.
-CLUSTER_PROGRAMS = ("psql", "pg_ctl", "pgbench")
-
-
 def _granted(rule: Rule, listing: Listing) -> bool:
-    paths = [p for c in rule.commands for p in (
-        [f"{c[:-2]}/{name}" for name in CLUSTER_PROGRAMS] if c.endswith("/*") else [c])]
-    return all(_command_granted(rule.runas, path, listing) for path in paths)
+    return all(_command_granted(rule.runas, path, listing) for path in rule.commands)
 
 
 def _command_granted(runas: str, path: str, listing: Listing) -> bool:

@@ -47,7 +47,8 @@ def test_a_cluster_of_another_owner_or_bin_dir_is_missing_its_rule():
     other = sudo.rules([sudo.Cluster("pg-admin", "/opt/pg18/bin")])
     found = sudo.check("pozol", 0, read("sudo/list_all_rules.txt"), "", other)
     assert [m["rule"] for m in found.missing] == ["cluster:pg-admin"]
-    assert found.missing[0]["line"] == "pozol ALL=(pg-admin) NOPASSWD: /opt/pg18/bin/*"
+    assert found.missing[0]["line"] == ("pozol ALL=(pg-admin) NOPASSWD: /opt/pg18/bin/psql, "
+                                        "/opt/pg18/bin/pg_ctl, /opt/pg18/bin/pgbench")
 
 
 def test_a_password_protected_entry_grants_nothing():
@@ -84,7 +85,8 @@ def test_the_sudoers_file_lists_each_rule_with_what_it_grants():
         'Defaults:pozol env_keep += "LC_ALL"',
         "pozol ALL=(root) NOPASSWD: /usr/sbin/zfs, /usr/sbin/zpool",
         "pozol ALL=(root) NOPASSWD: /usr/sbin/sysctl",
-        "pozol ALL=(postgres) NOPASSWD: /usr/lib/postgresql/15/bin/*",
+        "pozol ALL=(postgres) NOPASSWD: /usr/lib/postgresql/15/bin/psql, "
+        "/usr/lib/postgresql/15/bin/pg_ctl, /usr/lib/postgresql/15/bin/pgbench",
         "pozol ALL=(root) NOPASSWD: /bin/sh",
     ]
     assert "# shell: /bin/sh as root: any command as root." in text
