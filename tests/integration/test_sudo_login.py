@@ -21,6 +21,8 @@ from apps.demo.fleet import down, up
 from apps.demo.fleet.client import ssh as openssh
 from apps.demo.fleet.login import SUDOERS_FILE, write_sudoers
 from apps.demo.fleet.model import Layout
+from apps.drills import recover as recovery
+from apps.drills import services as drills
 from apps.fleet.models import PgCluster
 from apps.ops.models import Operation
 from apps.remote import ssh
@@ -310,3 +312,26 @@ def test_telemetry_a_scrub_a_benchmark_and_a_restart_work_through_sudo(sudo_host
     applied = drive(tuning.apply_plan(plan, allow_restart=True))
     assert applied.status == Operation.Status.SUCCEEDED, applied.error
     assert setting(sudo_host, "shared_buffers") == buffers
+
+
+def test_a_restore_drill_and_a_table_recovery_work_through_sudo(sudo_host, rules):
+    host, operation = discovered(sudo_host)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    cluster = PgCluster.objects.get(host=host)
+    psql_as_login(sudo_host, "DROP TABLE IF EXISTS dropped_by_mistake; "
+                             "CREATE TABLE dropped_by_mistake AS SELECT generate_series(1, 7) id")
+    taken = drive(snapshots.snapshot_now(host, cluster=cluster))
+    assert taken.status == Operation.Status.SUCCEEDED, taken.error
+
+    run = drills.run_now(drills.save_schedule(host=host, cluster=cluster))
+    assert drive(run.operation).status == Operation.Status.SUCCEEDED
+    run.refresh_from_db()
+    assert run.status == "passed", run.error
+
+    psql_as_login(sudo_host, "DROP TABLE dropped_by_mistake")
+    point = Snapshot.objects.get(host=host, dataset=sudo_host.pg_data_dataset,
+                                 name=taken.state["snapshot"])
+    recovered = drive(recovery.recover_table(point, database="postgres",
+                                             table="dropped_by_mistake", into="back_again"))
+    assert recovered.status == Operation.Status.SUCCEEDED, recovered.error
+    assert psql_as_login(sudo_host, "SELECT count(*) FROM back_again") == "7"
