@@ -123,10 +123,13 @@ def sudoers(host: Host, login: str | None = None) -> dict:
         os_user(login)
     except InvalidValue as exc:
         raise DomainError(f"login: {exc.reason}", fields={"login": [exc.reason]}) from None
-    clusters = [sudo.Cluster(c.owner, c.bin_dir) for c in host.clusters.all()
-                if c.owner and c.bin_dir]
     checked = (host.facts or {}).get("sudo")
     found = (checked or {}).get("paths") or (host.facts or {}).get("tools") or {}
-    paths = {name: path for name, path in found.items() if name in sudo.DEFAULT_PATHS}
-    return {"login": login, "sudoers": sudo.sudoers(login, clusters, paths),
+    try:
+        clusters = [sudo.Cluster(c.owner, c.bin_dir) for c in host.clusters.all()
+                    if c.owner and c.bin_dir]
+        text = sudo.sudoers(login, clusters, found)
+    except InvalidValue as exc:  # what the host reported cannot be written in sudoers
+        raise Conflict(f"{host.name}: {exc}", code="unnamable") from None
+    return {"login": login, "sudoers": text,
             "check": checked if checked and checked.get("login") == login else None}

@@ -135,10 +135,19 @@ class SudoListing:
 
 
 def _sudo_check(login: str, listing: SudoListing, facts: HostFacts) -> sudo.SudoCheck:
-    clusters = [sudo.Cluster(c.owner, c.bin_dir) for c in facts.clusters
-                if c.owner and c.bin_dir]
-    return dataclasses.replace(listing.check(login, sudo.rules(clusters, listing.paths)),
-                               paths=listing.paths)
+    clusters = []
+    for cluster in facts.clusters:
+        try:
+            clusters.append(sudo.Cluster(cluster.owner or "", cluster.bin_dir or ""))
+        except InvalidValue as exc:
+            facts.skip("sudoers rule of cluster", cluster.data_dir, exc.reason)
+    paths = {}
+    for name, path in listing.paths.items():
+        try:
+            paths[name] = sudo.command_path(path)
+        except InvalidValue as exc:
+            facts.skip("sudoers path", path, exc.reason)
+    return dataclasses.replace(listing.check(login, sudo.rules(clusters, paths)), paths=paths)
 
 
 # -- bundling ---------------------------------------------------------------

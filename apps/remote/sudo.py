@@ -28,7 +28,7 @@ import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from apps.remote.commands import Command, os_user, script
+from apps.remote.commands import Command, InvalidValue, abs_path, os_user, script
 
 ROOT = "root"
 # Where Debian and Ubuntu put them; sudo matches a command by its inode as well
@@ -79,10 +79,25 @@ class Cluster:
     owner: str
     bin_dir: str
 
+    def __post_init__(self) -> None:
+        os_user(self.owner)
+        command_path(self.bin_dir)
+
+
+def command_path(value: object) -> str:
+    """A path as a sudoers line can name it, or InvalidValue: it comes from a host (a
+    postmaster's binary, `command -v`), and a comma or colon would end the command
+    there and start another in the file an operator installs."""
+    path = abs_path(value)
+    if set(path) & set(":,=\\"):
+        raise InvalidValue("path", path, "sudoers cannot name a path with : , = or \\")
+    return path
+
 
 def rules(clusters: Iterable[Cluster] = (), paths: dict[str, str] | None = None) -> list[Rule]:
     """Every rule a host needs, in the order the file lists them."""
-    where = {**DEFAULT_PATHS, **(paths or {})}
+    where = {**DEFAULT_PATHS, **{name: command_path(path) for name, path in
+                                 (paths or {}).items() if name in DEFAULT_PATHS}}
     found = [
         Rule("zfs", ROOT, (where["zfs"], where["zpool"]), RULES_TEXT["zfs"]),
         Rule("sysctl", ROOT, (where["sysctl"],), RULES_TEXT["sysctl"]),

@@ -138,3 +138,12 @@ def test_the_readme_shows_the_file_pozol_generates():
     shown = readme.split("## Non-root login", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     generated = sudo.sudoers("pozol", [PG15])
     assert shown.strip() and generated.endswith(shown)
+
+
+@pytest.mark.parametrize("bin_dir", ["/opt/pg/bin, /bin/sh", "/opt/pg:x/bin", "relative/bin",
+                                     "/opt/pg bin", "/opt/pg/bin\nALL"])
+def test_a_path_a_host_reports_never_writes_a_rule_of_its_own(bin_dir):
+    with pytest.raises(ValueError):
+        sudo.Cluster("postgres", bin_dir)
+    with pytest.raises(ValueError):
+        sudo.rules(paths={"zfs": bin_dir})
