@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 # Debian packages the demo fleet and the suite need: real ZFS (zfs-fuse), sshd,
-# PostgreSQL 15 with pgbench, Redis, and Chromium for the browser tests.
-DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium
+# sudo (a test host reached as an ordinary user), PostgreSQL 15 with pgbench, Redis,
+# and Chromium for the browser tests.
+DEBS := zfs-fuse openssh-server sudo postgresql-15 postgresql-client-15 redis-server chromium
 
 .PHONY: run test bench bench-scale bench-snapshots bench-clones bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables compose-check clean
 

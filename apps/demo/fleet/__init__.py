@@ -42,7 +42,10 @@ machine and every host, and a test that does it must restore it; only the
 files under /etc/sysctl.d are private), /sys (where the parameters of a
 kernel ZFS module would be; zfs-fuse has none), ``/proc/meminfo`` (Dirty,
 Writeback), CPU and memory. Users, the network and the rest of the root
-filesystem (the rest of /etc included) are shared too. From the machine,
+filesystem (the rest of /etc included) are shared too, except on a host reached
+as an ordinary user (``logins={4: "pozol"}`` / ``--login-user pozol``): it has
+its own /etc/passwd, group, shadow, sudoers and sudoers.d, copies in its state
+dir with that user and PoZoL's sudoers file added (login.py). From the machine,
 every process of every host is visible (with another PID than inside the
 host).
 

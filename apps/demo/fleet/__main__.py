@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     cmd_up.add_argument("--pg-major", type=int, default=15,
                         help="PostgreSQL major of the new hosts: 15 (the machine's, default)"
                              " or one package.json pins (postgresql-18, from make node)")
+    cmd_up.add_argument("--login-user", default="root",
+                        help="the user the new hosts are reached as: root (default), or an "
+                             "ordinary user with PoZoL's sudoers rules, such as pozol")
     cmd_up.set_defaults(run=_up)
     cmd_status = commands.add_parser("status", help="hosts and whether their processes run")
     cmd_status.set_defaults(run=_status)
@@ -76,8 +79,9 @@ def _parser() -> argparse.ArgumentParser:
 def _up(args: argparse.Namespace) -> int:
     started = time.monotonic()
     majors = dict.fromkeys(range(1, args.hosts + 1), args.pg_major)
+    logins = dict.fromkeys(range(1, args.hosts + 1), args.login_user)
     hosts = up(args.hosts, args.state_dir, args.subnet, args.port, pool_size=args.pool_size,
-               majors=majors)
+               majors=majors, logins=logins)
     log.info("%d host(s) up in %.1fs", len(hosts), time.monotonic() - started)
     if args.json:
         print(json.dumps([h.to_dict() for h in hosts], indent=2))

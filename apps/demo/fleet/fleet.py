@@ -19,6 +19,7 @@ from .preflight import check_debian_layout, check_free, check_machine, make_moun
 from .settings import (
     PG_OS_USER,
     PG_PORT,
+    SSH_USER,
     FleetConfig,
     FleetError,
     check_host_count,
@@ -41,6 +42,7 @@ def up(
     pool_size: int | str | None = None,
     majors: Mapping[int, int] | None = None,
     debian: Collection[int] = (),
+    logins: Mapping[int, str] | None = None,
     first: int = 1,
 ) -> list[Host]:
     """Bring hosts first..first+hosts-1 up (1..hosts by default); hosts already up are left
@@ -53,6 +55,8 @@ def up(
     debian: the hosts (by index) whose cluster is in Debian's packaged layout: its
     configuration in /etc/postgresql/<major>/main (the host's own, bound over the
     machine's /etc/postgresql), started with `-c config_file=` as pg_ctlcluster does.
+    logins names the user a host is reached as, when not root (`{4: "pozol"}`): an
+    ordinary user with sudo, who exists in that host only (apps/demo/fleet/login.py).
     first: the number of the first host, so that a second fleet on the same
     subnet (hosts first..first+hosts-1) stays off the addresses of the first.
 
@@ -79,7 +83,7 @@ def up(
         with _locked(cfg):
             _claim(cfg)
             result = _bring_up(cfg, range(first, first + hosts), owners or {}, majors or {},
-                               frozenset(debian))
+                               frozenset(debian), logins or {})
             _write_known_hosts(cfg)
             return result
     except BaseException:
@@ -163,7 +167,8 @@ def _claim(cfg: FleetConfig) -> None:
 
 
 def _bring_up(cfg: FleetConfig, indexes: range, owners: Mapping[int, str],
-              majors: Mapping[int, int], debian: frozenset[int] = frozenset()) -> list[Host]:
+              majors: Mapping[int, int], debian: frozenset[int] = frozenset(),
+              logins: Mapping[int, str] | None = None) -> list[Host]:
     wanted = [(i, Layout(cfg.host_dir(cfg.host_name(i)))) for i in indexes]
     todo = [(i, layout) for i, layout in wanted if not _is_up(layout)]
     starting = {i for i, _ in todo}
@@ -177,7 +182,7 @@ def _bring_up(cfg: FleetConfig, indexes: range, owners: Mapping[int, str],
         check_free(cfg.address(i), PG_PORT, "postgresql")
     if todo:
         _prepare_fleet(cfg)
-    _start_all(cfg, [i for i, _ in todo], owners, majors, debian)
+    _start_all(cfg, [i for i, _ in todo], owners, majors, debian, logins or {})
     return [_host(layout) for _, layout in wanted]
 
 
@@ -192,11 +197,14 @@ def _check_pool_sizes(cfg: FleetConfig, running: list[Layout]) -> None:
 
 
 def _start_all(cfg: FleetConfig, indexes: list[int], owners: Mapping[int, str],
-               majors: Mapping[int, int], debian: frozenset[int] = frozenset()) -> None:
+               majors: Mapping[int, int], debian: frozenset[int] = frozenset(),
+               logins: Mapping[int, str] | None = None) -> None:
     """Start hosts in parallel; if any fails, take down every host this call started."""
+    logins = logins or {}
     with ThreadPoolExecutor(max_workers=max(1, len(indexes))) as pool:
         futures = [pool.submit(start_host, cfg, i, owners.get(i, PG_OS_USER),
-                               majors.get(i, pgbin.DEFAULT_MAJOR), i in debian)
+                               majors.get(i, pgbin.DEFAULT_MAJOR), i in debian,
+                               logins.get(i, SSH_USER))
                    for i in indexes]
     errors = [f.exception() for f in futures if f.exception() is not None]
     if not errors:

@@ -57,6 +57,10 @@ class Host:
     # etc_postgresql_dir/<major>/main of the state dir, readable from the machine.
     pg_config_file: str | None = None
     etc_postgresql_dir: str | None = None
+    # The user PoZoL logs in as (`user` too): root, or an ordinary user with sudo whose
+    # sudoers rules are the file etc_sudoers_file, the host's /etc/sudoers.d/pozol.
+    login_user: str = "root"
+    etc_sudoers_file: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
