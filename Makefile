@@ -4,12 +4,13 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 # Debian packages the demo fleet and the suite need: real ZFS (zfs-fuse), sshd,
-# PostgreSQL 15 with pgbench, Redis, and Chromium for the browser tests.
-# QEMU, debootstrap and lz4 build and boot the OpenZFS VM test host (apps/demo/vm).
-DEBS := zfs-fuse openssh-server postgresql-15 postgresql-client-15 redis-server chromium \
+# sudo (a test host reached as an ordinary user), PostgreSQL 15 with pgbench, Redis,
+# and Chromium for the browser tests; QEMU, debootstrap, lz4 and zstd build and boot the
+# OpenZFS VM test host (apps/demo/vm).
+DEBS := zfs-fuse openssh-server sudo postgresql-15 postgresql-client-15 redis-server chromium \
 	qemu-system-x86 qemu-utils debootstrap lz4 zstd
 
-.PHONY: run test bench bench-scale bench-snapshots bench-clones bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables clean
+.PHONY: run test bench bench-scale bench-snapshots bench-clones bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables compose-check clean
 
 run: deps node
 	$(PY) -m apps.demo
@@ -60,6 +61,14 @@ bench-telemetry: deps
 	$(PY) -m tests.bench.telemetry_cost $(BENCH_ARGS)
 	$(PY) -m tests.bench.collection_scale
 	$(PY) -m tests.bench.telemetry_scale
+
+# Not part of `make test`: docker-compose.yml run for real, as root, then undone. Installs
+# docker.io and docker-compose (v1) if missing, runs a private dockerd under nice, builds
+# stand-ins for the official images when none can be pulled, signs in, registers demo-host,
+# snapshots, clones, restarts demo-host, tears down and puts the machine back
+# (tests/tools/compose_check). COMPOSE_CHECK_ARGS=--cache DIR keeps the Debian base there.
+compose-check: venv
+	$(PY) -m tests.tools.compose_check $(COMPOSE_CHECK_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

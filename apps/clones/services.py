@@ -354,6 +354,12 @@ def _layout(host: Host, origin: Origin, name: str, snapshot: str, port: int,
             role: str) -> Layout:
     limits = CloneHostSettings.objects.filter(host=host).first() or CloneHostSettings(host=host)
     listen = limits.listen_address or host.address
+    if not _is_ip(listen):
+        # A host registered by name (demo-host in docker-compose.yml): which of its
+        # addresses clients should reach is the operator's to say.
+        raise _refuse("listen_address", f"clones listen on an IP address, and {host.name}'s "
+                      f"address {host.address!r} is a name: set the address its clones listen "
+                      f"on in its clone settings (listen_address)")
     allowed = tuple(limits.allowed_networks or CloneHostSettings.DEFAULT_ALLOWED)
     socket_dir = f"{host.work_dir.rstrip('/')}/clones/{name}"
     try:
@@ -362,6 +368,14 @@ def _layout(host: Host, origin: Origin, name: str, snapshot: str, port: int,
                       os_uid=clone_uid(limits.uid_base, port))
     except (CloneError, InvalidValue, ValueError) as exc:
         raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
+
+
+def _is_ip(address: str) -> bool:
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return True
 
 
 def _layout_values(layout: Layout) -> dict:

@@ -3,7 +3,7 @@ from django.db.models import Prefetch
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -93,6 +93,15 @@ class HostViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def facts(self, request, pk=None):
         return Response(self.get_object().facts)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, parameters=[OpenApiParameter(
+        "login", str, description="another login than the host's own")], description=(
+        "The sudoers file a non-root login needs on this host (install it as "
+        "/etc/sudoers.d/pozol, mode 0440): each rule with what it grants. `check` is what "
+        "the last discovery through that login found missing in `sudo -n -l`."))
+    @action(detail=True, methods=["get"])
+    def sudoers(self, request, pk=None):
+        return Response(services.sudoers(self.get_object(), request.query_params.get("login")))
 
     def _related(self, related_name: str, serializer_class):
         rows = getattr(self.get_object(), related_name).all()

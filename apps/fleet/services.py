@@ -13,6 +13,8 @@ from apps.fleet.models import Host
 from apps.ops import engine
 from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
+from apps.remote import sudo
+from apps.remote.commands import InvalidValue, os_user
 from apps.remote.keys import generate_keypair
 
 
@@ -106,3 +108,28 @@ def retire_cluster(host: Host, cluster_id: int) -> None:
                            code="running")
         cluster.delete()
         steps.check_clusters(host)
+
+
+def sudoers(host: Host, login: str | None = None) -> dict:
+    """The sudoers file `login` (the host's own login by default) needs on this host,
+    from its discovered clusters and tool paths, and what the last discovery's check
+    of `sudo -n -l` found missing (None until a discovery through that login)."""
+    login = host.user if login is None else login
+    if login == sudo.ROOT:
+        raise DomainError(f"{host.name} is reached as root, which needs no sudoers rules; "
+                          "ask with ?login=<user> for the file another login would need",
+                          code="root_login", fields={"login": ["root needs no rules"]})
+    try:
+        os_user(login)
+    except InvalidValue as exc:
+        raise DomainError(f"login: {exc.reason}", fields={"login": [exc.reason]}) from None
+    checked = (host.facts or {}).get("sudo")
+    found = (checked or {}).get("paths") or (host.facts or {}).get("tools") or {}
+    try:
+        clusters = [sudo.Cluster(c.owner, c.bin_dir) for c in host.clusters.all()
+                    if c.owner and c.bin_dir]
+        text = sudo.sudoers(login, clusters, found)
+    except InvalidValue as exc:  # what the host reported cannot be written in sudoers
+        raise Conflict(f"{host.name}: {exc}", code="unnamable") from None
+    return {"login": login, "sudoers": text,
+            "check": checked if checked and checked.get("login") == login else None}

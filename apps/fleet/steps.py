@@ -21,7 +21,7 @@ from apps.fleet.models import Alert, Host
 from apps.fleet.recording import record_rows
 from apps.fleet.signals import discovered, facts_recorded
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
-from apps.remote.errors import CommandFailed, HostKeyMismatch, RemoteError
+from apps.remote.errors import CommandFailed, HostKeyMismatch, RemoteError, SudoRefused
 from apps.remote.gather import discover
 
 
@@ -70,11 +70,11 @@ def _present(host: Host, line: str, fingerprint: str, state: str) -> None:
 def gather(ctx: StepContext) -> Next:
     ctx.progress(20, "gathering facts over SSH")
     try:
-        facts = discover(ctx.runner())
+        facts = discover(ctx.runner(), login=ctx.host.user)
     except HostKeyMismatch:
         raise  # the engine records it and raises its own alert
-    except CommandFailed as exc:
-        ctx.host.record_error(exc)
+    except (CommandFailed, SudoRefused) as exc:
+        ctx.host.record_error(exc)  # reached, but refused there: not unreachable
         raise
     except RemoteError as exc:
         ctx.host.record_unreachable(exc)

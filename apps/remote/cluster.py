@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from apps.remote.commands import (
     Command,
+    Direct,
     InvalidValue,
     abs_path,
     cmd,
@@ -109,7 +110,9 @@ class ClusterTarget:
         command = cmd("sh", "-c", _FROM_ROOT, "sh", *limit, "runuser", "-u", self.owner, "--",
                       f"{self.bin_dir}/{program}", *args)
         plain = " ".join(quote(a) for a in (program, *args))
-        return Command(command.text, shown=shown or f"{plain}  (as {self.owner})")
+        direct = Direct((f"{self.bin_dir}/{program}", *(str(a) for a in args)),
+                        user=self.owner, timeout=timeout)
+        return Command(command.text, shown=shown or f"{plain}  (as {self.owner})", direct=direct)
 
     def client(self, program: str, *args: str | int, timeout: int | None = None) -> Command:
         """A client program (psql, pgbench) connected over the cluster's socket."""
@@ -133,7 +136,7 @@ class ClusterTarget:
                               "-d", database, *flags, *source, timeout=PSQL_TIMEOUT_SECONDS)
         shown = f"psql -d {database}  (as {self.owner}): {_with_values(sql, variables)}"
         return Command(command.text, shown=shown,
-                       stdin=sql.encode() if variables else None)
+                       stdin=sql.encode() if variables else None, direct=command.direct)
 
     def control(self, action: str) -> Command:
         """Start, stop (fast), restart (fast) or reload the cluster the way the host runs it:

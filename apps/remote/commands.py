@@ -201,19 +201,37 @@ def integer(value: object, *, minimum: int = 0, maximum: int = 2**63 - 1) -> int
 
 
 @dataclass(frozen=True)
+class Direct:
+    """A command that is one program, no shell: what a sudoers rule can name.
+
+    Kept beside the text so a non-root login runs it through a narrow rule
+    (apps.remote.sudo) instead of a root shell. `user` is the OS user it runs as;
+    `timeout`, a limit of the program's own (seconds).
+    """
+
+    argv: tuple[str, ...]
+    user: str = "root"
+    timeout: int | None = None
+
+
+@dataclass(frozen=True)
 class Command:
     """A shell command line whose every value was quoted by this module.
 
     `secrets` are substrings replaced by *** wherever the command is shown or
     logged (a password passed to psql, say). `shown`, when set, is what the
     command does in words a person reads in the log (the SQL psql runs rather
-    than the runuser wrapper); `stdin`, the input it needs (that SQL).
+    than the runuser wrapper); `stdin`, the input it needs (that SQL); `direct`, the
+    one program it is, when it is one (`cmd`, a cluster's program as its owner);
+    `as_login`, run as the login itself, never through sudo (`sudo -n -l`).
     """
 
     text: str
     secrets: tuple[str, ...] = field(default=(), repr=False)
     shown: str | None = field(default=None, compare=False)
     stdin: bytes | None = field(default=None, repr=False)
+    direct: Direct | None = field(default=None, compare=False, repr=False)
+    as_login: bool = field(default=False, compare=False)
 
     def redacted(self) -> str:
         """What the log says the command does (`shown`, or else its text), secrets hidden."""
@@ -244,7 +262,8 @@ def cmd(*argv: str | int, secrets: tuple[str, ...] = ()) -> Command:
     """A plain command: each argument is quoted, none is interpreted by the shell."""
     if not argv:
         raise InvalidValue("command", argv, "must not be empty")
-    return Command(" ".join(quote(a) for a in argv), secrets)
+    return Command(" ".join(quote(a) for a in argv), secrets,
+                   direct=Direct(tuple(str(a) for a in argv)))
 
 
 class _QuotingFormatter(string.Formatter):

@@ -49,6 +49,16 @@ class HostKeyMismatch(RemoteError):
         self.presented = presented
 
 
+class SudoRefused(RemoteError):
+    """A login other than root: sudo would not run a command without a password."""
+
+    code = "sudo_refused"
+
+    def __init__(self, message: str, *, rule: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
 class CommandTimeout(RemoteError):
     code = "timeout"
 

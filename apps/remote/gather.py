@@ -29,13 +29,15 @@ dialect lacks is a fact about the host, never an error.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import asdict
 from functools import reduce
 
-from apps.remote import commands
+from apps.remote import commands, sudo
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, InvalidValue, cmd, script
+from apps.remote.errors import SudoRefused
 from apps.remote.facts import arc, bloat, disks, postgres, system, zfs, zpool
 from apps.remote.facts.host import (
     CLONE_PROPERTY,
@@ -64,7 +66,8 @@ OPTIONAL_PROPERTIES = ("sync", "redundant_metadata")
 _NVME_DISK = re.compile(r"nvme\d+n\d+\Z")
 
 
-def discover(run: Runner) -> HostFacts:
+def discover(run: Runner, login: str = sudo.ROOT) -> HostFacts:
+    listing = _sudo_listing(run, login)
     host = ask(run, host_probes())
     facts = _host_facts(host)
     postmasters = postgres.find_postmasters(postgres.parse_ps(_text(host, "ps")))
@@ -91,7 +94,60 @@ def discover(run: Runner) -> HostFacts:
         [_with_layout(_with_settings(c, data, facts), common) for c in clusters],
         facts.datasets)
     _read_bloat(run, data, facts)
+    if listing is not None:
+        facts.sudo = _sudo_check(login, listing, facts)
     return facts
+
+
+# -- a login other than root: its sudoers rules ---------------------------------
+
+def _sudo_listing(run: Runner, login: str) -> SudoListing | None:
+    """`sudo -n -l` as the login itself, with the paths of the programs its rules name;
+    refused at once when the shell rule, which every later round trip needs, is not
+    granted (the error names what is missing)."""
+    if login == sudo.ROOT:
+        return None
+    asked = bundle({"sudo_list": cmd(*sudo.LIST_COMMAND), "sudo_paths": script(
+        "for tool in zfs zpool sysctl; do command -v \"$tool\"; done")})
+    sections = split_sections(run(dataclasses.replace(
+        asked, as_login=True, shown="sudo -n -l  (the login's sudoers rules)"),
+        timeout=30, check=False).stdout)
+    listed = sections.get("sudo_list") or Section("sudo_list", -1, "no answer")
+    found = SudoListing(listed.exit_code, listed.text,
+                        system.parse_tools(_text(sections, "sudo_paths")))
+    shell = found.check(login, [r for r in sudo.rules() if r.name == "shell"])
+    if not shell.ok and any(m["rule"] == "shell" for m in shell.missing):
+        raise SudoRefused(
+            f"sudo does not let {login} run PoZoL's commands"
+            f"{f' ({shell.refused})' if shell.refused else ''}; missing: "
+            + "; ".join(m["line"] for m in shell.missing), rule="shell")
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class SudoListing:
+    exit_code: int
+    text: str  # stdout and stderr together
+    paths: dict[str, str]
+
+    def check(self, login: str, needed: list[sudo.Rule]) -> sudo.SudoCheck:
+        return sudo.check(login, self.exit_code, self.text, self.text, needed)
+
+
+def _sudo_check(login: str, listing: SudoListing, facts: HostFacts) -> sudo.SudoCheck:
+    clusters = []
+    for cluster in facts.clusters:
+        try:
+            clusters.append(sudo.Cluster(cluster.owner or "", cluster.bin_dir or ""))
+        except InvalidValue as exc:
+            facts.skip("sudoers rule of cluster", cluster.data_dir, exc.reason)
+    paths = {}
+    for name, path in listing.paths.items():
+        try:
+            paths[name] = sudo.command_path(path)
+        except InvalidValue as exc:
+            facts.skip("sudoers path", path, exc.reason)
+    return dataclasses.replace(listing.check(login, sudo.rules(clusters, paths)), paths=paths)
 
 
 # -- bundling ---------------------------------------------------------------

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import paramiko
 
-from apps.remote import keys
+from apps.remote import keys, sudo
 from apps.remote.commands import Command, script
 from apps.remote.errors import (
     AuthenticationFailed,
@@ -34,6 +34,7 @@ from apps.remote.errors import (
     HostKeyMismatch,
     HostKeyUnknown,
     SSHForbidden,
+    SudoRefused,
     Unreachable,
 )
 from apps.remote.keys import fingerprint
@@ -144,6 +145,7 @@ class Session:
                 f"{self.target.name}: connection to {self.target.where} was lost while "
                 f"running `{result.command}`; it may or may not have completed"
             )
+        self._refuse_if_sudo_refused(command, result)
         return result.check() if check else result
 
     def _run(self, command: Command, stdin: bytes | None, *, deadline: float) -> _Outcome:
@@ -151,10 +153,26 @@ class Session:
         remote_deadline = math.ceil(_remaining(deadline)) + REMOTE_SLACK
         try:
             with _mapped_errors(self.target.where, self.connect_timeout):
-                return _exchange(channel, _with_remote_deadline(command, remote_deadline),
-                                 stdin, deadline=deadline)
+                wrapped = _with_remote_deadline(command, remote_deadline, self.target.user)
+                return _exchange(channel, wrapped, stdin, deadline=deadline)
         finally:
             channel.close()
+
+    def _refuse_if_sudo_refused(self, command: Command, result: Result) -> None:
+        """sudo would not run it: say so whatever `check` asked, since the command
+        itself never ran (a bundle read with check=False would otherwise look empty)."""
+        login = self.target.user
+        if login == sudo.ROOT or command.as_login or result.exit_code not in (1, 127):
+            return
+        words = sudo.refusal(result.stderr)
+        if words is None:
+            return
+        needed = sudo.route(command)
+        rule = needed.rule if needed.rule != "cluster" else f"cluster:{needed.user}"
+        raise SudoRefused(
+            f"{self.target.name}: sudo refused `{result.command}` for {login} ({words}); "
+            f"PoZoL needs its sudoers rule {rule!r} on this host (see the host's sudoers "
+            "file: GET /api/hosts/<id>/sudoers/)", rule=rule)
 
     @property
     def host_key(self) -> str:
@@ -185,10 +203,14 @@ class _Outcome:
 REMOTE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def _with_remote_deadline(command: Command, seconds: int) -> Command:
+def _with_remote_deadline(command: Command, seconds: int, login: str = sudo.ROOT) -> Command:
     # The command runs under `sh -c`, so templates are written for POSIX sh. LC_ALL=C:
     # parsers read English text (zpool status's scan line, psql's errors) whatever
     # locale the login sets; a prefix, because sshd passes client env only by AcceptEnv.
+    # A login other than root runs it through sudo (apps.remote.sudo), unless it is
+    # one of the few commands asked of the login itself.
+    if login != sudo.ROOT and not command.as_login:
+        return sudo.wrap(command, path=REMOTE_PATH, grace=KILL_GRACE, seconds=seconds)
     return script("PATH={path} LC_ALL=C timeout -k {grace} {seconds} sh -c {text}",
                   path=REMOTE_PATH, grace=KILL_GRACE, seconds=seconds, text=command.text)
 

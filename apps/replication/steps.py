@@ -81,7 +81,7 @@ def _install_key(ctx: StepContext, link: ReplicationLink) -> Fail | None:
         return Fail(f"{target.name}'s host key is not pinned yet: discover it first",
                     code="target_not_pinned")
     line = commands.authorized_keys_line(core_link(link), link.public_key,
-                                         capabilities_of(target))
+                                         capabilities_of(target), login=target.user)
     _on(target)(commands.install_key(target.authorized_keys_file, core_link(link), line))
     known = commands.known_hosts_line(target.address, target.port, target.host_key)
     ctx.runner()(commands.write_source_files(

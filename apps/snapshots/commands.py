@@ -8,6 +8,7 @@ one snapshot, never -r, -R or -d: what it destroys is exactly what was named.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import (
@@ -48,7 +49,9 @@ def listing(snapshots: list[str] | None = None) -> Command:
     command = cmd("zfs", "get", "-Hp", "-o", LISTING_FIELDS, ",".join(LISTING_PROPERTIES),
                   *names)
     shown = f"list {len(names)} snapshots" if names else "list snapshots"
-    return Command(command.text, shown=f"{shown} (zfs get -Hp)")
+    # replace(), not a new Command: it stays one program (a login with sudo runs it
+    # through the zfs rule, apps.remote.sudo).
+    return replace(command, shown=f"{shown} (zfs get -Hp)")
 
 
 def take(snapshots: list[str], properties: dict[str, str], *, recursive: bool = False) -> Command:

@@ -63,6 +63,20 @@ def test_bad_requests_are_refused_naming_the_field(origin, changes, field):
     assert not Clone.objects.exists()
 
 
+def test_a_host_registered_by_name_needs_a_listen_address_for_its_clones(origin, delivered):
+    host, _ = origin
+    host.address = "demo-host"  # as docker-compose.yml's demo host is registered
+    host.save()
+    with pytest.raises(services.CloneRefused) as refused:
+        make(origin, name="a")
+    assert refused.value.status == 400
+    assert "'demo-host' is a name" in refused.value.fields["listen_address"][0]
+    assert not Clone.objects.exists()
+    CloneHostSettings.objects.create(host=host, listen_address="172.18.0.5")
+    clone, _, _ = make(origin, name="a")
+    assert services.layout_of(clone).listen == "172.18.0.5"
+
+
 def test_a_taken_name_is_a_conflict(origin, delivered):
     make(origin, name="a")
     with pytest.raises(services.CloneRefused) as refused:

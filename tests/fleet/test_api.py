@@ -204,3 +204,21 @@ def test_a_pasted_text_longer_than_any_key_is_refused(api):
     response = api.post("/api/hosts/", valid_body(private_key=text), format="json")
     assert response.status_code == 400
     assert "no more than 16384 characters" in response.json()["error"]["fields"]["private_key"][0]
+
+
+def test_the_sudoers_file_of_a_host_names_its_clusters_and_refuses_root_or_a_bad_login(
+        api, replayed_host):
+    # The replayed host is reached as root: it needs no rules, and says how to ask.
+    root = api.get(f"/api/hosts/{replayed_host.pk}/sudoers/")
+    assert root.status_code == 400 and root.json()["error"]["code"] == "root_login"
+
+    answer = api.get(f"/api/hosts/{replayed_host.pk}/sudoers/", {"login": "pozol"})
+    assert answer.status_code == 200, answer.content
+    cluster = replayed_host.clusters.get()
+    line = f"pozol ALL=({cluster.owner}) NOPASSWD: {cluster.bin_dir}/psql, "
+    assert line in answer.json()["sudoers"]
+    assert answer.json()["check"] is None  # no discovery through that login yet
+
+    for hostile in HOSTILE[:8]:
+        refused = api.get(f"/api/hosts/{replayed_host.pk}/sudoers/", {"login": hostile})
+        assert refused.status_code == 400 and "login" in refused.json()["error"]["fields"]

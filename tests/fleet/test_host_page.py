@@ -105,7 +105,7 @@ def fake_connection(monkeypatch):
 
     answer: dict = {}
 
-    def discover(runner):
+    def discover(runner, login="root"):
         if "error" in answer:
             raise answer["error"]
         return answer["facts"]

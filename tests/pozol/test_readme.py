@@ -34,7 +34,8 @@ RUN = {"REST API", "Snapshots", "Snapshot policies", "Replication", "Clones",
 NOT_RUN = {
     "Two commands": "`make run` is what the test starts (python -m apps.demo, after "
                     "`make deps`); `make test` is the suite this test is part of",
-    "Production with docker-compose": "the build machines have no Docker engine",
+    "Production with docker-compose": "it needs a Docker engine and root: `make "
+                                      "compose-check` runs it (tests/tools/compose_check)",
     "Test hosts by hand": "its fleet takes a fixed subnet (127.0.79) and state directory, "
                           "which another checkout's README test would share",
 }

@@ -108,7 +108,7 @@ def test_openzfs_to_openzfs_compressed_resumed_after_an_interruption(
             pid_file = wait_for(lambda: _unit_pid_files(vm_host, operation.pk), 300,
                                 "the transfer to start")[0]
             time.sleep(3)
-            held = run_on(vm_host, "zfs holds -H -r tank/pg | cut -f2 | sort -u")
+            held = run_on(vm_host, "zfs holds -H $(zfs list -H -t snapshot -o name -r tank/pg)")
             cut.append(held)
             # The whole pipeline (its process group), as a dropped connection would.
             run_on(vm_host, f"kill -TERM -- -$(cat {vm_host.work_dir}/{pid_file})")

@@ -42,7 +42,10 @@ machine and every host, and a test that does it must restore it; only the
 files under /etc/sysctl.d are private), /sys (where the parameters of a
 kernel ZFS module would be; zfs-fuse has none), ``/proc/meminfo`` (Dirty,
 Writeback), CPU and memory. Users, the network and the rest of the root
-filesystem (the rest of /etc included) are shared too. From the machine,
+filesystem (the rest of /etc included) are shared too, except on a host reached
+as an ordinary user (``logins={4: "pozol"}`` / ``--login-user pozol``): it has
+its own /etc/passwd, group, shadow, sudoers and sudoers.d, copies in its state
+dir with that user and PoZoL's sudoers file added (login.py). From the machine,
 every process of every host is visible (with another PID than inside the
 host).
 
@@ -56,10 +59,15 @@ PID 1 (its namespace holder) ends every process of that host.
 ``serve`` (the demo-host container of docker-compose.yml) runs one host in the
 foreground with its sshd on ``--listen`` (such as 0.0.0.0) instead of its
 loopback address, so that other machines reach it; its PostgreSQL stays on the
-loopback address. It prints the host as ``up --json`` does, with "address"
-set to what a client should dial, and runs ``down`` on SIGTERM or SIGINT. A
-state dir left by a killed run is cleaned up and the host rebuilt from
-scratch (see ``_serve`` in __main__.py).
+loopback address. It prints the host as ``status --json`` does, with "address"
+set to what a client should dial (recorded in the state dir, so ``status`` and
+register_demo_fleet say the same), and on SIGTERM or SIGINT stops the host but
+keeps the client key and the host key, so a restarted container answers with
+the keys the control plane pinned. A state dir left by a killed run is cleaned
+up and the host rebuilt with the same keys (see ``_serve`` in __main__.py).
+A host's key lives in ``<state dir>/host_keys/``, beside its directory, until
+``down``; ``down`` empties a state dir that is a mount point instead of
+removing it.
 """
 
 from .fleet import down, status, up

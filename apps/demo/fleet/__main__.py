@@ -12,9 +12,8 @@ import sys
 import threading
 import time
 
-from . import keys
-from .fleet import down, status, up
-from .model import Host
+from .fleet import advertise, down, status, up
+from .model import Host, HostStatus
 from .settings import FleetError, resolve_config
 
 log = logging.getLogger("apps.demo.fleet")
@@ -44,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     cmd_up.add_argument("--pg-major", type=int, default=15,
                         help="PostgreSQL major of the new hosts: 15 (the machine's, default)"
                              " or one package.json pins (postgresql-18, from make node)")
+    cmd_up.add_argument("--login-user", default="root",
+                        help="the user the new hosts are reached as: root (default), or an "
+                             "ordinary user with PoZoL's sudoers rules, such as pozol")
     cmd_up.set_defaults(run=_up)
     cmd_status = commands.add_parser("status", help="hosts and whether their processes run")
     cmd_status.set_defaults(run=_status)
@@ -55,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
         )
         command.add_argument("--json", action="store_true", help="print JSON")
     cmd_serve = commands.add_parser(
-        "serve", help="run one host in the foreground until SIGTERM/SIGINT, then down"
+        "serve", help="run one host in the foreground until SIGTERM/SIGINT, then stop it"
+        " (keeping its keys)"
     )
     cmd_serve.add_argument(
         "--listen", required=True, help="IPv4 address sshd binds, such as 0.0.0.0"
@@ -76,8 +79,9 @@ def _parser() -> argparse.ArgumentParser:
 def _up(args: argparse.Namespace) -> int:
     started = time.monotonic()
     majors = dict.fromkeys(range(1, args.hosts + 1), args.pg_major)
+    logins = dict.fromkeys(range(1, args.hosts + 1), args.login_user)
     hosts = up(args.hosts, args.state_dir, args.subnet, args.port, pool_size=args.pool_size,
-               majors=majors)
+               majors=majors, logins=logins)
     log.info("%d host(s) up in %.1fs", len(hosts), time.monotonic() - started)
     if args.json:
         print(json.dumps([h.to_dict() for h in hosts], indent=2))
@@ -107,25 +111,29 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    """One host whose sshd listens on --listen, in the foreground; down on SIGTERM/SIGINT.
+    """One host whose sshd listens on --listen, in the foreground; stopped on SIGTERM/SIGINT.
 
-    Prints what `up --json` prints for that host, except that "address" is
+    Prints what `status --json` prints for that host, whose "address" is
     where a client should dial (--advertise, else --listen, else for 0.0.0.0
-    the hostname); then the host key's fingerprint and the client key's path.
-    The host's PostgreSQL keeps listening on its loopback address only.
+    the hostname; recorded, so that `status` and register_demo_fleet say the
+    same); then the host key's fingerprint and the client key's path. The
+    host's PostgreSQL keeps listening on its loopback address only.
 
     Meant as a container's main process (docker-compose.yml, demo-host), whose
-    state dir is a volume that outlives the container. A killed container
-    leaves host.json with dead PIDs and the pool image behind: `up` treats that
-    host as not up, stops only processes it can still prove are its own, removes
-    the host dir and builds the host again from scratch (new pool, initdb,
-    pgbench data, new host key). Reimporting the old pool would keep data
-    across restarts but needs code the fleet does not have; a demo host that
-    starts clean every time is also more predictable. The client key at the top
-    of the state dir is kept, so it stays the same across restarts.
+    state dir is a volume that outlives the container. Stopping takes the host
+    down and removes its directory (pool, data, logs) but keeps the state dir
+    with the client key and the host key, so the host comes back with the keys
+    the control plane pinned: a restarted container is discovered again
+    without anyone accepting a new key. A killed container leaves host.json
+    with dead PIDs and the pool image behind: `up` treats that host as not up,
+    stops only processes it can still prove are its own, removes the host dir
+    and builds the host again (new pool, initdb, pgbench data; same keys).
+    Reimporting the old pool would keep data across restarts but needs code
+    the fleet does not have; a demo host that starts clean every time is also
+    more predictable.
 
     A signal that arrives while the host is starting is honoured once it is
-    up; one that arrives during down is ignored, so down always finishes.
+    up; one that arrives during the stop is ignored, so the stop always finishes.
     """
     stop = threading.Event()
 
@@ -141,7 +149,8 @@ def _serve(args: argparse.Namespace) -> int:
     (host,) = up(1, args.state_dir, args.subnet, args.port, listen=args.listen,
                  pool_size=args.pool_size)
     try:
-        served = _served(host, args.advertise or _dial_address(args.listen))
+        advertise(args.state_dir, host.name, args.advertise or _dial_address(args.listen))
+        served = _as_host(status(args.state_dir)[0])
         log.info(
             "serving %s at %s:%d (up after %.1fs); SIGTERM or SIGINT takes it down",
             served.name,
@@ -149,7 +158,6 @@ def _serve(args: argparse.Namespace) -> int:
             served.port,
             time.monotonic() - started,
         )
-        _pin_host_key(args.state_dir, served)
         print(json.dumps([served.to_dict()], indent=2))
         print(f"host key fingerprint: {served.host_key_fingerprint}")
         print(f"client private key: {served.private_key_path}")
@@ -161,28 +169,21 @@ def _serve(args: argparse.Namespace) -> int:
         while not stop.wait(1):
             pass
     finally:
-        names = down(args.state_dir)
-        log.info("stopped %s", ", ".join(names) or "nothing")
+        names = down(args.state_dir, keep_keys=True)
+        log.info("stopped %s; kept the keys in %s", ", ".join(names) or "nothing",
+                 resolve_config(args.state_dir).state_dir)
     return 0
+
+
+def _as_host(found: HostStatus) -> Host:
+    fields = {k: v for k, v in found.to_dict().items() if k not in ("alive", "up")}
+    return Host(**fields)
 
 
 def _dial_address(listen: str) -> str:
     if ipaddress.IPv4Address(listen).is_unspecified:
         return socket.gethostname()
     return listen
-
-
-def _served(host: Host, address: str) -> Host:
-    return Host(**{**host.to_dict(), "address": address})
-
-
-def _pin_host_key(state_dir: str | None, host: Host) -> None:
-    """Add the advertised address to the fleet's known_hosts file."""
-    known_hosts = resolve_config(state_dir).known_hosts
-    line = keys.known_hosts_line(host.address, host.port, host.host_public_key)
-    lines = known_hosts.read_text().splitlines() if known_hosts.exists() else []
-    if line not in lines:
-        known_hosts.write_text("".join(f"{entry}\n" for entry in [*lines, line]))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import shutil
 from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 
 from . import keys, pgbin
 from .host import host_dirs, host_status, pool_file_size, start_host, stop_host
@@ -18,6 +19,7 @@ from .preflight import check_debian_layout, check_free, check_machine, make_moun
 from .settings import (
     PG_OS_USER,
     PG_PORT,
+    SSH_USER,
     FleetConfig,
     FleetError,
     check_host_count,
@@ -40,6 +42,7 @@ def up(
     pool_size: int | str | None = None,
     majors: Mapping[int, int] | None = None,
     debian: Collection[int] = (),
+    logins: Mapping[int, str] | None = None,
     first: int = 1,
 ) -> list[Host]:
     """Bring hosts first..first+hosts-1 up (1..hosts by default); hosts already up are left
@@ -52,6 +55,8 @@ def up(
     debian: the hosts (by index) whose cluster is in Debian's packaged layout: its
     configuration in /etc/postgresql/<major>/main (the host's own, bound over the
     machine's /etc/postgresql), started with `-c config_file=` as pg_ctlcluster does.
+    logins names the user a host is reached as, when not root (`{4: "pozol"}`): an
+    ordinary user with sudo, who exists in that host only (apps/demo/fleet/login.py).
     first: the number of the first host, so that a second fleet on the same
     subnet (hosts first..first+hosts-1) stays off the addresses of the first.
 
@@ -78,7 +83,7 @@ def up(
         with _locked(cfg):
             _claim(cfg)
             result = _bring_up(cfg, range(first, first + hosts), owners or {}, majors or {},
-                               frozenset(debian))
+                               frozenset(debian), logins or {})
             _write_known_hosts(cfg)
             return result
     except BaseException:
@@ -88,14 +93,35 @@ def up(
 
 
 def status(state_dir: PathLike = None) -> list[HostStatus]:
-    """Every host recorded in the state dir, with which of its processes still run."""
+    """Every host recorded in the state dir, with which of its processes still run.
+
+    A host's address is the one clients dial: what advertise() recorded for it
+    (serve's --advertise), else its loopback address.
+    """
     cfg = resolve_config(state_dir)
+    dialled = _advertised(cfg)
     found = (host_status(layout) for layout in host_dirs(cfg))
-    return [s for s in found if s is not None]
+    return [replace(s, address=dialled.get(s.name, s.address)) for s in found if s is not None]
 
 
-def down(state_dir: PathLike = None) -> list[str]:
-    """Stop every host of the fleet and remove the state dir. Returns the host names."""
+def advertise(state_dir: PathLike, name: str, address: str) -> None:
+    """Record that clients reach host name at address (a name such as demo-host, or
+    serve's --listen), for status and the fleet's known_hosts; its record keeps its
+    loopback address, where its PostgreSQL listens."""
+    cfg = resolve_config(state_dir)
+    with _locked(cfg):
+        cfg.advertised.write_text(json.dumps({**_advertised(cfg), name: address}) + "\n")
+        _write_known_hosts(cfg)
+
+
+def down(state_dir: PathLike = None, *, keep_keys: bool = False) -> list[str]:
+    """Stop every host of the fleet and remove the state dir. Returns the host names.
+
+    keep_keys (serve, whose state dir is a container's volume): remove only the
+    hosts' directories, keeping the client key and the hosts' keys, so that the
+    host comes back with the keys the control plane pinned. A state dir that is a
+    mount point (a volume) is emptied, not removed: the kernel refuses (EBUSY).
+    """
     cfg = resolve_config(state_dir)
     if not cfg.state_dir.exists():
         return []
@@ -104,8 +130,20 @@ def down(state_dir: PathLike = None) -> list[str]:
     with _locked(cfg):
         layouts = host_dirs(cfg)
         _in_parallel(stop_host, layouts)
-        shutil.rmtree(cfg.state_dir)
+        if not keep_keys:
+            _remove_state_dir(cfg)
     return [layout.root.name for layout in layouts]
+
+
+def _remove_state_dir(cfg: FleetConfig) -> None:
+    if not os.path.ismount(cfg.state_dir):
+        shutil.rmtree(cfg.state_dir)
+        return
+    for path in cfg.state_dir.iterdir():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def _claim(cfg: FleetConfig) -> None:
@@ -129,7 +167,8 @@ def _claim(cfg: FleetConfig) -> None:
 
 
 def _bring_up(cfg: FleetConfig, indexes: range, owners: Mapping[int, str],
-              majors: Mapping[int, int], debian: frozenset[int] = frozenset()) -> list[Host]:
+              majors: Mapping[int, int], debian: frozenset[int] = frozenset(),
+              logins: Mapping[int, str] | None = None) -> list[Host]:
     wanted = [(i, Layout(cfg.host_dir(cfg.host_name(i)))) for i in indexes]
     todo = [(i, layout) for i, layout in wanted if not _is_up(layout)]
     starting = {i for i, _ in todo}
@@ -143,7 +182,7 @@ def _bring_up(cfg: FleetConfig, indexes: range, owners: Mapping[int, str],
         check_free(cfg.address(i), PG_PORT, "postgresql")
     if todo:
         _prepare_fleet(cfg)
-    _start_all(cfg, [i for i, _ in todo], owners, majors, debian)
+    _start_all(cfg, [i for i, _ in todo], owners, majors, debian, logins or {})
     return [_host(layout) for _, layout in wanted]
 
 
@@ -158,11 +197,14 @@ def _check_pool_sizes(cfg: FleetConfig, running: list[Layout]) -> None:
 
 
 def _start_all(cfg: FleetConfig, indexes: list[int], owners: Mapping[int, str],
-               majors: Mapping[int, int], debian: frozenset[int] = frozenset()) -> None:
+               majors: Mapping[int, int], debian: frozenset[int] = frozenset(),
+               logins: Mapping[int, str] | None = None) -> None:
     """Start hosts in parallel; if any fails, take down every host this call started."""
+    logins = logins or {}
     with ThreadPoolExecutor(max_workers=max(1, len(indexes))) as pool:
         futures = [pool.submit(start_host, cfg, i, owners.get(i, PG_OS_USER),
-                               majors.get(i, pgbin.DEFAULT_MAJOR), i in debian)
+                               majors.get(i, pgbin.DEFAULT_MAJOR), i in debian,
+                               logins.get(i, SSH_USER))
                    for i in indexes]
     errors = [f.exception() for f in futures if f.exception() is not None]
     if not errors:
@@ -182,6 +224,13 @@ def _write_known_hosts(cfg: FleetConfig) -> None:
         keys.known_hosts_line(s.address, s.port, s.host_public_key) for s in status(cfg.state_dir)
     ]
     cfg.known_hosts.write_text("".join(f"{line}\n" for line in lines))
+
+
+def _advertised(cfg: FleetConfig) -> dict[str, str]:
+    try:
+        return json.loads(cfg.advertised.read_text())
+    except FileNotFoundError:
+        return {}
 
 
 def _is_up(layout: Layout) -> bool:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import keys, pgbin, postgres, procs
+from . import keys, login, pgbin, postgres, procs
 from .model import Host, HostStatus, Layout, Record
 from .preflight import ETC_POSTGRESQL, PRIVATE_ETC_DIRS, SSHD, ZFS_MOUNT_POINTS
 from .procs import Proc, in_namespace, run
@@ -59,17 +59,22 @@ UNSHARE = ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagati
 
 
 def start_host(cfg: FleetConfig, index: int, owner: str = PG_OS_USER,
-               major: int = pgbin.DEFAULT_MAJOR, debian: bool = False) -> Host:
+               major: int = pgbin.DEFAULT_MAJOR, debian: bool = False,
+               login_user: str = SSH_USER) -> Host:
     """Create and start host number index; its record is saved at every step.
+
+    Its host key is made once and kept until the fleet's down, so a host
+    rebuilt over a killed one (or by serve after a restart) keeps it.
 
     owner is the OS user that owns the host's PostgreSQL cluster (see
     postgres.ensure_os_user for a user other than postgres); major its
     PostgreSQL major (see pgbin.py for another than 15); debian puts its
-    configuration in /etc/postgresql/<major>/main, as Debian's packages do.
+    configuration in /etc/postgresql/<major>/main, as Debian's packages do;
+    login_user the user PoZoL reaches it as (see login.py for another than root).
     """
     layout = Layout(cfg.host_dir(cfg.host_name(index)))
     layout.root.mkdir(mode=0o755)
-    record = Record(host=describe(cfg, index, layout, owner, major, debian))
+    record = Record(host=describe(cfg, index, layout, owner, major, debian, login_user))
     record.save(layout)
     started = time.monotonic()
     holder = _start_namespace(layout, record)
@@ -83,9 +88,11 @@ def start_host(cfg: FleetConfig, index: int, owner: str = PG_OS_USER,
 
 
 def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_USER,
-             major: int = pgbin.DEFAULT_MAJOR, debian: bool = False) -> Host:
+             major: int = pgbin.DEFAULT_MAJOR, debian: bool = False,
+             login_user: str = SSH_USER) -> Host:
     """The host's connection facts; makes its host key and, for another major than 15,
     its PostgreSQL installation."""
+    layout.host_key.parent.mkdir(mode=0o700, exist_ok=True)
     keys.ensure_key(layout.host_key, f"pozol-fleet-{cfg.host_name(index)}")
     public = keys.public_key(layout.host_key)
     data_mount = layout.mnt / "pg" / "data"
@@ -94,7 +101,8 @@ def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_US
         name=cfg.host_name(index),
         address=cfg.address(index),
         port=cfg.ssh_port,
-        user=SSH_USER,
+        user=login_user,
+        login_user=login_user,
         private_key_path=str(cfg.client_key),
         known_hosts_path=str(cfg.known_hosts),
         host_key_fingerprint=keys.fingerprint(public),
@@ -119,6 +127,7 @@ def describe(cfg: FleetConfig, index: int, layout: Layout, owner: str = PG_OS_US
         pg_config_file=(str(ETC_POSTGRESQL / str(major) / "main" / "postgresql.conf")
                         if debian else None),
         etc_postgresql_dir=str(layout.etc_dir / ETC_POSTGRESQL.name) if debian else None,
+        etc_sudoers_file=None if login_user == SSH_USER else str(login.sudoers_file(layout)),
     )
 
 
@@ -148,7 +157,7 @@ def host_status(layout: Layout) -> HostStatus | None:
 def _follow_restarted_postmaster(layout: Layout, record: Record) -> bool:
     """A tuning apply or a test may restart PostgreSQL with pg_ctl: the host is
     still up, with a new postmaster. Record it, so that up leaves the host alone
-    (rebuilding it would give it a new host key) and down stops the live one."""
+    (rebuilding it would lose its data) and down stops the live one."""
     try:
         current = postgres.postmaster(record.procs["namespace"], record.host)
     except (FleetError, OSError, ValueError, IndexError):
@@ -188,6 +197,7 @@ def _start_namespace(layout: Layout, record: Record) -> Proc:
         tmpfs = ["mount", "-t", "tmpfs", "-o", "mode=0755,size=16m", "pozol-fleet", str(path)]
         run(in_namespace(holder, tmpfs))
     _private_etc(holder, layout, record.host)
+    login.add_login(holder, layout, record.host)
     layout.work_dir.mkdir(mode=0o755)
     return holder
 

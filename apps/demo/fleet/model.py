@@ -57,6 +57,10 @@ class Host:
     # etc_postgresql_dir/<major>/main of the state dir, readable from the machine.
     pg_config_file: str | None = None
     etc_postgresql_dir: str | None = None
+    # The user PoZoL logs in as (`user` too): root, or an ordinary user with sudo whose
+    # sudoers rules are the file etc_sudoers_file, the host's /etc/sudoers.d/pozol.
+    login_user: str = "root"
+    etc_sudoers_file: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -90,7 +94,9 @@ class Layout:
     record = property(lambda self: self.root / "host.json")
     disk = property(lambda self: self.root / "disk.img")
     mnt = property(lambda self: self.root / "mnt")
-    host_key = property(lambda self: self.root / "ssh_host_ed25519_key")
+    # Beside the host's directory, not in it: stop_host removes that directory,
+    # and a host that serve rebuilds must answer with the key clients pinned.
+    host_key = property(lambda self: self.root.parent / "host_keys" / f"{self.root.name}_ed25519")
     sshd_pid_file = property(lambda self: self.root / "sshd.pid")
     zfs_pid_file = property(lambda self: self.root / "zfs-fuse.pid")
     socket_dir = property(lambda self: self.root / "pgsocket")

@@ -83,6 +83,11 @@ class FleetConfig:
         return self.state_dir / "known_hosts"
 
     @property
+    def advertised(self) -> Path:
+        """Where clients dial each host, when not its loopback address (serve)."""
+        return self.state_dir / "advertised.json"
+
+    @property
     def marker(self) -> Path:
         """The file that proves a directory is a fleet's state dir (so down may delete it)."""
         return self.state_dir / "fleet.json"

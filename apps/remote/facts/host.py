@@ -16,6 +16,7 @@ from functools import cache
 from apps.remote.facts import arc, postgres, system, zfs, zpool
 from apps.remote.facts.bloat import ClusterBloat
 from apps.remote.facts.numbers import is_digits
+from apps.remote.sudo import SudoCheck
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,8 @@ class HostFacts:
     clones: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # A login other than root: which of PoZoL's sudoers rules it lacks. None: root.
+    sudo: SudoCheck | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -173,14 +173,20 @@ _WRAPPER = (
     "case $d in *[!A-Za-z0-9_.:/-]*|*/|*//*) no \"bad dataset name\";; esac; "
     "case /$d in */[!A-Za-z0-9]*) no \"bad dataset name\";; esac; "
     "case $d in {allowed}) ;; *) no \"not a target of this link\";; esac; "
-    "exec zfs recv {flags} \"$d\""
+    "exec {sudo}zfs recv {flags} \"$d\""
 )
 
 
-def recv_wrapper(link: Link, target_caps: ReplicationCapabilities) -> str:
-    """The forced command's shell script, one line (see the module docstring)."""
+def recv_wrapper(link: Link, target_caps: ReplicationCapabilities, login: str = "root") -> str:
+    """The forced command's shell script, one line (see the module docstring).
+
+    A target reached as a login other than root receives through `sudo -n zfs`, the
+    zfs rule of its sudoers file (apps.remote.sudo); the wrapper still decides which
+    `zfs recv` runs.
+    """
     allowed = "|".join(quote(dataset_name(t)) for t in link.targets().values())
     text = _WRAPPER.format(verb=RECV_VERB, allowed=allowed,
+                           sudo="" if os_user(login) == "root" else "sudo -n -- ",
                            flags=" ".join(quote(f) for f in recv_flags(target_caps)))
     if "'" in text or "\\\"" in text or "\n" in text:
         raise AssertionError("the wrapper must stay one line without single quotes")
@@ -188,10 +194,10 @@ def recv_wrapper(link: Link, target_caps: ReplicationCapabilities) -> str:
 
 
 def authorized_keys_line(link: Link, public_key: str,
-                         target_caps: ReplicationCapabilities) -> str:
+                         target_caps: ReplicationCapabilities, login: str = "root") -> str:
     """The target's authorized_keys line for the link's key: receive only, nothing else."""
     kind, blob = _public_key(public_key)
-    command = f"/bin/sh -c '{recv_wrapper(link, target_caps)}'".replace('"', '\\"')
+    command = f"/bin/sh -c '{recv_wrapper(link, target_caps, login)}'".replace('"', '\\"')
     return f'restrict,command="{command}" {kind} {blob} pozol-link-{link.name}'
 
 

@@ -46,7 +46,7 @@ def test_hosts_have_their_own_addresses_and_keys(hosts: list[Host]) -> None:
     assert [h.address for h in hosts] == [f"{SUBNET}.1", f"{SUBNET}.2"]
     assert len({h.host_public_key for h in hosts}) == 2
     for host in hosts:
-        pub = Path(host.known_hosts_path).parent / host.name / "ssh_host_ed25519_key.pub"
+        pub = Path(host.known_hosts_path).parent / "host_keys" / f"{host.name}_ed25519.pub"
         listed = subprocess.run(["ssh-keygen", "-lf", str(pub)], capture_output=True, text=True)
         assert listed.stdout.split()[1] == host.host_key_fingerprint
 
@@ -145,7 +145,7 @@ def test_a_postgresql_restarted_in_place_keeps_its_host(
     state_dir: Path, hosts: list[Host], tmp_path: Path
 ) -> None:
     # A tuning apply restarts PostgreSQL with pg_ctl: a new postmaster, the same
-    # host. Rebuilding it would give it a new host key and break pinned keys.
+    # host. Rebuilding it would lose its data (the sshd and the count below say).
     host = hosts[0]
     old = Record.load(Layout(state_dir / host.name))
     assert old is not None
@@ -251,3 +251,21 @@ def _fake_value(name: str) -> object:
     return {"port": 22, "pg_port": 5432, "pools": ["tank"], "pg_data_dir": "/srv/pgdata"}.get(
         name, "x"
     )
+
+
+def test_down_empties_a_state_dir_that_is_a_mount_point(tmp_path: Path) -> None:
+    """demo-host's state dir is a Docker volume: the kernel refuses to remove a
+    mount point (EBUSY), so down must empty it and leave the directory."""
+    state = tmp_path / "volume"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "pozol-test", str(state)], check=True)
+    try:
+        (state / "fleet.json").write_text('{"subnet": "127.0.79", "ssh_port": 22}\n')
+        (state / "host_keys").mkdir()
+        (state / "host_keys" / "host1_ed25519").write_text("key\n")
+        (state / "id_ed25519").write_text("key\n")
+        down(state)
+        assert state.is_dir() and os.path.ismount(state)
+        assert list(state.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(state)], check=True)

@@ -2,9 +2,12 @@
 
 What the demo-host container of docker-compose.yml runs, proved here without
 Docker: the host is reached over real ssh at the --listen address (not the
-host's own loopback address), and SIGTERM takes it down and removes the state
-dir. A second run over the state dir of a killed one (as a restarted container
-finds its volume) comes up again.
+host's own loopback address), which `status` reports too (register_demo_fleet
+registers what status says), and SIGTERM takes it down but keeps the keys in
+the state dir (a container's volume), so a second run answers with the same
+host key and accepts the same client key. A second run over the state dir of
+a killed one (as a restarted container finds its volume) comes up again, with
+the same keys.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.demo.fleet import Host
+from apps.demo.fleet import Host, status
 from apps.demo.fleet.client import ssh
 from apps.demo.fleet.model import Layout, Record
 from apps.demo.fleet.procs import cmdline, identify
@@ -124,11 +127,18 @@ def _check_host(host: Host, after: list[str], tmp_path: Path) -> None:
     assert 3 < len(processes) < 40, processes
 
 
-def _check_gone(run: Serve, state_dir: Path) -> None:
+def _check_stopped_keeping_keys(run: Serve, state_dir: Path, host: Host) -> None:
     code = run.terminate(timeout=30)
     assert code == 0, run.stderr()
-    assert not state_dir.exists()
+    assert not (state_dir / "host1").exists()
+    assert Path(host.private_key_path).exists()
+    assert (state_dir / "host_keys" / "host1_ed25519").exists()
     assert _pids_with(str(state_dir)) == []
+
+
+def _check_same_keys(first: Host, second: Host) -> None:
+    assert second.host_key_fingerprint == first.host_key_fingerprint
+    assert second.private_key_path == first.private_key_path
 
 
 def test_serve_listens_where_asked_and_stops_on_sigterm(
@@ -142,7 +152,17 @@ def test_serve_listens_where_asked_and_stops_on_sigterm(
     record = Record.load(Layout(state_dir / "host1"))
     assert record is not None and record.host.address == f"{SUBNET}.1"
     assert f"{LISTEN} {host.host_public_key}" in Path(host.known_hosts_path).read_text()
-    _check_gone(run, state_dir)
+    assert [s.address for s in status(state_dir)] == [LISTEN]
+    client_key = Path(host.private_key_path).read_text()
+    _check_stopped_keeping_keys(run, state_dir, host)
+
+    again = Serve(state_dir, tmp_path)
+    serve.append(again)
+    second, after = again.host()
+    _check_host(second, after, tmp_path)  # ssh with the kept client key and known_hosts
+    _check_same_keys(host, second)
+    assert Path(second.private_key_path).read_text() == client_key
+    _check_stopped_keeping_keys(again, state_dir, second)
 
 
 def test_serve_rebuilds_over_what_a_killed_run_left(
@@ -150,7 +170,7 @@ def test_serve_rebuilds_over_what_a_killed_run_left(
 ) -> None:
     first = Serve(state_dir, tmp_path)
     serve.append(first)
-    first.host()
+    before, _ = first.host()
     # A killed container: serve gets no chance to run down, and every process
     # of the host dies with it (killing PID 1 of its namespace does that).
     record = Record.load(Layout(state_dir / "host1"))
@@ -168,7 +188,8 @@ def test_serve_rebuilds_over_what_a_killed_run_left(
     serve.append(second)
     host, after = second.host()
     _check_host(host, after, tmp_path)
-    _check_gone(second, state_dir)
+    _check_same_keys(before, host)
+    _check_stopped_keeping_keys(second, state_dir, host)
 
 
 def _pids_with(text: str) -> list[int]:

@@ -4,6 +4,10 @@ The fleet itself tells us each host's key fingerprint, so the demo pins keys
 it knows rather than trusting on first use. A fleet that was re-created has
 new keys; since it is our own demo fleet, its hosts are re-pinned here.
 
+Each host is registered at the address the fleet's status gives: for the
+demo-host container (serve --advertise demo-host) that is the advertised name,
+where the worker dials it, not the loopback address inside the container.
+
 A --spare host is not added: the README adds it through the API. Once added,
 it is refreshed like the others.
 """
