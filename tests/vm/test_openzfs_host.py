@@ -9,7 +9,10 @@ the host: each one removes what it made.
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
+from apps.alerts import services as alerts
+from apps.alerts.core import scrub
 from apps.ops.models import Operation
 from apps.snapshots import services as snapshot_services
 from apps.telemetry import tasks as telemetry_tasks
@@ -154,3 +157,16 @@ def test_a_profile_with_a_module_parameter_applies_and_rolls_back_through_system
 
 def c_max(vm_host) -> int:
     return int(run_on(vm_host, "awk '$1 == \"c_max\" {print $3}' /proc/spl/kstat/zfs/arcstats"))
+
+
+def test_a_scrub_runs_to_its_result_read_from_zpool_status(vm_host, delivered):
+    host = discovered(vm_host)
+    schedule = alerts.schedule_scrub(host, "tank", every_days=30)
+    assert alerts.scrub_tick(timezone.now()) == 1
+    schedule.refresh_from_db()
+    operation = drive(schedule.last_operation, limit=600)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    assert operation.result["pool"] == "tank" and operation.result["errors"] == 0
+    # What the host says, in a locale other than C: the parser does not depend on it.
+    status = run_on(vm_host, "LC_ALL=C.UTF-8 LANG=de_DE.UTF-8 zpool status tank")
+    assert scrub.read(status).state == "finished", status

@@ -90,16 +90,18 @@ def boot(image: Image, state: Path, address: str, *, aliases: tuple[str, ...] = 
 def provision(host: Host, pg_major: int, aliases: tuple[str, ...] = ()) -> None:
     """Make the pool, the datasets and the packaged cluster, and start it by its unit;
     let the guest reach the machine's loopback addresses (the zfs-fuse test hosts)."""
-    _ssh(host, _network_script(aliases) + _provision_script(pg_major), timeout=300)
+    own = (host.address, *aliases)
+    _ssh(host, _network_script(own) + _provision_script(pg_major), timeout=300)
 
 
-def _network_script(aliases: tuple[str, ...]) -> str:
+def _network_script(addresses: tuple[str, ...]) -> str:
     # The test hosts listen on 127.0.N.M of the machine. Inside the guest all of 127/8 is
     # its own loopback, so replication from the guest to a test host would stay inside
-    # it: keep the guest's own 127.0.0.0/24 and 127.0.1.0/24 (and its aliases, which are
-    # its own names) local, send the rest of 127/8 to QEMU's user-mode NAT, which
-    # connects to that address on the machine.
-    own = "".join(f"ip addr add {alias}/32 dev lo\n" for alias in aliases)
+    # it: keep the guest's own 127.0.0.0/24 and 127.0.1.0/24 local, and the addresses it
+    # is registered by (its own names, as a server's address is its own: clones listen
+    # there), and send the rest of 127/8 to QEMU's user-mode NAT, which connects to
+    # that address on the machine.
+    own = "".join(f"ip addr add {address}/32 dev lo\n" for address in addresses)
     return (
         "set -e\n"
         "sysctl -qw net.ipv4.conf.all.route_localnet=1 net.ipv4.conf.eth0.route_localnet=1\n"
