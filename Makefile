@@ -5,8 +5,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # Debian packages the demo fleet and the suite need: real ZFS (zfs-fuse), sshd,
 # sudo (a test host reached as an ordinary user), PostgreSQL 15 with pgbench, Redis,
-# and Chromium for the browser tests.
-DEBS := zfs-fuse openssh-server sudo postgresql-15 postgresql-client-15 redis-server chromium
+# and Chromium for the browser tests; QEMU, debootstrap, lz4 and zstd build and boot the
+# OpenZFS VM test host (apps/demo/vm).
+DEBS := zfs-fuse openssh-server sudo postgresql-15 postgresql-client-15 redis-server chromium \
+	qemu-system-x86 qemu-utils debootstrap lz4 zstd
 
 .PHONY: run test bench bench-scale bench-snapshots bench-clones bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables compose-check clean
 

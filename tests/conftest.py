@@ -28,6 +28,8 @@ TEST_FLEET_SUBNET = worker_subnet(os.environ.get("POZOL_TEST_FLEET_SUBNET", "127
 # this order); the other tests are grouped by file, so a module's fixtures are set up
 # once, and fill in around them.
 KERNEL_GROUP, HOSTS_GROUP = "real-hosts-kernel", "real-hosts"
+# The OpenZFS VM host (tests/vm/): one boot per run, its tests together on one worker.
+VM_GROUP = "real-hosts-vm"
 SHARED_KERNEL_MODULES = {
     "tests/benchmarks/test_run_on_a_host.py",
     "tests/demo/fleet/test_fleet.py",
@@ -42,13 +44,15 @@ SHARED_KERNEL_MODULES = {
 }
 # Then the groups that take minutes on their own (the fuzzer: 8 to 11 minutes): pytest-
 # django puts transactional tests last, and the fuzzer started last ran alone at the end.
-FIRST = (KERNEL_GROUP, HOSTS_GROUP, "tests/accounts/test_api_fuzz.py")
+FIRST = (KERNEL_GROUP, HOSTS_GROUP, VM_GROUP, "tests/accounts/test_api_fuzz.py")
 
 
 def xdist_group_of(item: pytest.Item) -> str:
     path = item.nodeid.split("::", 1)[0]
     if path in SHARED_KERNEL_MODULES:
         return KERNEL_GROUP
+    if path.startswith("tests/vm/"):
+        return VM_GROUP
     if "fleet_hosts" in getattr(item, "fixturenames", ()) or item.get_closest_marker("fleet"):
         return HOSTS_GROUP
     return path

@@ -68,10 +68,17 @@ if ! (set -C; : > {pid}) 2>/dev/null; then echo exists; exit 0; fi
 echo started
 """
 _LAUNCH_SETSID = "setsid sh -c {wrapper} sh {unit} {text} < /dev/null > /dev/null 2>&1 &"
-# systemd-run returns once the unit runs; if it cannot, release the claim.
+# systemd-run returns once the unit runs; if it cannot, release the claim. From systemd
+# 254 it expands $VAR and $$ in the command line it is given (so the wrapper's `echo $$`
+# wrote "$" as its PID, and every unit looked vanished: seen on Debian 13's systemd 257);
+# --expand-environment=no, which arrived with that change, turns it off. Older systemd
+# neither expands nor knows the option.
 _LAUNCH_SYSTEMD = (
-    "systemd-run --quiet --collect --unit={sd_unit} -p WorkingDirectory={dir} -p UMask=0077"
-    " -- sh -c {wrapper} sh {unit} {text} < /dev/null > /dev/null || {{ rm -f {pid}; exit 1; }}"
+    "x=; systemd-run --help 2>/dev/null | grep -q -- --expand-environment"
+    " && x=--expand-environment=no; "
+    "systemd-run $x --quiet --collect --unit={sd_unit} -p WorkingDirectory={dir}"
+    " -p UMask=0077 -- sh -c {wrapper} sh {unit} {text} < /dev/null > /dev/null"
+    " || {{ rm -f {pid}; exit 1; }}"
 )
 
 # Prints: <running|finished|vanished|missing> <exit code|-> <started|-> <finished|->

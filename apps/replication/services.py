@@ -22,6 +22,7 @@ from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.replication import steps
 from apps.replication.core import lag as core_lag
+from apps.replication.core.capabilities import stream_refusal
 from apps.replication.core.link import Link, ReplicationError
 from apps.replication.core.planner import Snap
 from apps.replication.models import ReplicationLink
@@ -65,6 +66,7 @@ def create_link(*, name: str, source_host: Host, target_host: Host, target_paren
         raise _refuse("name", f"a link named {name!r} exists already", code="conflict",
                       status=409)
     _check_target(link, core, target_host)
+    _check_streams(source_host, target_host)
     try:
         with transaction.atomic():
             link.save()
@@ -187,6 +189,18 @@ def _check_target(link: ReplicationLink, core: Link, target_host: Host) -> None:
                                            f"{clash[0]}: two links into one target would "
                                            "destroy each other's history",
                           code="conflict", status=409)
+
+
+def _check_streams(source_host: Host, target_host: Host) -> None:
+    """A pair of hosts whose ZFS cannot exchange streams is refused when the link is made,
+    not halfway through its first send (hosts discovery has not read pass here; their
+    plan refuses)."""
+    try:
+        source, target = steps.capabilities_of(source_host), steps.capabilities_of(target_host)
+    except steps.LinkFailure:
+        return
+    if refusal := stream_refusal(source, target):
+        raise _refuse("target_host", refusal)
 
 
 # ---- running, pausing, rollback opt-in ------------------------------------------------

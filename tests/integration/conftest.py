@@ -12,9 +12,9 @@ from apps.fleet.models import Host
 from apps.remote import ssh as product_ssh
 
 
-def run_on(fleet_host, command: str) -> str:
+def run_on(fleet_host, command: str, timeout: float = 60) -> str:
     """Run a command on a test host with OpenSSH, independently of the product's code."""
-    return ssh(fleet_host, command)
+    return ssh(fleet_host, command, timeout=timeout)
 
 
 def show(fleet_host, setting: str) -> str:

@@ -36,6 +36,9 @@ NOT_RUN = {
                     "`make deps`); `make test` is the suite this test is part of",
     "Production with docker-compose": "it needs a Docker engine and root: `make "
                                       "compose-check` runs it (tests/tools/compose_check)",
+    "Supported and tested hosts": "its commands are the suite's own VM group (tests/vm, "
+                                  "which `make test` runs) and a by-hand VM on a fixed "
+                                  "subnet, a second guest beside the suite's",
     "Test hosts by hand": "its fleet takes a fixed subnet (127.0.79) and state directory, "
                           "which another checkout's README test would share",
 }

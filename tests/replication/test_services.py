@@ -226,3 +226,19 @@ def test_a_scheduled_run_skipped_for_room_says_so_on_the_link_and_as_an_operatio
     Dataset.objects.filter(host=target, name="tank").update(available=400 * 2**20)
     [run] = services.tick(now + timedelta(minutes=31))
     assert run.status == Operation.Status.PENDING
+
+
+def test_an_openzfs_source_to_a_zfs_fuse_target_is_refused_before_any_send():
+    """Seen on the OpenZFS VM host: zfs-fuse refuses OpenZFS streams (SA_SPILL) after the
+    send has started; the link is refused when it is made, naming the reason."""
+    openzfs = {"dialect": "openzfs", "implementation": "OpenZFS",
+               "version": "2.3.9-0+deb13u1", "userland_version": "2.3.9-0+deb13u1",
+               "kernel_version": "2.3.9-0+deb13u1", "capabilities": {"multi_snapshot": True}}
+    source = factories.host("oz", zfs=openzfs)
+    factories.cluster(source)
+    target = factories.host("fuse", datasets=("tank",))
+    Pool.objects.create(host=target, name="tank")
+    with pytest.raises(services.LinkError, match="cannot receive a stream from OpenZFS") as no:
+        make((source, target))
+    assert "target_host" in no.value.fields
+    assert not ReplicationLink.objects.exists()

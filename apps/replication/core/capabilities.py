@@ -17,6 +17,15 @@ hosts: `send [-RDp] [-[iI] snapshot] <snapshot>`, `receive [-vnF]`):
   recv -o / -x            no                    yes           yes
   `written` property      no                    yes           yes
   multi-snapshot          no                    yes           yes
+  send -c (compressed)    no                    yes           yes
+  send -L (large blocks)  no                    yes           yes
+
+-c sends blocks as they are compressed on disk (no decompress and recompress, a
+smaller stream); -L sends records over 128K as they are rather than split. A
+receiver must know the stream's features (lz4_compress, large_blocks: OpenZFS pool
+features that pool version 23 lacks), so both are used only when BOTH ends are
+OpenZFS 0.7+; once a link's full send used them, its incrementals must too, which
+holds because a host's dialect does not change under a link.
 
 An OpenZFS host whose version is unknown (no `zfs version`, which arrived in
 0.8) is treated as 0.7: every row above is yes from 0.7 on. Probes that the
@@ -48,6 +57,8 @@ class ReplicationCapabilities:
     recv_properties: bool = True  # zfs recv -o readonly=on -x mountpoint
     written_property: bool = True  # `written` (bytes written since the newest snapshot)
     multi_snapshot: bool = True  # zfs snapshot a@s b@s
+    compressed_stream: bool = True  # zfs send -c, and a receiver that takes it
+    large_block_stream: bool = True  # zfs send -L, and a receiver that takes it
     pv: bool = False  # pv installed: counter and -L limit in one process
     mbuffer: bool = False  # mbuffer installed: -r limit
 
@@ -59,6 +70,7 @@ class ReplicationCapabilities:
 ZFS_FUSE_CAPABILITIES = ReplicationCapabilities(
     dialect=ZFS_FUSE, send_estimate=False, resumable=False, recv_no_mount=False,
     recv_properties=False, written_property=False, multi_snapshot=False,
+    compressed_stream=False, large_block_stream=False,
 )
 OPENZFS_CAPABILITIES = ReplicationCapabilities(dialect=OPENZFS)
 
@@ -82,13 +94,35 @@ def replication_capabilities(dialect: str, version: ZfsVersion | None = None,
         send_intermediates=base.send_intermediates, send_estimate=base.send_estimate,
         resumable=resumable, recv_no_mount=base.recv_no_mount,
         recv_properties=base.recv_properties, written_property=base.written_property,
-        multi_snapshot=multi, pv="pv" in found, mbuffer="mbuffer" in found,
+        multi_snapshot=multi, compressed_stream=base.compressed_stream,
+        large_block_stream=base.large_block_stream, pv="pv" in found,
+        mbuffer="mbuffer" in found,
     )
 
 
 def _openzfs(version: ZfsVersion | None) -> ReplicationCapabilities:
     userland = version_tuple(version.userland) if version else None
     if userland is not None and userland < (0, 7, 0):
-        # 0.6 had -nvP, recv -u and `written`, but neither resumable receive nor recv -o/-x.
-        return ReplicationCapabilities(dialect=OPENZFS, resumable=False, recv_properties=False)
+        # 0.6 had -nvP, recv -u and `written`, but neither resumable receive nor recv -o/-x,
+        # nor compressed streams.
+        return ReplicationCapabilities(dialect=OPENZFS, resumable=False, recv_properties=False,
+                                       compressed_stream=False)
     return OPENZFS_CAPABILITIES
+
+
+def stream_refusal(source: ReplicationCapabilities,
+                   target: ReplicationCapabilities) -> str | None:
+    """Why no stream of the source can be received by the target, or None.
+
+    OpenZFS marks every stream of a filesystem of ZPL version 5 (system attributes, the
+    default of every OpenZFS filesystem) with the SA_SPILL feature flag (libzfs
+    `zfs_send_one`, module/zfs/dmu_send.c `setup_featureflags`: `version >=
+    ZPL_VERSION_SA`), and a receiver from before pool version 24 refuses it: seen
+    between the OpenZFS 2.3 VM host and a zfs-fuse host, "cannot receive: stream has
+    unsupported feature, feature flags = 4", after the send had started."""
+    if source.dialect == OPENZFS and target.dialect == ZFS_FUSE:
+        return ("zfs-fuse (pool version 23) cannot receive a stream from OpenZFS: OpenZFS "
+                "marks streams of its filesystems (ZPL version 5, system attributes) with a "
+                "feature that pools before version 24 refuse (\"stream has unsupported "
+                "feature\"). Replicate to an OpenZFS host instead.")
+    return None

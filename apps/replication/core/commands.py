@@ -107,6 +107,10 @@ def send_argv(send: Send) -> list[str]:
     argv = ["zfs", "send"]
     if send.properties:
         argv.append("-p")
+    if send.compressed:
+        argv.append("-c")
+    if send.large_blocks:
+        argv.append("-L")
     if send.from_snapshot:
         argv += ["-I" if send.intermediates else "-i", snapshot_name(send.from_snapshot)]
     argv.append(snapshot_name(send.snapshot))

@@ -67,7 +67,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
-from apps.replication.core.capabilities import ReplicationCapabilities
+from apps.replication.core.capabilities import ReplicationCapabilities, stream_refusal
 from apps.replication.core.link import Link, Mode, ReplicationError
 
 
@@ -142,6 +142,8 @@ class Send:
     intermediates: bool = False  # -I rather than -i
     properties: bool = False  # -p
     resume_token: str | None = None
+    compressed: bool = False  # -c: blocks as compressed on disk
+    large_blocks: bool = False  # -L: records over 128K kept whole
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,10 @@ def plan_link(link: Link, sources: Mapping[str, SourceState],
     _check_inputs(link, sources, targets)
     sending = _sending_name(link, sources)
     notes = _link_notes(link, source_caps, target_caps)
+    if refusal := stream_refusal(source_caps, target_caps):
+        refused = tuple(DatasetPlan(s, link.target_of(s), Action.REFUSED, reason=refusal)
+                        for s in link.sources)
+        return LinkPlan(link.name, Action.REFUSED, refused, sending, notes, ())
     plans = []
     for source in link.sources:
         plans.append(_plan_dataset(link, source, link.target_of(source), sources[source],
@@ -299,12 +305,13 @@ def _full(link: Link, plan: DatasetPlan, source: str, snaps: list[Snap], sending
     first_full, to_full = f"{source}@{first.name}", f"{source}@{to.name}"
     steps = [*prefix, Step(StepKind.ENSURE_PARENT, Side.TARGET, _parent(plan.target),
                            f"create {_parent(plan.target)} if missing (readonly, not mounted)")]
-    steps.append(_send_step(Send(source, plan.target, first_full, properties=props),
+    stream = _stream(source_caps, target_caps)
+    steps.append(_send_step(Send(source, plan.target, first_full, properties=props, **stream),
                             f"full send of {first_full}"))
     if first is not to:
         steps.append(_send_step(
             Send(source, plan.target, to_full, first_full, intermediates=True,
-                 properties=props),
+                 properties=props, **stream),
             f"incremental -I {first.name} .. {to.name} (every snapshot between)"))
     steps += _fix_properties(plan.target, target_caps)
     why = ("the target dataset does not exist: first run, full send of the "
@@ -362,7 +369,8 @@ def _incremental(link: Link, plan: DatasetPlan, source: str, target: str, snaps:
     flag = "-I" if intermediates else "-i"
     steps.append(_send_step(
         Send(source, target, f"{source}@{to.name}", f"{source}@{common_src.name}",
-             intermediates=intermediates, properties=props),
+             intermediates=intermediates, properties=props,
+             **_stream(source_caps, target_caps)),
         f"incremental {flag} {common_src.name} .. {to.name}"))
     reason = f"newest common snapshot @{common_src.name} (by guid); sending up to @{to.name}"
     if diverged:
@@ -410,6 +418,13 @@ def _properties(src: SourceState, source_caps: ReplicationCapabilities,
                        "mount the copy over a path of the target. Set recordsize and "
                        "compression on the target parent instead.",)
     return True, (not_carried,)
+
+
+def _stream(source_caps: ReplicationCapabilities,
+            target_caps: ReplicationCapabilities) -> dict[str, bool]:
+    """-c and -L where both ends take them (see capabilities.py)."""
+    return {"compressed": source_caps.compressed_stream and target_caps.compressed_stream,
+            "large_blocks": source_caps.large_block_stream and target_caps.large_block_stream}
 
 
 def _fix_properties(target: str, caps: ReplicationCapabilities) -> list[Step]:
@@ -511,6 +526,11 @@ def _link_notes(link: Link, source_caps: ReplicationCapabilities,
         notes.append(f"No bandwidth limit can be applied: neither pv nor mbuffer is installed "
                      f"on the source; the limit of {link.bandwidth_limit} B/s is ignored "
                      "until one is.")
+    stream = _stream(source_caps, target_caps)
+    if not all(stream.values()):
+        notes.append("Streams are sent as plain records (no zfs send -c/-L): this source "
+                     "cannot send compressed or large-block streams, so blocks are "
+                     "decompressed to send and compressed again on receive.")
     if not source_caps.send_estimate:
         notes.append("The expected size is an estimate from the snapshots' used/referenced "
                      "(this host has no zfs send -nvP).")

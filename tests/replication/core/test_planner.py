@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from apps.replication.core.commands import send_argv
 from apps.replication.core.link import Mode, ReplicationError
 from apps.replication.core.planner import (
     Action,
@@ -282,3 +283,29 @@ class TestHoldsAndProtection:
     def test_bandwidth_note_when_no_limiter(self):
         p = plan(single(bandwidth_limit=10_000_000))
         assert any("neither pv nor mbuffer" in n for n in p.notes)
+
+
+class TestStreamFormat:
+    """-c and -L only where both ends take them, on the full and the incrementals alike."""
+
+    def test_openzfs_to_openzfs_sends_compressed_large_block_streams(self):
+        full = plan()
+        incremental = plan(tgt=target(*chain("a")))
+        for send in (*sends(full), *sends(incremental)):
+            assert send.compressed and send.large_blocks
+            assert send_argv(send)[:5] == ["zfs", "send", "-p", "-c", "-L"]
+        assert not any("-c/-L" in note for note in full.notes)
+
+    @pytest.mark.parametrize("caps", [(FUSE, OZ), (FUSE, FUSE)])
+    def test_a_zfs_fuse_end_gets_plain_streams_and_the_plan_says_why(self, caps):
+        p = plan(caps=caps)
+        assert all(not s.compressed and not s.large_blocks for s in sends(p))
+        assert all("-c" not in send_argv(s) and "-L" not in send_argv(s) for s in sends(p))
+        [note] = [n for n in p.notes if "-c/-L" in n]
+        assert "this source" in note
+
+
+def test_an_openzfs_source_to_a_zfs_fuse_target_is_refused_with_the_reason():
+    p = plan(caps=(OZ, FUSE))
+    assert p.action is Action.REFUSED and not p.steps
+    assert all("stream has unsupported feature" in d.reason for d in p.datasets)

@@ -1,0 +1,139 @@
+"""Replication with a real OpenZFS host: a zfs-fuse test host to the OpenZFS VM (full,
+then incremental; plain streams, since zfs-fuse sends no other), not back (zfs-fuse
+cannot receive an OpenZFS stream: refused when the link is made), and the VM to
+itself under a second name (two OpenZFS ends: compressed, large-block streams, progress
+from `zfs send -nvP`, a transfer interrupted mid-way and resumed with its token, holds
+listed by `zfs holds`). Checked with plain zfs over OpenSSH."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from apps.ops.models import Operation
+from apps.replication import services
+from apps.replication.models import ReplicationLink
+from tests.driving import drive
+from tests.integration.conftest import run_on
+from tests.integration.test_replication import run_link, snapshot
+from tests.integration.test_snapshots import discovered as discovered_fuse
+from tests.vm.test_openzfs_host import discovered
+from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.vm, pytest.mark.django_db(transaction=True)]
+
+
+def snapshots_of(host, dataset: str) -> list[str]:
+    out = run_on(host, f"zfs list -H -t snapshot -o name -r {dataset} 2>/dev/null; true")
+    return sorted(line.partition("@")[2] for line in out.split()
+                  if line.startswith(dataset + "@"))
+
+
+def cleanup(host, *datasets: str) -> None:
+    for dataset in datasets:
+        run_on(host, f"for s in $(zfs list -H -t snapshot -o name -r {dataset} 2>/dev/null); "
+                     "do for t in $(zfs holds -H $s 2>/dev/null | cut -f2); do "
+                     "zfs release $t $s; done; done; "
+                     f"zfs destroy -r {dataset} 2>/dev/null; true")
+
+
+def link_between(name, source, target, parent, **settings) -> ReplicationLink:
+    cluster = source.clusters.get()
+    return services.create_link(name=name, source_host=source, target_host=target,
+                                target_parent=parent, cluster_data_dir=cluster.data_dir,
+                                interval_minutes=0, **settings)
+
+
+def full_then_incremental(link, source_host, target_fleet_host, parent) -> list[str]:
+    cluster = source_host.clusters.get()
+    names = [snapshot(source_host, cluster)]
+    first = run_link(link)
+    assert first.status == Operation.Status.SUCCEEDED, first.error
+    assert first.result["action"] == "full"
+    time.sleep(1.1)  # snapshot names have a one-second resolution
+    names.append(snapshot(source_host, cluster))
+    second = run_link(link)
+    assert second.status == Operation.Status.SUCCEEDED, second.error
+    assert second.result["action"] == "incremental"
+    for copy in (f"{parent}/pg/data", f"{parent}/pg/wal"):
+        assert snapshots_of(target_fleet_host, copy) == sorted(names), copy
+    return names
+
+
+def test_a_zfs_fuse_host_to_openzfs_full_then_incremental_and_not_back(
+        vm_host, fleet_hosts, delivered):
+    fuse = fleet_hosts[0]
+    fuse_host, vm = discovered_fuse(fuse), discovered(vm_host)
+    try:
+        there = link_between("fuse-to-vm", fuse_host, vm, "tank/from-fuse")
+        full_then_incremental(there, fuse_host, vm_host, "tank/from-fuse")
+        # The copy on OpenZFS is read-only and not mounted, as the receive was told.
+        assert run_on(vm_host, "zfs get -H -o value readonly,mounted tank/from-fuse/pg/data"
+                      ).split() == ["on", "no"]
+
+        # And back: zfs-fuse cannot receive OpenZFS streams at all; refused up front.
+        with pytest.raises(services.LinkError, match="cannot receive a stream from OpenZFS"):
+            link_between("vm-to-fuse", vm, fuse_host, "tank/from-vm")
+    finally:
+        cleanup(vm_host, "tank/from-fuse")
+        for host in (fuse, vm_host):
+            for name in run_on(host, "zfs list -H -t snapshot -o name -r tank/pg").split():
+                if "@pozol_" in name:
+                    run_on(host, f"for t in $(zfs holds -H {name} | cut -f2); do "
+                                 f"zfs release $t {name}; done; zfs destroy {name}")
+
+
+def _unit_pid_files(vm_host, operation_id: int) -> list[str]:
+    names = run_on(vm_host, f"ls {vm_host.work_dir}").split()
+    return [name for name in names
+            if name.startswith(f"op{operation_id}-send") and name.endswith(".pid")]
+
+
+def test_openzfs_to_openzfs_compressed_resumed_after_an_interruption(
+        vm_host, vm_second_name, delivered):
+    source, target = discovered(vm_host), discovered(vm_second_name)
+    # Incompressible, and sent through pv at 1 MiB/s: long enough to interrupt.
+    run_on(vm_host, "dd if=/dev/urandom of=/var/lib/postgresql/17/ballast bs=1M count=12 "
+                    "status=none")
+    link = link_between("vm-to-vm2", source, target, "tank/copy", bandwidth_limit=2**20,
+                        mode="-i")
+    try:
+        snapshot(source, source.clusters.get())
+        operation = services.run_now(link)
+        cut: list[str] = []
+
+        def interrupt() -> None:
+            pid_file = wait_for(lambda: _unit_pid_files(vm_host, operation.pk), 300,
+                                "the transfer to start")[0]
+            time.sleep(3)
+            held = run_on(vm_host, "zfs holds -H $(zfs list -H -t snapshot -o name -r tank/pg)")
+            cut.append(held)
+            # The whole pipeline (its process group), as a dropped connection would.
+            run_on(vm_host, f"kill -TERM -- -$(cat {vm_host.work_dir}/{pid_file})")
+
+        worker = threading.Thread(target=interrupt)
+        worker.start()
+        first = drive(operation, limit=900, pause=0.5)
+        worker.join()
+        assert first.status == Operation.Status.FAILED, "the transfer ended before the cut"
+        assert services.core_link(link).hold_tag in cut[0]  # held in flight: `zfs holds`
+        token = run_on(vm_host, "zfs get -H -o value receive_resume_token tank/copy/pg/data")
+        assert token.strip() not in ("", "-"), "the target kept no partial receive"
+        logged = " ".join(line.text for line in first.log_lines.all())
+        assert "zfs send -p -c -L" in logged, logged[-3000:]
+        assert first.state["expected"] and any(  # sized by zfs send -nvP
+            entry.get("exact") for entry in first.state["expected"].values()), first.state
+
+        resumed = run_link(link)
+        assert resumed.status == Operation.Status.SUCCEEDED, resumed.error
+        assert "zfs send -t" in " ".join(line.text for line in resumed.log_lines.all())
+        for copy, dataset in (("tank/copy/pg/data", "tank/pg/data"),
+                              ("tank/copy/pg/wal", "tank/pg/wal")):
+            assert snapshots_of(vm_host, copy) == snapshots_of(vm_host, dataset)
+        link.refresh_from_db()
+        assert link.state == ReplicationLink.State.IN_SYNC
+    finally:
+        run_on(vm_host, "rm -f /var/lib/postgresql/17/ballast")
+        cleanup(vm_host, "tank/copy")
