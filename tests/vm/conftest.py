@@ -26,10 +26,11 @@ import pytest
 from apps.demo.fleet import Host, keys
 from tests.conftest import TEST_FLEET_SUBNET
 
-# The host's address: the test subnet's .250, away from the zfs-fuse hosts' .1, .2, ...;
-# .251 is a second name of the same guest (vm_second_name).
-VM_ADDRESS = f"{TEST_FLEET_SUBNET}.250"
-VM_ALIAS = f"{TEST_FLEET_SUBNET}.251"
+# The host's address: the test subnet's .240, away from the zfs-fuse hosts (.1, .2, ...,
+# .21 and .22) and from the addresses tests use because nothing listens there (.250,
+# .251); .241 is a second name of the same guest (vm_second_name).
+VM_ADDRESS = f"{TEST_FLEET_SUBNET}.240"
+VM_ALIAS = f"{TEST_FLEET_SUBNET}.241"
 
 
 def why_no_vm() -> str | None:
