@@ -336,6 +336,9 @@ class Pool(models.Model):
     has_log = models.BooleanField(default=False)
     has_cache = models.BooleanField(default=False)
     vdevs = models.JSONField(default=list, blank=True)
+    block_cloning = models.CharField(
+        max_length=16, blank=True, help_text="The block_cloning feature: disabled, enabled or "
+                                             "active; empty where the ZFS has no such feature.")
 
     class Meta:
         ordering = ["name"]
@@ -393,6 +396,13 @@ class Dataset(models.Model):
 
     def __str__(self) -> str:
         return f"{self.host}:{self.name}"
+
+    @property
+    def direct(self) -> str:
+        """The `direct` property (Direct I/O, OpenZFS 2.3+); empty where the ZFS lacks it."""
+        entry = (self.properties or {}).get("direct") or {}
+        value = entry.get("value") if isinstance(entry, dict) else None
+        return value if isinstance(value, str) and value != "-" else ""
 
 
 class PgCluster(models.Model):

@@ -111,6 +111,7 @@ def _pool_values(fact: dict) -> dict:
         fragmentation=fact.get("fragmentation"), capacity=fact.get("capacity"),
         ashift=fact.get("ashift"), has_log=bool(fact.get("has_log")),
         has_cache=bool(fact.get("has_cache")), vdevs=fact.get("vdevs") or [],
+        block_cloning=fact.get("block_cloning") or "",
     )
 
 

@@ -61,8 +61,11 @@ DATASET_PROPERTIES = (
     "xattr", "dedup", "usedbysnapshots", CLONE_PROPERTY,
 )
 # Asked one by one: zfs refuses a whole `get` for one unknown property, and
-# zfs-fuse knows neither of these.
-OPTIONAL_PROPERTIES = ("sync", "redundant_metadata")
+# zfs-fuse knows none of these; `direct` (Direct I/O) came with OpenZFS 2.3.
+OPTIONAL_PROPERTIES = ("sync", "redundant_metadata", "direct")
+# Block cloning, a pool feature from OpenZFS 2.2 (pool version 23, zfs-fuse's, has no
+# features at all).
+BLOCK_CLONING = "feature@block_cloning"
 _NVME_DISK = re.compile(r"nvme\d+n\d+\Z")
 
 
@@ -397,7 +400,9 @@ def zfs_data_probes(facts: ZfsFacts, pools: list[str]) -> dict[str, Command]:
         "zpool_get": cmd("zpool", "get", *([] if fuse else ["-Hp"]), "ashift,version", *pools),
         # Separate: a ZFS without autotrim (before 0.8, zfs-fuse) refuses the whole list.
         **({} if fuse else {"zpool_get_autotrim": cmd("zpool", "get", "-Hp", "autotrim",
-                                                      *pools)}),
+                                                      *pools),
+                            "zpool_get_block_cloning": cmd("zpool", "get", "-Hp",
+                                                           BLOCK_CLONING, *pools)}),
         "zpool_status": cmd("zpool", "status", *pools),
         "zfs_list": cmd("zfs", "list", "-Hp" if caps.list_parsable else "-H", "-r",
                         "-t", "filesystem,volume", "-o", ",".join(zfs.LIST_FIELDS), *pools),
@@ -452,8 +457,10 @@ def _pools(data: dict[str, Section], caps: zfs.Capabilities, names: list[str]) -
     spa = zpool.parse_zpool_get(_text(data, "zpool_get"), "version")
     trim = zpool.parse_zpool_get(_text(data, "zpool_get_autotrim"), "autotrim") \
         if _ok(data, "zpool_get_autotrim") else {}
+    cloning = zpool.parse_zpool_get(_text(data, "zpool_get_block_cloning"), BLOCK_CLONING) \
+        if _ok(data, "zpool_get_block_cloning") else {}
     return [pool_from(row, status.get(row.name), ashift.get(row.name), spa.get(row.name),
-                      autotrim=trim.get(row.name))
+                      autotrim=trim.get(row.name), block_cloning=cloning.get(row.name))
             for row in rows if row.name in names]
 
 

@@ -69,6 +69,14 @@ def hold(snapshots: list[str]) -> Command:
     return cmd("zfs", "hold", HOLD_TAG, *(snapshot_name(name) for name in snapshots))
 
 
+def holds(snapshots: list[str]) -> Command:
+    """`zfs holds -H a@s b@s`: every hold on the snapshots named, with its tag (OpenZFS;
+    zfs-fuse refuses the command)."""
+    names = [snapshot_name(name) for name in snapshots]
+    return replace(cmd("zfs", "holds", "-H", *names), shown=f"list the holds of {len(names)} "
+                                                            "held snapshots (zfs holds -H)")
+
+
 def release(snapshot: str) -> Command:
     return cmd("zfs", "release", HOLD_TAG, snapshot_name(snapshot))
 

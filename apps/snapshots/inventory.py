@@ -3,7 +3,10 @@
 A listing is one `zfs get` of the whole host (apps.snapshots.commands.listing),
 run by every snapshot operation after it changed something, and by discovery
 itself (the `discovered` signal its record step sends: fleet knows nothing of
-snapshots), so discovery costs one SSH round trip more. Rows are upserted and the ones a
+snapshots), so discovery costs one SSH round trip more. Where some snapshot is
+held and the host's ZFS lists holds (OpenZFS), one `zfs holds` per
+HOLDS_CHUNK held snapshots follows and names who holds them; zfs-fuse keeps
+the count alone. Rows are upserted and the ones a
 listing no longer finds are deleted, so 10,000 snapshots cost a few queries.
 """
 
@@ -17,13 +20,17 @@ from django.utils import timezone
 from apps.fleet.models import Host
 from apps.remote import commands as remote_commands
 from apps.remote.commands import InvalidValue
-from apps.remote.facts.snapshots import SnapshotRow, parse_listing
+from apps.remote.facts import zfs
+from apps.remote.facts.snapshots import SnapshotRow, parse_holds, parse_listing, with_holds
 from apps.snapshots import commands
 from apps.snapshots.models import Snapshot
 
 BATCH = 2000
-_FIELDS = ["created_at", "used", "referenced", "userrefs", "clones", "properties", "origin",
-           "policy_name", "label", "seen_at"]
+# Snapshot names per `zfs holds`: 200 names of at most 255 characters stay far below
+# any command-line limit of sshd, sudo or the kernel.
+HOLDS_CHUNK = 200
+_FIELDS = ["created_at", "used", "referenced", "userrefs", "holds", "clones", "properties",
+           "origin", "policy_name", "label", "seen_at"]
 
 
 def list_host(runner) -> list[SnapshotRow]:
@@ -45,7 +52,27 @@ def record(host: Host, rows: list[SnapshotRow]) -> dict[str, int]:
 
 
 def refresh(host: Host, runner) -> dict[str, int]:
-    return record(host, list_host(runner))
+    return record(host, read_holds(host, runner, list_host(runner)))
+
+
+def read_holds(host: Host, runner, rows: list[SnapshotRow]) -> list[SnapshotRow]:
+    """`rows` with the tags of their holds; no command at all when no snapshot is held
+    or the host's ZFS cannot list holds (zfs-fuse: `userrefs` stays the only record)."""
+    held = [row.full_name for row in rows if row.userrefs > 0 and _valid(row)]
+    if not held or not lists_holds(host):
+        return rows
+    found: dict[str, tuple[str, ...]] = {}
+    for start in range(0, len(held), HOLDS_CHUNK):
+        # Not checked: a snapshot destroyed since the listing fails alone, on stderr.
+        result = runner(commands.holds(held[start:start + HOLDS_CHUNK]), timeout=120,
+                        check=False)
+        found |= parse_holds(result.stdout)
+    return with_holds(rows, found)
+
+
+def lists_holds(host: Host) -> bool:
+    """Whether the host's ZFS has `zfs holds` (discovery's dialect: OpenZFS does)."""
+    return ((host.facts or {}).get("zfs") or {}).get("dialect") == zfs.OPENZFS
 
 
 def add(host: Host, runner, snapshots: list[str]) -> int:
@@ -56,6 +83,7 @@ def add(host: Host, runner, snapshots: list[str]) -> int:
     to list); the next discovery or destroy lists everything again.
     """
     rows = parse_listing(runner(commands.listing(snapshots), timeout=120).stdout)
+    rows = read_holds(host, runner, rows)
     now = timezone.now()
     objects = [_snapshot(host, row, now) for row in rows if _valid(row)]
     Snapshot.objects.bulk_create(objects, update_conflicts=True,
@@ -76,7 +104,8 @@ def _snapshot(host: Host, row: SnapshotRow, now: datetime) -> Snapshot:
     created = datetime.fromtimestamp(row.creation, UTC) if row.creation is not None else None
     return Snapshot(
         host=host, dataset=row.dataset, name=row.name, created_at=created, used=row.used,
-        referenced=row.referenced, userrefs=row.userrefs, clones=list(row.clones),
+        referenced=row.referenced, userrefs=row.userrefs, holds=list(row.holds),
+        clones=list(row.clones),
         properties=row.properties, origin=row.origin,
         policy_name=row.properties.get("pozol:policy", "")[:255],
         label=row.properties.get("pozol:label", "")[:255], seen_at=now,

@@ -8,9 +8,9 @@ table follows (apps.snapshots.inventory.record).
 
 Ready for what comes next: `policy_name` is the policy the snapshot carries
 in `pozol:policy` (a policy row can be matched to it by name later), `clones`
-the clones that depend on it and `userrefs` its holds (a replication link or
+the clones that depend on it, `userrefs` its holds (a replication link or
 a customer clone holds the snapshots it needs, and a held snapshot is never
-destroyed).
+destroyed) and `holds` their tags where the host's ZFS lists them.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ class Snapshot(models.Model):
     used = models.BigIntegerField(null=True)
     referenced = models.BigIntegerField(null=True)
     userrefs = models.PositiveIntegerField(default=0, help_text="The number of holds.")
+    holds = models.JSONField(default=list, blank=True, help_text=(
+        "The tags of its holds (`zfs holds`), e.g. pozol; empty where the host's ZFS "
+        "cannot list them (zfs-fuse): userrefs still counts them."))
     clones = models.JSONField(default=list, blank=True,
                               help_text="Datasets cloned from this snapshot.")
     properties = models.JSONField(default=dict, blank=True,

@@ -17,12 +17,16 @@ class SnapshotSerializer(ModelSerializer):
     host = StrictPrimaryKeyRelatedField(read_only=True)
     full_name = serializers.CharField(read_only=True)
     held = serializers.BooleanField(read_only=True)
+    holds = serializers.ListField(
+        child=serializers.CharField(), read_only=True,
+        help_text="The tags of its holds (`zfs holds`), e.g. pozol; empty where the host's "
+                  "ZFS cannot list them (zfs-fuse), where userrefs still counts them.")
 
     class Meta:
         model = Snapshot
         fields = ["id", "host", "dataset", "name", "full_name", "created_at", "used",
-                  "referenced", "userrefs", "held", "clones", "origin", "policy_name", "label",
-                  "properties", "seen_at"]
+                  "referenced", "userrefs", "holds", "held", "clones", "origin", "policy_name",
+                  "label", "properties", "seen_at"]
         read_only_fields = fields
 
 

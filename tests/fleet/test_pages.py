@@ -6,9 +6,12 @@ import pytest
 from django.test import Client
 
 from apps.fleet.models import Host
+from apps.fleet.steps import record_facts
 from apps.ops import engine
+from apps.remote.gather import discover
 from tests.html import parse
 from tests.racing import race
+from tests.remote.fixtures.hosts import FIXTURES, replay_transcript
 
 pytestmark = pytest.mark.django_db
 
@@ -46,6 +49,22 @@ def test_the_host_page_shows_datasets_with_ratios(signed_in, host):
     kernel = parse(signed_in.get(f"/hosts/{host.pk}/").content).find("div", id="kernel")
     assert "hit ratio 97%" in kernel.find("p").text
     assert "vm.dirty_ratio=20" in [code.text for code in kernel.find_all("code")]
+
+
+def test_direct_io_and_block_cloning_show_where_the_zfs_has_them(signed_in, host):
+    # zfs-fuse (the replayed host) has neither: said as "n/a", as for sync.
+    page = parse(signed_in.get(f"/hosts/{host.pk}/datasets/").content)
+    assert {row[10] for row in page.find("table", id="datasets").rows()} == {"n/a"}
+    assert {row[9] for row in page.find("table", id="pools").rows()} == {"n/a"}
+    captured = FIXTURES / "openzfs-2.3" / "captured" / "transcript.json"
+    record_facts(host, discover(replay_transcript(captured)).to_dict())
+    page = parse(signed_in.get(f"/hosts/{host.pk}/datasets/").content)
+    datasets = page.find("table", id="datasets")
+    assert [th.text for th in datasets.find_all("th")][10] == "Direct I/O"
+    assert {row[0]: row[10] for row in datasets.rows()}["tank/pg/data"] == "standard"
+    pools = page.find("table", id="pools")
+    assert [th.text for th in pools.find_all("th")][9] == "Block cloning"
+    assert {row[0]: row[9] for row in pools.rows()} == {"tank": "enabled"}
 
 
 def test_the_operation_partial_polls_until_the_operation_ends(signed_in, host, delivered):

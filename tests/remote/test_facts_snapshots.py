@@ -1,8 +1,9 @@
-"""The snapshot listing parser on output captured from a real zfs-fuse host."""
+"""The snapshot listing parser on output captured from a real zfs-fuse host, and the
+holds parser on `zfs holds` captured from a real OpenZFS 2.3 host."""
 
 from pathlib import Path
 
-from apps.remote.facts.snapshots import HAND, POZOL, RECEIVED, parse_listing
+from apps.remote.facts.snapshots import HAND, POZOL, RECEIVED, parse_holds, parse_listing
 
 LISTING = (Path(__file__).parent / "fixtures/zfs-fuse/captured/snapshots/listing.txt").read_text()
 
@@ -66,3 +67,40 @@ def test_a_property_inherited_from_the_dataset_does_not_make_a_snapshot_ours():
     assert found["tank/x@hand"].origin == HAND and found["tank/x@hand"].properties == {}
     assert found["tank/x@ours"].properties == {"pozol:owner": "pozol",
                                                "pozol:taken": "20261123T190000Z"}
+
+
+# -- `zfs holds -H`, captured on the OpenZFS 2.3 VM test host ----------------------------
+
+OPENZFS = Path(__file__).parent / "fixtures/openzfs-2.3/captured"
+
+
+def captured(relative: str) -> str:
+    """A captured command's output (its first two lines are the command and its exit code)."""
+    return (OPENZFS / relative).read_text().split("\n", 2)[2]
+
+
+def test_holds_of_a_snapshot_by_tag():
+    assert parse_holds(captured("extra/3.txt")) == {"tank/pg/data@captured": ("keep",)}
+
+
+def test_the_parsable_holds_say_what_the_table_for_people_says():
+    # extra/4.txt is `zfs holds` without -H: a header, then columns padded with spaces.
+    header, *lines = captured("extra/4.txt").splitlines()
+    assert header.split() == ["NAME", "TAG", "TIMESTAMP"]
+    table = {line.split()[0]: (line.split()[1],) for line in lines if line.strip()}
+    assert parse_holds(captured("extra/3.txt")) == table
+    assert parse_holds(captured("extra/4.txt")) == {}  # never mistaken for the -H form
+
+
+def test_tags_with_spaces_and_tabs_are_kept_whole():
+    # `zfs hold pozol`, `zfs hold 'keep me'` and a tag with a tab in it, on one snapshot.
+    assert parse_holds(captured("holds/odd_tags.txt")) == {
+        "tank/pg/data@t1": ("keep me", "pozol", "tab\tx")}
+    header, *lines = captured("holds/odd_tags_table.txt").splitlines()
+    assert len(lines) == 3  # the same three holds, as people read them
+
+
+def test_a_snapshot_gone_meanwhile_does_not_hide_the_holds_of_the_others():
+    # zfs prints the holds of the snapshots it found and names the missing one on stderr.
+    assert parse_holds(captured("holds/one_gone.txt")) == {
+        "tank/pg/data@t1": ("keep me", "pozol", "tab\tx")}

@@ -12,9 +12,12 @@ import pytest
 from apps.alerts.core import scrub
 from apps.remote import gather
 from apps.remote.facts.host import HostFacts
+from apps.remote.facts.sections import split_sections
 from apps.replication.core.progress import parse_send_estimate
 from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.spec import spec_from_facts
+from apps.tuning.core.advisor import advise
+from tests.remote.fakeshell import FakeShell
 from tests.remote.fixtures.hosts import FIXTURES, replay_transcript
 
 CAPTURED = FIXTURES / "openzfs-2.3" / "captured"
@@ -58,6 +61,43 @@ def test_the_pool_and_datasets(facts):
     data = names["tank/pg/data"].properties
     assert data["recordsize"].value == "16384" and data["compression"].value == "lz4"
     assert names["tank/pg/data"].exact_sizes
+
+
+def test_direct_io_and_block_cloning_where_openzfs_has_them(facts):
+    names = {dataset.name: dataset for dataset in facts.datasets}
+    # Read one by one beside sync: the host's own answer to the same property (extra/7.txt).
+    assert names["tank/pg/data"].properties["direct"].value == "standard"
+    assert "tank/pg/data\tdirect\tstandard\tdefault" in extra(7)
+    assert {d.properties["direct"].value for d in facts.datasets} == {"standard"}
+    [pool] = facts.pools
+    assert pool.block_cloning == "enabled"  # a fresh pool: enabled, not active yet
+    assert "tank\tfeature@block_cloning\tenabled\tlocal" in extra(8)
+
+
+def with_section(name: str, text: str) -> FakeShell:
+    """The captured host, with one probe's answer replaced by another real answer."""
+    shell = replay_transcript(CAPTURED / "transcript.json")
+    for command, (code, stdout, stderr) in list(shell.script.items()):
+        sections = split_sections(stdout)
+        if name in sections:
+            old = sections[name].text
+            shell.script[command] = (code, stdout.replace(f"{name}\n{old}", f"{name}\n{text}"),
+                                     stderr)
+    return shell
+
+
+def test_direct_always_set_on_the_host_warns_in_the_advisor():
+    # zfs set direct=always tank/pg/data, then discovery's own probe (direct-always/).
+    always = (CAPTURED / "direct-always" / "zfs_get_direct.txt").read_text()
+    facts = gather.discover(with_section("zfs_get_direct", always))
+    [finding] = [f for f in advise(facts) if f.id == "direct_io_always"]
+    assert finding.subject == "tank/pg/data"
+    assert finding.action == "zfs set direct=standard tank/pg/data"
+    assert "OpenZFS 2.3.9" in finding.evidence
+
+
+def test_direct_standard_as_captured_gives_no_warning(facts):
+    assert not [f for f in advise(facts) if f.id == "direct_io_always"]
 
 
 def test_the_packaged_cluster_under_systemd(facts):

@@ -95,7 +95,7 @@ def test_an_unknown_host_is_a_404(api, delivered):
 def test_list_is_paged_filtered_and_sorted(api, db_host):
     other = factories.host("db2")
     factories.snapshot(other)
-    big = factories.snapshot(db_host, "tank/pg/data@a", used=10, userrefs=1)
+    big = factories.snapshot(db_host, "tank/pg/data@a", used=10, userrefs=1, holds=["pozol"])
     small = factories.snapshot(db_host, "tank/pg/wal@b", used=5, origin=Snapshot.Origin.HAND,
                                properties={})
     listing = api.get(f"/api/hosts/{db_host.pk}/snapshots/").json()
@@ -105,6 +105,7 @@ def test_list_is_paged_filtered_and_sorted(api, db_host):
     assert [r["id"] for r in by_used] == [small.pk, big.pk]
     held = api.get(f"/api/hosts/{db_host.pk}/snapshots/?held=true").json()["results"]
     assert [r["id"] for r in held] == [big.pk] and held[0]["held"] is True
+    assert held[0]["holds"] == ["pozol"]
     hand = api.get(f"/api/hosts/{db_host.pk}/snapshots/?origin=hand").json()["results"]
     assert [r["id"] for r in hand] == [small.pk]
     assert api.get(f"/api/snapshots/?host={other.pk}").json()["count"] == 1

@@ -30,6 +30,14 @@ def test_the_tab_lists_snapshots_with_markers_and_origin(signed_in, host):
     assert page.count('aria-label="Destroy ') == 1 and "Destroy tank/pg/wal@plain" in page
 
 
+def test_the_tags_of_holds_are_named_where_the_host_lists_them(signed_in, host):
+    factories.snapshot(host, "tank/pg/data@both", userrefs=2, holds=["keep", "pozol"])
+    factories.snapshot(host, "tank/pg/data@counted", userrefs=1)  # zfs-fuse: the count only
+    page = signed_in.get(f"/hosts/{host.pk}/snapshots/").content.decode()
+    assert "held by keep, pozol" in page
+    assert "held ×1" in page and "does not list their tags" in page
+
+
 def test_snapshot_now_from_the_form(signed_in, host, delivered):
     cluster = host.clusters.get()
     response = signed_in.post(f"/snapshots/hosts/{host.pk}/take/",

@@ -56,6 +56,9 @@ class Pool:
     has_cache: bool = False
     last_scrub: str | None = None  # ISO, host's local time; None: never, or not known
     autotrim: str | None = None  # "on" / "off"; None where the ZFS has no such property
+    # The feature's state: "disabled", "enabled" or "active" (clones of blocks exist);
+    # None where the ZFS has no such feature (before OpenZFS 2.2, zfs-fuse).
+    block_cloning: str | None = None
 
 
 @dataclass
@@ -179,7 +182,8 @@ def split_clones(clusters: list[Cluster], datasets: list[Dataset]
 
 
 def pool_from(row: zpool.PoolRow, status: zpool.PoolStatus | None, ashift: str | None,
-              spa: str | None, autotrim: str | None = None) -> Pool:
+              spa: str | None, autotrim: str | None = None,
+              block_cloning: str | None = None) -> Pool:
     """A Pool from its `zpool list` row, `zpool status` tree and `zpool get` values."""
     status = status or zpool.PoolStatus(row.name, row.health)
     return Pool(
@@ -190,6 +194,7 @@ def pool_from(row: zpool.PoolRow, status: zpool.PoolStatus | None, ashift: str |
         exact_sizes=row.exact, vdevs=status.vdevs, logs=status.logs, cache=status.cache,
         spares=status.spares, has_log=status.has_log, has_cache=status.has_cache,
         last_scrub=status.last_scrub, autotrim=autotrim if autotrim in ("on", "off") else None,
+        block_cloning=block_cloning if block_cloning in zpool.FEATURE_STATES else None,
     )
 
 

@@ -12,11 +12,15 @@ property `pozol:owner`. Its source tells a received snapshot: `zfs send -p`
 (or -R) carries user properties, and the target reports them as `received`.
 A snapshot received without properties carries nothing to tell it apart and
 reads as made by hand.
+
+Who holds a snapshot is a second command, `zfs holds -H`, asked only for the
+snapshots whose `userrefs` is above 0 and only where the host's ZFS lists holds
+(OpenZFS; zfs-fuse refuses `zfs holds` and keeps the count alone).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from apps.remote.facts.numbers import is_digits
 
@@ -38,6 +42,7 @@ class SnapshotRow:
     referenced: int | None
     userrefs: int  # holds; `zfs holds` fails on zfs-fuse, the count does not
     clones: tuple[str, ...] = ()
+    holds: tuple[str, ...] = ()  # their tags, where `zfs holds` lists them
     properties: dict[str, str] = field(default_factory=dict)  # pozol:* that are set
     received: bool = False  # a pozol:* property came with `zfs recv`
 
@@ -88,6 +93,27 @@ def _row(full_name: str, props: dict[str, str], clones, received: bool) -> Snaps
         properties={p: props[p] for p in USER_PROPERTIES if p in props},
         received=received,
     )
+
+
+def parse_holds(text: str) -> dict[str, tuple[str, ...]]:
+    """`zfs holds -H SNAPSHOT...`: `name<TAB>tag<TAB>timestamp` per hold.
+
+    A tag is any text its maker chose, tabs and spaces included; a snapshot name has
+    no tab and the timestamp (`Fri Nov 27 08:34 2026`) none either, so the tag is
+    whatever lies between the first tab and the last.
+    """
+    holds: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        name, sep, rest = line.partition("\t")
+        tag, sep2, _timestamp = rest.rpartition("\t")
+        if sep and sep2 and "@" in name and tag:
+            holds.setdefault(name, []).append(tag)
+    return {name: tuple(sorted(tags)) for name, tags in holds.items()}
+
+
+def with_holds(rows: list[SnapshotRow], holds: dict[str, tuple[str, ...]]) -> list[SnapshotRow]:
+    return [replace(row, holds=holds[row.full_name]) if row.full_name in holds else row
+            for row in rows]
 
 
 def _int(text: str | None) -> int | None:

@@ -63,6 +63,10 @@ def parse_percent(text: str) -> int | None:
     return int(text) if is_digits(text) else None
 
 
+# What `zpool get feature@NAME` says of a feature the pool knows (zpool-features(7)).
+FEATURE_STATES = ("disabled", "enabled", "active")
+
+
 def parse_zpool_get(text: str, prop: str) -> dict[str, str]:
     """`zpool get -Hp PROP` (tabs) or zfs-fuse's `zpool get PROP` (header, spaces)."""
     values = {}

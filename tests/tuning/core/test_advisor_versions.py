@@ -3,8 +3,9 @@ OpenZFS 2.3 (the ARC's Linux default, the `direct` property), each only where th
 host's versions have it.
 
 PostgreSQL 18 rows are a real 18.4 server's pg_settings (fixtures/pg18); the
-OpenZFS 2.3 host is the 2.2 fixture host with its module version edited: no
-OpenZFS 2.3 output has been captured yet (the OpenZFS VM host will provide it).
+OpenZFS 2.3 host is the 2.2 fixture host with its module version edited. The
+direct=always rule on a real OpenZFS 2.3 capture (the VM test host) is in
+tests/remote/test_openzfs_captured.py.
 """
 
 from __future__ import annotations
