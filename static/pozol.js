@@ -35,11 +35,11 @@ document.addEventListener("click", async (event) => {
 });
 
 // ---- Boxes that scroll inside the page: wide tables on narrow screens (see
-// pozol.css) and long logs. A box that scrolls must be reachable by keyboard to be
+// pozol.css), a .scroll box whose table is wider than a desktop page, and long logs. A box that scrolls must be reachable by keyboard to be
 // scrolled without a mouse: give each one that overflows a tab stop, and take it
 // back when it fits.
 function markScrollingTables() {
-  for (const box of document.querySelectorAll("table.grid, pre.log")) {
+  for (const box of document.querySelectorAll("div.scroll, table.grid, pre.log")) {
     const overflows = box.scrollWidth > box.clientWidth + 1
       || box.scrollHeight > box.clientHeight + 1;
     if (overflows) {
