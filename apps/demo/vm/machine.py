@@ -23,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from apps.demo.fleet import keys
+from apps.demo.fleet.client import ssh_argv
 from apps.demo.fleet.model import Host
 from apps.demo.fleet.procs import Proc, is_ours, spawn, stop
 
@@ -192,13 +193,8 @@ def _ssh_answers(host: Host) -> bool:
 
 
 def _ssh(host: Host, command: str, timeout: float) -> str:
-    argv = [
-        "ssh", "-F", "/dev/null", "-i", host.private_key_path, "-p", str(host.port),
-        "-o", f"UserKnownHostsFile={host.known_hosts_path}", "-o", "GlobalKnownHostsFile=/dev/null",
-        "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
-        "-o", "ConnectTimeout=10", f"{host.user}@{host.address}", command,
-    ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    done = subprocess.run(ssh_argv(host, command), capture_output=True, text=True,
+                          timeout=timeout, check=False)
     if done.returncode != 0:
         raise ImageError(f"{command.splitlines()[0]!r} on {host.name}: {done.stderr.strip()}")
     return done.stdout
