@@ -106,25 +106,16 @@ def test_psql_meta_commands_in_a_scripts_setup_do_not_run(fleet_hosts, api, work
     fleet_host = fleet_hosts[0]
     host = registered(fleet_host)
     marker = f"/tmp/pozol-setup-{secrets.token_hex(8)}"
-    made = api.post("/api/experiment-scripts/", {
-        "name": "Shell in setup", "text": "SELECT 1;\n",
-        "setup": f"SELECT 1; \\o |touch {marker}-o\nSELECT 2; \\! touch {marker}-shell\n"},
-        format="json")
-    assert made.status_code == 201, made.json()
-    started = api.post("/api/experiments/", {
-        "host": host.pk, "template": "wal-sync-method", "values": ["fsync", "fdatasync"],
-        "script": made.json()["slug"], "repetitions": 1,
-        "workload": {"duration": 2, "scale": 1}}, format="json")
-    assert started.status_code == 201, started.json()
-    body = wait_for(lambda: (b := api.get(f"/api/experiments/{started.json()['id']}/")
-                             .json())["status"] not in ("pending", "running", "waiting")
-                    and b, 120, "the experiment to end")
+    body = experiment(api, host, fleet_host, worker, "SELECT 1;\n", seconds=120,
+                      setup=f"SELECT 1; \\o |touch {marker}-o\n"
+                            f"SELECT 2; \\! touch {marker}-shell\n")
     assert body["status"] == "failed", worker.output()[-2000:]
     assert "syntax error" in body["operation"]["error"], body["operation"]["error"]
     assert run_on(fleet_host, f"ls {marker}* 2>/dev/null | wc -l").strip() == "0"
 
 
-def experiment(api, host, fleet_host, worker, text: str, setup: str = "") -> dict:
+def experiment(api, host, fleet_host, worker, text: str, setup: str = "",
+               seconds: float = 180) -> dict:
     """A custom script in the wal_sync_method experiment (a reload, no restart), to its
     end; the host's pg_hba.conf and roles afterwards are checked by the caller."""
     made = api.post("/api/experiment-scripts/", {
@@ -138,7 +129,7 @@ def experiment(api, host, fleet_host, worker, text: str, setup: str = "") -> dic
     assert started.status_code == 201, started.json()
     return wait_for(lambda: (b := api.get(f"/api/experiments/{started.json()['id']}/")
                              .json())["status"] not in ("pending", "running", "waiting")
-                    and b, 180, "the experiment to end")
+                    and b, seconds, "the experiment to end")
 
 
 def hba_and_roles(fleet_host) -> tuple[str, str]:

@@ -17,7 +17,7 @@ from tests.driving import drive
 from tests.integration.conftest import run_on
 from tests.integration.test_drills import drill, leftovers, snapshot_now
 from tests.integration.test_recover_table import recover
-from tests.vm.test_openzfs_host import discovered, psql
+from tests.vm.test_openzfs_host import discovered, psql, unit_pid
 
 pytestmark = [pytest.mark.vm, pytest.mark.django_db(transaction=True)]
 
@@ -45,7 +45,7 @@ def config_checksums(vm_host) -> str:
 def test_a_clone_a_drill_and_a_recovery_of_the_packaged_cluster(
         vm_host, api, delivered, no_clone_left):
     before = config_checksums(vm_host)
-    unit_pid = run_on(vm_host, "systemctl show -p MainPID --value postgresql@17-main").strip()
+    started_by_systemd = unit_pid(vm_host)
     host = discovered(vm_host)
     cluster = host.clusters.get()
     psql(vm_host, "DROP TABLE IF EXISTS pozol_vm_clone; "
@@ -66,8 +66,7 @@ def test_a_clone_a_drill_and_a_recovery_of_the_packaged_cluster(
     assert ETC not in postmaster[0]
     units = run_on(vm_host, "systemctl list-units --no-legend 'postgresql*'")
     assert "vmclone" not in units
-    assert run_on(vm_host, "systemctl show -p MainPID --value postgresql@17-main"
-                  ).strip() == unit_pid
+    assert unit_pid(vm_host) == started_by_systemd
 
     psql(vm_host, "INSERT INTO pozol_vm_clone SELECT generate_series(16, 20)")
     second = snapshot_now(host)

@@ -93,7 +93,7 @@ def test_a_snapshot_of_the_packaged_cluster_is_one_atomic_recursive_snapshot(vm_
         assert len(set(created)) == 1
     finally:
         run_on(vm_host, f"zfs release -r pozol tank/pg@{name} 2>/dev/null; "
-                        f"zfs destroy -r tank/pg@{name}", )
+                        f"zfs destroy -r tank/pg@{name}")
         psql(vm_host, "DROP TABLE pozol_vm")
 
 
