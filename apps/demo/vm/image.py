@@ -106,14 +106,14 @@ def cached(recipe: Recipe) -> Image | None:
     return Image(directory, recipe, json.loads(manifest.read_text())["versions"])
 
 
-def ensure(recipe: Recipe, log: Path | None = None) -> Image:
+def ensure(recipe: Recipe) -> Image:
     """The cached image, or a new one built now (10-25 minutes on two cores)."""
     if image := cached(recipe):
         return image
     with _build_lock():
         if image := cached(recipe):  # built by another run while this one waited
             return image
-        return _build(recipe, log)
+        return _build(recipe)
 
 
 def missing_tools() -> list[str]:
@@ -133,7 +133,7 @@ def _build_lock() -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _build(recipe: Recipe, log: Path | None) -> Image:
+def _build(recipe: Recipe) -> Image:
     if os.geteuid() != 0:
         raise ImageError("building the VM image needs root (debootstrap, chroot, mounts)")
     if missing := missing_tools():
@@ -142,7 +142,7 @@ def _build(recipe: Recipe, log: Path | None) -> Image:
     scratch = cache_root() / f".building-{recipe.key()}-{os.getpid()}"
     _remove_stale_scratch(recipe)
     scratch.mkdir(parents=True)
-    log = log or cache_root() / f"{scratch.name}.log"
+    log = cache_root() / f"{scratch.name}.log"  # beside the scratch: kept if the build fails
     started = time.monotonic()
     try:
         _run_build_script(recipe, scratch, log)
