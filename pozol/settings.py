@@ -168,6 +168,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_celery_beat",
     "django_filters",
+    "apps.api",
     "apps.accounts",
     "apps.ops",
     "apps.fleet",
@@ -219,8 +220,8 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
             ],
             # Times, durations, sizes and pg_settings contexts in one format on every
-            # page, without a {% load %} in each template (pozol/formatting.py).
-            "builtins": ["pozol.formatting"],
+            # page, without a {% load %} in each template (apps/common/formatting.py).
+            "builtins": ["apps.common.formatting"],
         },
     },
 ]
@@ -301,14 +302,14 @@ REST_FRAMEWORK = {
     ],
     # Operator-only unless a view says otherwise (apps/accounts/roles.py).
     "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.roles.IsOperator"],
-    "DEFAULT_PAGINATION_CLASS": "apps.accounts.api_pagination.Pagination",
+    "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "apps.accounts.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "apps.api.errors.exception_handler",
     # The API speaks JSON only: one body format to validate, document and fuzz.
-    "DEFAULT_PARSER_CLASSES": ["apps.accounts.api_parsers.BoundedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["apps.api.parsers.BoundedJSONParser"],
     # OPTIONS on a detail route looks the object up first: 404 where GET says 404.
-    "DEFAULT_METADATA_CLASS": "apps.accounts.api_metadata.ScopedMetadata",
+    "DEFAULT_METADATA_CLASS": "apps.api.metadata.ScopedMetadata",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_THROTTLE_CLASSES": [
@@ -338,7 +339,7 @@ SPECTACULAR_SETTINGS = {
                             "ChannelKindEnum": "apps.alerts.models.Channel.Kind",
                             "AlertKindEnum": "apps.fleet.models.Alert.Kind"},
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
-                             "apps.accounts.api_schema.add_error_responses"],
+                             "apps.api.schema.add_error_responses"],
     # Never send the schema URL to swagger.io's validator.
     "SWAGGER_UI_SETTINGS": {"validatorUrl": None},
     "SERVE_PERMISSIONS": [

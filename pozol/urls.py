@@ -3,8 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from apps.accounts.docs import ApiSchemaView, api_docs
 from apps.alerts import api as alerts_api
+from apps.api.docs import ApiSchemaView, api_docs
 from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.clones.api import CloneViewSet, ClusterSnapshotsView, HostCloneSettingsView
@@ -96,7 +96,7 @@ urlpatterns = [
     path("", include("apps.fleet.urls")),
 ]
 
-handler400 = "apps.accounts.api_errors.bad_request"
-handler403 = "apps.accounts.api_errors.permission_denied"
-handler404 = "apps.accounts.api_errors.not_found"
-handler500 = "apps.accounts.api_errors.server_error"
+handler400 = "apps.api.errors.bad_request"
+handler403 = "apps.api.errors.permission_denied"
+handler404 = "apps.api.errors.not_found"
+handler500 = "apps.api.errors.server_error"

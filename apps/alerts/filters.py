@@ -2,8 +2,8 @@ import django_filters
 
 from apps.alerts.core.rules import SPECS
 from apps.alerts.models import Delivery
+from apps.api.filters import EnumFilter, HostListFilter, IdFilter, TrueFalseFilter
 from apps.fleet.models import Alert
-from apps.ops.filters import EnumFilter, HostListFilter, IdFilter, TrueFalseFilter
 
 
 class AlertFilter(HostListFilter):

@@ -1,14 +1,14 @@
 from rest_framework import serializers
 
-from apps.accounts.api_fields import (
+from apps.alerts.core.rules import SPECS
+from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
+from apps.alerts.services import MAX_SILENCE_MINUTES
+from apps.api.fields import (
     ModelSerializer,
     StrictCharField,
     StrictIntegerField,
     StrictPrimaryKeyRelatedField,
 )
-from apps.alerts.core.rules import SPECS
-from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
-from apps.alerts.services import MAX_SILENCE_MINUTES
 from apps.fleet.models import Alert, Host
 
 

@@ -15,9 +15,9 @@ from apps.alerts import delivery, dispatch, evaluate, steps
 from apps.alerts.core import rules as core
 from apps.alerts.core import webhooks
 from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
+from apps.common.errors import Conflict, DomainError
 from apps.fleet.models import Alert, Host
 from apps.ops import engine
-from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.remote import commands
 

@@ -10,8 +10,8 @@ from apps.alerts import rules, services
 from apps.alerts.core.rules import SPECS
 from apps.alerts.forms import ChannelForm, RuleForm, ScrubForm, SilenceForm
 from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
+from apps.common.errors import DomainError
 from apps.fleet.models import Alert
-from apps.ops.errors import DomainError
 from apps.ops.models import Operation
 from apps.ops.ui_errors import on_form
 

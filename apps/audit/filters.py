@@ -5,8 +5,8 @@ from datetime import UTC
 import django_filters
 from django import forms
 
+from apps.api.filters import EnumFilter, GivenOrAbsent, IdFilter, given
 from apps.audit.models import AuditEvent
-from apps.ops.filters import EnumFilter, GivenOrAbsent, IdFilter, given
 
 
 class _MomentField(GivenOrAbsent, django_filters.fields.IsoDateTimeField):

@@ -17,7 +17,7 @@ from apps.accounts.roles import is_operator
 from apps.accounts.throttling import client_ip
 from apps.audit import services, subjects
 from apps.audit.models import AuditEvent
-from apps.ops import errors
+from apps.common import errors
 
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 # Written by the auth signals instead, with the user name tried.

@@ -1,7 +1,7 @@
 """Query-string filters of the benchmarks and validations lists."""
 
+from apps.api.filters import HostListFilter
 from apps.benchmarks.models import Benchmark, Validation
-from apps.ops.filters import HostListFilter
 
 
 class BenchmarkFilter(HostListFilter):

@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from apps.benchmarks import commands, steps
 from apps.benchmarks.models import Benchmark, Validation
+from apps.common.errors import DomainError
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
-from apps.ops.errors import DomainError
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue, pg_identifier
 

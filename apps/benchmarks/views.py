@@ -7,8 +7,8 @@ from django_htmx.http import HTMX_STOP_POLLING
 
 from apps.benchmarks import services
 from apps.benchmarks.models import Benchmark, Validation
+from apps.common.errors import DomainError
 from apps.fleet.models import Host, PgCluster
-from apps.ops.errors import DomainError
 from apps.ops.models import Operation
 from apps.ops.ui_errors import field_messages
 from apps.ops.ui_input import posted_id

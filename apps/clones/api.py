@@ -1,7 +1,7 @@
 """The clones API: list, make (the answer carries the password, once), show, reset,
 destroy, for operators and (scoped to their tenant) members; and each host's clone
 settings (operators). Each view reads its input and calls one service; a refusal
-is a CloneRefused or Conflict mapped to the API's error shape in apps.accounts.api_errors."""
+is a CloneRefused or Conflict mapped to the API's error shape in apps.api.errors."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ class HostCloneSettingsView(APIView):
 class ClusterSnapshotsView(generics.GenericAPIView):
     """The snapshots of one of your clusters (its data dataset's), newest first, as the
     host's last listing found them: what a clone is made from. Another tenant's cluster
-    is not found (generic, so OPTIONS looks it up too: apps.accounts.api_metadata)."""
+    is not found (generic, so OPTIONS looks it up too: apps.api.metadata)."""
 
     permission_classes = [UsesClones]
     queryset = ClusterAssignment.objects.none()  # typed ids in the schema; scoped below

@@ -2,8 +2,8 @@
 
 import django_filters
 
+from apps.api.filters import EnumFilter, HostListFilter
 from apps.clones.models import Clone
-from apps.ops.filters import EnumFilter, HostListFilter
 
 
 class CloneFilter(HostListFilter):

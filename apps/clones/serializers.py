@@ -14,7 +14,7 @@ from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.accounts.api_fields import (
+from apps.api.fields import (
     ModelSerializer,
     StrictCharField,
     StrictIntegerField,

@@ -34,10 +34,10 @@ from apps.clones.core.layout import (
     clone_uid,
 )
 from apps.clones.models import Clone, CloneHostSettings
+from apps.common.errors import Conflict, DomainError
 from apps.fleet import credentials, reserves
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
-from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue, pg_identifier
 from apps.snapshots import services as snapshot_services

@@ -20,8 +20,8 @@ from django.db.models import Q, QuerySet, Sum
 from apps.accounts.roles import is_operator
 from apps.clones import queries
 from apps.clones.models import Clone
+from apps.common.errors import DomainError
 from apps.fleet.models import Host, PgCluster
-from apps.ops.errors import DomainError
 from apps.tenants import services as tenant_services
 from apps.tenants.models import ClusterAssignment, Membership, Tenant
 

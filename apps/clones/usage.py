@@ -22,8 +22,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.clones.models import Clone
+from apps.common.errors import Conflict
 from apps.fleet.models import Host
-from apps.ops.errors import Conflict
 from apps.ops.models import Operation
 from apps.remote.commands import Command, script
 from apps.remote.errors import RemoteError

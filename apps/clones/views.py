@@ -22,8 +22,8 @@ from apps.accounts.roles import is_operator, members_allowed
 from apps.clones import services, tenancy
 from apps.clones.forms import CloneSettingsForm, ClusterCloneForm, NewCloneForm, ResetForm
 from apps.clones.models import Clone
+from apps.common.errors import DomainError
 from apps.fleet.models import Host
-from apps.ops.errors import DomainError
 from apps.ops.models import Operation
 from apps.ops.ui_errors import on_form
 from apps.tenants import services as services_tenants

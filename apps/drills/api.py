@@ -1,7 +1,7 @@
 """The restore drills API: schedules (list, create, change, delete, run now), runs (list,
 show), the orphan reconciler of a host, and recovering a dropped table from a
 snapshot. Each view calls one service; a refusal is
-a DrillError or Conflict, mapped in apps.accounts.api_errors."""
+a DrillError or Conflict, mapped in apps.api.errors."""
 
 from __future__ import annotations
 

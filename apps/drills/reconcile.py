@@ -9,11 +9,11 @@ from __future__ import annotations
 from django.db import transaction
 
 from apps.clones.models import Clone
+from apps.common.errors import Conflict
 from apps.drills.models import DrillRun
 from apps.drills.steps import RECONCILE
 from apps.fleet.models import Host
 from apps.ops import engine
-from apps.ops.errors import Conflict
 from apps.ops.models import Operation
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.accounts.api_fields import (
+from apps.api.fields import (
     ModelSerializer,
     StrictBooleanField,
     StrictCharField,

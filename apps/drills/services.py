@@ -21,13 +21,13 @@ from django.utils import timezone
 from apps.clones import services as clone_services
 from apps.clones.core.layout import CLONE_FIRST_WRITES, CloneError, Layout, Origin, clone_uid
 from apps.clones.models import Clone
+from apps.common.errors import Conflict, DomainError
 from apps.drills import steps
 from apps.drills.core import check as core
 from apps.drills.models import DrillRun, DrillSchedule
 from apps.fleet import reserves
 from apps.fleet.models import Alert, Host, PgCluster
 from apps.ops import engine
-from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue
 from apps.replication.models import ReplicationLink

@@ -7,13 +7,13 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils.text import slugify
 
+from apps.common.errors import Conflict, DomainError
 from apps.experiments import core, knobs, scripts, steps
 from apps.experiments.models import Experiment, Run, Script, ScriptVersion
 from apps.experiments.templates import SCRIPTS, TEMPLATES
 from apps.fleet import reserves
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
-from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue, pg_identifier, pool_of
 from apps.tuning import services as tuning

@@ -4,10 +4,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
+from apps.common.errors import DomainError
 from apps.experiments import services
 from apps.experiments.models import Experiment
 from apps.fleet.models import Host
-from apps.ops.errors import DomainError
 from apps.ops.models import Operation
 from apps.ops.ui_errors import field_messages
 from apps.ops.ui_input import posted_id

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from apps.common.formatting import human_bytes
 from apps.remote.facts.host import Dataset, Pool
-from pozol.formatting import human_bytes
 
 LARGEST = 3  # datasets named per pool; the sum covers them all
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from apps.common.errors import DomainError
 from apps.fleet.core import room
 from apps.fleet.models import Host, PoolReserve
-from apps.ops.errors import DomainError
 from apps.remote.commands import InvalidValue, pool_name
 
 MAX_RESERVE_BYTES = 2**60

@@ -3,7 +3,7 @@ import re
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
-from apps.accounts.api_fields import (
+from apps.api.fields import (
     ModelSerializer,
     StrictBooleanField,
     StrictCharField,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from apps.common.errors import Conflict, DomainError
 from apps.fleet import steps
 from apps.fleet.models import Host
 from apps.ops import engine
-from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.remote import sudo
 from apps.remote.commands import InvalidValue, os_user

@@ -10,10 +10,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
 
+from apps.common.errors import DomainError
 from apps.fleet import reserves, sections, services
 from apps.fleet.forms import AddHostForm, PoolReserveForm
 from apps.fleet.models import Host, PgCluster, Pool
-from apps.ops.errors import DomainError
 from apps.ops.models import Operation
 from apps.ops.ui_errors import on_form
 

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from apps.accounts.api_fields import ModelSerializer, StrictPrimaryKeyRelatedField
+from apps.api.fields import ModelSerializer, StrictPrimaryKeyRelatedField
 from apps.ops.models import LogLine, Operation
 
 

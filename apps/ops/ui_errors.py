@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from apps.ops.errors import DomainError, note_refusal
+from apps.common.errors import DomainError, note_refusal
 
 
 def field_messages(fields: dict | None, prefix: str = "") -> list[tuple[str, str]]:

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from apps.ops.errors import DomainError
-from apps.ops.filters import MAX_ID
+from apps.api.filters import MAX_ID
+from apps.common.errors import DomainError
 
 
 def posted_id(data, field: str, *, required: bool = True) -> int | None:

@@ -4,8 +4,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
+from apps.api.filters import MAX_ID
 from apps.ops import engine
-from apps.ops.filters import MAX_ID, OperationPageFilter
+from apps.ops.filters import OperationPageFilter
 from apps.ops.models import Operation
 from apps.ops.paging import uncounted_page
 

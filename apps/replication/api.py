@@ -1,6 +1,6 @@
 """The links API: list, make, change, delete, run now, pause and resume, and the
 rollback opt-in. Each view reads its input and calls one service; a refusal is a
-LinkError or Conflict mapped to the API's error shape in apps.accounts.api_errors."""
+LinkError or Conflict mapped to the API's error shape in apps.api.errors."""
 
 from __future__ import annotations
 

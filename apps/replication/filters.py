@@ -2,7 +2,7 @@
 
 import django_filters
 
-from apps.ops.filters import EnumFilter, IdFilter, TrueFalseFilter
+from apps.api.filters import EnumFilter, IdFilter, TrueFalseFilter
 from apps.replication.models import ReplicationLink
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from django import forms
 from django.urls import reverse
 
+from apps.common.errors import DomainError
 from apps.fleet.models import Host
-from apps.ops.errors import DomainError
 from apps.ops.ui_errors import on_form
 from apps.replication import services
 from apps.replication.core.link import LINK_NAME_MAX

@@ -11,7 +11,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.accounts.api_fields import (
+from apps.api.fields import (
     ModelSerializer,
     StrictBooleanField,
     StrictCharField,

@@ -15,10 +15,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.common.errors import Conflict, DomainError
 from apps.fleet import reserves
 from apps.fleet.models import Host
 from apps.ops import engine
-from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.replication import steps
 from apps.replication.core import lag as core_lag

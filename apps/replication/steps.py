@@ -493,7 +493,7 @@ def _step_of(values: dict) -> Step:
 
 
 def _size(n: int | None) -> str:
-    from pozol.formatting import human_bytes
+    from apps.common.formatting import human_bytes
 
     return human_bytes(n) if n is not None else "?"
 

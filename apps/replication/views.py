@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
-from apps.ops.errors import DomainError
+from apps.common.errors import DomainError
 from apps.ops.models import Operation
 from apps.replication import queries, services, steps
 from apps.replication.forms import LinkSettingsForm, NewLinkForm, refused

@@ -2,7 +2,7 @@
 
 import django_filters
 
-from apps.ops.filters import EnumFilter, HostListFilter, TrueFalseFilter
+from apps.api.filters import EnumFilter, HostListFilter, TrueFalseFilter
 from apps.snapshots.models import Snapshot
 
 SORTS = ("created_at", "used", "referenced", "dataset", "name")

@@ -11,8 +11,8 @@ from django.core import signing
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from apps.common.errors import DomainError
 from apps.fleet.models import Host
-from apps.ops.errors import DomainError
 from apps.ops.ui_errors import on_form
 from apps.ops.ui_input import posted_id
 from apps.snapshots import policies

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from apps.accounts.api_fields import (
+from apps.api.fields import (
     ModelSerializer,
     StrictBooleanField,
     StrictCharField,

@@ -14,10 +14,10 @@ from dataclasses import asdict
 from django.db import transaction
 from django.utils import timezone
 
+from apps.common.errors import Conflict, DomainError
 from apps.fleet import reserves
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
-from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.remote import snapshot_plan as plan
 from apps.remote.commands import InvalidValue, dataset_name, pool_of

@@ -8,8 +8,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
+from apps.common.errors import DomainError
 from apps.fleet.models import Host, PgCluster
-from apps.ops.errors import DomainError
 from apps.ops.models import Operation
 from apps.ops.ui_input import posted_id
 from apps.snapshots import services

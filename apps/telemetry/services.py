@@ -27,8 +27,8 @@ from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import JSONObject
 from django.utils import timezone
 
+from apps.common.errors import DomainError
 from apps.fleet.models import Host
-from apps.ops.errors import DomainError
 from apps.remote import ssh
 from apps.remote.errors import AuthenticationFailed, RemoteError, Unreachable
 from apps.remote.facts.host import HostFacts

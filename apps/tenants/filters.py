@@ -2,7 +2,7 @@
 
 import django_filters
 
-from apps.ops.filters import EnumFilter, IdFilter
+from apps.api.filters import EnumFilter, IdFilter
 from apps.tenants.models import ClusterAssignment, Membership
 
 

@@ -1,13 +1,13 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.accounts.api_fields import (
+from apps.accounts.models import ApiToken
+from apps.api.fields import (
     ModelSerializer,
     StrictCharField,
     StrictIntegerField,
     StrictPrimaryKeyRelatedField,
 )
-from apps.accounts.models import ApiToken
 from apps.fleet.models import Host, PgCluster
 from apps.tenants import services
 from apps.tenants.models import ClusterAssignment, Membership, Tenant

@@ -13,8 +13,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from apps.accounts.roles import is_operator
+from apps.common.errors import Conflict, DomainError
 from apps.fleet.models import Host, PgCluster
-from apps.ops.errors import Conflict, DomainError
 from apps.tenants.models import ClusterAssignment, Membership, Tenant
 
 

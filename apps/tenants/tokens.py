@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from apps.accounts.models import ApiToken
 from apps.accounts.roles import is_operator
-from apps.ops.errors import DomainError
+from apps.common.errors import DomainError
 from apps.tenants.models import Membership
 
 

@@ -12,8 +12,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import is_operator, members_allowed
+from apps.common.errors import DomainError
 from apps.fleet.models import Host, PgCluster
-from apps.ops.errors import DomainError
 from apps.ops.ui_errors import on_form
 from apps.tenants import services, tokens
 from apps.tenants.forms import (

@@ -2,7 +2,7 @@
 
 import django_filters
 
-from apps.ops.filters import HostListFilter, TrueFalseFilter
+from apps.api.filters import HostListFilter, TrueFalseFilter
 from apps.tuning.models import Plan, Profile
 
 

@@ -15,9 +15,9 @@ from django.db.models import ProtectedError
 from django.utils import timezone
 from django.utils.text import slugify
 
+from apps.common.errors import Conflict, DomainError
 from apps.fleet.models import Host
 from apps.ops import engine
-from apps.ops.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.tuning import evidence, steps
 from apps.tuning.core import advisor, drift, evaluate, planner

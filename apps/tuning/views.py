@@ -5,8 +5,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from apps.common.errors import DomainError
 from apps.fleet.models import Host
-from apps.ops.errors import DomainError
 from apps.ops.models import Operation
 from apps.ops.ui_errors import on_form
 from apps.tuning import services

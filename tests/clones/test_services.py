@@ -12,9 +12,9 @@ from django.utils import timezone
 from apps.clones import services
 from apps.clones.core.layout import CLONE_MEMORY
 from apps.clones.models import Clone, CloneHostSettings
+from apps.common.errors import Conflict
 from apps.fleet import reserves
 from apps.fleet.models import Dataset, Pool
-from apps.ops.errors import Conflict
 from apps.ops.models import Operation
 from tests.clones import factories as clones
 from tests.snapshots import factories

@@ -123,7 +123,7 @@ def test_the_operator_retires_a_down_cluster_not_a_running_one(replayed_host, ap
 def test_work_that_needs_a_down_cluster_running_is_refused_saying_so(replayed_host):
     from apps.benchmarks import services as benchmarks
     from apps.clones import services as clones
-    from apps.ops.errors import DomainError
+    from apps.common.errors import DomainError
     from apps.snapshots import services as snapshots
 
     record_facts(replayed_host, {**replayed_host.facts, "clusters": []})

@@ -16,7 +16,7 @@ from django.utils import timezone
 from apps.clones import services, usage
 from apps.clones.models import Clone
 from apps.clones.tasks import expire as clones_tick
-from apps.ops.errors import Conflict
+from apps.common.errors import Conflict
 from apps.ops.models import Operation
 from apps.snapshots import services as snapshot_services
 from apps.snapshots.models import Snapshot

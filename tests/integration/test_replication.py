@@ -132,7 +132,7 @@ def test_full_then_two_incrementals_and_postgres_starts_on_the_copy(pair, api):
     held = run_on(source, f"zfs get -H -o value userrefs tank/pg/data@{names[-1]}").strip()
     assert held == "0"
     # The newest common snapshot is refused to a destroy, even forced.
-    from apps.ops.errors import Conflict
+    from apps.common.errors import Conflict
     from apps.snapshots.models import Snapshot
     last = Snapshot.objects.get(host=host1, dataset="tank/pg/data", name=names[-1])
     with pytest.raises(Conflict, match="last common snapshot of link to-host2"):

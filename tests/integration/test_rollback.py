@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.ops.errors import Conflict
+from apps.common.errors import Conflict
 from apps.ops.models import Operation
 from apps.snapshots import services
 from apps.snapshots.models import Snapshot

@@ -1,4 +1,4 @@
-"""The shared formats (pozol/formatting.py): times, durations, sizes and
+"""The shared formats (apps/common/formatting.py): times, durations, sizes and
 pg_settings contexts, as filters every template has without a {% load %}."""
 
 from datetime import UTC, datetime, timedelta
@@ -8,7 +8,7 @@ from django.template import engines
 from django.test import override_settings
 from django.utils import timezone
 
-from pozol import formatting
+from apps.common import formatting
 from tests.html import parse
 
 NOW = datetime(2026, 11, 23, 18, 43, 10, tzinfo=UTC)

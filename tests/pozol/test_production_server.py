@@ -131,7 +131,7 @@ def test_a_bad_security_setting_stops_start_up(variable, value, says):
 def test_the_docs_are_public_only_when_asked():
     from tests.pozol.test_wiring import python
 
-    code = ("import django; django.setup(); from apps.accounts.docs import docs_are_public;"
+    code = ("import django; django.setup(); from apps.api.docs import docs_are_public;"
             "print(docs_are_public())")
     assert python(code).stdout.strip() == "False"
     assert python(code, POZOL_PUBLIC_API_DOCS="true").stdout.strip() == "True"

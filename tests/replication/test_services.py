@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from apps.common.errors import Conflict
 from apps.fleet.models import Alert, Pool
-from apps.ops.errors import Conflict
 from apps.ops.models import Operation
 from apps.replication import services
 from apps.replication.models import ReplicationLink

@@ -1,6 +1,6 @@
 import pytest
 
-from apps.ops.errors import Conflict, DomainError
+from apps.common.errors import Conflict, DomainError
 from apps.tenants import services
 from apps.tenants.models import ClusterAssignment, Membership
 from tests.tenants import factories

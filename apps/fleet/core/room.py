@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from apps.common.formatting import human_bytes
 from apps.remote.commands import Command, cmd, pool_name
-from pozol.formatting import human_bytes
 
 DEFAULT_RESERVE_PERCENT = 10
 MAX_RESERVE_PERCENT = 90

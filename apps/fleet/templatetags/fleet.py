@@ -3,11 +3,11 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from apps.common.formatting import zfs_size
 from apps.remote.sizes import unit_bytes
-from pozol.formatting import zfs_size
 
 register = template.Library()
-# Its home is pozol/formatting.py (a builtin); `{% load fleet %}` keeps offering it.
+# Its home is apps/common/formatting.py (a builtin); `{% load fleet %}` keeps offering it.
 register.filter("zfs_size", zfs_size)
 
 

@@ -4,9 +4,9 @@ sizes with the exact number on hover; every other value as the host spells it.""
 from django import template
 from django.utils.html import format_html
 
+from apps.common.formatting import NOTHING, human_bytes
 from apps.remote.facts.numbers import is_digits
 from apps.tuning.core.changes import BYTE_VALUED
-from pozol.formatting import NOTHING, human_bytes
 
 register = template.Library()
 

@@ -6,9 +6,9 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.common.errors import DomainError
 from apps.fleet import services
 from apps.fleet.models import Host
-from apps.ops.errors import DomainError
 from apps.remote import sudo
 from apps.remote.commands import InvalidValue
 

@@ -1,7 +1,7 @@
 """The OpenAPI schema documents the one error shape on every operation.
 
 drf-spectacular describes what views return when they succeed; this hook adds
-the error responses any operation can give (see apps.accounts.api_errors), so
+the error responses any operation can give (see apps.api.errors), so
 a client generated from the schema, or a fuzzer checking it, finds every
 status code PoZoL answers with.
 """

@@ -20,7 +20,7 @@ from kombu.exceptions import OperationalError as BrokerError
 from rest_framework import exceptions, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from apps.ops.errors import DomainError
+from apps.common.errors import DomainError
 
 log = logging.getLogger("pozol.api")
 

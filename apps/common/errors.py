@@ -3,7 +3,7 @@
 Every service (fleet, tuning, benchmarks, and the apps still to come) raises a
 `DomainError` (or a subclass naming its app) for input or state it will not
 act on. The API maps it to its error shape in one place
-(apps.accounts.api_errors) and the UI to a form error or a message in one place
+(apps.api.errors) and the UI to a form error or a message in one place
 (apps.ops.ui_errors), so neither ever shows a 500 for a refusal.
 """
 
