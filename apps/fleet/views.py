@@ -182,6 +182,6 @@ def forget_host_key(request, pk: int):
 @require_POST
 def delete_host(request, pk: int):
     host = get_object_or_404(Host, pk=pk)
-    host.delete()
+    services.remove_host(host)
     messages.info(request, f"Host {host.name} removed from PoZoL (nothing on it was touched).")
     return redirect("fleet:overview")
