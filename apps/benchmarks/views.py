@@ -6,14 +6,11 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
 from apps.benchmarks import services
+from apps.benchmarks.forms import CompareForm, RunForm
 from apps.benchmarks.models import Benchmark, Validation
-from apps.common.errors import DomainError
-from apps.fleet.models import Host, PgCluster
+from apps.fleet.models import Host
 from apps.ops.models import Operation
-from apps.ops.ui_errors import field_messages
-from apps.ops.ui_input import posted_id
-
-_NUMBERS = ("scale", "clients", "threads", "duration")
+from apps.ops.ui_errors import back_on_refusal, cleaned
 
 
 @login_required
@@ -50,53 +47,25 @@ def benchmark_detail(request, pk: int):
     return render(request, "benchmarks/detail.html", context)
 
 
-def _form_parameters(post) -> dict:
-    params: dict = {"init": post.get("init") == "on"}
-    for name in ("database", "mode", "protocol"):
-        if post.get(name):
-            params[name] = post[name]
-    for name in _NUMBERS:
-        if post.get(name):
-            # isdigit() is true for '²', which int() refuses; the service
-            # names the field of any value that is not a whole number.
-            value = post[name]
-            params[name] = int(value) if value.isascii() and value.isdecimal() else value
-    return params
-
-
 @login_required
 @require_POST
 def run(request, host_pk: int):
     host = get_object_or_404(Host, pk=host_pk)
-    try:
-        cluster = None
-        if cluster_pk := posted_id(request.POST, "cluster", required=False):
-            cluster = get_object_or_404(PgCluster, pk=cluster_pk, host=host)
-        bench = services.run_benchmark(host, cluster, _form_parameters(request.POST),
-                                       by=request.user, trigger=Operation.Trigger.UI)
-    except DomainError as exc:
-        _flash(request, exc)
-        return redirect("fleet:host_section", host.pk, "benchmarks")
+    back_on_refusal(request, "fleet:host_section", host.pk, "benchmarks")
+    form = RunForm(host, request.POST)
+    cluster = cleaned(form)["cluster"]
+    bench = services.run_benchmark(host, cluster, form.parameters(),
+                                   by=request.user, trigger=Operation.Trigger.UI)
     return redirect("benchmarks:benchmark", bench.pk)
-
-
-def _flash(request, exc: DomainError) -> None:
-    if not exc.fields:  # e.g. the host is busy: the message is the whole story
-        messages.error(request, exc.message)
-    for field, problem in field_messages(exc.fields or {}):
-        messages.error(request, f"{field.removeprefix('params.')}: {problem}")
 
 
 @login_required
 @require_POST
 def compare(request, pk: int):
     after = get_object_or_404(Benchmark, pk=pk)
-    try:
-        before = get_object_or_404(Benchmark, pk=posted_id(request.POST, "before"))
-        validation = services.validate(before, after, request.POST.get("label", ""))
-    except DomainError as exc:
-        _flash(request, exc)
-        return redirect("benchmarks:benchmark", after.pk)
+    back_on_refusal(request, "benchmarks:benchmark", after.pk)
+    data = cleaned(CompareForm(request.POST))
+    validation = services.validate(data["before"], after, data["label"])
     return redirect("benchmarks:validation", validation.pk)
 
 
@@ -105,12 +74,9 @@ def compare(request, pk: int):
 def run_again(request, pk: int):
     """The validation's workload once more, on the same host and cluster."""
     validation = get_object_or_404(Validation.objects.select_related("after__host"), pk=pk)
-    try:
-        bench = services.run_again(validation.after, by=request.user,
-                                   trigger=Operation.Trigger.UI)
-    except DomainError as exc:
-        _flash(request, exc)
-        return redirect("benchmarks:validation", validation.pk)
+    back_on_refusal(request, "benchmarks:validation", validation.pk)
+    bench = services.run_again(validation.after, by=request.user,
+                               trigger=Operation.Trigger.UI)
     messages.info(request, f"Running validation #{validation.pk}'s workload again: compare "
                            "this run with an earlier one when it has finished.")
     return redirect("benchmarks:benchmark", bench.pk)

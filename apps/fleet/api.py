@@ -59,6 +59,9 @@ class HostViewSet(viewsets.ModelViewSet):
         super().update(request, *args, **kwargs)
         return Response(HostSerializer(self.get_object()).data)
 
+    def perform_destroy(self, instance: Host) -> None:
+        services.remove_host(instance)
+
     @extend_schema(request=None, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
     def discover(self, request, pk=None):

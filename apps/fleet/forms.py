@@ -49,6 +49,12 @@ class AddHostForm(forms.ModelForm):
                 "expected_fingerprint": data["expected_fingerprint"]}
 
 
+class ConfirmHostKeyForm(forms.Form):
+    """The fingerprint shown beside "Confirm and discover"; the service compares it."""
+
+    fingerprint = forms.CharField(required=False)
+
+
 class PoolReserveForm(forms.Form):
     """A pool's reserve: MiB, or a percent of the pool, or neither for the default."""
 

@@ -92,6 +92,11 @@ def accept_changed_host_key(host: Host, *, by=None,
     return discover(host, trigger=trigger, by=by)
 
 
+def remove_host(host: Host) -> None:
+    """Forget a host and everything PoZoL recorded of it; nothing on the host is touched."""
+    host.delete()
+
+
 def retire_cluster(host: Host, cluster_id: int) -> None:
     """Forget a cluster that is gone for good. Discovery keeps a cluster it no longer
     finds, marked down (a crash is not a departure); the operator says when it is gone.

@@ -12,10 +12,10 @@ from django.views.decorators.http import require_POST
 
 from apps.common.errors import DomainError
 from apps.fleet import reserves, sections, services
-from apps.fleet.forms import AddHostForm, PoolReserveForm
+from apps.fleet.forms import AddHostForm, ConfirmHostKeyForm, PoolReserveForm
 from apps.fleet.models import Host, PgCluster, Pool
 from apps.ops.models import Operation
-from apps.ops.ui_errors import on_form
+from apps.ops.ui_errors import back_on_refusal, cleaned, on_form
 
 PER_PAGE = 50
 # What the overview shows of a host, its pools and its clusters; a host's facts
@@ -164,12 +164,9 @@ def discover(request, pk: int):
 @require_POST
 def confirm_host_key(request, pk: int):
     host = get_object_or_404(Host, pk=pk)
-    try:
-        operation = services.confirm_host_key(host, request.POST.get("fingerprint", ""),
-                                              by=request.user)
-    except DomainError as exc:
-        messages.error(request, str(exc))
-        return redirect("fleet:host", pk)
+    back_on_refusal(request, "fleet:host", pk)
+    fingerprint = cleaned(ConfirmHostKeyForm(request.POST))["fingerprint"]
+    operation = services.confirm_host_key(host, fingerprint, by=request.user)
     return redirect("ops:operation", operation.pk)
 
 
@@ -185,6 +182,6 @@ def forget_host_key(request, pk: int):
 @require_POST
 def delete_host(request, pk: int):
     host = get_object_or_404(Host, pk=pk)
-    host.delete()
+    services.remove_host(host)
     messages.info(request, f"Host {host.name} removed from PoZoL (nothing on it was touched).")
     return redirect("fleet:overview")

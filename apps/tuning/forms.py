@@ -31,6 +31,10 @@ class AssignForm(forms.Form):
     profile = forms.ModelChoiceField(queryset=Profile.objects.filter(archived_at=None))
 
 
+class RollbackForm(forms.Form):
+    allow_restart = forms.BooleanField(required=False, label="PostgreSQL may be restarted")
+
+
 class ApplyForm(forms.Form):
     allow_restart = forms.BooleanField(required=False,
                                        label="PostgreSQL may be restarted for this apply")

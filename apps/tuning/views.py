@@ -8,9 +8,9 @@ from django.views.decorators.http import require_POST
 from apps.common.errors import DomainError
 from apps.fleet.models import Host
 from apps.ops.models import Operation
-from apps.ops.ui_errors import on_form
+from apps.ops.ui_errors import back_on_refusal, cleaned, on_form
 from apps.tuning import services
-from apps.tuning.forms import ApplyForm, AssignForm, ProfileForm
+from apps.tuning.forms import ApplyForm, AssignForm, ProfileForm, RollbackForm
 from apps.tuning.models import Plan, Profile
 
 
@@ -69,11 +69,8 @@ def profile_copy(request, pk: int):
 @require_POST
 def profile_delete(request, pk: int):
     profile = get_object_or_404(Profile, pk=pk)
-    try:
-        outcome = services.delete_profile(profile)
-    except DomainError as exc:
-        messages.error(request, str(exc))
-        return redirect("tuning:profile", pk)
+    back_on_refusal(request, "tuning:profile", pk)
+    outcome = services.delete_profile(profile)
     messages.info(request, f"{profile.name} {outcome}" + (
         ": plans made from it keep its versions" if outcome == "archived" else "."))
     return redirect("tuning:profiles")
@@ -106,11 +103,8 @@ def unassign(request, host_pk: int):
 @login_required
 @require_POST
 def make_plan(request, host_pk: int):
-    try:
-        plan = services.make_plan(get_object_or_404(Host, pk=host_pk), by=request.user)
-    except services.TuningError as exc:
-        messages.error(request, str(exc))
-        return redirect("fleet:host_section", host_pk, "tuning")
+    back_on_refusal(request, "fleet:host_section", host_pk, "tuning")
+    plan = services.make_plan(get_object_or_404(Host, pk=host_pk), by=request.user)
     return redirect("tuning:plan", plan.pk)
 
 
@@ -128,28 +122,20 @@ def plan_detail(request, pk: int):
 @require_POST
 def plan_apply(request, pk: int):
     plan = get_object_or_404(Plan, pk=pk)
-    form = ApplyForm(request.POST, required=plan.requires_acknowledgement)
-    if not form.is_valid():
-        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
-        return redirect("tuning:plan", pk)
-    try:
-        operation = services.apply_plan(plan, allow_restart=form.cleaned_data["allow_restart"],
-                                        acknowledge=form.cleaned_data["acknowledge"],
-                                        trigger=Operation.Trigger.UI, by=request.user)
-    except services.TuningError as exc:
-        messages.error(request, str(exc))
-        return redirect("tuning:plan", pk)
+    back_on_refusal(request, "tuning:plan", pk)
+    data = cleaned(ApplyForm(request.POST, required=plan.requires_acknowledgement))
+    operation = services.apply_plan(plan, allow_restart=data["allow_restart"],
+                                    acknowledge=data["acknowledge"],
+                                    trigger=Operation.Trigger.UI, by=request.user)
     return redirect("ops:operation", operation.pk)
 
 
 @login_required
 @require_POST
 def plan_rollback(request, pk: int):
-    try:
-        _, operation = services.rollback(
-            get_object_or_404(Plan, pk=pk), allow_restart=bool(request.POST.get("allow_restart")),
-            trigger=Operation.Trigger.UI, by=request.user)
-    except services.TuningError as exc:
-        messages.error(request, str(exc))
-        return redirect("tuning:plan", pk)
+    plan = get_object_or_404(Plan, pk=pk)
+    back_on_refusal(request, "tuning:plan", pk)
+    allow_restart = cleaned(RollbackForm(request.POST))["allow_restart"]
+    _, operation = services.rollback(plan, allow_restart=allow_restart,
+                                     trigger=Operation.Trigger.UI, by=request.user)
     return redirect("ops:operation", operation.pk)
