@@ -7,6 +7,7 @@ from apps.remote import commands as c
 from apps.remote.cluster import ClusterTarget
 from apps.remote.shell import Runner
 from apps.tuning import appliers
+from apps.tuning.core import commands as tuning_commands
 from apps.tuning.core.profiles import SYSCTL_COUNTERPART
 
 
@@ -15,18 +16,18 @@ def validate(layer: str, key: str, value: str) -> str:
     if layer == "postgres":
         c.pg_setting_name(key)
         # Values worth comparing are words, numbers and sizes (off, fdatasync, 128MB).
-        return appliers._plain(appliers._pg_value(value))
+        return tuning_commands.plain(tuning_commands.pg_value(value))
     if layer == "zfs":
         c.zfs_property(key)
         # Property values worth comparing are words and sizes (16K, zstd-3, disabled).
-        return appliers._plain(c.zfs_property_value(value))
+        return tuning_commands.plain(c.zfs_property_value(value))
     if layer == "sysctl":
         c.sysctl_name(key)
-        appliers._plain(sysctl_assignment(key, value)[1])
+        tuning_commands.plain(sysctl_assignment(key, value)[1])
         return str(value)
     if layer == "module":
         c.module_param_name(key)
-        return appliers._plain(value)
+        return tuning_commands.plain(value)
     raise c.InvalidValue("layer", layer, "postgres, zfs, sysctl or module")
 
 
