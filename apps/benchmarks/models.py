@@ -15,7 +15,7 @@ def empty_series() -> dict:
 
 
 class Benchmark(models.Model):
-    # pgbench's modes and protocols have one home: apps.benchmarks.commands.
+    # pgbench's modes and protocols have one home: apps.benchmarks.core.commands.
     host = models.ForeignKey("fleet.Host", on_delete=models.CASCADE, related_name="benchmarks")
     cluster = models.ForeignKey("fleet.PgCluster", null=True, blank=True,
                                 on_delete=models.SET_NULL, related_name="benchmarks")

@@ -9,7 +9,7 @@ from apps.api.fields import (
     StrictIntegerField,
     StrictPrimaryKeyRelatedField,
 )
-from apps.benchmarks import commands
+from apps.benchmarks.core import commands
 from apps.benchmarks.models import Benchmark, Validation
 from apps.benchmarks.services import DEFAULTS, LIMITS
 from apps.fleet.models import Host, PgCluster

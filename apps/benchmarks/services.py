@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from apps.benchmarks import commands, steps
+from apps.benchmarks import steps
+from apps.benchmarks.core import commands
 from apps.benchmarks.models import Benchmark, Validation
 from apps.common.errors import DomainError
 from apps.fleet.models import Host, PgCluster

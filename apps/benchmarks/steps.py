@@ -17,7 +17,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from apps.benchmarks import commands
+from apps.benchmarks.core import commands
 from apps.benchmarks.models import Benchmark
 from apps.ops import remote_jobs
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register

@@ -59,7 +59,7 @@ class ExperimentCreateSerializer(serializers.Serializer):
 
 
 class TemplateSerializer(serializers.Serializer):
-    """A built-in template (apps.experiments.templates), with the figure it reproduces."""
+    """A built-in template (apps.experiments.core.templates), with the figure it reproduces."""
 
     slug = StrictCharField()
     title = StrictCharField()

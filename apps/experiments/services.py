@@ -8,9 +8,13 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from apps.common.errors import Conflict, DomainError
-from apps.experiments import core, knobs, scripts, steps
+from apps.experiments import steps
+from apps.experiments.core import knobs, scripts
+from apps.experiments.core.runs import alternating, room_needed
+from apps.experiments.core.stats import METRICS
+from apps.experiments.core.templates import SCRIPTS, TEMPLATES
 from apps.experiments.models import Experiment, Run, Script, ScriptVersion
-from apps.experiments.templates import SCRIPTS, TEMPLATES
+from apps.experiments.results import results
 from apps.fleet import reserves
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
@@ -85,8 +89,8 @@ def create_experiment(host: Host, cluster: PgCluster | None, spec: dict, *, by=N
     if Experiment.objects.filter(host=host, operation__status__in=Operation.ACTIVE).exists():
         raise Conflict("an experiment is already running on this host")
     metric = spec.get("primary_metric") or (template.primary_metric if template else "tps")
-    if metric not in core.METRICS:
-        raise _refuse(primary_metric=f"one of {', '.join(core.METRICS)}")
+    if metric not in METRICS:
+        raise _refuse(primary_metric=f"one of {', '.join(METRICS)}")
     exp = Experiment.objects.create(
         host=host, cluster=cluster, data_dir=cluster.data_dir,
         data_dataset=cluster.data_dataset.name if cluster.data_dataset else "",
@@ -98,7 +102,7 @@ def create_experiment(host: Host, cluster: PgCluster | None, spec: dict, *, by=N
         held=held, primary_metric=metric, acknowledged=acknowledged,
         created_by=by if by and by.is_authenticated else None)
     state = {"experiment": exp.pk, "target": _target(cluster), "index": 0,
-             "order": [list(item) for item in core.alternating(values, repetitions)]}
+             "order": [list(item) for item in alternating(values, repetitions)]}
     exp.operation = engine.start(steps.KIND.name, host=host, state=state, trigger=trigger,
                                  user=by, subject=f"{host.name} experiment: {exp.title}"[:200])
     exp.save(update_fields=["operation"])
@@ -194,7 +198,7 @@ def _room(host: Host, cluster: PgCluster, work: dict) -> None:
     checks again on the host before it changes anything."""
     if cluster.data_dataset is None:
         return
-    need = core.room_needed(work["scale"], work["duration"], 1, work["reinit"])
+    need = room_needed(work["scale"], work["duration"], 1, work["reinit"])
     shortage = reserves.refusal(host, pool_of(cluster.data_dataset.name), need,
                                 f"a run at scale {work['scale']} for {work['duration']} s")
     if shortage:
@@ -241,24 +245,8 @@ def cancel_experiment(exp: Experiment, *, by) -> None:
 
 
 # ---- results ----------------------------------------------------------------------------------
-
-def results(exp: Experiment) -> dict:
-    """Per value mean and spread of every metric, the verdict on the primary metric, and
-    the charts (chart-convention JSON)."""
-    rows = [run.as_row() for run in exp.runs.all() if run.ended_at is not None]
-    summary = core.summarise(exp.values, rows)
-    per_value = [{"value": value, **{m: s.to_dict() for m, s in summary[value].items()}}
-                 for value in exp.values]
-    verdicts = {m: core.verdict(summary, m).to_dict()
-                for m in ("tps", "wal_per_tx", "compressratio", "drain_seconds")}
-    charts = [core.chart(f"{label} per run", exp.values, rows, metric)
-              for metric, (label, _u, _h) in core.METRICS.items()
-              if metric in ("tps", "wal_per_tx", "compressratio") and
-              any(r.get(metric) is not None for r in rows)]
-    return {"values": per_value, "verdict": verdicts[exp.primary_metric]
-            if exp.primary_metric in verdicts else core.verdict(summary, exp.primary_metric)
-            .to_dict(), "verdicts": verdicts, "charts": charts}
-
+# results(exp), which the pages and the API read here, lives in apps/experiments/results.py:
+# the operation's last step names the verdict too, and steps do not import services.
 
 def winners(host: Host, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], Winner]:
     """For each (dataset, ZFS property): what the newest finished experiment varying it on

@@ -26,8 +26,11 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from apps.experiments import commands, core, knobs
+from apps.experiments import host_settings
+from apps.experiments.core import commands
+from apps.experiments.core.runs import room_needed, wal_per_transaction
 from apps.experiments.models import Experiment, Run
+from apps.experiments.results import results
 from apps.fleet import reserves
 from apps.ops import remote_jobs
 from apps.ops.engine import CANCELLED, Done, Fail, Kind, Next, StepContext, Wait, register
@@ -79,7 +82,7 @@ def begin(ctx: StepContext) -> Next | Fail:
     run = ctx.runner()
     work = exp.workload
     if exp.data_dataset:
-        need = core.room_needed(work["scale"], work["duration"], len(ctx.state["order"]),
+        need = room_needed(work["scale"], work["duration"], len(ctx.state["order"]),
                                 work["reinit"])
         shortage = reserves.refusal_on_host(
             run, ctx.host, pool_of(exp.data_dataset), need,
@@ -87,8 +90,8 @@ def begin(ctx: StepContext) -> Next | Fail:
         if shortage:
             return Fail(f"refused: {shortage.message} (or shorten the runs)", "no_room")
     cluster = _target(ctx)
-    original = {"varied": knobs.read(run, cluster, exp.layer, exp.key, exp.target),
-                "held": [knobs.read(run, cluster, h["layer"], h["key"], h.get("target", ""))
+    original = {"varied": host_settings.read(run, cluster, exp.layer, exp.key, exp.target),
+                "held": [host_settings.read(run, cluster, h["layer"], h["key"], h.get("target", ""))
                          for h in exp.held]}
     Experiment.objects.filter(pk=exp.pk).update(original=original)
     ctx.log(f"before: {exp.key} = {original['varied']['value']!r}"
@@ -121,8 +124,8 @@ def hold(ctx: StepContext) -> Next:
     run, cluster = ctx.runner(), _target(ctx)
     restart = False
     for h in exp.held:
-        knobs.write(run, cluster, h["layer"], h["key"], h.get("target", ""), h["value"])
-        restart |= knobs.pending_restart(run, cluster, h["layer"], h["key"])
+        host_settings.write(run, cluster, h["layer"], h["key"], h.get("target", ""), h["value"])
+        restart |= host_settings.pending_restart(run, cluster, h["layer"], h["key"])
         ctx.log(f"holding {h['key']} = {h['value']!r} for the whole experiment")
     return _restart_then(ctx, "set") if restart else Next("set")
 
@@ -135,9 +138,9 @@ def set_value(ctx: StepContext) -> Next:
     Run.objects.get_or_create(experiment=exp, position=index,
                               defaults={"value": value, "repetition": repetition})
     run, cluster = ctx.runner(), _target(ctx)
-    knobs.write(run, cluster, exp.layer, exp.key, exp.target, value)
+    host_settings.write(run, cluster, exp.layer, exp.key, exp.target, value)
     ctx.log(f"run {index + 1}/{len(ctx.state['order'])}: {exp.key} = {value!r}")
-    if knobs.pending_restart(run, cluster, exp.layer, exp.key):
+    if host_settings.pending_restart(run, cluster, exp.layer, exp.key):
         return _restart_then(ctx, "prepare")
     return Next("prepare", progress=_progress(ctx))
 
@@ -237,7 +240,7 @@ def collect(ctx: StepContext) -> Next | Fail:
     ratio = (commands.parse_ratio(run(commands.compressratio(exp.data_dataset)).stdout)
              if exp.data_dataset else None)
     dirty, drain = commands.parse_drain(run(commands.drain(), timeout=600).stdout)
-    per_tx = core.wal_per_transaction(row.wal_before, wal, summary.transactions)
+    per_tx = wal_per_transaction(row.wal_before, wal, summary.transactions)
     Run.objects.filter(pk=row.pk).update(
         tps=summary.tps, latency_ms=summary.latency_avg_ms, transactions=summary.transactions,
         wal_after=wal, wal_per_tx=per_tx, checkpoints=checkpoints - row.checkpoints_before,
@@ -267,8 +270,8 @@ def restore(ctx: StepContext) -> Next:
     errors, restart = [], False
     for layer, key, target, before in items:
         try:
-            knobs.restore(run, cluster, layer, key, target, before)
-            restart |= knobs.pending_restart(run, cluster, layer, key)
+            host_settings.restore(run, cluster, layer, key, target, before)
+            restart |= host_settings.pending_restart(run, cluster, layer, key)
             ctx.log(f"restored {key} to {before['value']!r}")
         except (RemoteError, InvalidValue) as exc:
             errors.append(f"{key}: {exc}")
@@ -295,8 +298,6 @@ def _cleanup(ctx: StepContext, exp: Experiment) -> list:
 
 
 def finish(ctx: StepContext) -> Done | Fail:
-    from apps.experiments import services
-
     exp = _experiment(ctx)
     errors = ctx.state.get("restore_errors") or []
     if errors:
@@ -312,7 +313,7 @@ def finish(ctx: StepContext) -> Done | Fail:
         return Fail((ctx.cancel_requested or "the runs ended") + restored, "restore_failed")
     if ctx.cancel_requested:
         return Fail(ctx.cancel_requested + restored, CANCELLED)
-    result = services.results(exp)
+    result = results(exp)
     return Done({"experiment": exp.pk, "verdict": result["verdict"]["text"]},
                 message=result["verdict"]["text"][:300])
 

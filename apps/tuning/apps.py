@@ -6,6 +6,6 @@ class TuningConfig(AppConfig):
     label = "tuning"
 
     def ready(self) -> None:
-        from apps.tuning import drift, host_page, steps  # noqa: F401  kinds and receivers
+        from apps.tuning import host_page, receivers, steps  # noqa: F401  kinds and receivers
 
         host_page.register()

@@ -23,6 +23,7 @@ from apps.remote.shell import Runner
 from apps.tuning import appliers
 from apps.tuning.core import pgvalues
 from apps.tuning.core.changes import zfs_same
+from apps.tuning.core.commands import ARC_MAX
 from apps.tuning.core.profiles import SYSCTL_COUNTERPART
 from apps.tuning.models import Plan, PlanChange
 
@@ -217,7 +218,7 @@ def _arc_note(change: PlanChange, after: dict) -> str:
 
 
 def _is_arc_max(change: PlanChange) -> bool:
-    return change.layer == PlanChange.Layer.MODULE and change.key == appliers.ARC_MAX
+    return change.layer == PlanChange.Layer.MODULE and change.key == ARC_MAX
 
 
 def _persist(run, change: PlanChange) -> None:

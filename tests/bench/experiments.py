@@ -49,7 +49,7 @@ def _measure(fleet_host, args) -> None:
 
 def _run(host, template: str, work: dict, repetitions: int):
     from apps.experiments import services
-    from apps.experiments.templates import TEMPLATES
+    from apps.experiments.core.templates import TEMPLATES
 
     started = time.monotonic()
     held = [*TEMPLATES[template].held, *HOLD]  # the template's own, and shared_buffers

@@ -3,7 +3,7 @@ live partial stops htmx polling (286) once the run has ended."""
 
 import pytest
 
-from apps.benchmarks import commands
+from apps.benchmarks.core import commands
 from apps.benchmarks.models import Benchmark, Validation
 from apps.benchmarks.steps import build_series
 from apps.benchmarks.templatetags.charts import line_chart, ratio

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from apps.experiments.core import alternating
+from apps.experiments.core.runs import alternating
 from apps.experiments.models import Experiment, Run
 from apps.ops.models import Operation
 

@@ -127,7 +127,7 @@ def test_the_pools_reserve_is_kept_by_the_same_room_check_as_clones(api, replaye
                                                                      delivered):
     """A run that fits the free space is still refused when it would cross the pool's
     reserve (apps.fleet.core.room, one decision for clones, snapshots and experiments)."""
-    from apps.experiments.core import room_needed
+    from apps.experiments.core.runs import room_needed
     from apps.fleet import reserves
 
     cluster = replayed_host.clusters.get()

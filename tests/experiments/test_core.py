@@ -2,67 +2,67 @@
 
 import pytest
 
-from apps.experiments import commands, core, knobs, scripts
-from apps.experiments.templates import SCRIPTS, TEMPLATES
+from apps.experiments.core import commands, knobs, report, runs, scripts, stats
+from apps.experiments.core.templates import SCRIPTS, TEMPLATES
 from apps.remote.commands import InvalidValue
 
 
 def test_rounds_alternate_so_no_value_always_runs_last():
-    assert core.alternating(["on", "off"], 4) == [
+    assert runs.alternating(["on", "off"], 4) == [
         ("on", 0), ("off", 0), ("off", 1), ("on", 1), ("on", 2), ("off", 2), ("off", 3),
         ("on", 3)]
-    order = [v for v, _ in core.alternating(["8K", "16K", "32K"], 2)]
+    order = [v for v, _ in runs.alternating(["8K", "16K", "32K"], 2)]
     assert order == ["8K", "16K", "32K", "32K", "16K", "8K"]
 
 
 def test_wal_per_transaction_is_the_lsn_difference_over_transactions():
-    assert core.wal_per_transaction(1_000, 201_000, 100) == 2_000
-    assert core.wal_per_transaction(5, 3, 100) is None  # went backwards: not a measurement
-    assert core.wal_per_transaction(1, 2, 0) is None
-    assert core.wal_per_transaction(None, 2, 5) is None
+    assert runs.wal_per_transaction(1_000, 201_000, 100) == 2_000
+    assert runs.wal_per_transaction(5, 3, 100) is None  # went backwards: not a measurement
+    assert runs.wal_per_transaction(1, 2, 0) is None
+    assert runs.wal_per_transaction(None, 2, 5) is None
 
 
 def test_stat_gives_mean_and_sample_spread():
-    s = core.stat([10.0, 12.0, None])
+    s = stats.stat([10.0, 12.0, None])
     assert (s.mean, s.n) == (11.0, 2) and s.spread == pytest.approx(1.41421, rel=1e-4)
-    assert core.stat([5.0]).spread is None and core.stat([]).mean is None
+    assert stats.stat([5.0]).spread is None and stats.stat([]).mean is None
 
 
-def runs(values: dict) -> list[dict]:
+def tps_runs(values: dict) -> list[dict]:
     return [{"value": v, "tps": t} for v, ts in values.items() for t in ts]
 
 
 def test_the_verdict_names_a_winner_only_beyond_the_spread():
-    clear = core.summarise(["8K", "16K"], runs({"8K": [100, 102], "16K": [120, 121]}))
-    v = core.verdict(clear, "tps")
+    clear = stats.summarise(["8K", "16K"], tps_runs({"8K": [100, 102], "16K": [120, 121]}))
+    v = stats.verdict(clear, "tps")
     assert v.winner == "16K" and "16K wins, 1.19x against 8K" in v.text
 
-    close = core.summarise(["8K", "16K"], runs({"8K": [100, 110], "16K": [104, 112]}))
-    v = core.verdict(close, "tps")
+    close = stats.summarise(["8K", "16K"], tps_runs({"8K": [100, 110], "16K": [104, 112]}))
+    v = stats.verdict(close, "tps")
     assert v.winner is None and "within the spread" in v.text
 
-    single = core.summarise(["a", "b"], runs({"a": [1], "b": [50]}))
-    assert core.verdict(single, "tps").winner is None  # no spread: no winner
+    single = stats.summarise(["a", "b"], tps_runs({"a": [1], "b": [50]}))
+    assert stats.verdict(single, "tps").winner is None  # no spread: no winner
 
 
 def test_lower_is_better_for_wal_per_transaction():
     rows = [{"value": "on", "wal_per_tx": w} for w in (2000, 2100)] + \
            [{"value": "off", "wal_per_tx": w} for w in (430, 440)]
-    v = core.verdict(core.summarise(["on", "off"], rows), "wal_per_tx")
+    v = stats.verdict(stats.summarise(["on", "off"], rows), "wal_per_tx")
     assert v.winner == "off" and "4.71x lower" in v.text
 
 
 def test_room_counts_data_twice_when_reinitialised_and_the_wal():
-    assert core.room_needed(10, 120, 4, True) == int(
+    assert runs.room_needed(10, 120, 4, True) == int(
         (2 * 10 * 16 * 2**20 + 120 * 10**7) * 1.25)
-    assert core.room_needed(1, 5, 2, False) < core.room_needed(1, 5, 2, True)
+    assert runs.room_needed(1, 5, 2, False) < runs.room_needed(1, 5, 2, True)
 
 
 def test_chart_follows_the_convention_with_gaps_for_the_other_values():
     rows = [{"value": "on", "tps": 10.0, "ended": 100.0},
             {"value": "off", "tps": 12.0, "ended": 200.0},
             {"value": "off", "tps": None, "ended": None}]
-    chart = core.chart("TPS per run", ["on", "off"], rows, "tps")
+    chart = report.chart("TPS per run", ["on", "off"], rows, "tps")
     assert chart["x"] == [100.0, 200.0] and chart["kind"] == "bars"
     assert chart["series"] == [{"label": "on", "unit": "tps", "values": [10.0, None]},
                                {"label": "off", "unit": "tps", "values": [None, 12.0]}]

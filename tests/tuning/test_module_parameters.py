@@ -19,7 +19,8 @@ import pytest
 from apps.fleet.models import Host
 from apps.ops.engine import StepContext
 from apps.remote.shell import Result
-from apps.tuning import appliers, services
+from apps.tuning import services
+from apps.tuning.core import commands
 from tests.driving import drive
 from tests.tuning.core import hosts
 
@@ -55,7 +56,7 @@ class FakeOpenZfsHost:
             if match[2] == "zfs_arc_max":
                 self._arc_tuning_update(int(match[1]))
             return Result(text, 0, "", "")
-        if appliers.MODPROBE_FILE in text and "grep -v" in text:
+        if commands.MODPROBE_FILE in text and "grep -v" in text:
             key = re.search(r"'\^(options zfs \w+)=", text)[1]
             kept = [line for line in self.modprobe.splitlines()
                     if not line.startswith((key + "=", key + " "))]

@@ -1,7 +1,7 @@
 """The run-pgbench form a host page includes, drawn from the benchmark's own tables.
 
 `{% run_form host clusters %}`: the modes, protocols, limits and defaults are
-those the service checks (apps.benchmarks.commands and services), so the form
+those the service checks (apps.benchmarks.core.commands and services), so the form
 cannot offer what the service refuses.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from django import template
 
-from apps.benchmarks import commands, services
+from apps.benchmarks import services
+from apps.benchmarks.core import commands
 
 register = template.Library()
 

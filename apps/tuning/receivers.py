@@ -1,4 +1,6 @@
-"""Drift: after each discovery, compare the host with its assigned profile."""
+"""Tuning's signal receivers: after each discovery, compare the host with its assigned
+profile (the drift itself is judged in core/drift.py); after migrate, the built-in
+profiles."""
 
 from django.db.models.signals import post_migrate
 from django.dispatch import receiver

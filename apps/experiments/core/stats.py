@@ -1,17 +1,11 @@
-"""The arithmetic of an experiment, pure: run order, WAL per transaction, spread, verdict,
-and the room a run needs. Nothing here touches a host or the database."""
+"""The arithmetic of an experiment's results, pure: the metrics, each value's mean and
+spread, and the verdict on a metric."""
 
 from __future__ import annotations
 
 import math
 import statistics
 from dataclasses import dataclass
-
-# Measured on a test host (issue 12): a 120 s full_page_writes=on run at scale 10 wrote
-# about 1.2 GB, so 10 MB a second; a pgbench database takes about 16 MiB per scale unit.
-WAL_BYTES_PER_SECOND = 10 * 10**6
-BYTES_PER_SCALE = 16 * 2**20
-ROOM_MARGIN = 1.25
 
 # metric -> (label, unit, True when higher is better)
 METRICS: dict[str, tuple[str, str, bool]] = {
@@ -22,25 +16,6 @@ METRICS: dict[str, tuple[str, str, bool]] = {
     "drain_seconds": ("dirty-data drain", "s", False),
     "checkpoints": ("checkpoints crossed", "", True),
 }
-
-
-def alternating(values: list[str], repetitions: int) -> list[tuple[str, int]]:
-    """Each round runs every value once, every other round in reverse (a b b a a b ...):
-    a drift of the host over time (a filling pool, a warming cache) then weighs on every
-    value alike instead of always on the last one."""
-    order: list[tuple[str, int]] = []
-    for rep in range(repetitions):
-        round_ = values if rep % 2 == 0 else list(reversed(values))
-        order.extend((value, rep) for value in round_)
-    return order
-
-
-def wal_per_transaction(before: int | None, after: int | None,
-                        transactions: int | None) -> float | None:
-    """WAL bytes (pg_current_wal_lsn difference) per transaction; None when not known."""
-    if before is None or after is None or not transactions or after < before:
-        return None
-    return (after - before) / transactions
 
 
 @dataclass(frozen=True)
@@ -112,23 +87,3 @@ def _ratio(a: float, b: float) -> str:
 
 def _num(value: float) -> str:
     return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
-
-
-def room_needed(scale: int, duration: int, runs: int, reinit: bool) -> int:
-    """Bytes one run may add to the pool: the pgbench tables (twice when they are
-    re-initialised: the old copy is freed only after the new one is written) and the WAL
-    of the run; checked before each experiment starts."""
-    data = scale * BYTES_PER_SCALE * (2 if reinit else 1)
-    return int((data + duration * WAL_BYTES_PER_SECOND) * ROOM_MARGIN)
-
-
-def chart(title: str, values: list[str], runs: list[dict], metric: str) -> dict:
-    """The chart convention's JSON (docs: chart-convention): x is each finished run's end
-    (unix seconds), one series per value holding its runs and gaps (null) elsewhere, so
-    the alternating order shows as well as the figures."""
-    _label, unit, _ = METRICS[metric]
-    done = sorted((r for r in runs if r.get("ended") is not None), key=lambda r: r["ended"])
-    return {"title": title, "kind": "bars", "x": [r["ended"] for r in done],
-            "series": [{"label": value, "unit": unit,
-                        "values": [r.get(metric) if r["value"] == value else None
-                                   for r in done]} for value in values]}

@@ -1,7 +1,8 @@
 """Built-in experiment templates, each citing the published figure it reproduces, and the
 built-in pgbench scripts they use. Pure data: services turn a template into an experiment.
 
-Citations quote ../shared/references (see docs/lessons.md for the same sources).
+Each citation names its write-up by title and author (the constants below; docs/lessons.md
+and apps.tuning.core.sources cite the same write-ups).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from dataclasses import dataclass, field
 NIMBUS = "\"Everything I've seen on optimizing Postgres on ZFS\" (NimbusWS blog)"
 PHRIDAY = "\"PG Phriday: Postgres on ZFS\" (Shaun Thomas, 2ndQuadrant/EDB)"
 STAMPEDE = "\"PG Phriday: Steady Storage Stampede\" (Shaun Thomas, EDB, 2022)"
-WHITE_PAPER = "white paper on wal_level=minimal slowing COPY 10x-300x"
+WHITE_PAPER = ("\"Minimal wal_level optimization can cause slowdowns\" (Lloyd Albin, SCHARP / "
+               "Fred Hutchinson Cancer Research Center, white paper)")
 
 COPY_SCRIPT = "copy-into-new-table"
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from apps.benchmarks import commands as bench
+from apps.benchmarks.core import commands as bench
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import (
     Command,

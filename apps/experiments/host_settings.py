@@ -1,44 +1,13 @@
-"""The one thing an experiment varies (and the settings it holds), per layer: read what the
-host has, write a value, put the host back. The writing is apps.tuning.appliers'."""
+"""The one thing an experiment varies (and the settings it holds), per layer, on the host:
+read what the host has, write a value, put the host back. The writing is
+apps.tuning.appliers'; which values may be written is core/knobs.py's."""
 
 from __future__ import annotations
 
-from apps.remote import commands as c
+from apps.experiments.core.knobs import sysctl_assignment
 from apps.remote.cluster import ClusterTarget
 from apps.remote.shell import Runner
 from apps.tuning import appliers
-from apps.tuning.core.profiles import SYSCTL_COUNTERPART
-
-
-def validate(layer: str, key: str, value: str) -> str:
-    """The value, or InvalidValue: checked the way the writer will quote it."""
-    if layer == "postgres":
-        c.pg_setting_name(key)
-        # Values worth comparing are words, numbers and sizes (off, fdatasync, 128MB).
-        return appliers._plain(appliers._pg_value(value))
-    if layer == "zfs":
-        c.zfs_property(key)
-        # Property values worth comparing are words and sizes (16K, zstd-3, disabled).
-        return appliers._plain(c.zfs_property_value(value))
-    if layer == "sysctl":
-        c.sysctl_name(key)
-        appliers._plain(sysctl_assignment(key, value)[1])
-        return str(value)
-    if layer == "module":
-        c.module_param_name(key)
-        return appliers._plain(value)
-    raise c.InvalidValue("layer", layer, "postgres, zfs, sysctl or module")
-
-
-def sysctl_assignment(key: str, value: str) -> tuple[str, str]:
-    """A sysctl value may name the pair's other member ("vm.dirty_ratio=20" for a
-    vm.dirty_bytes experiment): the kernel keeps one member of the pair."""
-    name, sep, rest = str(value).partition("=")
-    if sep and name in {key, SYSCTL_COUNTERPART.get(key)}:
-        return name, rest
-    if sep:
-        raise c.InvalidValue("sysctl value", value, f"NAME=VALUE names {key} or its pair")
-    return key, str(value)
 
 
 def read(run: Runner, cluster: ClusterTarget, layer: str, key: str, target: str) -> dict:
