@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 NIMBUS = "\"Everything I've seen on optimizing Postgres on ZFS\" (NimbusWS blog)"
 PHRIDAY = "\"PG Phriday: Postgres on ZFS\" (Shaun Thomas, 2ndQuadrant/EDB)"
 STAMPEDE = "\"PG Phriday: Steady Storage Stampede\" (Shaun Thomas, EDB, 2022)"
-WHITE_PAPER = ("\"Minimal wal_level optimization can cause slowdowns\" (Lloyd Albin, SCHARP / "
-               "Fred Hutchinson Cancer Research Center, white paper)")
+# The copy PoZoL's knowledge comes from names neither title nor author; say what it is
+# in the words apps/tuning/core/sources.py uses for the same paper.
+WHITE_PAPER = ("White paper on wal_level=minimal with CREATE TABLE + COPY (SCHARP / "
+               "Fred Hutchinson Cancer Research Center, author not named)")
 
 COPY_SCRIPT = "copy-into-new-table"
 
