@@ -1,9 +1,18 @@
 from django.apps import AppConfig
 
+from apps.ops.schedule import Periodic
+
 
 class AlertsConfig(AppConfig):
     name = "apps.alerts"
     label = "alerts"
+    # Beat tasks (apps.ops.schedule): created or re-timed after every migrate.
+    periodic = (
+        Periodic("pozol: evaluate alert rules, send due deliveries",
+                 "alerts.tick", "ALERT_INTERVAL"),
+        Periodic("pozol: start due pool scrubs",
+                 "alerts.scrub_tick", "SCRUB_TICK_INTERVAL"),
+    )
 
     def ready(self) -> None:
         from apps.alerts import rules, steps  # noqa: F401  registers the scrub kind

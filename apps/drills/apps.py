@@ -1,9 +1,18 @@
 from django.apps import AppConfig
 
+from apps.ops.schedule import Periodic
+
 
 class DrillsConfig(AppConfig):
     name = "apps.drills"
     label = "drills"
+    # Beat tasks (apps.ops.schedule): created or re-timed after every migrate.
+    periodic = (
+        Periodic("pozol: run due restore drills",
+                 "drills.tick", "DRILL_TICK_INTERVAL"),
+        Periodic("pozol: find and remove orphan clones",
+                 "drills.reconcile", "RECONCILE_INTERVAL"),
+    )
 
     def ready(self) -> None:
         from apps.drills import host_page, steps  # noqa: F401  registers kinds

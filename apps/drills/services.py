@@ -29,6 +29,7 @@ from apps.fleet import reserves
 from apps.fleet.models import Alert, Host, PgCluster
 from apps.ops import engine
 from apps.ops.models import Operation
+from apps.ops.schedule import due
 from apps.remote.commands import InvalidValue
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import Snapshot
@@ -256,9 +257,7 @@ def tick(now=None) -> list[DrillRun]:
     now = now or timezone.now()
     started = []
     for schedule in DrillSchedule.objects.filter(enabled=True).select_related("host"):
-        due = (schedule.last_started_at is None or schedule.last_started_at
-               + timedelta(hours=schedule.interval_hours) <= now)
-        if due:
+        if due(schedule.last_started_at, timedelta(hours=schedule.interval_hours), now):
             try:
                 started.append(run_now(schedule, trigger=Operation.Trigger.SCHEDULE))
             except Conflict:

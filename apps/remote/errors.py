@@ -8,10 +8,7 @@ messages.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from apps.remote.shell import Result
+from typing import Protocol
 
 
 class RemoteError(Exception):
@@ -80,10 +77,25 @@ def failure_cause(output: str) -> str | None:
     return None
 
 
+class Output(Protocol):
+    """What a failed command left: apps.remote.shell.Result, which raises CommandFailed
+    (so this module, below shell, names only the fields it reads). Read-only, as
+    Result is frozen."""
+
+    @property
+    def command(self) -> str: ...
+    @property
+    def exit_code(self) -> int: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+
+
 class CommandFailed(RemoteError):
     code = "command_failed"
 
-    def __init__(self, result: Result) -> None:
+    def __init__(self, result: Output) -> None:
         self.result = result
         tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
         detail = f"`{result.command}` exited {result.exit_code}: " + " / ".join(tail)

@@ -1,9 +1,16 @@
 from django.apps import AppConfig
 
+from apps.ops.schedule import Periodic
+
 
 class ReplicationConfig(AppConfig):
     name = "apps.replication"
     label = "replication"
+    # Beat tasks (apps.ops.schedule): created or re-timed after every migrate.
+    periodic = (
+        Periodic("pozol: run due replication links, check their lag",
+                 "replication.tick", "REPLICATION_TICK_INTERVAL"),
+    )
 
     def ready(self) -> None:
         from apps.replication import host_page, services, steps  # noqa: F401  registers kinds

@@ -20,6 +20,7 @@ from apps.fleet import reserves
 from apps.fleet.models import Host
 from apps.ops import engine
 from apps.ops.models import Operation
+from apps.ops.schedule import due
 from apps.replication import steps
 from apps.replication.core import lag as core_lag
 from apps.replication.core.capabilities import stream_refusal
@@ -301,7 +302,8 @@ def tick(now: datetime | None = None) -> list[Operation]:
     for link in ReplicationLink.objects.filter(paused=False).select_related(
             "source_host", "target_host"):
         _alert_lag(link, now)
-        if link.interval_minutes and _due(link, now):
+        if link.interval_minutes and due(link.last_run_at,
+                                         timedelta(minutes=link.interval_minutes), now):
             try:
                 started.append(run_now(link, trigger=Operation.Trigger.SCHEDULE))
             except Conflict as exc:
@@ -327,12 +329,6 @@ def _skipped(link: ReplicationLink, refusal: Conflict) -> None:
         ReplicationLink.objects.filter(pk=link.pk).update(
             state=ReplicationLink.State.REFUSED, last_error=f"scheduled run {error}"[:4000],
             last_run_at=now, last_operation=operation, updated_at=now)
-
-
-def _due(link: ReplicationLink, now: datetime) -> bool:
-    if link.last_run_at is None:
-        return True
-    return now - link.last_run_at >= timedelta(minutes=link.interval_minutes)
 
 
 def after_policy_snapshot(host: Host, datasets: list[str]) -> list[Operation]:

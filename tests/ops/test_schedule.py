@@ -1,9 +1,11 @@
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from django_celery_beat.models import PeriodicTask
 
 from apps.fleet import services
 from apps.fleet.models import Host
-from apps.ops.schedule import ensure_periodic_tasks
+from apps.ops.schedule import declared, due, ensure_periodic_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -19,6 +21,34 @@ def test_migrate_leaves_the_sweeper_and_discovery_scheduled(settings):
     assert tasks["telemetry.collect"].interval.every == settings.POZOL["TELEMETRY_INTERVAL"]
     assert tasks["telemetry.maintain"].interval.every == \
         settings.POZOL["TELEMETRY_ROLLUP_INTERVAL"]
+
+
+def test_each_app_declares_its_beat_tasks_under_the_names_operators_know():
+    # Operators may have re-timed or disabled these in the admin by name: a renamed one
+    # would come back as a second, enabled task.
+    assert {p.name: p.task for p in declared()} == {
+        "pozol: re-deliver lost and due operation steps": "ops.sweep",
+        "pozol: discover every host": "fleet.discover_all",
+        "pozol: delete operations past their retention": "ops.purge",
+        "pozol: take and prune policy snapshots": "snapshots.policy_tick",
+        "pozol: run due replication links, check their lag": "replication.tick",
+        "pozol: destroy clones whose time is up": "clones.expire",
+        "pozol: run due restore drills": "drills.tick",
+        "pozol: find and remove orphan clones": "drills.reconcile",
+        "pozol: sample every host's telemetry": "telemetry.collect",
+        "pozol: roll telemetry up, prune it": "telemetry.maintain",
+        "pozol: evaluate alert rules, send due deliveries": "alerts.tick",
+        "pozol: start due pool scrubs": "alerts.scrub_tick",
+    }
+    names = set(PeriodicTask.objects.values_list("name", flat=True))
+    assert {p.name for p in declared()} <= names
+
+
+def test_work_is_due_when_never_done_or_once_its_interval_has_passed():
+    now, hour = datetime(2026, 1, 1, 12, tzinfo=UTC), timedelta(hours=1)
+    assert due(None, hour, now)
+    assert due(now - hour, hour, now)
+    assert not due(now - hour + timedelta(seconds=1), hour, now)
 
 
 def test_the_collector_runs_on_its_own_queue_and_a_late_round_is_dropped(settings):

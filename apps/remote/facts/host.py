@@ -8,11 +8,9 @@ way tuning and the advisor get typed facts.
 
 from __future__ import annotations
 
-import types
-import typing
-from dataclasses import MISSING, Field, asdict, dataclass, field, fields, is_dataclass
-from functools import cache
+from dataclasses import asdict, dataclass, field
 
+from apps.remote.decode import decode
 from apps.remote.facts import arc, postgres, system, zfs, zpool
 from apps.remote.facts.bloat import ClusterBloat
 from apps.remote.facts.numbers import is_digits
@@ -158,9 +156,9 @@ class HostFacts:
         Stored facts may come from an older discovery, or from a host where a
         probe failed: a missing (or null) field takes its default, an empty
         list or dict, or None ("not known here"), which every reader treats as
-        unknown. Keys no field names are ignored.
+        unknown. Keys no field names are ignored (apps.remote.decode).
         """
-        return _build(cls, data)
+        return decode(cls, data)
 
     def skip(self, kind: str, value: object, reason: str) -> None:
         self.skipped.append(Skipped(kind, str(value), reason))
@@ -207,46 +205,3 @@ def dataset_from(row: zfs.DatasetRow, props: dict[str, zfs.PropertyValue]) -> Da
         properties=props,
         usedbysnapshots=zfs.parse_size(by_snapshots.value or "-")[0] if by_snapshots else None,
     )
-
-
-# -- reading stored facts back -------------------------------------------------------------
-# Driven by the dataclasses' own type hints, so a field added to any of them is
-# read back without a second list of fields to keep in step.
-
-def _build(cls: type, data: dict):
-    hints = _hints(cls)
-    return cls(**{f.name: _absent(f, hints[f.name]) if data.get(f.name) is None
-                  else _typed(hints[f.name], data[f.name]) for f in fields(cls) if f.init})
-
-
-@cache
-def _hints(cls: type) -> dict[str, object]:
-    return typing.get_type_hints(cls)  # resolved once: a host has hundreds of settings
-
-
-def _typed(hint, value):
-    if value is None:
-        return None
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union):
-        [hint, *others] = [arg for arg in args if arg is not type(None)]
-        return _typed(hint, value) if not others else value  # int | str: JSON kept it
-    if is_dataclass(hint):
-        return _build(hint, value)
-    if origin is list:
-        return [_typed(args[0], item) for item in value]
-    if origin is tuple:
-        return tuple(value)  # a list once stored as JSON
-    if origin is dict:
-        return {key: _typed(args[1], item) for key, item in value.items()}
-    return value
-
-
-def _absent(f: Field, hint):
-    """What a field missing from stored facts (or stored as null) reads as."""
-    if f.default is not MISSING:
-        return f.default
-    if f.default_factory is not MISSING:
-        return f.default_factory()
-    origin = typing.get_origin(hint)
-    return origin() if origin in (list, dict) else None

@@ -12,11 +12,10 @@ Dicts inside a sample are not to be changed: a Sample is a value.
 
 from __future__ import annotations
 
-import types
-import typing
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
+from apps.remote.decode import decode
 from apps.telemetry.core.pgstats import PgStats
 
 NOT_AVAILABLE = "not available on this host"
@@ -175,36 +174,6 @@ class Sample:
 
     @classmethod
     def from_dict(cls, data: dict) -> Sample:
-        """What to_dict() made (through JSON or not); a missing field reads as unknown."""
-        return _build(cls, data)
-
-
-def _build(cls: type, data: dict):
-    hints = typing.get_type_hints(cls)
-    values = {}
-    for f in fields(cls):
-        if f.name in data:
-            values[f.name] = _typed(hints[f.name], data[f.name])
-        elif f.default is MISSING and f.default_factory is MISSING:
-            values[f.name] = None  # stored before the field existed: not known
-    return cls(**values)
-
-
-def _typed(hint, value):
-    if value is None:
-        return None
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union):
-        [hint] = [arg for arg in args if arg is not type(None)]
-        return _typed(hint, value)
-    if is_dataclass(hint):
-        return _build(hint, value)  # type: ignore[arg-type]
-    if origin is tuple:
-        return tuple(_typed(args[0], item) for item in value)
-    if origin is dict:
-        return {key: _typed(args[1], item) for key, item in value.items()}
-    if hint is datetime:
-        return datetime.fromisoformat(value)
-    if hint is float:
-        return float(value)
-    return value
+        """What to_dict() made (through JSON or not); a missing field reads as unknown
+        (apps.remote.decode)."""
+        return decode(cls, data)
