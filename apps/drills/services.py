@@ -154,7 +154,7 @@ def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:
         _finish_unstarted(run, str(exc))
         return run
     run.snapshot, run.datasets, run.port = snapshot, datasets, layout.port
-    run.layout = clone_services._layout_values(layout)
+    run.layout = layout.stored()
     operation = engine.start(steps.RUN.name, host=host, trigger=trigger, user=by,
                              subject=f"{host.name}: restore drill of "
                                      f"{schedule.source_label} @{snapshot}"[:200],
@@ -235,12 +235,6 @@ def _layout(run: DrillRun, origin: Origin, snapshot: str) -> Layout:
                       os_uid=clone_uid(limits.uid_base, port))
     except (CloneError, InvalidValue, ValueError) as exc:
         raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
-
-
-def layout_of(run: DrillRun) -> Layout:
-    values = dict(run.layout)
-    return Layout(origin=Origin(**values.pop("origin")),
-                  **{**values, "allowed": tuple(values["allowed"])})
 
 
 def _finish_unstarted(run: DrillRun, why: str) -> None:

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.clones.core import commands
+from apps.clones.core.layout import Layout
 from apps.clones.steps import identity
 from apps.drills.core import check as core
 from apps.drills.core import orphans
@@ -34,10 +35,10 @@ TAIL = 2000
 
 
 def run(ctx: StepContext) -> Done | Fail:
-    from apps.drills.services import layout_of, update_alert
+    from apps.drills.services import update_alert
 
     row = DrillRun.objects.select_related("host").get(pk=ctx.state["run"])
-    layout = layout_of(row)
+    layout = row.decoded_layout()
     times: dict[str, float] = {}
     outcome: dict = {}
     ssh = None
@@ -160,11 +161,7 @@ def reconcile(ctx: StepContext) -> Done:
 def recover_table(ctx: StepContext) -> Done | Fail:
     """Lesson 61: refuse an `into` the origin has; else clone, start, move the table
     across (core/recover.py), and always destroy the clone."""
-    from apps.clones.core.layout import Layout, Origin
-
-    values = dict(ctx.state["layout"])
-    layout = Layout(origin=Origin(**values.pop("origin")),
-                    **{**values, "allowed": tuple(values["allowed"])})
+    layout = Layout.from_stored(ctx.state["layout"])
     wanted = recovery.Target(**ctx.state["target"])
     origin = ctx.state["origin"]
     ssh = ctx.runner()
