@@ -24,16 +24,16 @@ from apps.clones.models import Clone
 from apps.common.errors import Conflict, DomainError
 from apps.drills import steps
 from apps.drills.core import check as core
+from apps.drills.host_alert import update_alert
 from apps.drills.models import DrillRun, DrillSchedule
 from apps.fleet import reserves
-from apps.fleet.models import Alert, Host, PgCluster
+from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import Snapshot
 
-ALERT = Alert.Kind.RESTORE_DRILL_FAILED
 MAX_INTERVAL_HOURS = 24 * 90
 
 
@@ -243,7 +243,7 @@ def _finish_unstarted(run: DrillRun, why: str) -> None:
     update_alert(run.host)
 
 
-# ---- the schedule's tick and the host's alert -------------------------------------------------
+# ---- the schedule's tick -------------------------------------------------------------------
 
 def tick(now=None) -> list[DrillRun]:
     """Start every enabled schedule whose period has passed (beat)."""
@@ -258,19 +258,6 @@ def tick(now=None) -> list[DrillRun]:
             except Conflict:
                 continue
     return started
-
-
-def update_alert(host: Host) -> None:
-    """One restore_drill_failed alert on the host while the last drill of any of its
-    schedules failed, saying which; resolved when every last drill passed."""
-    failing = []
-    for schedule in DrillSchedule.objects.filter(host=host):
-        last = schedule.runs.exclude(status=DrillRun.Status.RUNNING).first()
-        if last is not None and last.status == DrillRun.Status.FAILED:
-            failing.append(f"restore drill #{last.pk} of {schedule.source_label} "
-                           f"(@{last.snapshot or 'no snapshot'}) failed: "
-                           f"{last.error.splitlines()[0][:200] if last.error else 'no reason'}")
-    Alert.raise_or_resolve(host, ALERT, "; ".join(failing) if failing else None)
 
 
 def grace() -> timedelta:
