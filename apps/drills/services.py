@@ -31,6 +31,7 @@ from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue
+from apps.replication.link_rows import core_link
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import Snapshot
 
@@ -176,8 +177,6 @@ def _origin(schedule: DrillSchedule) -> tuple[Origin, list[str]]:
     if link is None:
         datasets = [origin.data_dataset] + ([origin.wal_dataset] if origin.wal_dataset else [])
         return origin, datasets
-    from apps.replication.services import core_link
-
     targets = core_link(link).targets()
     try:
         # The origin's configuration files are on the source host, not on the target.
