@@ -153,7 +153,7 @@ def _note_clones(row: Clone, layout, *, add: bool) -> None:
 
 def _drop_own_snapshots(ctx: StepContext, row: Clone) -> None:
     """The snapshots taken for this clone go with it, unless something else holds them
-    (apps.snapshots.guards: a hold, another clone, a link, a policy) or another clone of
+    (apps.snapshots.core.guards: a hold, another clone, a link, a policy) or another clone of
     PoZoL's was asked for from them and is not destroyed."""
     from apps.snapshots import steps as snapshot_steps
 

@@ -23,8 +23,9 @@ from apps.ops.engine import StepContext
 from apps.ops.models import LogLine
 from apps.replication.link_rows import core_link
 from apps.replication.models import ReplicationLink
-from apps.snapshots import commands as snapshot_commands
-from apps.snapshots import guards, inventory
+from apps.snapshots import inventory
+from apps.snapshots.core import commands as snapshot_commands
+from apps.snapshots.core import guards
 from apps.snapshots.core.policy import Policy, receiving
 from apps.snapshots.core.retention import plan_prune
 from apps.snapshots.policies import info_of_row

@@ -21,8 +21,8 @@ from apps.remote import snapshot_plan as plan
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, script
 from apps.remote.facts.snapshots import already_exists, is_busy
-from apps.snapshots import commands, guards, inventory, protection
-from apps.snapshots.core import naming
+from apps.snapshots import inventory, protection
+from apps.snapshots.core import commands, guards, naming
 from apps.snapshots.core.rollback import Listed, plan_rollback
 
 TAIL = 600
@@ -66,7 +66,7 @@ def take_now(ctx: StepContext) -> Done | Fail:
 def destroy_taken(ctx: StepContext, full_names: list[str], *,
                   used_by: dict[str, str] | None = None) -> list[str]:
     """Destroy the snapshots PoZoL took for something now gone (a clone's "now"), all or
-    none (data and WAL are one moment), unless apps.snapshots.guards keeps one: held,
+    none (data and WAL are one moment), unless apps.snapshots.core.guards keeps one: held,
     cloned, protected, owned by a policy, or in `used_by` (full name -> what uses it).
     Returns what was destroyed; why not is logged."""
     run = ctx.runner()
