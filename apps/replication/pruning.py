@@ -28,7 +28,7 @@ from apps.snapshots.core import commands as snapshot_commands
 from apps.snapshots.core import guards
 from apps.snapshots.core.policy import Policy, receiving
 from apps.snapshots.core.retention import plan_prune
-from apps.snapshots.policies import info_of_row
+from apps.snapshots.pruning import info_of_row
 
 
 def prune_target(ctx: StepContext, link: ReplicationLink, run) -> dict:
