@@ -1,4 +1,4 @@
-"""Snapshot policies at work: validate, assign, tick (take and prune), preview, alert.
+"""Snapshot policies at work: validate, assign and unassign, tick (take and prune), preview, alert.
 
 The decisions are apps.snapshots.core's (pure); this module feeds them the
 inventory and starts Operations. `tick(now)` is what the periodic task runs
@@ -87,6 +87,12 @@ def assign(policy: SnapshotPolicy, host: Host, *, cluster_data_dir: str = "",
         raise SnapshotError("that target has a policy already", code="conflict", status=409)
     return PolicyAssignment.objects.create(policy=policy, host=host,
                                            cluster_data_dir=cluster_data_dir, dataset=dataset)
+
+
+def unassign(assignment: PolicyAssignment) -> None:
+    """Take the policy off its target. The snapshots it took stay (destroy them one by
+    one, guarded); the next tick re-reads the host's staleness alert."""
+    assignment.delete()
 
 
 # ---- the tick --------------------------------------------------------------------------
