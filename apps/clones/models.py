@@ -15,7 +15,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from apps.clones.core.layout import DEFAULT_CLONE_QUOTA, UID_BASE
+from apps.clones.core.layout import DEFAULT_CLONE_QUOTA, UID_BASE, Layout
+from apps.fleet import credentials
 
 
 class CloneHostSettings(models.Model):
@@ -117,3 +118,9 @@ class Clone(models.Model):
     @property
     def protected(self) -> bool:
         return bool(self.protected_until and self.protected_until > timezone.now())
+
+    def decoded_layout(self) -> Layout:
+        return Layout.from_stored(self.layout)
+
+    def decrypted_password(self) -> str:
+        return credentials.decrypt(self.password_encrypted)

@@ -96,7 +96,7 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
         clone = Clone(host=host, cluster_data_dir=cluster.data_dir, name=name,
                       snapshot=snapshot, port=port, role=role,
                       password_encrypted=credentials.encrypt(password),
-                      layout=_layout_values(layout),
+                      layout=layout.stored(),
                       expires_at=now + ttl if ttl else None,
                       protected_until=now + protected_for if protected_for else None,
                       created_by=by if by and by.is_authenticated else None,
@@ -376,22 +376,6 @@ def _is_ip(address: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _layout_values(layout: Layout) -> dict:
-    values = asdict(layout)
-    values["allowed"] = list(layout.allowed)
-    return values
-
-
-def layout_of(clone: Clone) -> Layout:
-    values = dict(clone.layout)
-    origin = Origin(**values.pop("origin"))
-    return Layout(origin=origin, **{**values, "allowed": tuple(values["allowed"])})
-
-
-def password_of(clone: Clone) -> str:
-    return credentials.decrypt(clone.password_encrypted)
 
 
 def _password() -> str:

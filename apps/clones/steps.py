@@ -65,10 +65,8 @@ def identity() -> dict[str, str]:
 
 
 def clone(ctx: StepContext) -> Done | Fail:
-    from apps.clones.services import layout_of, password_of
-
     row = Clone.objects.get(pk=ctx.state["clone"])
-    layout = layout_of(row)
+    layout = row.decoded_layout()
     try:
         run = ctx.runner()
         # A step the sweeper re-delivers (its worker died) starts from nothing: whatever
@@ -77,7 +75,7 @@ def clone(ctx: StepContext) -> Done | Fail:
             run(commands.destroy(layout), timeout=120, check=False)
         ctx.state["began"] = True
         Operation.objects.filter(pk=ctx.operation.pk).update(state=ctx.state)
-        result = run(commands.create(layout, password_of(row), identity(), quota=row.quota),
+        result = run(commands.create(layout, row.decrypted_password(), identity(), quota=row.quota),
                      timeout=300, check=False)
     except RemoteError as exc:
         # The host went away: the clone is failed, not "creating" forever; what the
@@ -103,10 +101,8 @@ def clone(ctx: StepContext) -> Done | Fail:
 def reset(ctx: StepContext) -> Done | Fail:
     """Destroy the clone's datasets, then make them again from the new snapshot with the
     same name, port, role and password."""
-    from apps.clones.services import layout_of
-
     row = Clone.objects.get(pk=ctx.state["clone"])
-    old = layout_of(row)
+    old = row.decoded_layout()
     result = ctx.runner()(commands.destroy(old), timeout=180, check=False)
     if not result.ok:
         why = (result.stderr or result.stdout).strip()[-TAIL:]
@@ -122,10 +118,8 @@ def reset(ctx: StepContext) -> Done | Fail:
 
 
 def destroy(ctx: StepContext) -> Done | Fail:
-    from apps.clones.services import layout_of
-
     row = Clone.objects.get(pk=ctx.state["clone"])
-    layout = layout_of(row)
+    layout = row.decoded_layout()
     try:
         # Safe to run again (commands.destroy): a worker that died here leaves the
         # operation to the sweeper, whose re-run finishes what the first one began.
@@ -159,7 +153,7 @@ def _note_clones(row: Clone, layout, *, add: bool) -> None:
 
 def _drop_own_snapshots(ctx: StepContext, row: Clone) -> None:
     """The snapshots taken for this clone go with it, unless something else holds them
-    (apps.snapshots.guards: a hold, another clone, a link, a policy) or another clone of
+    (apps.snapshots.core.guards: a hold, another clone, a link, a policy) or another clone of
     PoZoL's was asked for from them and is not destroyed."""
     from apps.snapshots import steps as snapshot_steps
 

@@ -93,10 +93,8 @@ def connected(listen: str, port: int, established: set[tuple[str, int]]) -> bool
 def refresh(host: Host, run) -> int:
     """Read the space and connections of the host's live clones (one command); returns
     how many clones were updated."""
-    from apps.clones.services import layout_of
-
     clones = list(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED))
-    layouts = {clone.pk: layout_of(clone) for clone in clones if clone.layout}
+    layouts = {clone.pk: clone.decoded_layout() for clone in clones if clone.layout}
     if not layouts:
         return 0
     answer = run(read_command(sorted({lay.root for lay in layouts.values()})),

@@ -80,14 +80,14 @@ def password(request, pk: int):
     return render(request, "clones/created.html", {
         "host": clone.host if is_operator(request.user) else None, "clone": clone,
         "operation": clone.last_operation,
-        "password": services.password_of(clone) if shown else None,
+        "password": clone.decrypted_password() if shown else None,
         "connection": _connection(clone)})
 
 
 def _connection(clone: Clone) -> str:
     """Where the clone answers: planned by the layout its creation stored (a row made
     otherwise has none: then what the clone reported once ready, if anything)."""
-    return services.layout_of(clone).connection_string() if clone.layout \
+    return clone.decoded_layout().connection_string() if clone.layout \
         else clone.connection_string
 
 

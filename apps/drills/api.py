@@ -13,7 +13,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.drills import queries, recover, services
+from apps.drills import queries, services, table_recovery
 from apps.drills import reconcile as reconciler
 from apps.drills.models import DrillRun
 from apps.drills.serializers import (
@@ -117,7 +117,8 @@ class SnapshotRecoverTableView(APIView):
         body = RecoverTableSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        operation = recover.recover_table(snapshot, database=data["database"],
-                                          table=data["table"], into=data.get("into"),
-                                          by=request.user, trigger=Operation.Trigger.API)
+        operation = table_recovery.recover_table(snapshot, database=data["database"],
+                                                 table=data["table"], into=data.get("into"),
+                                                 by=request.user,
+                                                 trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)

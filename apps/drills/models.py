@@ -14,6 +14,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from apps.clones.core.layout import Layout
+
 DEFAULT_CHECK = ("SELECT count(*) FROM pg_catalog.pg_class c "
                  "JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid")
 
@@ -105,3 +107,6 @@ class DrillRun(models.Model):
     @property
     def clone_name(self) -> str:
         return f"pozol-drill-{self.pk}"
+
+    def decoded_layout(self) -> Layout:
+        return Layout.from_stored(self.layout)

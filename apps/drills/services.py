@@ -24,17 +24,18 @@ from apps.clones.models import Clone
 from apps.common.errors import Conflict, DomainError
 from apps.drills import steps
 from apps.drills.core import check as core
+from apps.drills.host_alert import update_alert
 from apps.drills.models import DrillRun, DrillSchedule
 from apps.fleet import reserves
-from apps.fleet.models import Alert, Host, PgCluster
+from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.models import Operation
 from apps.ops.schedule import due
 from apps.remote.commands import InvalidValue
+from apps.replication.link_rows import core_link
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import Snapshot
 
-ALERT = Alert.Kind.RESTORE_DRILL_FAILED
 MAX_INTERVAL_HOURS = 24 * 90
 
 
@@ -155,7 +156,7 @@ def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:
         _finish_unstarted(run, str(exc))
         return run
     run.snapshot, run.datasets, run.port = snapshot, datasets, layout.port
-    run.layout = clone_services._layout_values(layout)
+    run.layout = layout.stored()
     operation = engine.start(steps.RUN.name, host=host, trigger=trigger, user=by,
                              subject=f"{host.name}: restore drill of "
                                      f"{schedule.source_label} @{snapshot}"[:200],
@@ -177,8 +178,6 @@ def _origin(schedule: DrillSchedule) -> tuple[Origin, list[str]]:
     if link is None:
         datasets = [origin.data_dataset] + ([origin.wal_dataset] if origin.wal_dataset else [])
         return origin, datasets
-    from apps.replication.services import core_link
-
     targets = core_link(link).targets()
     try:
         # The origin's configuration files are on the source host, not on the target.
@@ -238,19 +237,13 @@ def _layout(run: DrillRun, origin: Origin, snapshot: str) -> Layout:
         raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
 
 
-def layout_of(run: DrillRun) -> Layout:
-    values = dict(run.layout)
-    return Layout(origin=Origin(**values.pop("origin")),
-                  **{**values, "allowed": tuple(values["allowed"])})
-
-
 def _finish_unstarted(run: DrillRun, why: str) -> None:
     run.status, run.error, run.finished_at = DrillRun.Status.FAILED, why, timezone.now()
     run.save()
     update_alert(run.host)
 
 
-# ---- the schedule's tick and the host's alert -------------------------------------------------
+# ---- the schedule's tick -------------------------------------------------------------------
 
 def tick(now=None) -> list[DrillRun]:
     """Start every enabled schedule whose period has passed (beat)."""
@@ -263,19 +256,6 @@ def tick(now=None) -> list[DrillRun]:
             except Conflict:
                 continue
     return started
-
-
-def update_alert(host: Host) -> None:
-    """One restore_drill_failed alert on the host while the last drill of any of its
-    schedules failed, saying which; resolved when every last drill passed."""
-    failing = []
-    for schedule in DrillSchedule.objects.filter(host=host):
-        last = schedule.runs.exclude(status=DrillRun.Status.RUNNING).first()
-        if last is not None and last.status == DrillRun.Status.FAILED:
-            failing.append(f"restore drill #{last.pk} of {schedule.source_label} "
-                           f"(@{last.snapshot or 'no snapshot'}) failed: "
-                           f"{last.error.splitlines()[0][:200] if last.error else 'no reason'}")
-    Alert.raise_or_resolve(host, ALERT, "; ".join(failing) if failing else None)
 
 
 def grace() -> timedelta:

@@ -20,10 +20,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.clones.core import commands
+from apps.clones.core.layout import Layout
 from apps.clones.steps import identity
+from apps.drills import queries
 from apps.drills.core import check as core
 from apps.drills.core import orphans
 from apps.drills.core import recover as recovery
+from apps.drills.host_alert import update_alert
 from apps.drills.models import DrillRun
 from apps.fleet import reserves
 from apps.ops.engine import Done, Fail, Kind, StepContext, register
@@ -34,10 +37,8 @@ TAIL = 2000
 
 
 def run(ctx: StepContext) -> Done | Fail:
-    from apps.drills.services import layout_of, update_alert
-
     row = DrillRun.objects.select_related("host").get(pk=ctx.state["run"])
-    layout = layout_of(row)
+    layout = row.decoded_layout()
     times: dict[str, float] = {}
     outcome: dict = {}
     ssh = None
@@ -128,13 +129,11 @@ def _destroy(ssh, layout, times: dict) -> str:
 
 
 def reconcile(ctx: StepContext) -> Done:
-    from apps.drills.reconcile import busy_names, known_names
-
     ssh = ctx.runner()
     found = orphans.parse(ssh(orphans.LIST, timeout=60).stdout)
     grace = timedelta(minutes=settings.POZOL["ORPHAN_GRACE_MINUTES"]).total_seconds()
-    remove, kept = orphans.orphans(found, known=known_names(ctx.host),
-                                busy=busy_names(ctx.host),
+    remove, kept = orphans.orphans(found, known=queries.known_names(ctx.host),
+                                busy=queries.busy_names(ctx.host),
                                 instance=settings.POZOL["INSTANCE"], now=time.time(),
                                 grace_seconds=grace)
     removed, failed = [], []
@@ -160,11 +159,7 @@ def reconcile(ctx: StepContext) -> Done:
 def recover_table(ctx: StepContext) -> Done | Fail:
     """Lesson 61: refuse an `into` the origin has; else clone, start, move the table
     across (core/recover.py), and always destroy the clone."""
-    from apps.clones.core.layout import Layout, Origin
-
-    values = dict(ctx.state["layout"])
-    layout = Layout(origin=Origin(**values.pop("origin")),
-                    **{**values, "allowed": tuple(values["allowed"])})
+    layout = Layout.from_stored(ctx.state["layout"])
     wanted = recovery.Target(**ctx.state["target"])
     origin = ctx.state["origin"]
     ssh = ctx.runner()

@@ -8,27 +8,32 @@ own counts (Policy.receiving). A snapshot received without properties, one
 made on the target by hand, a held one, one with clones and the newest
 snapshot common to source and target are never destroyed. All counts 0: keep
 everything received.
+
+That newest common snapshot is spared by the source's policies too:
+protected_snapshots is registered with apps.snapshots.protection.
 """
 
 from __future__ import annotations
 
+from django.db.models import Q
 from django.utils import timezone
 
+from apps.fleet.models import Host
 from apps.ops.engine import StepContext
 from apps.ops.models import LogLine
+from apps.replication.link_rows import core_link
 from apps.replication.models import ReplicationLink
-from apps.snapshots import commands as snapshot_commands
-from apps.snapshots import guards, inventory
+from apps.snapshots import inventory
+from apps.snapshots.core import commands as snapshot_commands
+from apps.snapshots.core import guards
 from apps.snapshots.core.policy import Policy, receiving
 from apps.snapshots.core.retention import plan_prune
-from apps.snapshots.policies import info_of_row
+from apps.snapshots.pruning import info_of_row
 
 
 def prune_target(ctx: StepContext, link: ReplicationLink, run) -> dict:
     if not any(link.keep_counts().values()):
         return {"destroyed": [], "skipped": []}
-    from apps.replication.services import core_link, protected_snapshots
-
     targets = set(core_link(link).targets().values())
     rows = [row for row in inventory.list_host(run) if row.dataset in targets]
     protected = protected_snapshots(link.target_host, sorted(targets))
@@ -61,3 +66,19 @@ def prune_target(ctx: StepContext, link: ReplicationLink, run) -> dict:
     if destroyed:
         inventory.refresh(link.target_host, run)
     return {"destroyed": destroyed, "skipped": skipped}
+
+
+def protected_snapshots(host: Host, datasets: list[str]) -> dict[str, str]:
+    """full name -> reason: the newest snapshot common to each link's source and target,
+    on either side, for the pruners (source policies and the target's keep rules)."""
+    protected: dict[str, str] = {}
+    links = ReplicationLink.objects.filter(Q(source_host=host) | Q(target_host=host)).exclude(
+        common_snapshot="")
+    for link in links:
+        core = core_link(link)
+        for source, target in core.targets().items():
+            dataset = source if link.source_host_id == host.pk else target
+            if dataset in datasets:
+                protected[f"{dataset}@{link.common_snapshot}"] = (
+                    f"last common snapshot of link {link.name}")
+    return protected

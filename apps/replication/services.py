@@ -26,6 +26,7 @@ from apps.replication.core import lag as core_lag
 from apps.replication.core.capabilities import stream_refusal
 from apps.replication.core.link import Link, ReplicationError
 from apps.replication.core.planner import Snap
+from apps.replication.link_rows import LinkError, core_link
 from apps.replication.models import ReplicationLink
 from apps.snapshots import services as snapshot_services
 from apps.snapshots.core.policy import Policy, PolicyError
@@ -33,10 +34,6 @@ from apps.snapshots.core.policy import Policy, PolicyError
 MAX_INTERVAL_MINUTES = 366 * 24 * 60
 EDITABLE = ("mode", "interval_minutes", "after_policy", *ReplicationLink.KEEP_COUNTS,
             "bandwidth_limit", "lag_threshold_minutes")
-
-
-class LinkError(DomainError):
-    """A link request refused; `fields` names the inputs at fault."""
 
 
 def _refuse(field: str, text: str, *, code: str = "invalid", status: int = 400) -> LinkError:
@@ -136,17 +133,6 @@ def _limit_applies(link: ReplicationLink) -> None:
     raise _refuse("bandwidth_limit",
                   f"{link.source_host.name} has neither pv nor mbuffer, so no limit can be "
                   f"applied: install one there and run discovery, or leave the limit empty")
-
-
-def core_link(link: ReplicationLink) -> Link:
-    """The pure core's Link of a row; a LinkError for any value it refuses."""
-    try:
-        return Link(name=link.name, sources=tuple(link.sources),
-                    target_parent=link.target_parent, mode=link.mode,
-                    rollback_opt_in=link.rollback_opt_in,
-                    bandwidth_limit=link.bandwidth_limit)
-    except ReplicationError as exc:
-        raise _refuse(exc.field, str(exc)) from None
 
 
 def _sources(host: Host, cluster_data_dir: str, dataset: str) -> tuple[str, ...]:
@@ -372,21 +358,3 @@ def _alert_lag(link: ReplicationLink, now: datetime) -> None:
             Alert.objects.filter(pk=alert.pk).update(message=text)
     else:
         open_alert.update(resolved_at=now)
-
-
-# ---- what pruning must spare ----------------------------------------------------------
-
-def protected_snapshots(host: Host, datasets: list[str]) -> dict[str, str]:
-    """full name -> reason: the newest snapshot common to each link's source and target,
-    on either side, for the pruners (source policies and the target's keep rules)."""
-    protected: dict[str, str] = {}
-    links = ReplicationLink.objects.filter(Q(source_host=host) | Q(target_host=host)).exclude(
-        common_snapshot="")
-    for link in links:
-        core = core_link(link)
-        for source, target in core.targets().items():
-            dataset = source if link.source_host_id == host.pk else target
-            if dataset in datasets:
-                protected[f"{dataset}@{link.common_snapshot}"] = (
-                    f"last common snapshot of link {link.name}")
-    return protected

@@ -38,6 +38,7 @@ from apps.remote import keys
 from apps.remote.commands import cmd, script, snapshot_name
 from apps.remote.errors import RemoteError
 from apps.remote.facts.zfs import ZfsVersion
+from apps.replication import pruning
 from apps.replication.core import commands, listing, progress
 from apps.replication.core.capabilities import ReplicationCapabilities, replication_capabilities
 from apps.replication.core.lag import newest_received
@@ -50,6 +51,7 @@ from apps.replication.core.planner import (
     ordered,
     plan_link,
 )
+from apps.replication.link_rows import core_link
 from apps.replication.models import ReplicationLink
 
 WAIT_SECONDS = 3.0  # a step waits this long on the host for a transfer to end
@@ -383,8 +385,6 @@ def _common_name(sources: tuple[str, ...], targets: dict[str, str], source_state
 
 
 def prune(ctx: StepContext) -> Done:
-    from apps.replication import pruning
-
     link = _link(ctx)
     result = pruning.prune_target(ctx, link, _on(link.target_host))
     return Done({**result, "action": ctx.state.get("plan_action"),
@@ -429,12 +429,6 @@ def _link(ctx: StepContext) -> ReplicationLink | None:
     return ReplicationLink.objects.select_related(
         "source_host", "target_host", "rollback_opted_in_by").filter(
         pk=ctx.state["link"]).first()
-
-
-def core_link(link: ReplicationLink):
-    from apps.replication.services import core_link as of_row
-
-    return of_row(link)
 
 
 def capabilities_of(host: Host) -> ReplicationCapabilities:

@@ -132,3 +132,6 @@ class PolicyAssignmentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
         serializer.instance = policies.assign(
             data["policy"], data["host"], cluster_data_dir=data["cluster_data_dir"],
             dataset=data["dataset"])
+
+    def perform_destroy(self, instance: PolicyAssignment) -> None:
+        policies.unassign(instance)

@@ -1,6 +1,6 @@
 """The inventory follows the host: each listing replaces what a host's snapshots were.
 
-A listing is one `zfs get` of the whole host (apps.snapshots.commands.listing),
+A listing is one `zfs get` of the whole host (apps.snapshots.core.commands.listing),
 run by every snapshot operation after it changed something, and by discovery
 itself (the `discovered` signal its record step sends: fleet knows nothing of
 snapshots), so discovery costs one SSH round trip more. Where some snapshot is
@@ -22,7 +22,7 @@ from apps.remote import commands as remote_commands
 from apps.remote.commands import InvalidValue
 from apps.remote.facts import zfs
 from apps.remote.facts.snapshots import SnapshotRow, parse_holds, parse_listing, with_holds
-from apps.snapshots import commands
+from apps.snapshots.core import commands
 from apps.snapshots.models import Snapshot
 
 BATCH = 2000

@@ -1,4 +1,4 @@
-"""Snapshot policies at work: validate, assign, tick (take and prune), preview, alert.
+"""Snapshot policies at work: validate, assign and unassign, tick (take and prune), preview, alert.
 
 The decisions are apps.snapshots.core's (pure); this module feeds them the
 inventory and starts Operations. `tick(now)` is what the periodic task runs
@@ -13,9 +13,8 @@ the clock instead of waiting for it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -23,17 +22,14 @@ from django.utils import timezone
 from apps.fleet.models import Alert, Host
 from apps.ops import engine
 from apps.ops.models import Operation
-from apps.remote.facts.snapshots import SnapshotRow
 from apps.snapshots import services, steps
 from apps.snapshots.core import retention, schedule
-from apps.snapshots.core.policy import Policy, PolicyError, SnapshotInfo
-from apps.snapshots.models import PolicyAssignment, Snapshot, SnapshotPolicy
+from apps.snapshots.core.policy import Policy, PolicyError
+from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
+from apps.snapshots.pruning import infos
 from apps.snapshots.services import SnapshotError
 
 log = logging.getLogger("pozol.snapshots")
-
-def core_policy(values: dict) -> Policy:
-    return Policy(**values)
 
 
 def checked(values: dict) -> Policy:
@@ -48,38 +44,6 @@ def checked(values: dict) -> Policy:
 
 def policy_values(row: SnapshotPolicy, **changes) -> dict:
     return {**row.core_values(), **changes}
-
-
-def moment(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
-# ---- the inventory, as the core wants it -----------------------------------------------
-
-def info_of_row(row: Snapshot | SnapshotRow) -> SnapshotInfo:
-    if isinstance(row, Snapshot):
-        created = row.created_at or row.seen_at
-        dataset, name = row.dataset, row.name
-    else:
-        created = (datetime.fromtimestamp(row.creation, UTC) if row.creation is not None
-                   else timezone.now())
-        dataset, name = row.dataset, row.name
-    return SnapshotInfo(full_name=f"{dataset}@{name}", created=created,
-                        properties=dict(row.properties), userrefs=row.userrefs,
-                        clones=tuple(row.clones))
-
-
-def infos(host: Host, datasets: Iterable[str]) -> list[SnapshotInfo]:
-    rows = Snapshot.objects.filter(host=host, dataset__in=list(datasets))
-    return [info_of_row(row) for row in rows]
-
-
-def prune_plan(policy: Policy, rows: Iterable[SnapshotRow], datasets: Iterable[str],
-               now: datetime, protected: dict[str, str] | None = None
-               ) -> retention.PrunePlan:
-    wanted = set(datasets)
-    return retention.plan_prune(policy, [info_of_row(r) for r in rows if r.dataset in wanted],
-                                protected, now)
 
 
 # ---- targets ------------------------------------------------------------------------------
@@ -123,6 +87,12 @@ def assign(policy: SnapshotPolicy, host: Host, *, cluster_data_dir: str = "",
         raise SnapshotError("that target has a policy already", code="conflict", status=409)
     return PolicyAssignment.objects.create(policy=policy, host=host,
                                            cluster_data_dir=cluster_data_dir, dataset=dataset)
+
+
+def unassign(assignment: PolicyAssignment) -> None:
+    """Take the policy off its target. The snapshots it took stay (destroy them one by
+    one, guarded); the next tick re-reads the host's staleness alert."""
+    assignment.delete()
 
 
 # ---- the tick --------------------------------------------------------------------------

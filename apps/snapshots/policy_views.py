@@ -14,9 +14,8 @@ from django.views.decorators.http import require_POST
 from apps.common.errors import DomainError
 from apps.fleet.models import Host
 from apps.ops.ui_errors import on_form
-from apps.ops.ui_input import posted_id
 from apps.snapshots import policies
-from apps.snapshots.forms import PolicyForm
+from apps.snapshots.forms import AssignForm, PolicyForm
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
 
 SALT = "snapshots.policy-preview"
@@ -95,13 +94,9 @@ def policy_preview(request, pk: int):
 @require_POST
 def assign(request, pk: int):
     policy = get_object_or_404(SnapshotPolicy, pk=pk)
-    host = get_object_or_404(Host, pk=posted_id(request.POST, "host"))
-    kind, _, value = request.POST.get("target", "").partition(":")
-    if kind not in ("cluster", "dataset") or not value:
-        raise DomainError("target: choose a cluster or a dataset from the list",
-                          fields={"target": ["not a valid choice"]})
-    policies.assign(policy, host, **{"cluster_data_dir" if kind == "cluster" else "dataset":
-                                     value})
+    form = AssignForm(request.POST)
+    host = get_object_or_404(Host, pk=form.checked("host")["host"])
+    policies.assign(policy, host, **form.checked()["target"])
     return redirect("snapshots:policy", policy.pk)
 
 
@@ -109,5 +104,5 @@ def assign(request, pk: int):
 @require_POST
 def unassign(request, pk: int):
     assignment = get_object_or_404(PolicyAssignment, pk=pk)
-    assignment.delete()
+    policies.unassign(assignment)
     return redirect("snapshots:policy", assignment.policy_id)

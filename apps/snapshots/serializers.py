@@ -8,7 +8,7 @@ from apps.api.fields import (
     StrictPrimaryKeyRelatedField,
 )
 from apps.fleet.models import Host, PgCluster
-from apps.snapshots.commands import MAX_LABEL
+from apps.snapshots.core.commands import MAX_LABEL
 from apps.snapshots.core.policy import Policy, PolicyError
 from apps.snapshots.models import PolicyAssignment, Snapshot, SnapshotPolicy
 

@@ -21,8 +21,8 @@ from apps.ops import engine
 from apps.ops.models import Operation
 from apps.remote import snapshot_plan as plan
 from apps.remote.commands import InvalidValue, dataset_name, pool_of
-from apps.snapshots import commands, guards, protection, steps
-from apps.snapshots.core import naming
+from apps.snapshots import protection, steps
+from apps.snapshots.core import commands, guards, naming
 from apps.snapshots.core.rollback import Listed, plan_rollback
 from apps.snapshots.models import Snapshot
 

@@ -12,7 +12,7 @@ would make "snapshot now" useless.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from apps.fleet import reserves
 from apps.ops import remote_jobs
@@ -21,8 +21,9 @@ from apps.remote import snapshot_plan as plan
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, script
 from apps.remote.facts.snapshots import already_exists, is_busy
-from apps.snapshots import commands, guards, inventory, protection
-from apps.snapshots.core import naming
+from apps.snapshots import inventory, protection, pruning
+from apps.snapshots.core import commands, guards, naming
+from apps.snapshots.core.policy import Policy
 from apps.snapshots.core.rollback import Listed, plan_rollback
 
 TAIL = 600
@@ -66,7 +67,7 @@ def take_now(ctx: StepContext) -> Done | Fail:
 def destroy_taken(ctx: StepContext, full_names: list[str], *,
                   used_by: dict[str, str] | None = None) -> list[str]:
     """Destroy the snapshots PoZoL took for something now gone (a clone's "now"), all or
-    none (data and WAL are one moment), unless apps.snapshots.guards keeps one: held,
+    none (data and WAL are one moment), unless apps.snapshots.core.guards keeps one: held,
     cloned, protected, owned by a policy, or in `used_by` (full name -> what uses it).
     Returns what was destroyed; why not is logged."""
     run = ctx.runner()
@@ -107,16 +108,14 @@ def take_for_policy(ctx: StepContext) -> Next | Fail:
 def prune(ctx: StepContext) -> Done:
     """Destroy what the policy no longer keeps, each logged; a refused or busy destroy
     is reported and skipped (the next run plans again from a fresh listing)."""
-    from apps.snapshots import policies
-
     run = ctx.runner()
     rows = inventory.list_host(run)
     inventory.record(ctx.host, rows)
-    policy = policies.core_policy(ctx.state["policy"])
+    policy = Policy(**ctx.state["policy"])
     covered = list(ctx.state["plan"]["covered"])
     spared = protection.protected(ctx.host, covered)
-    chosen = policies.prune_plan(policy, rows, covered, policies.moment(ctx.state["now"]),
-                                 spared)
+    chosen = pruning.prune_plan(policy, rows, covered,
+                                datetime.fromisoformat(ctx.state["now"]), spared)
     by_name = {row.full_name: row for row in rows}
     destroyed, skipped = [], []
     for snapshot in chosen.destroy:

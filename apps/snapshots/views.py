@@ -1,18 +1,18 @@
 """Snapshot now, hold, release and destroy from the host page's Snapshots tab.
 
-Thin: each view reads the form and calls one service; a refusal (DomainError)
-goes back to the tab as a message (apps.ops.ui_errors' middleware).
+Thin: each view reads its form (apps.snapshots.forms) and calls one service; a refusal
+(the form's or the service's DomainError) goes back to the tab as a message
+(apps.ops.ui_errors' middleware).
 """
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from apps.common.errors import DomainError
 from apps.fleet.models import Host, PgCluster
 from apps.ops.models import Operation
-from apps.ops.ui_input import posted_id
 from apps.snapshots import services
+from apps.snapshots.forms import SnapshotNowForm
 from apps.snapshots.models import Snapshot
 
 
@@ -20,19 +20,12 @@ from apps.snapshots.models import Snapshot
 @require_POST
 def take(request, host_pk: int):
     host = get_object_or_404(Host, pk=host_pk)
-    kind, _, value = request.POST.get("target", "").partition(":")
-    cluster, dataset = None, None
-    if kind == "cluster":
-        cluster = get_object_or_404(PgCluster, pk=posted_id({"target": value}, "target"),
-                                    host=host)
-    elif kind == "dataset":
-        dataset = value
-    else:
-        raise DomainError("target: choose a cluster or a dataset from the list",
-                          fields={"target": ["not a valid choice"]})
+    data = SnapshotNowForm(request.POST).checked()
+    kind, value = data["target"]
+    cluster = get_object_or_404(PgCluster, pk=value, host=host) if kind == "cluster" else None
     operation = services.snapshot_now(
-        host, cluster=cluster, dataset=dataset, label=request.POST.get("label", ""),
-        hold=request.POST.get("hold") == "on", checkpoint=request.POST.get("checkpoint") == "on",
+        host, cluster=cluster, dataset=value if kind == "dataset" else None,
+        label=data["label"], hold=data["hold"], checkpoint=data["checkpoint"],
         by=request.user, trigger=Operation.Trigger.UI)
     return redirect("ops:operation", operation.pk)
 

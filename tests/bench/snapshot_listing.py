@@ -96,7 +96,8 @@ def _make_snapshots(fleet_host, count: int) -> None:
 
 def _listing(fleet_host, host, rounds: int) -> tuple[float, float, float, int]:
     from apps.remote import ssh as product_ssh
-    from apps.snapshots import commands, inventory
+    from apps.snapshots import inventory
+    from apps.snapshots.core import commands
 
     bare_command = commands.listing().text
     argv = ["ssh", "-F", "/dev/null", "-i", fleet_host.private_key_path, "-p",

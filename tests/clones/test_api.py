@@ -10,7 +10,6 @@ from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 
 from apps.clones.models import Clone, CloneHostSettings
-from apps.clones.services import password_of
 from apps.ops.models import Operation
 from tests.clones import factories
 
@@ -50,7 +49,7 @@ def test_a_clone_is_started_and_its_password_shown_once(api, host):
     assert response["Cache-Control"] == "no-store"
     answer = response.json()
     clone = Clone.objects.get()
-    assert answer["password"] == password_of(clone) and len(answer["password"]) >= 20
+    assert answer["password"] == clone.decrypted_password() and len(answer["password"]) >= 20
     assert answer["operation"]["kind"] == "clones.create"
     assert answer["operation"]["status"] == "pending"
     shown = answer["clone"]

@@ -16,7 +16,6 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.clones.models import Clone, CloneHostSettings
-from apps.clones.services import password_of
 from apps.ops.models import Operation
 from tests.clones import factories
 
@@ -94,7 +93,7 @@ def test_making_a_clone_shows_its_password_once(signed_in, host):
     clone = Clone.objects.get()
     assert response.status_code == 302
     assert response["Location"] == f"/clones/{clone.pk}/password/"
-    password = password_of(clone)
+    password = clone.decrypted_password()
     assert password not in str(dict(signed_in.session))
     shown = signed_in.get(response["Location"])
     assert shown.status_code == 200
@@ -121,7 +120,7 @@ def test_another_session_never_sees_the_password(signed_in, host, operator):
     other = type(signed_in)()
     other.force_login(operator)
     page = other.get(f"/clones/{clone.pk}/password/").content.decode()
-    assert password_of(clone) not in page and "was shown once" in page
+    assert clone.decrypted_password() not in page and "was shown once" in page
 
 
 def test_the_password_page_of_a_clone_without_a_layout_is_no_error(signed_in, host):

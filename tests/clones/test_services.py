@@ -47,7 +47,7 @@ def test_a_clone_gets_the_first_free_port_a_password_and_an_operation(origin, de
     assert len(password) == 24 and password != other
     assert password not in str(operation.state)
     assert operation.kind == "clones.create" and first.state == Clone.State.CREATING
-    assert services.layout_of(first).data_clone == "tank/pozol_clones/a/data"
+    assert first.decoded_layout().data_clone == "tank/pozol_clones/a/data"
 
 
 @pytest.mark.parametrize(("changes", "field"), [
@@ -74,7 +74,7 @@ def test_a_host_registered_by_name_needs_a_listen_address_for_its_clones(origin,
     assert not Clone.objects.exists()
     CloneHostSettings.objects.create(host=host, listen_address="172.18.0.5")
     clone, _, _ = make(origin, name="a")
-    assert services.layout_of(clone).listen == "172.18.0.5"
+    assert clone.decoded_layout().listen == "172.18.0.5"
 
 
 def test_a_taken_name_is_a_conflict(origin, delivered):

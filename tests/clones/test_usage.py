@@ -70,7 +70,7 @@ def _layout(host) -> dict:
 
     origin = services.origin_of(host, host.clusters.get())
     made = services._layout(host, origin, "x", factories.SNAPSHOT, 6500, "dev")
-    values = services._layout_values(made)
+    values = made.stored()
     values["listen"] = "127.0.81.1"
     return values
 

@@ -130,7 +130,7 @@ def test_a_member_clones_resets_is_refused_and_a_ttl_expires(live_server, host, 
             assert "pozol_clones/short" not in run_on(fleet_host, "zfs list -H -o name")
             assert wait_until(lambda: Clone.objects.get(name="web1").used_at, 30, 0.3)
             web1.refresh_from_db()
-            root = clone_services.layout_of(web1).root
+            root = web1.decoded_layout().root
             listed = run_on(fleet_host, f"zfs get -Hp -o value used {root}").strip()
             print(f"\nweb1 uses {web1.used} bytes (zfs now says {listed})")
             assert web1.used and web1.used > 0

@@ -21,8 +21,8 @@ from apps.demo.fleet import down, up
 from apps.demo.fleet.client import ssh as openssh
 from apps.demo.fleet.login import SUDOERS_FILE, write_sudoers
 from apps.demo.fleet.model import Layout
-from apps.drills import recover as recovery
 from apps.drills import services as drills
+from apps.drills import table_recovery
 from apps.fleet.models import PgCluster
 from apps.ops.models import Operation
 from apps.remote import ssh
@@ -331,7 +331,7 @@ def test_a_restore_drill_and_a_table_recovery_work_through_sudo(sudo_host, rules
     psql_as_login(sudo_host, "DROP TABLE dropped_by_mistake")
     point = Snapshot.objects.get(host=host, dataset=sudo_host.pg_data_dataset,
                                  name=taken.state["snapshot"])
-    recovered = drive(recovery.recover_table(point, database="postgres",
+    recovered = drive(table_recovery.recover_table(point, database="postgres",
                                              table="dropped_by_mistake", into="back_again"))
     assert recovered.status == Operation.Status.SUCCEEDED, recovered.error
     assert psql_as_login(sudo_host, "SELECT count(*) FROM back_again") == "7"

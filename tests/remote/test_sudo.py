@@ -8,7 +8,7 @@ import pytest
 from apps.remote import sudo
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import cmd, script
-from apps.snapshots.commands import listing
+from apps.snapshots.core.commands import listing
 from tests.remote.fixtures.hosts import read
 
 PG15 = sudo.Cluster("postgres", "/usr/lib/postgresql/15/bin")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.snapshots import commands, inventory
+from apps.snapshots import inventory
+from apps.snapshots.core import commands
 from apps.snapshots.models import Snapshot
 from tests.remote.fakeshell import FakeShell
 from tests.snapshots import factories

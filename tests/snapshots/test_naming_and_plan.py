@@ -6,7 +6,7 @@ import pytest
 
 from apps.remote import snapshot_plan as plan
 from apps.snapshots.core import naming
-from apps.snapshots.guards import HAS_CLONES, HELD, NOT_OURS, destroy_refusal
+from apps.snapshots.core.guards import HAS_CLONES, HELD, NOT_OURS, destroy_refusal
 
 
 def test_names_are_utc_and_sort_as_times():

@@ -61,6 +61,27 @@ def test_refusals_go_back_to_the_tab_as_messages(signed_in, host, delivered, for
     assert 'class="messages' in response.content.decode() or "error" in response.content.decode()
 
 
+@pytest.mark.parametrize(("form", "said"), [
+    ({"target": "nothing"}, "target: choose a cluster or a dataset from the list"),
+    ({}, "target: choose a cluster or a dataset from the list"),
+    ({"target": "cluster:abc"}, "target: choose one from the list."),
+    ({"target": "cluster:\u0661\u0662"}, "target: choose one from the list."),
+    ({"target": "cluster: 1"}, "target: choose one from the list."),
+])
+def test_a_refused_target_says_why_on_the_tab(signed_in, host, form, said):
+    response = signed_in.post(f"/snapshots/hosts/{host.pk}/take/", form,
+                              HTTP_REFERER=f"/hosts/{host.pk}/snapshots/", follow=True)
+    assert [str(m) for m in response.context["messages"]] == [said]
+    assert not Operation.objects.exists()
+
+
+def test_a_cluster_of_another_host_is_not_found(signed_in, host):
+    other = factories.cluster(factories.host(name="other"))
+    response = signed_in.post(f"/snapshots/hosts/{host.pk}/take/",
+                              {"target": f"cluster:{other.pk}"})
+    assert response.status_code == 404 and not Operation.objects.exists()
+
+
 def test_hold_and_destroy_buttons(signed_in, host, delivered):
     snap = factories.snapshot(host)
     response = signed_in.post(f"/snapshots/{snap.pk}/hold/")

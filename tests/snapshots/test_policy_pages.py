@@ -86,3 +86,38 @@ def test_assign_and_the_host_tab_shows_the_policy(signed_in, host):
     assert response.status_code == 302
     page = signed_in.get(f"/hosts/{host.pk}/snapshots/").content.decode()
     assert f"cluster {cluster.data_dir}" in page and "nightly" in page
+
+
+@pytest.mark.parametrize(("form", "said"), [
+    ({"target": "cluster:/x"}, "host: choose one from the list."),
+    ({"host": "abc", "target": "cluster:/x"}, "host: choose one from the list."),
+    ({"host": "HOST", "target": "nothing"},
+     "target: choose a cluster or a dataset from the list"),
+    ({"host": "HOST", "target": "dataset:"},
+     "target: choose a cluster or a dataset from the list"),
+])
+def test_a_refused_assignment_says_why(signed_in, host, form, said):
+    row = SnapshotPolicy.objects.create(name="nightly", daily=7)
+    form = {k: str(host.pk) if v == "HOST" else v for k, v in form.items()}
+    response = signed_in.post(f"/snapshots/policies/{row.pk}/assign/", form,
+                              HTTP_REFERER=f"/snapshots/policies/{row.pk}/", follow=True)
+    assert [str(m) for m in response.context["messages"]] == [said]
+    assert not PolicyAssignment.objects.exists()
+
+
+def test_an_unknown_host_is_not_found_before_the_target_is_read(signed_in, host):
+    row = SnapshotPolicy.objects.create(name="nightly", daily=7)
+    response = signed_in.post(f"/snapshots/policies/{row.pk}/assign/",
+                              {"host": str(host.pk + 1000), "target": "nothing"})
+    assert response.status_code == 404
+
+
+def test_removing_an_assignment_from_the_page_and_the_api(signed_in, api, policy):
+    assignment = PolicyAssignment.objects.get()
+    response = signed_in.post(f"/snapshots/policies/assignments/{assignment.pk}/delete/")
+    assert response.url == f"/snapshots/policies/{policy.pk}/"
+    assert not PolicyAssignment.objects.exists()
+    again = PolicyAssignment.objects.create(policy=policy, host=assignment.host,
+                                            dataset="tank/pg/data")
+    assert api.delete(f"/api/policy-assignments/{again.pk}/").status_code == 204
+    assert not PolicyAssignment.objects.exists()

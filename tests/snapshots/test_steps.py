@@ -10,7 +10,8 @@ from apps.fleet.models import Dataset
 from apps.ops.engine import StepContext
 from apps.ops.models import Operation
 from apps.remote.shell import Result
-from apps.snapshots import commands, services
+from apps.snapshots import services
+from apps.snapshots.core import commands
 from apps.snapshots.models import Snapshot
 from tests.driving import drive
 from tests.remote.fakeshell import FakeShell

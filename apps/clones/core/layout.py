@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from apps.remote.commands import (
     InvalidValue,
@@ -181,6 +181,19 @@ class Layout:
     role: str
     socket_dir: str
     os_uid: int | None = None  # the OS user its PostgreSQL runs as; None: the owner (old)
+
+    @classmethod
+    def from_stored(cls, values: dict) -> Layout:
+        """The layout a clone's row (or an operation's state) keeps as JSON (stored())."""
+        values = dict(values)
+        return cls(origin=Origin(**values.pop("origin")),
+                   **{**values, "allowed": tuple(values["allowed"])})
+
+    def stored(self) -> dict:
+        """The layout as JSON keeps it: the one form from_stored() reads back."""
+        values = asdict(self)
+        values["allowed"] = list(self.allowed)
+        return values
 
     def __post_init__(self) -> None:
         clone_name(self.name)

@@ -3,6 +3,7 @@ command exists."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -30,6 +31,13 @@ def test_a_clone_lives_under_the_pool_and_keeps_the_origins_paths_below_its_moun
                                                  "tank/pozol_clones/dev1/wal")
     assert (made.data_below, made.wal_below) == ("pgdata", "pg_wal")
     assert made.connection_string() == "postgresql://dev@10.0.0.5:6500/postgres"
+
+
+def test_the_stored_form_reads_back_as_the_same_layout():
+    made = layout(os_uid=1_900_006_500)
+    stored = json.loads(json.dumps(made.stored()))  # as a JSONField keeps it
+    assert stored["allowed"] == ["10.0.0.0/24"] and stored["origin"]["wal_dataset"]
+    assert Layout.from_stored(stored) == made
 
 
 def test_what_a_copy_must_not_share_is_overridden_last():

@@ -56,7 +56,7 @@ def recover_table(snapshot: Snapshot, *, database: object, table: object,
         steps.RECOVER.name, host=host, trigger=trigger, user=by,
         subject=f"{host.name}: recover {wanted.source} of {wanted.database} "
                 f"@{snapshot.name} as {wanted.into}"[:200],
-        state={"clone_name": layout.name, "layout": clone_services._layout_values(layout),
+        state={"clone_name": layout.name, "layout": layout.stored(),
                "target": wanted.__dict__, "snapshot": snapshot.name,
                "origin": {"socket_dir": target.socket_dir, "port": target.port}, **room})
 
