@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import NON_FIELD_ERRORS
 from django.shortcuts import redirect, resolve_url
 from django.utils.http import url_has_allowed_host_and_scheme
 
@@ -45,15 +44,21 @@ def on_form(form, exc: DomainError) -> None:
         form.add_error(None, exc.message)
 
 
-def cleaned(form: forms.Form) -> dict:
-    """The posted form's values, or its errors raised as a refusal naming the fields (for
-    a form drawn on another page, which the middleware brings the operator back to)."""
-    if form.is_valid():
-        return form.cleaned_data
-    fields = {name: list(errors) for name, errors in form.errors.items()}
-    text = "; ".join(" ".join(errors) if name == NON_FIELD_ERRORS
-                     else f"{name}: {' '.join(errors)}" for name, errors in fields.items())
-    raise DomainError(f"refused: {text}", fields=fields)
+def cleaned(form: forms.Form, *names: str) -> dict:
+    """The posted form's values once the fields `names` (every field when none) are valid,
+    else a refusal naming the first field at fault (for a form drawn on another page, which
+    the middleware brings the operator back to). `names` lets a view check one field, look
+    its object up, and only then read the others."""
+    form.is_valid()
+    for name in names or form.fields:
+        if name in form.errors:
+            error = form.errors.as_data()[name][0]
+            text = error.messages[0]
+            raise DomainError(f"{name}: {text}", code=error.code or "invalid",
+                              fields={name: [text]})
+    if not names and form.non_field_errors():
+        raise DomainError(form.non_field_errors()[0])
+    return form.cleaned_data
 
 
 def back_on_refusal(request, to: str, *args) -> None:

@@ -7,12 +7,10 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
-from apps.api.filters import MAX_ID
-from apps.common.errors import DomainError
+from apps.ops.ui_input import IdField
 from apps.snapshots.core.policy import FREQUENT_MINUTES, Policy, PolicyError
 from apps.snapshots.models import SnapshotPolicy
 
-CHOOSE_ONE = "choose one from the list."
 CHOOSE_TARGET = "choose a cluster or a dataset from the list"
 
 
@@ -51,40 +49,6 @@ class PolicyForm(forms.ModelForm):
         return {k: self.cleaned_data[k] for k in Policy.__dataclass_fields__}
 
 
-class RefusingForm(forms.Form):
-    """A form posted from a page that has no place for errors beside its fields (a small
-    form on a tab, a button): its first error is the page's refusal, a DomainError that
-    apps.ops.ui_errors' middleware shows on the page the operator came from."""
-
-    def checked(self, *names: str) -> dict:
-        """The cleaned values, once the fields `names` (every field when none) are valid;
-        else the first error among them, raised."""
-        for name in names or self.fields:
-            if name in self.errors:
-                error = self.errors.as_data()[name][0]
-                text = error.messages[0]
-                raise DomainError(f"{name}: {text}", code=error.code or "invalid",
-                                  fields={name: [text]})
-        if not names and self.non_field_errors():
-            raise DomainError(self.non_field_errors()[0])
-        return self.cleaned_data
-
-
-class IdField(forms.CharField):
-    """The id of a row the page listed: ASCII digits (isdecimal() alone accepts '١٢',
-    isdigit() even '²'), in the range of ids; hostile or stale values are a refusal,
-    never a ValueError deep in the ORM."""
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(required=False, strip=False, **kwargs)
-
-    def to_python(self, value: object) -> int:
-        raw = super().to_python(value)
-        if not (raw.isascii() and raw.isdecimal()) or not 0 < int(raw) <= MAX_ID:
-            raise ValidationError(CHOOSE_ONE, code="invalid_id")
-        return int(raw)
-
-
 def _target(value: str) -> tuple[str, str]:
     """A target of the lists ("cluster:<...>" or "dataset:<name>") as (kind, value)."""
     kind, _, rest = value.partition(":")
@@ -93,7 +57,7 @@ def _target(value: str) -> tuple[str, str]:
     return kind, rest
 
 
-class SnapshotNowForm(RefusingForm):
+class SnapshotNowForm(forms.Form):
     """Snapshot now, from the host's Snapshots tab: a cluster (by id) or a dataset."""
 
     target = forms.CharField(required=False, strip=False)
@@ -109,7 +73,7 @@ class SnapshotNowForm(RefusingForm):
         return kind, value
 
 
-class AssignForm(RefusingForm):
+class AssignForm(forms.Form):
     """A policy assigned from its page: a host's cluster (by data directory) or dataset."""
 
     host = IdField()

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from apps.common.errors import DomainError
 from apps.fleet.models import Host
-from apps.ops.ui_errors import on_form
+from apps.ops.ui_errors import cleaned, on_form
 from apps.snapshots import policies
 from apps.snapshots.forms import AssignForm, PolicyForm
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
@@ -95,8 +95,8 @@ def policy_preview(request, pk: int):
 def assign(request, pk: int):
     policy = get_object_or_404(SnapshotPolicy, pk=pk)
     form = AssignForm(request.POST)
-    host = get_object_or_404(Host, pk=form.checked("host")["host"])
-    policies.assign(policy, host, **form.checked()["target"])
+    host = get_object_or_404(Host, pk=cleaned(form, "host")["host"])
+    policies.assign(policy, host, **cleaned(form)["target"])
     return redirect("snapshots:policy", policy.pk)
 
 

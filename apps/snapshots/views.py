@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from apps.fleet.models import Host, PgCluster
 from apps.ops.models import Operation
+from apps.ops.ui_errors import cleaned
 from apps.snapshots import services
 from apps.snapshots.forms import SnapshotNowForm
 from apps.snapshots.models import Snapshot
@@ -20,7 +21,7 @@ from apps.snapshots.models import Snapshot
 @require_POST
 def take(request, host_pk: int):
     host = get_object_or_404(Host, pk=host_pk)
-    data = SnapshotNowForm(request.POST).checked()
+    data = cleaned(SnapshotNowForm(request.POST))
     kind, value = data["target"]
     cluster = get_object_or_404(PgCluster, pk=value, host=host) if kind == "cluster" else None
     operation = services.snapshot_now(
