@@ -45,6 +45,12 @@ def managed_tenants(user) -> QuerySet[Tenant]:
                                  memberships__role=Membership.Role.TENANT_ADMIN)
 
 
+def managed_users(user) -> QuerySet:
+    """The accounts whose tokens `user` manages besides its own: a tenant admin's
+    tenant's members (apps.accounts.services.TOKEN_MANAGERS; operators manage all)."""
+    return get_user_model().objects.filter(membership__tenant__in=managed_tenants(user))
+
+
 def visible_assignments(user) -> QuerySet[ClusterAssignment]:
     """The clusters given to `user`'s tenant (every assignment for operators)."""
     rows = ClusterAssignment.objects.select_related("tenant", "host")
