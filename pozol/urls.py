@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
+from apps.accounts.api import TokenViewSet
 from apps.alerts import api as alerts_api
 from apps.api.docs import ApiSchemaView, api_docs
 from apps.audit.api import AuditEventViewSet
@@ -30,7 +31,6 @@ from apps.tenants.api import (
     ClusterAssignmentViewSet,
     MembershipViewSet,
     TenantViewSet,
-    TokenViewSet,
 )
 from apps.tuning import api as tuning_api
 
@@ -92,6 +92,7 @@ urlpatterns = [
     path("experiments/", include("apps.experiments.urls")),
     path("alerts/", include("apps.alerts.urls")),
     path("telemetry/", include("apps.telemetry.urls")),
+    path("", include("apps.accounts.urls")),
     path("", include("apps.tenants.urls")),
     path("", include("apps.fleet.urls")),
 ]

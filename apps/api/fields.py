@@ -13,6 +13,8 @@ from __future__ import annotations
 from django.db import models
 from rest_framework import serializers
 
+from apps.common.numbers import is_number, is_whole
+
 # Trimmed silently, these would save another value than the one sent ('acme\n' as
 # 'acme'): a line break or tab at either end is refused; spaces are still forgiven.
 CONTROL_WHITESPACE = "\t\n\v\f\r\x1c\x1d\x1e\x1f\x85\u2028\u2029"
@@ -58,21 +60,21 @@ class StrictBooleanField(serializers.BooleanField):
 
 class StrictIntegerField(serializers.IntegerField):
     def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
+        if not is_whole(data):
             self.fail("invalid")
         return super().to_internal_value(data)
 
 
 class StrictFloatField(serializers.FloatField):
     def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int | float):
+        if not is_number(data):
             self.fail("invalid")
         return super().to_internal_value(data)
 
 
 class StrictPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
     def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
+        if not is_whole(data):
             self.fail("incorrect_type", data_type=type(data).__name__)
         return super().to_internal_value(data)
 

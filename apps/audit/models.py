@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from apps.common.numbers import is_whole
+
 
 class AuditEvent(models.Model):
     class Outcome(models.TextChoices):
@@ -63,7 +65,7 @@ class AuditEvent(models.Model):
     def started_operation_id(self) -> int | None:
         """The Operation the request started, if it started one."""
         value = self.details.get("started operation") if isinstance(self.details, dict) else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return value if is_whole(value) else None
 
     @property
     def who(self) -> str:

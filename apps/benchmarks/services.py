@@ -17,6 +17,7 @@ from apps.benchmarks import steps
 from apps.benchmarks.core import commands
 from apps.benchmarks.models import Benchmark, Validation
 from apps.common.errors import DomainError
+from apps.common.numbers import whole_in
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.models import Operation
@@ -50,10 +51,10 @@ def clean_parameters(params: dict) -> dict:
     values = {**DEFAULTS, **params}
     errors: dict[str, str] = {}
     for name, (low, high) in LIMITS.items():
-        if not _whole(values[name]) or not low <= values[name] <= high:
+        if not whole_in(values[name], low, high):
             errors[name] = f"a whole number from {low} to {high}"
     clients = values["clients"] if "clients" not in errors else LIMITS["clients"][1]
-    if not _whole(values["threads"]) or not 1 <= values["threads"] <= clients:
+    if not whole_in(values["threads"], 1, clients):
         errors["threads"] = "a whole number from 1 to the number of clients"
     if not isinstance(values["init"], bool):
         errors["init"] = "true (initialise the pgbench tables) or false (reuse them)"
@@ -68,10 +69,6 @@ def clean_parameters(params: dict) -> dict:
     if errors:
         raise _refuse({"params": {name: [text] for name, text in errors.items()}})
     return values
-
-
-def _whole(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def cluster_for(host: Host, cluster: PgCluster | None) -> PgCluster:

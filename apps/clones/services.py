@@ -35,6 +35,7 @@ from apps.clones.core.layout import (
 )
 from apps.clones.models import Clone, CloneHostSettings
 from apps.common.errors import Conflict, DomainError
+from apps.common.numbers import whole_in
 from apps.fleet import credentials, reserves
 from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
@@ -411,24 +412,19 @@ def update_settings(host: Host, *, port_min: int, port_max: int, listen_address:
     """Save what the operator allows clones on `host`. Clones made before keep their port
     and pg_hba; the next clone gets the new values."""
     for field, port in (("port_min", port_min), ("port_max", port_max)):
-        if isinstance(port, bool) or not isinstance(port, int) or not (
-                PORT_FLOOR <= port <= PORT_CEILING):
+        if not whole_in(port, PORT_FLOOR, PORT_CEILING):
             raise _refuse(field, f"a port from {PORT_FLOOR} to {PORT_CEILING}")
     if port_min > port_max:
         raise _refuse("port_max", f"at least port_min ({port_min})")
     listen_address = _address(listen_address)
     networks = _networks(allowed_networks)
-    if memory_limit is not None and (
-            isinstance(memory_limit, bool) or not isinstance(memory_limit, int)
-            or not CLONE_MEMORY <= memory_limit <= MAX_MEMORY_LIMIT):
+    if memory_limit is not None and not whole_in(memory_limit, CLONE_MEMORY, MAX_MEMORY_LIMIT):
         raise _refuse("memory_limit", f"bytes, from one clone's {CLONE_MEMORY} to "
                                       f"{MAX_MEMORY_LIMIT}, or empty for no limit")
-    if uid_base is not None and (isinstance(uid_base, bool) or not isinstance(uid_base, int)
-                                 or not UID_BASE_MIN <= uid_base <= UID_BASE_MAX):
+    if uid_base is not None and not whole_in(uid_base, UID_BASE_MIN, UID_BASE_MAX):
         raise _refuse("uid_base", f"from {UID_BASE_MIN} to {UID_BASE_MAX}: a clone's uid is "
                                   "this plus its port")
-    if isinstance(clone_quota, bool) or not isinstance(clone_quota, int) \
-            or not MIN_CLONE_QUOTA <= clone_quota <= MAX_CLONE_QUOTA:
+    if not whole_in(clone_quota, MIN_CLONE_QUOTA, MAX_CLONE_QUOTA):
         raise _refuse("clone_quota", f"bytes, from {MIN_CLONE_QUOTA} (room to start) to "
                                      f"{MAX_CLONE_QUOTA}")
     limits = settings_of(host)

@@ -22,6 +22,7 @@ from apps.clones import services as clone_services
 from apps.clones.core.layout import CLONE_FIRST_WRITES, CloneError, Layout, Origin, clone_uid
 from apps.clones.models import Clone
 from apps.common.errors import Conflict, DomainError
+from apps.common.numbers import whole_in
 from apps.drills import steps
 from apps.drills.core import check as core
 from apps.drills.host_alert import update_alert
@@ -55,8 +56,7 @@ def save_schedule(*, host: Host | None = None, cluster: PgCluster | None = None,
                   schedule: DrillSchedule | None = None, by=None) -> DrillSchedule:
     """Create (no `schedule`) or change a drill schedule: a cluster on `host`, or a link
     (drilled on its target)."""
-    if isinstance(interval_hours, bool) or not isinstance(interval_hours, int) or not (
-            1 <= interval_hours <= MAX_INTERVAL_HOURS):
+    if not whole_in(interval_hours, 1, MAX_INTERVAL_HOURS):
         raise _refuse("interval_hours", f"whole hours from 1 to {MAX_INTERVAL_HOURS}")
     query = _query(check_query) if check_query else ""
     if schedule is None:

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from apps.common.errors import Conflict, DomainError
+from apps.common.numbers import whole_in
 from apps.experiments import steps
 from apps.experiments.core import knobs, scripts
 from apps.experiments.core.runs import alternating, room_needed
@@ -69,8 +70,7 @@ def create_experiment(host: Host, cluster: PgCluster | None, spec: dict, *, by=N
     workload = _workload({**(template.workload if template else {}),
                           **(spec.get("workload") or {})})
     repetitions = spec.get("repetitions", 2)
-    if not isinstance(repetitions, int) or isinstance(repetitions, bool) \
-            or not 1 <= repetitions <= 10:
+    if not whole_in(repetitions, 1, 10):
         raise _refuse(repetitions="a whole number from 1 to 10")
     if layer not in LAYERS:
         raise _refuse(layer=f"one of {', '.join(LAYERS)}")
@@ -219,7 +219,7 @@ def _workload(given: dict) -> dict:
     work = {**WORKLOAD, **given}
     for name, (low, high) in LIMITS.items():
         value = work[name]
-        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        if not whole_in(value, low, high):
             raise _refuse(**{f"workload.{name}": f"a whole number from {low} to {high}"})
     if work["threads"] > work["clients"]:
         raise _refuse(**{"workload.threads": "at most the number of clients"})

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from apps.common.errors import DomainError
+from apps.common.numbers import whole_in
 from apps.fleet.core import room
 from apps.fleet.models import Host, PoolReserve
 from apps.remote.commands import InvalidValue, pool_name
@@ -69,13 +70,10 @@ def set_reserve(host: Host, pool: object, *, reserve_bytes: int | None = None,
         raise _refuse("pool", f"{host.name} has no pool {pool} (run discovery)", status=404)
     if reserve_bytes is not None and reserve_percent is not None:
         raise _refuse("reserve_bytes", "give bytes or a percent, not both")
-    if reserve_bytes is not None and (isinstance(reserve_bytes, bool)
-                                      or not isinstance(reserve_bytes, int)
-                                      or not 0 <= reserve_bytes <= MAX_RESERVE_BYTES):
+    if reserve_bytes is not None and not whole_in(reserve_bytes, 0, MAX_RESERVE_BYTES):
         raise _refuse("reserve_bytes", f"bytes, from 0 to {MAX_RESERVE_BYTES}")
-    if reserve_percent is not None and (
-            isinstance(reserve_percent, bool) or not isinstance(reserve_percent, int)
-            or not 0 <= reserve_percent <= room.MAX_RESERVE_PERCENT):
+    if reserve_percent is not None and not whole_in(reserve_percent, 0,
+                                                    room.MAX_RESERVE_PERCENT):
         raise _refuse("reserve_percent", f"a whole percent from 0 to "
                                          f"{room.MAX_RESERVE_PERCENT}")
     row, _ = PoolReserve.objects.update_or_create(

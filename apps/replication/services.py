@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.common.errors import Conflict, DomainError
+from apps.common.numbers import whole_in
 from apps.fleet import reserves
 from apps.fleet.models import Host
 from apps.ops import engine
@@ -100,15 +101,13 @@ def _apply(link: ReplicationLink, values: dict) -> None:
     for field, value in values.items():
         setattr(link, field, value)
     interval = link.interval_minutes
-    if isinstance(interval, bool) or not isinstance(interval, int) or not (
-            0 <= interval <= MAX_INTERVAL_MINUTES):
+    if not whole_in(interval, 0, MAX_INTERVAL_MINUTES):
         raise _refuse("interval_minutes", f"a whole number of minutes from 0 (on demand) to "
                                           f"{MAX_INTERVAL_MINUTES}")
     threshold = link.lag_threshold_minutes
     low, high = (int(core_lag.MIN_THRESHOLD.total_seconds() // 60),
                  int(core_lag.MAX_THRESHOLD.total_seconds() // 60))
-    if isinstance(threshold, bool) or not isinstance(threshold, int) or not (
-            low <= threshold <= high):
+    if not whole_in(threshold, low, high):
         raise _refuse("lag_threshold_minutes", f"a whole number of minutes from {low} to {high}")
     try:
         Policy(name="link", **link.keep_counts())

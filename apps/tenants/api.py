@@ -1,23 +1,18 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
-from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from apps.accounts.models import ApiToken
 from apps.accounts.roles import IsOperator, is_operator
-from apps.tenants import services, tokens
+from apps.tenants import services
 from apps.tenants.filters import ClusterAssignmentFilter, MembershipFilter
 from apps.tenants.models import ClusterAssignment, Membership, Tenant
 from apps.tenants.serializers import (
     ClusterAssignmentSerializer,
-    IssuedTokenSerializer,
     MembershipCreateSerializer,
     MembershipSerializer,
     TenantSerializer,
-    TokenCreateSerializer,
-    TokenSerializer,
 )
 
 
@@ -123,30 +118,3 @@ class ClusterAssignmentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
     def perform_destroy(self, instance):
         services.unassign_cluster(instance)
 
-
-class TokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """API tokens: your own; a tenant admin's members' too; an operator's, everyone's.
-
-    A new token is always the caller's own and carries the caller's rights.
-    """
-
-    queryset = ApiToken.objects.none()
-    serializer_class = TokenSerializer
-    permission_classes = [IsAuthenticated]
-
-    def get_queryset(self):
-        return tokens.visible_to(self.request.user)
-
-    @extend_schema(request=TokenCreateSerializer, responses={201: IssuedTokenSerializer})
-    def create(self, request):
-        body = TokenCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        token, raw = tokens.issue(request.user, body.validated_data["name"],
-                                  body.validated_data["expires_at"])
-        return Response(IssuedTokenSerializer(token, context={"raw": raw}).data,
-                        status=status.HTTP_201_CREATED)
-
-    @extend_schema(request=None, responses={200: TokenSerializer})
-    @action(detail=True, methods=["post"])
-    def revoke(self, request, pk=None):
-        return Response(TokenSerializer(tokens.revoke(self.get_object(), by=request.user)).data)

@@ -41,14 +41,6 @@ class ClusterForm(forms.Form):
         return int(host), data_dir
 
 
-class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, required=False, label="Token name",
-                           help_text="What it is for, e.g. CI.")
-    expires_in_days = forms.IntegerField(
-        min_value=1, max_value=3650, required=False, label="Expires after (days)",
-        help_text="Leave empty for a token that never expires.")
-
-
 class QuotaForm(forms.Form):
     """A tenant's clone quotas as an operator sets them; empty: no limit."""
 

@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 
 from apps.accounts.roles import is_operator
 from apps.common.errors import Conflict, DomainError
+from apps.common.numbers import whole_in
 from apps.fleet.models import Host, PgCluster
 from apps.tenants.models import ClusterAssignment, Membership, Tenant
 
@@ -43,6 +44,12 @@ def managed_tenants(user) -> QuerySet[Tenant]:
         return Tenant.objects.all()
     return Tenant.objects.filter(memberships__user=user,
                                  memberships__role=Membership.Role.TENANT_ADMIN)
+
+
+def managed_users(user) -> QuerySet:
+    """The accounts whose tokens `user` manages besides its own: a tenant admin's
+    tenant's members (apps.accounts.services.TOKEN_MANAGERS; operators manage all)."""
+    return get_user_model().objects.filter(membership__tenant__in=managed_tenants(user))
 
 
 def visible_assignments(user) -> QuerySet[ClusterAssignment]:
@@ -122,8 +129,7 @@ def set_quotas(tenant: Tenant, **values) -> Tenant:
         if field not in _QUOTA_RANGES:
             raise TenantError(f"{field}: not a quota.", fields={field: ["not a quota"]})
         low, high = _QUOTA_RANGES[field]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or not low <= value <= high):
+        if value is not None and not whole_in(value, low, high):
             raise TenantError(f"{field}: a whole number from {low} to {high}, or empty for "
                               "no limit.", fields={field: [f"from {low} to {high}, or empty"]})
         setattr(tenant, field, value)

@@ -13,6 +13,4 @@ urlpatterns = [
     path("tenants/members/<int:pk>/role/", views.member_role, name="role"),
     path("tenants/members/<int:pk>/delete/", views.member_remove, name="remove"),
     path("account/", views.mine, name="mine"),
-    path("account/tokens/", views.token_list, name="tokens"),
-    path("account/tokens/<int:pk>/revoke/", views.token_revoke, name="revoke"),
 ]

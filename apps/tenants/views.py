@@ -1,28 +1,24 @@
-"""Tenants (operators), a tenant's page (its members too), and everyone's tokens."""
+"""Tenants (operators), and a tenant's page (its members too)."""
 
 from __future__ import annotations
-
-from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.accounts.roles import is_operator, members_allowed
 from apps.common.errors import DomainError
 from apps.fleet.models import Host, PgCluster
 from apps.ops.ui_errors import on_form
-from apps.tenants import services, tokens
+from apps.tenants import services
 from apps.tenants.forms import (
     ClusterForm,
     MemberForm,
     QuotaForm,
     RoleForm,
     TenantForm,
-    TokenForm,
 )
 from apps.tenants.models import ClusterAssignment, Membership, Tenant
 
@@ -33,7 +29,7 @@ def mine(request):
     """A member's front page: its tenant's page, or its tokens without a tenant."""
     membership = services.membership_of(request.user)
     if membership is None:
-        return redirect("tenants:tokens")
+        return redirect("accounts:tokens")
     return redirect("tenants:detail", membership.tenant_id)
 
 
@@ -174,35 +170,3 @@ def cluster_unassign(request, pk: int):
                               f"unassigned from {assignment.tenant.name}.")
     return redirect("tenants:detail", assignment.tenant_id)
 
-
-@members_allowed
-@login_required
-def token_list(request):
-    """Your tokens (and those you may revoke); a new one is shown once, on this answer."""
-    form = TokenForm(request.POST or None)
-    issued = None
-    if request.method == "POST" and form.is_valid():
-        days = form.cleaned_data["expires_in_days"]
-        expires_at = timezone.now() + timedelta(days=days) if days else None
-        try:
-            issued = tokens.issue(request.user, form.cleaned_data["name"], expires_at)
-        except DomainError as exc:
-            on_form(form, exc)
-        else:
-            form = TokenForm()
-    response = render(request, "tenants/tokens.html", {
-        "form": form, "issued": issued, "tokens": tokens.visible_to(request.user),
-        "membership": services.membership_of(request.user)})
-    if issued:
-        response["Cache-Control"] = "no-store"
-    return response
-
-
-@members_allowed
-@login_required
-@require_POST
-def token_revoke(request, pk: int):
-    token = get_object_or_404(tokens.visible_to(request.user), pk=pk)
-    tokens.revoke(token, by=request.user)
-    messages.success(request, f"Token {token.name or token.hint} revoked.")
-    return redirect("tenants:tokens")

@@ -15,6 +15,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from apps.accounts import services as tokens
 from apps.accounts.models import ApiToken
 from apps.alerts.models import Channel, Delivery, ScrubSchedule, Silence
 from apps.audit import services as audit
@@ -27,7 +28,6 @@ from apps.replication.models import ReplicationLink
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
 from apps.telemetry.models import HostTelemetry, RawSample
 from apps.tenants import services as tenants
-from apps.tenants import tokens
 from apps.tenants.models import Membership
 from apps.tuning import services as tuning
 from apps.tuning.models import Profile

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from apps.common.numbers import is_whole
 from apps.remote.commands import InvalidValue, dataset_name
 
 MAX_SOURCES = 8
@@ -143,7 +144,7 @@ def _common(sources: tuple[str, ...]) -> list[str]:
 def _bandwidth(value: object) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_whole(value):
         raise ReplicationError("bandwidth_limit",
                                f"The bandwidth limit is a whole number of bytes per second, "
                                f"not {value!r}.")

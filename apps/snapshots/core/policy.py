@@ -51,6 +51,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from types import MappingProxyType
 
+from apps.common.numbers import is_whole
 from apps.snapshots.core import naming
 
 OWNER_PROPERTY = "pozol:owner"
@@ -167,7 +168,7 @@ def _check_word(field_name: str, value: object, limit: int, label: str) -> None:
 
 
 def _check_count(period: Period, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_whole(value):
         raise PolicyError(period.value, f"The number of {period.value} snapshots to keep must "
                                         f"be a whole number, not {value!r}.")
     if value < 0:
@@ -180,7 +181,7 @@ def _check_count(period: Period, value: object) -> None:
 
 
 def _check_frequent_minutes(value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value not in FREQUENT_MINUTES:
+    if not is_whole(value) or value not in FREQUENT_MINUTES:
         allowed = ", ".join(str(m) for m in FREQUENT_MINUTES)
         raise PolicyError("frequent_minutes", f"The frequent period must divide an hour: "
                                               f"{allowed} minutes, not {value!r}.")

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 
+from apps.common.numbers import is_number
 from apps.telemetry.core import rollup
 from apps.telemetry.core.pgstats import PgStats
 from apps.telemetry.core.rates import txg_rates
@@ -87,8 +88,7 @@ def _cluster(stats: PgStats) -> Values:
 
 
 def _numbers(values: dict) -> Values:
-    return {k: v for k, v in values.items()
-            if isinstance(v, int | float) and not isinstance(v, bool)}
+    return {k: v for k, v in values.items() if is_number(v)}
 
 
 def _known(values: Values) -> Values:

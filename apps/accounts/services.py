@@ -1,12 +1,15 @@
 """API tokens managed by their users: list, issue, revoke.
 
 A token carries its owner's rights and nothing more (authentication returns
-the owner). Everyone manages their own tokens; a tenant admin also sees and
-revokes its tenant's members' tokens; operators see and revoke any.
+the owner). Everyone manages their own tokens; operators see and revoke any.
+Who else's a user manages (a tenant admin: its tenant's members') is for the
+apps that group users to say: each appends to TOKEN_MANAGERS in its
+AppConfig.ready() (apps.tenants does), so accounts imports none of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from django.db.models import Q, QuerySet
@@ -15,7 +18,10 @@ from django.utils import timezone
 from apps.accounts.models import ApiToken
 from apps.accounts.roles import is_operator
 from apps.common.errors import DomainError
-from apps.tenants.models import Membership
+
+# Each gives, for a user who is not an operator, the accounts (a queryset of
+# users) whose tokens that user may list and revoke besides its own.
+TOKEN_MANAGERS: list[Callable[[object], QuerySet]] = []
 
 
 class TokenError(DomainError):
@@ -27,9 +33,10 @@ def visible_to(user) -> QuerySet[ApiToken]:
     tokens = ApiToken.objects.select_related("user", "revoked_by").order_by("-created_at", "-pk")
     if is_operator(user):
         return tokens
-    admin_of = Membership.objects.filter(user=user, role=Membership.Role.TENANT_ADMIN)
-    return tokens.filter(Q(user=user) | Q(user__membership__tenant__in=admin_of.values(
-        "tenant")))
+    allowed = Q(user=user)
+    for managed_users in TOKEN_MANAGERS:
+        allowed |= Q(user__in=managed_users(user))
+    return tokens.filter(allowed)
 
 
 def issue(owner, name: str, expires_at: datetime | None) -> tuple[ApiToken, str]:
