@@ -21,7 +21,7 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 
-from apps.remote.sizes import KiB, format_human_size
+from apps.common.sizes import KiB, format_human_size
 
 register = template.Library()
 

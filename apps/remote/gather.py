@@ -34,6 +34,7 @@ import re
 from dataclasses import asdict
 from functools import reduce
 
+from apps.common.sizes import MiB
 from apps.remote import commands, sudo
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, InvalidValue, cmd, script
@@ -53,7 +54,6 @@ from apps.remote.facts.host import (
 )
 from apps.remote.facts.sections import MARKER, Section, split_sections
 from apps.remote.shell import Runner
-from apps.remote.sizes import MiB
 
 BUNDLE_TIMEOUT = 180.0
 DATASET_PROPERTIES = (

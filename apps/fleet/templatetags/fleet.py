@@ -4,7 +4,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from apps.common.formatting import zfs_size
-from apps.remote.sizes import unit_bytes
+from apps.common.sizes import unit_bytes
 
 register = template.Library()
 # Its home is apps/common/formatting.py (a builtin); `{% load fleet %}` keeps offering it.

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from apps.remote.sizes import MiB
+from apps.common.sizes import MiB
 
 # The least dead space the advisor reports (rules_maintenance.MIN_DEAD_BYTES): a smaller
 # database cannot hold that much, so it costs discovery no psql session of its own.

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from apps.common.sizes import KiB, parse_zfs_size
 from apps.remote.facts.host import HostFacts
-from apps.remote.sizes import KiB, parse_zfs_size
 from apps.tuning.core import facts as r
 from apps.tuning.core import rules_maintenance, rules_postgres, rules_storage, rules_versions
 from apps.tuning.core.changes import Change, compute_changes, project

@@ -11,11 +11,11 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from apps.common.sizes import MiB, format_gib, parse_zfs_size
 from apps.remote.facts.host import Cluster, HostFacts
 from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.postgres import Setting
 from apps.remote.facts.zfs import PropertyValue
-from apps.remote.sizes import MiB, format_gib, parse_zfs_size
 from apps.tuning.core import facts as r
 from apps.tuning.core import pgsettings, pgvalues
 from apps.tuning.core.findings import Finding

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 
+from apps.common.sizes import unit_bytes
 from apps.remote.commands import pool_of
 from apps.remote.facts.host import Cluster, Dataset, Disk, HostFacts, Pool
 from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.postgres import Setting, find_setting
 from apps.remote.facts.zfs import Capabilities, version_tuple
 from apps.remote.facts.zpool import Vdev
-from apps.remote.sizes import unit_bytes
 
 ROLES = ("data", "wal", "other")
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")

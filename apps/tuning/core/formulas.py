@@ -21,9 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from apps.remote.facts.host import Cluster, HostFacts
-from apps.remote.facts.numbers import is_digits
-from apps.remote.sizes import (  # noqa: F401  (format_pg_size is part of this API)
+from apps.common.sizes import (  # noqa: F401  (format_pg_size is part of this API)
     SIZE_UNITS,
     KiB,
     MiB,
@@ -32,6 +30,8 @@ from apps.remote.sizes import (  # noqa: F401  (format_pg_size is part of this A
     parse_zfs_size,
     pg_size_in_unit,
 )
+from apps.remote.facts.host import Cluster, HostFacts
+from apps.remote.facts.numbers import is_digits
 from apps.tuning.core import facts as readers
 
 DISK_KINDS = ("hdd", "ssd", "nvme")

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from apps.common.sizes import format_pg_size, pg_size_in_unit, unit_bytes
 from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.postgres import Setting
-from apps.remote.sizes import format_pg_size, pg_size_in_unit, unit_bytes
 from apps.tuning.core import pgvalues
 
 TABLES = Path(__file__).with_name("pg_settings")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
+from apps.common.sizes import MiB, format_pg_size, pg_size_in_unit, unit_bytes
 from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.postgres import Setting
-from apps.remote.sizes import MiB, format_pg_size, pg_size_in_unit, unit_bytes
 
 _TRUE = ("on", "true", "yes", "1")
 _FALSE = ("off", "false", "no", "0")

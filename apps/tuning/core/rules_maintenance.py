@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from apps.common.sizes import GiB, MiB
 from apps.remote.facts.bloat import (
     SMALLEST_DATABASE,
     ClusterBloat,
@@ -13,7 +14,6 @@ from apps.remote.facts.bloat import (
     TableToast,
 )
 from apps.remote.facts.host import Cluster
-from apps.remote.sizes import GiB, MiB
 from apps.tuning.core import facts as r
 from apps.tuning.core import sources as src
 from apps.tuning.core.findings import Context, Finding, Rule

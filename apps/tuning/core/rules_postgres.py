@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from apps.common.sizes import GiB, KiB, MiB, parse_zfs_size
+from apps.common.sizes import format_gib as gib
 from apps.remote.facts.numbers import is_digits
 from apps.remote.facts.zfs import ZFS_FUSE
-from apps.remote.sizes import GiB, KiB, MiB, parse_zfs_size
-from apps.remote.sizes import format_gib as gib
 from apps.tuning.core import facts as r
 from apps.tuning.core import sources as src
 from apps.tuning.core.findings import Context, Finding, Rule

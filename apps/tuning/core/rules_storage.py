@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from apps.common.sizes import KiB, parse_zfs_size
 from apps.remote import snapshot_plan
 from apps.remote.facts.host import Dataset, Disk, Pool
-from apps.remote.sizes import KiB, parse_zfs_size
 from apps.tuning.core import facts as r
 from apps.tuning.core import sources as src
 from apps.tuning.core.findings import Context, Finding, Rule

@@ -7,8 +7,8 @@ host on an older release never hears about a default it does not have.
 
 from __future__ import annotations
 
-from apps.remote.sizes import MiB
-from apps.remote.sizes import format_gib as gib
+from apps.common.sizes import MiB
+from apps.common.sizes import format_gib as gib
 from apps.tuning.core import facts as r
 from apps.tuning.core import sources as src
 from apps.tuning.core.findings import Context, Finding, Rule

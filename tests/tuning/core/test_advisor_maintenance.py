@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from apps.common.sizes import GiB, MiB
 from apps.remote.facts import bloat
 from apps.remote.facts.bloat import ClusterBloat, DatabaseDeadTuples, ToastColumn
 from apps.remote.facts.host import HostFacts
-from apps.remote.sizes import GiB, MiB
 from apps.tuning.core import facts as r
 from apps.tuning.core import rules_maintenance
 from apps.tuning.core.advisor import advise

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from apps.common.sizes import MiB
 from apps.remote.facts.host import HostFacts
-from apps.remote.sizes import MiB
 from apps.tuning.core.advisor import advise
 from tests.tuning.core import hosts
 from tests.tuning.core.hosts import GiB, cluster, set_prop, set_setting
