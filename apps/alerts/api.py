@@ -1,6 +1,7 @@
 """/api/alert-rules/, /api/alert-channels/, /api/alerts/, /api/alert-silences/ and
 /api/alert-deliveries/: operator-only (the API's default), each calling services."""
 
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -32,11 +33,11 @@ class RuleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Updat
     lookup_field = "kind"
     lookup_value_regex = "[a-z_]+"
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         rules.ensure()
         return super().get_queryset()
 
-    def perform_update(self, serializer):
+    def perform_update(self, serializer) -> None:
         serializer.instance = services.update_rule(serializer.instance,
                                                    **serializer.validated_data)
 
@@ -47,21 +48,21 @@ class ChannelViewSet(viewsets.ModelViewSet):
     queryset = Channel.objects.all()
     serializer_class = ChannelSerializer
 
-    def perform_create(self, serializer):
+    def perform_create(self, serializer) -> None:
         serializer.instance = services.save_channel(Channel(**serializer.validated_data))
 
-    def perform_update(self, serializer):
+    def perform_update(self, serializer) -> None:
         channel = serializer.instance
         for name, value in serializer.validated_data.items():
             setattr(channel, name, value)
         serializer.instance = services.save_channel(channel)
 
-    def perform_destroy(self, instance):
+    def perform_destroy(self, instance) -> None:
         services.delete_channel(instance)
 
     @extend_schema(request=None, responses={202: DeliverySerializer})
     @action(detail=True, methods=["post"])
-    def test(self, request, pk=None):
+    def test(self, request, pk=None) -> Response:
         row = services.test_channel(self.get_object())
         return Response(DeliverySerializer(row).data, status=status.HTTP_202_ACCEPTED)
 
@@ -75,13 +76,13 @@ class AlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
     @extend_schema(request=None, responses={200: AlertSerializer})
     @action(detail=True, methods=["post"])
-    def acknowledge(self, request, pk=None):
+    def acknowledge(self, request, pk=None) -> Response:
         alert = services.acknowledge(self.get_object(), request.user)
         return Response(AlertSerializer(alert).data)
 
     @extend_schema(request=SilenceRequestSerializer, responses={201: SilenceSerializer})
     @action(detail=True, methods=["post"])
-    def silence(self, request, pk=None):
+    def silence(self, request, pk=None) -> Response:
         body = SilenceRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         made = services.silence_alert(self.get_object(), by=request.user,
@@ -97,13 +98,13 @@ class SilenceViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
     queryset = Silence.objects.select_related("created_by")
     serializer_class = SilenceSerializer
 
-    def perform_create(self, serializer):
+    def perform_create(self, serializer) -> None:
         data = serializer.validated_data
         serializer.instance = services.silence(
             host=data.get("host"), kind=data.get("kind", ""), minutes=data["minutes"],
             reason=data.get("reason", ""), by=self.request.user)
 
-    def perform_destroy(self, instance):
+    def perform_destroy(self, instance) -> None:
         services.end_silence(instance)
 
 
@@ -123,20 +124,20 @@ class ScrubScheduleViewSet(viewsets.ModelViewSet):
     queryset = ScrubSchedule.objects.select_related("host", "last_operation")
     serializer_class = ScrubScheduleSerializer
 
-    def perform_create(self, serializer):
+    def perform_create(self, serializer) -> None:
         data = serializer.validated_data
         serializer.instance = services.schedule_scrub(
             data["host"], data["pool"], every_days=data.get("every_days", 30),
             next_at=data.get("next_at"), enabled=data.get("enabled", True))
 
-    def perform_update(self, serializer):
+    def perform_update(self, serializer) -> None:
         changes = {k: v for k, v in serializer.validated_data.items()
                    if k not in ("host", "pool")}
         serializer.instance = services.update_scrub_schedule(serializer.instance, **changes)
 
     @extend_schema(request=None, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
-    def run(self, request, pk=None):
+    def run(self, request, pk=None) -> Response:
         operation = services.scrub_now(self.get_object(), by=request.user,
                                        trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)

@@ -2,6 +2,7 @@
 channels (test), silences and the delivery log. Each view calls one service."""
 
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -19,7 +20,7 @@ HISTORY = 50
 
 
 @login_required
-def alert_list(request):
+def alert_list(request) -> HttpResponse:
     alerts = Alert.objects.select_related("host", "acknowledged_by")
     return render(request, "alerts/list.html", {
         "open": alerts.filter(resolved_at=None),
@@ -29,7 +30,7 @@ def alert_list(request):
 
 
 @login_required
-def alert_detail(request, pk: int):
+def alert_detail(request, pk: int) -> HttpResponse:
     alert = get_object_or_404(Alert.objects.select_related("host", "acknowledged_by"), pk=pk)
     return render(request, "alerts/alert.html", {
         "alert": alert, "deliveries": alert.deliveries.select_related("channel"),
@@ -39,14 +40,14 @@ def alert_detail(request, pk: int):
 
 @login_required
 @require_POST
-def acknowledge(request, pk: int):
+def acknowledge(request, pk: int) -> HttpResponse:
     services.acknowledge(get_object_or_404(Alert, pk=pk), request.user)
     return redirect("alerts:alert", pk)
 
 
 @login_required
 @require_POST
-def silence(request, pk: int):
+def silence(request, pk: int) -> HttpResponse:
     alert = get_object_or_404(Alert, pk=pk)
     form = SilenceForm(request.POST)
     if form.is_valid():
@@ -59,20 +60,20 @@ def silence(request, pk: int):
 
 @login_required
 @require_POST
-def end_silence(request, pk: int):
+def end_silence(request, pk: int) -> HttpResponse:
     services.end_silence(get_object_or_404(Silence, pk=pk))
     return redirect("alerts:list")
 
 
 @login_required
-def rule_list(request):
+def rule_list(request) -> HttpResponse:
     rules.ensure()
     rows = [(rule, SPECS.get(rule.kind)) for rule in Rule.objects.all()]
     return render(request, "alerts/rules.html", {"rules": rows})
 
 
 @login_required
-def rule_edit(request, kind: str):
+def rule_edit(request, kind: str) -> HttpResponse:
     rules.ensure()
     rule = get_object_or_404(Rule, kind=kind)
     form = RuleForm(request.POST or None, instance=rule)
@@ -89,7 +90,7 @@ def rule_edit(request, kind: str):
 
 
 @login_required
-def channel_list(request):
+def channel_list(request) -> HttpResponse:
     form = ChannelForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -104,7 +105,7 @@ def channel_list(request):
 
 
 @login_required
-def channel_edit(request, pk: int):
+def channel_edit(request, pk: int) -> HttpResponse:
     channel = get_object_or_404(Channel, pk=pk)
     form = ChannelForm(request.POST or None, instance=channel)
     if request.method == "POST" and form.is_valid():
@@ -121,26 +122,26 @@ def channel_edit(request, pk: int):
 
 @login_required
 @require_POST
-def channel_test(request, pk: int):
+def channel_test(request, pk: int) -> HttpResponse:
     services.test_channel(get_object_or_404(Channel, pk=pk))
     return redirect("alerts:channel", pk)
 
 
 @login_required
 @require_POST
-def channel_delete(request, pk: int):
+def channel_delete(request, pk: int) -> HttpResponse:
     services.delete_channel(get_object_or_404(Channel, pk=pk))
     return redirect("alerts:channels")
 
 
 @login_required
-def delivery_list(request):
+def delivery_list(request) -> HttpResponse:
     rows = Delivery.objects.select_related("channel", "alert__host")[:200]
     return render(request, "alerts/deliveries.html", {"deliveries": rows})
 
 
 @login_required
-def scrub_list(request):
+def scrub_list(request) -> HttpResponse:
     form = ScrubForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -156,7 +157,7 @@ def scrub_list(request):
 
 @login_required
 @require_POST
-def scrub_run(request, pk: int):
+def scrub_run(request, pk: int) -> HttpResponse:
     operation = services.scrub_now(get_object_or_404(ScrubSchedule, pk=pk), by=request.user,
                                    trigger=Operation.Trigger.UI)
     return redirect("ops:operation", operation.pk)
@@ -164,6 +165,6 @@ def scrub_run(request, pk: int):
 
 @login_required
 @require_POST
-def scrub_delete(request, pk: int):
+def scrub_delete(request, pk: int) -> HttpResponse:
     services.delete_scrub_schedule(get_object_or_404(ScrubSchedule, pk=pk))
     return redirect("alerts:scrubs")

@@ -1,3 +1,4 @@
+from django.db.models import QuerySet
 from rest_framework import mixins, viewsets
 from rest_framework.permissions import BasePermission
 
@@ -28,13 +29,13 @@ class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     filterset_class = AuditFilter
     permission_classes = [ReadsAudit]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         return services.visible_to(self.request.user)
 
-    def filter_queryset(self, queryset):
+    def filter_queryset(self, queryset) -> QuerySet:
         return super().filter_queryset(queryset) if self.action == "list" else queryset
 
-    def paginate_queryset(self, queryset):
+    def paginate_queryset(self, queryset) -> list | None:
         page = super().paginate_queryset(queryset)
         # One query for the operations the page's requests started.
         return services.with_operations(page) if page is not None else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from apps.accounts.roles import is_operator, members_allowed
@@ -18,7 +19,7 @@ PER_PAGE = 50
 
 @members_allowed
 @login_required
-def audit_list(request):
+def audit_list(request) -> HttpResponse:
     """Operators see everything; a tenant admin its tenant's part; a bad filter is a 400."""
     if not (is_operator(request.user) or Membership.objects.filter(
             user=request.user, role=Membership.Role.TENANT_ADMIN).exists()):

@@ -26,7 +26,7 @@ class BenchmarkViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
     filterset_class = BenchmarkFilter
 
     @extend_schema(request=BenchmarkCreateSerializer, responses={201: BenchmarkSerializer})
-    def create(self, request, *args, **kwargs):
+    def create(self, request, *args, **kwargs) -> Response:
         body = BenchmarkCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -48,7 +48,7 @@ class ValidationViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
     filterset_class = ValidationFilter
 
     @extend_schema(request=ValidationCreateSerializer, responses={201: ValidationSerializer})
-    def create(self, request, *args, **kwargs):
+    def create(self, request, *args, **kwargs) -> Response:
         body = ValidationCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data

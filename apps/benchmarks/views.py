@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HTMX_STOP_POLLING
@@ -14,7 +15,7 @@ from apps.ops.ui_errors import back_on_refusal, cleaned
 
 
 @login_required
-def benchmark_list(request):
+def benchmark_list(request) -> HttpResponse:
     # The list shows names and figures: never a host's facts (about 68 KB each), an
     # operation's step state or a run's per-second series.
     benchmarks = list(Benchmark.objects.select_related("host", "operation")
@@ -31,7 +32,7 @@ def benchmark_list(request):
 
 
 @login_required
-def benchmark_detail(request, pk: int):
+def benchmark_detail(request, pk: int) -> HttpResponse:
     bench = get_object_or_404(Benchmark.objects.select_related("host", "operation"), pk=pk)
     context = {"bench": bench, "operation": bench.operation}
     if request.htmx:
@@ -49,7 +50,7 @@ def benchmark_detail(request, pk: int):
 
 @login_required
 @require_POST
-def run(request, host_pk: int):
+def run(request, host_pk: int) -> HttpResponse:
     host = get_object_or_404(Host, pk=host_pk)
     back_on_refusal(request, "fleet:host_section", host.pk, "benchmarks")
     form = RunForm(host, request.POST)
@@ -61,7 +62,7 @@ def run(request, host_pk: int):
 
 @login_required
 @require_POST
-def compare(request, pk: int):
+def compare(request, pk: int) -> HttpResponse:
     after = get_object_or_404(Benchmark, pk=pk)
     back_on_refusal(request, "benchmarks:benchmark", after.pk)
     data = cleaned(CompareForm(request.POST))
@@ -71,7 +72,7 @@ def compare(request, pk: int):
 
 @login_required
 @require_POST
-def run_again(request, pk: int):
+def run_again(request, pk: int) -> HttpResponse:
     """The validation's workload once more, on the same host and cluster."""
     validation = get_object_or_404(Validation.objects.select_related("after__host"), pk=pk)
     back_on_refusal(request, "benchmarks:validation", validation.pk)
@@ -83,7 +84,7 @@ def run_again(request, pk: int):
 
 
 @login_required
-def validation_detail(request, pk: int):
+def validation_detail(request, pk: int) -> HttpResponse:
     validation = get_object_or_404(
         Validation.objects.select_related("host", "before__operation", "after__operation"),
         pk=pk)

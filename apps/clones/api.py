@@ -5,6 +5,7 @@ is a CloneRefused or Conflict mapped to the API's error shape in apps.api.errors
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, mixins, status, viewsets
@@ -52,14 +53,14 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     filterset_class = CloneFilter
     permission_classes = [UsesClones]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         return tenancy.visible_clones(self.request.user)
 
-    def filter_queryset(self, queryset):
+    def filter_queryset(self, queryset) -> QuerySet:
         return super().filter_queryset(queryset) if self.action == "list" else queryset
 
     @extend_schema(request=CloneCreateSerializer, responses={202: CloneCreatedSerializer})
-    def create(self, request):
+    def create(self, request) -> Response:
         """Start making a clone. The answer holds the clone, its operation and the clone
         role's password: the only time the password is ever shown."""
         body = CloneCreateSerializer(data=request.data, user=request.user)
@@ -78,7 +79,7 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
                         headers={"Cache-Control": "no-store"})
 
     @extend_schema(responses={202: OperationSerializer})
-    def destroy(self, request, pk=None):
+    def destroy(self, request, pk=None) -> Response:
         """Stop the clone's PostgreSQL and destroy its datasets (the operation returned);
         409 while it is protected or busy."""
         operation = services.destroy_clone(self.get_object(), by=request.user,
@@ -87,7 +88,7 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
     @extend_schema(responses={200: TenantUsageSerializer(many=True)})
     @action(detail=False, methods=["get"], pagination_class=None, filter_backends=[])
-    def usage(self, request):
+    def usage(self, request) -> Response:
         """What each tenant's clones take of its quotas: yours, or every tenant's for an
         operator."""
         tenants = tenant_services.visible_tenants(request.user)
@@ -96,7 +97,7 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
     @extend_schema(request=CloneResetSerializer, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
-    def reset(self, request, pk=None):
+    def reset(self, request, pk=None) -> Response:
         """Make the clone again from a snapshot (or a fresh one), keeping its name, port,
         role and password; 409 unless it is ready or failed."""
         body = CloneResetSerializer(data=request.data)
@@ -112,12 +113,12 @@ class HostCloneSettingsView(APIView):
     the address they listen on, and the networks their role may connect from."""
 
     @extend_schema(responses=CloneSettingsSerializer)
-    def get(self, request, pk: int):
+    def get(self, request, pk: int) -> Response:
         host = get_object_or_404(Host.objects.only("pk"), pk=pk)
         return Response(CloneSettingsSerializer(services.settings_of(host)).data)
 
     @extend_schema(request=CloneSettingsSerializer, responses=CloneSettingsSerializer)
-    def put(self, request, pk: int):
+    def put(self, request, pk: int) -> Response:
         host = get_object_or_404(Host, pk=pk)
         body = CloneSettingsSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -136,11 +137,11 @@ class ClusterSnapshotsView(generics.GenericAPIView):
     filter_backends = []
     pagination_class = None
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         return tenancy.visible_assignments(self.request.user)
 
     @extend_schema(responses={200: ClusterSnapshotSerializer(many=True)})
-    def get(self, request, pk: int):
+    def get(self, request, pk: int) -> Response:
         assignment = self.get_object()
         rows = tenancy.snapshots_of(tenancy.cluster_of(assignment))[:500]
         return Response(ClusterSnapshotSerializer(rows, many=True).data)

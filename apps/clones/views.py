@@ -14,6 +14,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
@@ -35,7 +36,7 @@ def _host(pk: int) -> Host:
 
 @login_required
 @never_cache
-def new(request, host_pk: int):
+def new(request, host_pk: int) -> HttpResponse:
     """The form (GET), or make the clone and send the browser to its password page
     (POST-redirect-GET, so a refresh never makes a second clone)."""
     host = _host(host_pk)
@@ -59,7 +60,7 @@ def new(request, host_pk: int):
 SHOW_ONCE = "clones_password_once"
 
 
-def _to_password_once(request, clone: Clone):
+def _to_password_once(request, clone: Clone) -> HttpResponse:
     request.session[SHOW_ONCE] = [*request.session.get(SHOW_ONCE, []), clone.pk][-20:]
     return redirect("clones:password", clone.pk)
 
@@ -68,7 +69,7 @@ def _to_password_once(request, clone: Clone):
 @login_required
 @never_cache
 @require_safe
-def password(request, pk: int):
+def password(request, pk: int) -> HttpResponse:
     """The password of a clone this session has just made, shown once: the first GET
     takes the clone off the session's list, so a refresh, the back button or another
     browser finds it gone (and no form is resubmitted)."""
@@ -94,7 +95,7 @@ def _connection(clone: Clone) -> str:
 @members_allowed
 @login_required
 @require_POST
-def destroy(request, pk: int):
+def destroy(request, pk: int) -> HttpResponse:
     clone = get_object_or_404(tenancy.visible_clones(request.user), pk=pk)
     operation = services.destroy_clone(clone, by=request.user, trigger=Operation.Trigger.UI)
     request.audit_operation = operation.pk
@@ -108,7 +109,7 @@ def destroy(request, pk: int):
 @members_allowed
 @login_required
 @require_POST
-def reset(request, pk: int):
+def reset(request, pk: int) -> HttpResponse:
     clone = get_object_or_404(tenancy.visible_clones(request.user), pk=pk)
     form = ResetForm(request.POST)
     snapshot = (form.cleaned_data["snapshot"] or None) if form.is_valid() else None
@@ -125,7 +126,7 @@ def reset(request, pk: int):
 @members_allowed
 @login_required
 @require_safe
-def mine(request):
+def mine(request) -> HttpResponse:
     """Your tenant's clusters and clones, and what they take of its quotas."""
     if not tenancy.may_use_clones(request.user):
         raise PermissionDenied("Clones are for operators and the members of a tenant.")
@@ -142,7 +143,7 @@ def mine(request):
 @members_allowed
 @login_required
 @never_cache
-def cluster(request, pk: int):
+def cluster(request, pk: int) -> HttpResponse:
     """One of your clusters: its snapshots and the form that makes a clone (POST: off to
     the clone's password page, shown once)."""
     assignment = get_object_or_404(tenancy.visible_assignments(request.user), pk=pk)
@@ -173,7 +174,7 @@ def cluster(request, pk: int):
 @members_allowed
 @login_required
 @require_safe
-def clone(request, pk: int):
+def clone(request, pk: int) -> HttpResponse:
     """One clone: its state and its last operation's progress, live (htmx asks this page
     again every second while the operation runs and swaps in the part that changes)."""
     shown = get_object_or_404(tenancy.visible_clones(request.user), pk=pk)
@@ -184,7 +185,7 @@ def clone(request, pk: int):
 
 
 @login_required
-def host_settings(request, host_pk: int):
+def host_settings(request, host_pk: int) -> HttpResponse:
     host = get_object_or_404(Host, pk=host_pk)
     form = CloneSettingsForm.of(services.settings_of(host), request.POST or None)
     if request.method == "POST" and form.is_valid():

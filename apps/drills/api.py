@@ -6,6 +6,7 @@ a DrillError or Conflict, mapped in apps.api.errors."""
 from __future__ import annotations
 
 import django_filters
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
@@ -41,11 +42,11 @@ class DrillScheduleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     serializer_class = DrillScheduleSerializer
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         return queries.schedules()
 
     @extend_schema(request=DrillScheduleWriteSerializer, responses={201: DrillScheduleSerializer})
-    def create(self, request):
+    def create(self, request) -> Response:
         data = self._body(request)
         schedule = services.save_schedule(
             host=data.get("host"), cluster=data.get("cluster"), link=data.get("link"),
@@ -54,7 +55,7 @@ class DrillScheduleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         return Response(DrillScheduleSerializer(schedule).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=DrillScheduleWriteSerializer, responses=DrillScheduleSerializer)
-    def update(self, request, pk=None):
+    def update(self, request, pk=None) -> Response:
         """Change the interval, the check query or `enabled` (not what it drills)."""
         data = self._body(request)
         schedule = services.save_schedule(
@@ -62,12 +63,12 @@ class DrillScheduleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
             check_query=data["check_query"], enabled=data["enabled"], by=request.user)
         return Response(DrillScheduleSerializer(schedule).data)
 
-    def perform_destroy(self, instance):
+    def perform_destroy(self, instance) -> None:
         services.delete_schedule(instance)
 
     @extend_schema(request=None, responses={202: DrillRunSerializer})
     @action(detail=True, methods=["post"])
-    def run(self, request, pk=None):
+    def run(self, request, pk=None) -> Response:
         """Start a drill now; 409 while one runs. A drill with nothing to clone is
         answered at once, failed, with its reason."""
         run = services.run_now(self.get_object(), by=request.user,
@@ -90,7 +91,7 @@ class DrillRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     serializer_class = DrillRunSerializer
     filterset_class = DrillRunFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         return queries.runs()
 
 
@@ -99,7 +100,7 @@ class HostReconcileView(APIView):
     of) and remove those past the grace period: the operation returned says which."""
 
     @extend_schema(request=None, responses={202: OperationSerializer})
-    def post(self, request, pk: int):
+    def post(self, request, pk: int) -> Response:
         host = get_object_or_404(Host, pk=pk)
         operation = reconciler.reconcile(host, by=request.user)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
@@ -112,7 +113,7 @@ class SnapshotRecoverTableView(APIView):
     cloned) when `into` is there already; its result says how many rows came back."""
 
     @extend_schema(request=RecoverTableSerializer, responses={202: OperationSerializer})
-    def post(self, request, pk: int):
+    def post(self, request, pk: int) -> Response:
         snapshot = get_object_or_404(Snapshot, pk=pk)
         body = RecoverTableSerializer(data=request.data)
         body.is_valid(raise_exception=True)

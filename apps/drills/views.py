@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -21,18 +22,18 @@ FLEET_RUNS = 200
 
 
 @login_required
-def fleet(request):
+def fleet(request) -> HttpResponse:
     return render(request, "drills/list.html", {"runs": queries.runs()[:FLEET_RUNS],
                                                 "schedules": queries.schedules()})
 
 
 @login_required
-def run_detail(request, pk: int):
+def run_detail(request, pk: int) -> HttpResponse:
     return render(request, "drills/run.html", {"run": get_object_or_404(queries.runs(), pk=pk)})
 
 
 @login_required
-def new_schedule(request, host_pk: int):
+def new_schedule(request, host_pk: int) -> HttpResponse:
     host = get_object_or_404(Host, pk=host_pk)
     form = ScheduleForm(host, request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -52,7 +53,7 @@ def new_schedule(request, host_pk: int):
 
 @login_required
 @require_POST
-def run_now(request, pk: int):
+def run_now(request, pk: int) -> HttpResponse:
     schedule = get_object_or_404(DrillSchedule, pk=pk)
     run = services.run_now(schedule, by=request.user, trigger=Operation.Trigger.UI)
     if run.operation_id:
@@ -62,7 +63,7 @@ def run_now(request, pk: int):
 
 @login_required
 @require_POST
-def delete_schedule(request, pk: int):
+def delete_schedule(request, pk: int) -> HttpResponse:
     schedule = get_object_or_404(DrillSchedule, pk=pk)
     services.delete_schedule(schedule)
     messages.success(request, f"Drill schedule of {schedule.source_label} removed; its runs "
@@ -72,7 +73,7 @@ def delete_schedule(request, pk: int):
 
 @login_required
 @require_POST
-def reconcile(request, host_pk: int):
+def reconcile(request, host_pk: int) -> HttpResponse:
     host = get_object_or_404(Host, pk=host_pk)
     operation = reconciler.reconcile(host, by=request.user, trigger=Operation.Trigger.UI)
     return redirect("ops:operation", operation.pk)

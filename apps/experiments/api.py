@@ -28,7 +28,7 @@ class ExperimentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
     serializer_class = ExperimentSerializer
 
     @extend_schema(request=ExperimentCreateSerializer, responses={201: ExperimentSerializer})
-    def create(self, request, *args, **kwargs):
+    def create(self, request, *args, **kwargs) -> Response:
         body = ExperimentCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
@@ -39,7 +39,7 @@ class ExperimentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
 
     @extend_schema(responses={200: TemplateSerializer(many=True)})
     @action(detail=False, methods=["get"], pagination_class=None, filter_backends=[])
-    def templates(self, request):
+    def templates(self, request) -> Response:
         """The built-in templates, each with the published figure it reproduces."""
         return Response(TemplateSerializer(services.templates(), many=True).data)
 
@@ -51,12 +51,12 @@ class ScriptViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
     queryset = Script.objects.prefetch_related("versions")
     serializer_class = ScriptSerializer
 
-    def list(self, request, *args, **kwargs):
+    def list(self, request, *args, **kwargs) -> Response:
         services.ensure_builtin_scripts()
         return super().list(request, *args, **kwargs)
 
     @extend_schema(request=ScriptCreateSerializer, responses={201: ScriptSerializer})
-    def create(self, request, *args, **kwargs):
+    def create(self, request, *args, **kwargs) -> Response:
         body = ScriptCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         script = services.create_script(by=request.user, **body.validated_data)
@@ -65,7 +65,7 @@ class ScriptViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
     @extend_schema(request=ScriptVersionCreateSerializer,
                    responses={201: ScriptVersionSerializer})
     @action(detail=True, methods=["post"])
-    def versions(self, request, pk=None):
+    def versions(self, request, pk=None) -> Response:
         body = ScriptVersionCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         version = services.add_script_version(self.get_object(), by=request.user,

@@ -1,4 +1,5 @@
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HTMX_STOP_POLLING
@@ -12,7 +13,7 @@ from apps.ops.ui_errors import back_on_refusal, cleaned
 
 
 @login_required
-def experiment_list(request):
+def experiment_list(request) -> HttpResponse:
     experiments = Experiment.objects.select_related("host", "operation") \
         .defer("host__facts", "operation__state")[:100]
     return render(request, "experiments/list.html", {
@@ -21,7 +22,7 @@ def experiment_list(request):
 
 
 @login_required
-def experiment_detail(request, pk: int):
+def experiment_detail(request, pk: int) -> HttpResponse:
     exp = get_object_or_404(Experiment.objects.select_related("host", "operation",
                                                                "script_version__script"), pk=pk)
     context = {"exp": exp, "operation": exp.operation, "runs": exp.runs.all(),
@@ -36,7 +37,7 @@ def experiment_detail(request, pk: int):
 
 @login_required
 @require_POST
-def create(request):
+def create(request) -> HttpResponse:
     back_on_refusal(request, "experiments:list")
     form = NewExperimentForm(request.POST)
     host = cleaned(form)["host"]
@@ -47,7 +48,7 @@ def create(request):
 
 @login_required
 @require_POST
-def cancel(request, pk: int):
+def cancel(request, pk: int) -> HttpResponse:
     exp = get_object_or_404(Experiment.objects.select_related("operation"), pk=pk)
     services.cancel_experiment(exp, by=request.user)
     return redirect("experiments:experiment", exp.pk)

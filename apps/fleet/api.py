@@ -1,5 +1,5 @@
 from django.db import transaction
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -7,6 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from apps.fleet import reserves, services
@@ -33,7 +34,7 @@ class HostViewSet(viewsets.ModelViewSet):
 
     queryset = Host.objects.all()
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         open_alerts = Prefetch("alerts", Alert.objects.filter(resolved_at=None)
                                .only("host_id", "message"), to_attr="open_alert_rows")
         hosts = super().get_queryset().prefetch_related(open_alerts)
@@ -41,12 +42,12 @@ class HostViewSet(viewsets.ModelViewSet):
             hosts = hosts.defer(*HostSerializer.UNSHOWN)
         return hosts
 
-    def get_serializer_class(self):
+    def get_serializer_class(self) -> type[BaseSerializer]:
         return {"create": HostCreateSerializer, "update": HostUpdateSerializer,
                 "partial_update": HostUpdateSerializer}.get(self.action, HostSerializer)
 
     @extend_schema(responses={201: HostCreatedSerializer})
-    def create(self, request, *args, **kwargs):
+    def create(self, request, *args, **kwargs) -> Response:
         serializer = HostCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         host, operation = services.add_host(**serializer.validated_data,
@@ -55,7 +56,7 @@ class HostViewSet(viewsets.ModelViewSet):
         return Response(HostCreatedSerializer(host).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=HostSerializer)
-    def update(self, request, *args, **kwargs):
+    def update(self, request, *args, **kwargs) -> Response:
         super().update(request, *args, **kwargs)
         return Response(HostSerializer(self.get_object()).data)
 
@@ -64,14 +65,14 @@ class HostViewSet(viewsets.ModelViewSet):
 
     @extend_schema(request=None, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
-    def discover(self, request, pk=None):
+    def discover(self, request, pk=None) -> Response:
         operation = services.discover(self.get_object(), trigger=Operation.Trigger.API,
                                       by=request.user)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=FingerprintSerializer, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"], url_path="confirm-host-key")
-    def confirm_host_key(self, request, pk=None):
+    def confirm_host_key(self, request, pk=None) -> Response:
         body = FingerprintSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         with transaction.atomic():
@@ -82,7 +83,7 @@ class HostViewSet(viewsets.ModelViewSet):
 
     @extend_schema(request=None, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"], url_path="forget-host-key")
-    def forget_host_key(self, request, pk=None):
+    def forget_host_key(self, request, pk=None) -> Response:
         """After a host was re-installed: fetch its new key for confirmation."""
         operation = services.accept_changed_host_key(self.get_object(), by=request.user,
                                                      trigger=Operation.Trigger.API)
@@ -94,7 +95,7 @@ class HostViewSet(viewsets.ModelViewSet):
         "datasets with all their properties, disks and PostgreSQL clusters with every "
         "pg_settings row. The host list and detail leave it out."))
     @action(detail=True, methods=["get"])
-    def facts(self, request, pk=None):
+    def facts(self, request, pk=None) -> Response:
         return Response(self.get_object().facts)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, parameters=[OpenApiParameter(
@@ -103,34 +104,34 @@ class HostViewSet(viewsets.ModelViewSet):
         "/etc/sudoers.d/pozol, mode 0440): each rule with what it grants. `check` is what "
         "the last discovery through that login found missing in `sudo -n -l`."))
     @action(detail=True, methods=["get"])
-    def sudoers(self, request, pk=None):
+    def sudoers(self, request, pk=None) -> Response:
         return Response(services.sudoers(self.get_object(), request.query_params.get("login")))
 
-    def _related(self, related_name: str, serializer_class):
+    def _related(self, related_name: str, serializer_class: type[BaseSerializer]) -> Response:
         rows = getattr(self.get_object(), related_name).all()
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(serializer_class(page, many=True).data)
 
     @extend_schema(responses=DatasetSerializer(many=True))
     @action(detail=True, methods=["get"])
-    def datasets(self, request, pk=None):
+    def datasets(self, request, pk=None) -> Response:
         return self._related("datasets", DatasetSerializer)
 
     @extend_schema(responses=PoolSerializer(many=True))
     @action(detail=True, methods=["get"])
-    def pools(self, request, pk=None):
+    def pools(self, request, pk=None) -> Response:
         return self._related("pools", PoolSerializer)
 
     @extend_schema(responses=PgClusterSerializer(many=True))
     @action(detail=True, methods=["get"])
-    def clusters(self, request, pk=None):
+    def clusters(self, request, pk=None) -> Response:
         return self._related("clusters", PgClusterSerializer)
 
     @extend_schema(request=RetireClusterSerializer, responses={204: None}, description=(
         "Retire a cluster that is gone for good: discovery keeps one it no longer finds, "
         "marked not running (cluster_down open), until this. Refused while it runs."))
     @action(detail=True, methods=["post"], url_path="retire-cluster")
-    def retire_cluster(self, request, pk=None):
+    def retire_cluster(self, request, pk=None) -> Response:
         body = RetireClusterSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         services.retire_cluster(self.get_object(), body.validated_data["cluster"])
@@ -138,7 +139,7 @@ class HostViewSet(viewsets.ModelViewSet):
 
     @extend_schema(responses=DiskSerializer(many=True))
     @action(detail=True, methods=["get"])
-    def disks(self, request, pk=None):
+    def disks(self, request, pk=None) -> Response:
         return self._related("disks", DiskSerializer)
 
 
@@ -148,7 +149,7 @@ class HostPoolReservesView(APIView):
     free space below it. Kept by host and pool name, so rediscovery keeps it."""
 
     @extend_schema(responses=PoolReserveSerializer(many=True))
-    def get(self, request, pk: int):
+    def get(self, request, pk: int) -> Response:
         host = get_object_or_404(Host.objects.only("pk", "name"), pk=pk)
         return Response(PoolReserveSerializer(reserves.shown(host), many=True).data)
 
@@ -158,7 +159,7 @@ class HostPoolReserveView(APIView):
     the default (10%)."""
 
     @extend_schema(responses=PoolReserveSerializer)
-    def get(self, request, pk: int, pool: str):
+    def get(self, request, pk: int, pool: str) -> Response:
         host = get_object_or_404(Host.objects.only("pk", "name"), pk=pk)
         row = reserves.shown_one(host, pool)
         if row is None:
@@ -166,7 +167,7 @@ class HostPoolReserveView(APIView):
         return Response(PoolReserveSerializer(row).data)
 
     @extend_schema(request=PoolReserveSerializer, responses=PoolReserveSerializer)
-    def put(self, request, pk: int, pool: str):
+    def put(self, request, pk: int, pool: str) -> Response:
         host = get_object_or_404(Host.objects.only("pk", "name"), pk=pk)
         body = PoolReserveSerializer(data=request.data)
         body.is_valid(raise_exception=True)

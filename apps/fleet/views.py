@@ -4,8 +4,8 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, F, OuterRef, Prefetch, Q, Subquery
-from django.http import Http404
+from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
@@ -27,7 +27,7 @@ POOL_COLUMNS = ("host_id", "name", "health", "size", "capacity")
 CLUSTER_COLUMNS = ("host_id", "version", "port")
 
 
-def with_summary(hosts):
+def with_summary(hosts: QuerySet) -> QuerySet:
     """Hosts with what the header and the overview show beside their own columns:
     open alerts, the operation running now, and each app's summaries; all in the
     hosts' own query, whatever their number."""
@@ -52,7 +52,7 @@ def sort_orders() -> dict[str, tuple[str, tuple]]:
     return orders
 
 
-def overview_hosts(search: str = "", sort: str = ""):
+def overview_hosts(search: str = "", sort: str = "") -> QuerySet:
     hosts = (with_summary(Host.objects.search(search).only(*OVERVIEW_COLUMNS))
              .prefetch_related(Prefetch("pools", Pool.objects.only(*POOL_COLUMNS)),
                                Prefetch("clusters", PgCluster.objects.only(*CLUSTER_COLUMNS))))
@@ -65,7 +65,7 @@ def overview_hosts(search: str = "", sort: str = ""):
 
 
 @login_required
-def overview(request):
+def overview(request) -> HttpResponse:
     search = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "")
     sort = sort if sort in sort_orders() else ""
@@ -85,7 +85,7 @@ def overview(request):
     return _render(request, "fleet/_hosts.html", "fleet/overview.html", context)
 
 
-def _render(request, partial: str, page: str, context: dict):
+def _render(request, partial: str, page: str, context: dict) -> HttpResponse:
     """The partial for an htmx swap, the whole page otherwise (also when htmx
     restores history it has no copy of)."""
     swap = request.htmx and not request.htmx.history_restore_request
@@ -95,7 +95,7 @@ def _render(request, partial: str, page: str, context: dict):
 
 
 @login_required
-def add_host(request):
+def add_host(request) -> HttpResponse:
     form = AddHostForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -117,7 +117,7 @@ def host_page_host(pk: int) -> Host:
 
 
 @login_required
-def host_detail(request, pk: int, section: str = "overview"):
+def host_detail(request, pk: int, section: str = "overview") -> HttpResponse:
     """The host page: its header, then one section (a tab), each at its own URL."""
     shown = sections.section(section)
     if shown is None:
@@ -133,7 +133,7 @@ def host_detail(request, pk: int, section: str = "overview"):
 
 
 @login_required
-def pool_reserve(request, pk: int, pool: str):
+def pool_reserve(request, pk: int, pool: str) -> HttpResponse:
     """One pool's reserve (the free space clones, snapshots, receives and experiments
     leave alone)."""
     host = get_object_or_404(Host.objects.only("pk", "name"), pk=pk)
@@ -154,7 +154,7 @@ def pool_reserve(request, pk: int, pool: str):
 
 @login_required
 @require_POST
-def discover(request, pk: int):
+def discover(request, pk: int) -> HttpResponse:
     operation = services.discover(get_object_or_404(Host, pk=pk),
                                   trigger=Operation.Trigger.UI, by=request.user)
     return redirect("ops:operation", operation.pk)
@@ -162,7 +162,7 @@ def discover(request, pk: int):
 
 @login_required
 @require_POST
-def confirm_host_key(request, pk: int):
+def confirm_host_key(request, pk: int) -> HttpResponse:
     host = get_object_or_404(Host, pk=pk)
     back_on_refusal(request, "fleet:host", pk)
     fingerprint = cleaned(ConfirmHostKeyForm(request.POST))["fingerprint"]
@@ -172,7 +172,7 @@ def confirm_host_key(request, pk: int):
 
 @login_required
 @require_POST
-def forget_host_key(request, pk: int):
+def forget_host_key(request, pk: int) -> HttpResponse:
     operation = services.accept_changed_host_key(get_object_or_404(Host, pk=pk),
                                                  by=request.user)
     return redirect("ops:operation", operation.pk)
@@ -180,7 +180,7 @@ def forget_host_key(request, pk: int):
 
 @login_required
 @require_POST
-def delete_host(request, pk: int):
+def delete_host(request, pk: int) -> HttpResponse:
     host = get_object_or_404(Host, pk=pk)
     services.remove_host(host)
     messages.info(request, f"Host {host.name} removed from PoZoL (nothing on it was touched).")

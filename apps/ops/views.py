@@ -1,5 +1,5 @@
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponseBadRequest
+from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HTMX_STOP_POLLING
@@ -14,7 +14,7 @@ PER_PAGE = 50
 
 
 @login_required
-def operation_list(request):
+def operation_list(request) -> HttpResponse:
     """Newest first, filtered by the form above the table; a bad filter is a 400 that says why."""
     filters = OperationPageFilter(request.GET, queryset=Operation.objects.for_table())
     if not filters.is_valid():
@@ -30,7 +30,7 @@ def operation_list(request):
 
 
 @login_required
-def operation_detail(request, pk: int):
+def operation_detail(request, pk: int) -> HttpResponse:
     """The page, or (polled by htmx) its state and the log lines after ?after=<line id>.
 
     The operation is read before its lines: a poll that sees it ended also
@@ -61,7 +61,7 @@ def _line_id(raw: str | None) -> int | None:
 
 @login_required
 @require_POST
-def operation_cancel(request, pk: int):
+def operation_cancel(request, pk: int) -> HttpResponse:
     """Stop an operation between steps, as the API's cancel does; an ended one stays as it is."""
     operation = get_object_or_404(Operation, pk=pk)
     engine.cancel(operation, f"cancelled by {request.user.username}")

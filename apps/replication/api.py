@@ -4,6 +4,7 @@ LinkError or Conflict mapped to the API's error shape in apps.api.errors."""
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -39,10 +40,10 @@ class ReplicationLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     serializer_class = ReplicationLinkSerializer
     filterset_class = LinkFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         return queries.for_table()
 
-    def filter_queryset(self, queryset):
+    def filter_queryset(self, queryset) -> QuerySet:
         return super().filter_queryset(queryset) if self.action == "list" else queryset
 
     def _shown(self, link: ReplicationLink, code: int = status.HTTP_200_OK) -> Response:
@@ -51,14 +52,14 @@ class ReplicationLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     @extend_schema(request=LinkCreateSerializer,
                    responses={201: ReplicationLinkSerializer})
-    def create(self, request):
+    def create(self, request) -> Response:
         body = LinkCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         link = services.create_link(**body.validated_data, by=request.user)
         return self._shown(link, status.HTTP_201_CREATED)
 
     @extend_schema(request=SettingsSerializer, responses={200: ReplicationLinkSerializer})
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, pk=None) -> Response:
         """Change the settings; the name, the hosts, the source and the target parent
         cannot change (make a new link)."""
         link = self.get_object()
@@ -70,7 +71,7 @@ class ReplicationLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         return self._shown(services.update_link(link, body.validated_data, by=request.user))
 
     @extend_schema(responses={202: OperationSerializer})
-    def destroy(self, request, pk=None):
+    def destroy(self, request, pk=None) -> Response:
         """Forget the link and start removing its key and holds from both hosts (the
         operation returned). What it received stays on the target."""
         return _accepted(services.delete_link(self.get_object(), by=request.user,
@@ -78,25 +79,25 @@ class ReplicationLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     @extend_schema(request=None, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
-    def run(self, request, pk=None):
+    def run(self, request, pk=None) -> Response:
         """Start one run now (also while paused); 409 while one runs."""
         return _accepted(services.run_now(self.get_object(), by=request.user,
                                           trigger=Operation.Trigger.API))
 
     @extend_schema(request=None, responses={200: ReplicationLinkSerializer})
     @action(detail=True, methods=["post"])
-    def pause(self, request, pk=None):
+    def pause(self, request, pk=None) -> Response:
         """Stop scheduled runs; a run in progress finishes."""
         return self._shown(services.pause(self.get_object(), by=request.user))
 
     @extend_schema(request=None, responses={200: ReplicationLinkSerializer})
     @action(detail=True, methods=["post"])
-    def resume(self, request, pk=None):
+    def resume(self, request, pk=None) -> Response:
         return self._shown(services.resume(self.get_object(), by=request.user))
 
     @extend_schema(request=None, responses={200: ReplicationLinkSerializer})
     @action(detail=True, methods=["post", "delete"], url_path="rollback-opt-in")
-    def rollback_opt_in(self, request, pk=None):
+    def rollback_opt_in(self, request, pk=None) -> Response:
         """POST: allow runs to roll a diverged target back to the common snapshot,
         destroying what diverged there (who and when are recorded). DELETE: withdraw it."""
         link = self.get_object()

@@ -3,7 +3,7 @@ from the host and those that receive into it, with their state and lag."""
 
 from __future__ import annotations
 
-from django.db.models import Exists, F, OuterRef, Subquery
+from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from apps.fleet.models import Host
@@ -20,7 +20,7 @@ def context(host: Host) -> dict:
                            (f"Received into {host.name}", incoming, "source")]}
 
 
-def with_lag(hosts):
+def with_lag(hosts: QuerySet) -> QuerySet:
     """The oldest "newest received snapshot" of the host's active outgoing links (a
     link that never delivered counts from its creation, as its lag does): the host's
     worst replication lag, in the hosts' own query. None: no active link."""

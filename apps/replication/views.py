@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HTMX_STOP_POLLING
@@ -24,7 +25,7 @@ RECENT_RUNS = 20
 
 
 @login_required
-def link_list(request):
+def link_list(request) -> HttpResponse:
     links = queries.shown(queries.for_table())
     context = {"links": links,
                "polling": any(link.running_operation_id for link in links)}
@@ -35,7 +36,7 @@ def link_list(request):
 
 
 @login_required
-def link_new(request):
+def link_new(request) -> HttpResponse:
     form = NewLinkForm(request.POST or None, source_host=request.GET.get("source_host"))
     if request.method == "POST" and form.is_valid():
         try:
@@ -56,7 +57,7 @@ def _schedule(link: ReplicationLink) -> str:
 
 
 @login_required
-def link_detail(request, pk: int):
+def link_detail(request, pk: int) -> HttpResponse:
     link = get_object_or_404(queries.for_table(), pk=pk)
     link = queries.shown([link])[0]
     if request.htmx and request.htmx.target == "link-live":
@@ -79,7 +80,7 @@ def link_detail(request, pk: int):
 
 @login_required
 @require_POST
-def run(request, pk: int):
+def run(request, pk: int) -> HttpResponse:
     link = get_object_or_404(ReplicationLink, pk=pk)
     operation = services.run_now(link, by=request.user, trigger=Operation.Trigger.UI)
     return redirect("ops:operation", operation.pk)
@@ -87,7 +88,7 @@ def run(request, pk: int):
 
 @login_required
 @require_POST
-def delete(request, pk: int):
+def delete(request, pk: int) -> HttpResponse:
     link = get_object_or_404(ReplicationLink, pk=pk)
     operation = services.delete_link(link, by=request.user, trigger=Operation.Trigger.UI)
     messages.success(request, f"Link {link.name} deleted; this operation removes its key "
@@ -106,7 +107,7 @@ TOGGLES = {"pause": (services.pause, "paused: scheduled runs stop"),
 
 @login_required
 @require_POST
-def toggle(request, pk: int, action: str):
+def toggle(request, pk: int, action: str) -> HttpResponse:
     link = get_object_or_404(ReplicationLink, pk=pk)
     change, said = TOGGLES[action]
     change(link, by=request.user)

@@ -1,3 +1,4 @@
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -38,12 +39,12 @@ class HostSnapshotsView(generics.ListAPIView):
     serializer_class = SnapshotSerializer
     filterset_class = SnapshotFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         host = get_object_or_404(Host.objects.only("pk"), pk=self.kwargs["pk"])
         return Snapshot.objects.filter(host=host)
 
     @extend_schema(request=SnapshotCreateSerializer, responses={202: OperationSerializer})
-    def post(self, request, pk: int):
+    def post(self, request, pk: int) -> Response:
         host = get_object_or_404(Host, pk=pk)
         body = SnapshotCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -63,11 +64,11 @@ class SnapshotViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     serializer_class = SnapshotSerializer
     filterset_class = SnapshotFilter
 
-    def filter_queryset(self, queryset):
+    def filter_queryset(self, queryset) -> QuerySet:
         return super().filter_queryset(queryset) if self.action == "list" else queryset
 
     @extend_schema(parameters=[FORCE], responses={202: OperationSerializer})
-    def destroy(self, request, *args, **kwargs):
+    def destroy(self, request, *args, **kwargs) -> Response:
         force = request.query_params.get("force", "false")
         if force not in ("true", "false"):
             raise ValidationError({"force": ["true or false"]})
@@ -77,20 +78,20 @@ class SnapshotViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     @extend_schema(request=None, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
-    def hold(self, request, pk=None):
+    def hold(self, request, pk=None) -> Response:
         return _accepted(services.hold(self.get_object(), by=request.user,
                                        trigger=Operation.Trigger.API))
 
     @extend_schema(request=None, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
-    def release(self, request, pk=None):
+    def release(self, request, pk=None) -> Response:
         return _accepted(services.release(self.get_object(), by=request.user,
                                           trigger=Operation.Trigger.API))
 
 
     @extend_schema(request=SnapshotRollbackSerializer, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
-    def rollback(self, request, pk=None):
+    def rollback(self, request, pk=None) -> Response:
         """Roll this snapshot's PostgreSQL cluster back to it: stopped, data and WAL rolled
         back together, started. 409 when newer snapshots are in the way (say destroy_newer)
         or one of them may not be destroyed."""
@@ -110,7 +111,7 @@ class SnapshotPolicyViewSet(viewsets.ModelViewSet):
     @extend_schema(request=PolicyPreviewSerializer,
                    responses={200: PolicyPreviewResultSerializer})
     @action(detail=True, methods=["post"])
-    def preview(self, request, pk=None):
+    def preview(self, request, pk=None) -> Response:
         """Per assigned target, exactly which existing snapshots the proposed values
         would have the next prune destroy; nothing is saved."""
         body = PolicyPreviewSerializer(data=request.data)
@@ -127,7 +128,7 @@ class PolicyAssignmentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
     queryset = PolicyAssignment.objects.select_related("policy", "host")
     serializer_class = PolicyAssignmentSerializer
 
-    def perform_create(self, serializer):
+    def perform_create(self, serializer) -> None:
         data = serializer.validated_data
         serializer.instance = policies.assign(
             data["policy"], data["host"], cluster_data_dir=data["cluster_data_dir"],

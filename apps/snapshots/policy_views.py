@@ -8,6 +8,7 @@ list without saving.
 
 from django.contrib.auth.decorators import login_required
 from django.core import signing
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -22,13 +23,13 @@ SALT = "snapshots.policy-preview"
 
 
 @login_required
-def policy_list(request):
+def policy_list(request) -> HttpResponse:
     rows = SnapshotPolicy.objects.prefetch_related("assignments__host")
     return render(request, "snapshots/policies.html", {"policies": rows})
 
 
 @login_required
-def policy_edit(request, pk: int | None = None):
+def policy_edit(request, pk: int | None = None) -> HttpResponse:
     policy = get_object_or_404(SnapshotPolicy, pk=pk) if pk else None
     form = PolicyForm(request.POST or None, instance=policy)
     targets = None
@@ -74,7 +75,7 @@ def _confirmed(form: PolicyForm) -> bool:
 
 @login_required
 @require_POST
-def policy_preview(request, pk: int):
+def policy_preview(request, pk: int) -> HttpResponse:
     """The htmx fragment: what the next prune would destroy with the posted values."""
     policy = get_object_or_404(SnapshotPolicy, pk=pk)
     form = PolicyForm(request.POST, instance=policy)
@@ -92,7 +93,7 @@ def policy_preview(request, pk: int):
 
 @login_required
 @require_POST
-def assign(request, pk: int):
+def assign(request, pk: int) -> HttpResponse:
     policy = get_object_or_404(SnapshotPolicy, pk=pk)
     form = AssignForm(request.POST)
     host = get_object_or_404(Host, pk=cleaned(form, "host")["host"])
@@ -102,7 +103,7 @@ def assign(request, pk: int):
 
 @login_required
 @require_POST
-def unassign(request, pk: int):
+def unassign(request, pk: int) -> HttpResponse:
     assignment = get_object_or_404(PolicyAssignment, pk=pk)
     policies.unassign(assignment)
     return redirect("snapshots:policy", assignment.policy_id)

@@ -6,6 +6,7 @@ Thin: each view reads its form (apps.snapshots.forms) and calls one service; a r
 """
 
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
@@ -19,7 +20,7 @@ from apps.snapshots.models import Snapshot
 
 @login_required
 @require_POST
-def take(request, host_pk: int):
+def take(request, host_pk: int) -> HttpResponse:
     host = get_object_or_404(Host, pk=host_pk)
     data = cleaned(SnapshotNowForm(request.POST))
     kind, value = data["target"]
@@ -36,7 +37,7 @@ ACTIONS = {"hold": services.hold, "release": services.release, "destroy": servic
 
 @login_required
 @require_POST
-def act(request, pk: int, action: str):
+def act(request, pk: int, action: str) -> HttpResponse:
     snapshot = get_object_or_404(Snapshot.objects.select_related("host"), pk=pk)
     operation = ACTIONS[action](snapshot, by=request.user, trigger=Operation.Trigger.UI)
     return redirect("ops:operation", operation.pk)

@@ -19,7 +19,7 @@ class HostTelemetryView(generics.GenericAPIView):
 
     @extend_schema(parameters=[TelemetryQuerySerializer],
                    responses={200: TelemetryReadingSerializer})
-    def get(self, request, pk: int):
+    def get(self, request, pk: int) -> Response:
         host = get_object_or_404(Host.objects.only("pk"), pk=pk)
         query = TelemetryQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)

@@ -5,7 +5,7 @@ first), and the fleet's space saved by compression."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import Count, F, Sum
+from django.db.models import Count, F, QuerySet, Sum
 
 from apps.fleet.models import Host
 from apps.fleet.sections import (
@@ -26,7 +26,7 @@ _NOW = {"telemetry_arc": F("telemetry__arc_hit_rate"), "telemetry_tps": F("telem
         "telemetry_at": F("telemetry__last_sample_at")}
 
 
-def with_now(hosts):
+def with_now(hosts: QuerySet) -> QuerySet:
     return hosts.annotate(**_NOW)
 
 

@@ -4,7 +4,7 @@ shape) and its current values, polled by htmx."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 
 from apps.fleet.models import Host
@@ -13,7 +13,7 @@ from apps.telemetry.services import TelemetryError
 
 
 @login_required
-def chart(request, pk: int, chart_id: str):
+def chart(request, pk: int, chart_id: str) -> HttpResponse:
     """GET ?range=1h|6h|24h|7d|30d or ?from=&to= (unix seconds): one chart's JSON."""
     host = get_object_or_404(Host.objects.only("pk"), pk=pk)
     try:
@@ -27,7 +27,7 @@ def chart(request, pk: int, chart_id: str):
 
 
 @login_required
-def now(request, pk: int):
+def now(request, pk: int) -> HttpResponse:
     """The Metrics tab's current values (htmx polls this at the sampling interval)."""
     host = get_object_or_404(Host.objects.only("pk", "name"), pk=pk)
     return render(request, "telemetry/_now.html", {"host": host, **host_page.now(host)})

@@ -1,3 +1,4 @@
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import PermissionDenied
@@ -35,13 +36,13 @@ class TenantViewSet(viewsets.ModelViewSet):
     permission_classes = [OperatorWrites]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         return services.visible_tenants(self.request.user)
 
-    def perform_create(self, serializer):
+    def perform_create(self, serializer) -> None:
         serializer.instance = services.create_tenant(serializer.validated_data["name"])
 
-    def perform_update(self, serializer):
+    def perform_update(self, serializer) -> None:
         data = serializer.validated_data
         tenant = serializer.instance
         if "name" in data:
@@ -49,7 +50,7 @@ class TenantViewSet(viewsets.ModelViewSet):
         quotas = {field: data[field] for field in services.QUOTA_FIELDS if field in data}
         serializer.instance = services.set_quotas(tenant, **quotas) if quotas else tenant
 
-    def perform_destroy(self, instance):
+    def perform_destroy(self, instance) -> None:
         services.delete_tenant(instance)
 
 
@@ -65,14 +66,14 @@ class MembershipViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     permission_classes = [IsAuthenticated]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         user = self.request.user
         writing = self.request.method not in ("GET", "HEAD", "OPTIONS")
         tenants = services.managed_tenants(user) if writing else services.visible_tenants(user)
         return Membership.objects.select_related("user").filter(tenant__in=tenants)
 
     @extend_schema(request=MembershipCreateSerializer, responses={201: MembershipSerializer})
-    def create(self, request):
+    def create(self, request) -> Response:
         body = MembershipCreateSerializer(data=request.data)
         # Another tenant's id is "does not exist", as everywhere else.
         body.fields["tenant"].queryset = services.visible_tenants(request.user)
@@ -84,11 +85,11 @@ class MembershipViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                                          data["password"], by=request.user)
         return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
-    def perform_update(self, serializer):
+    def perform_update(self, serializer) -> None:
         role = serializer.validated_data.get("role", serializer.instance.role)
         serializer.instance = services.set_role(serializer.instance, role)
 
-    def perform_destroy(self, instance):
+    def perform_destroy(self, instance) -> None:
         services.remove_member(instance)
 
 
@@ -104,17 +105,17 @@ class ClusterAssignmentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
     filterset_class = ClusterAssignmentFilter
     permission_classes = [OperatorWrites]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
         return services.visible_assignments(self.request.user)
 
-    def filter_queryset(self, queryset):
+    def filter_queryset(self, queryset) -> QuerySet:
         return super().filter_queryset(queryset) if self.action == "list" else queryset
 
-    def perform_create(self, serializer):
+    def perform_create(self, serializer) -> None:
         data = serializer.validated_data
         serializer.instance = services.assign_cluster(data["tenant"], data["host"],
                                                       data["cluster_data_dir"])
 
-    def perform_destroy(self, instance):
+    def perform_destroy(self, instance) -> None:
         services.unassign_cluster(instance)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -25,7 +26,7 @@ from apps.tenants.models import ClusterAssignment, Membership, Tenant
 
 @members_allowed
 @login_required
-def mine(request):
+def mine(request) -> HttpResponse:
     """A member's front page: its tenant's page, or its tokens without a tenant."""
     membership = services.membership_of(request.user)
     if membership is None:
@@ -34,7 +35,7 @@ def mine(request):
 
 
 @login_required
-def tenant_list(request):
+def tenant_list(request) -> HttpResponse:
     form = TenantForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -50,7 +51,7 @@ def tenant_list(request):
 
 @members_allowed
 @login_required
-def tenant_detail(request, pk: int):
+def tenant_detail(request, pk: int) -> HttpResponse:
     """Operators manage the tenant here; its members see who and what belongs to it."""
     tenant = get_object_or_404(services.visible_tenants(request.user), pk=pk)
     operator = is_operator(request.user)
@@ -91,7 +92,7 @@ def _detail_context(tenant: Tenant, operator: bool, manages: bool,
 
 
 @login_required
-def tenant_quotas(request, pk: int):
+def tenant_quotas(request, pk: int) -> HttpResponse:
     """An operator sets the tenant's clone quotas (the form is on the tenant's page)."""
     tenant = get_object_or_404(Tenant, pk=pk)
     form = QuotaForm.of(tenant, request.POST or None)
@@ -108,7 +109,7 @@ def tenant_quotas(request, pk: int):
 
 @login_required
 @require_POST
-def tenant_delete(request, pk: int):
+def tenant_delete(request, pk: int) -> HttpResponse:
     tenant = get_object_or_404(Tenant, pk=pk)
     services.delete_tenant(tenant)
     messages.success(request, f"Tenant {tenant.name} deleted.")
@@ -124,7 +125,7 @@ def _managed_membership(request, pk: int) -> Membership:
 @members_allowed
 @login_required
 @require_POST
-def member_role(request, pk: int):
+def member_role(request, pk: int) -> HttpResponse:
     membership = _managed_membership(request, pk)
     form = RoleForm(request.POST)
     if not form.is_valid():
@@ -138,7 +139,7 @@ def member_role(request, pk: int):
 @members_allowed
 @login_required
 @require_POST
-def member_remove(request, pk: int):
+def member_remove(request, pk: int) -> HttpResponse:
     membership = _managed_membership(request, pk)
     services.remove_member(membership)
     messages.success(request, f"{membership.user.username} removed from "
@@ -148,7 +149,7 @@ def member_remove(request, pk: int):
 
 @login_required
 @require_POST
-def cluster_assign(request, pk: int):
+def cluster_assign(request, pk: int) -> HttpResponse:
     tenant = get_object_or_404(Tenant, pk=pk)
     form = ClusterForm(request.POST, clusters=PgCluster.objects.select_related("host"))
     if not form.is_valid():
@@ -163,7 +164,7 @@ def cluster_assign(request, pk: int):
 
 @login_required
 @require_POST
-def cluster_unassign(request, pk: int):
+def cluster_unassign(request, pk: int) -> HttpResponse:
     assignment = get_object_or_404(ClusterAssignment, pk=pk)
     services.unassign_cluster(assignment)
     messages.success(request, f"{assignment.cluster_data_dir} on {assignment.host.name} "

@@ -1,3 +1,4 @@
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
@@ -34,11 +35,11 @@ class ProfileViewSet(viewsets.ModelViewSet):
     serializer_class = ProfileSerializer
     filterset_class = ProfileFilter
 
-    def filter_queryset(self, queryset):
+    def filter_queryset(self, queryset) -> QuerySet:
         # Only the list hides archived profiles; one named by id is always found.
         return super().filter_queryset(queryset) if self.action == "list" else queryset
 
-    def create(self, request, *args, **kwargs):
+    def create(self, request, *args, **kwargs) -> Response:
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -47,7 +48,7 @@ class ProfileViewSet(viewsets.ModelViewSet):
                                           by=request.user)
         return Response(self.get_serializer(profile).data, status=status.HTTP_201_CREATED)
 
-    def update(self, request, *args, **kwargs):
+    def update(self, request, *args, **kwargs) -> Response:
         partial = kwargs.get("partial", False)
         profile = self.get_object()
         body = self.get_serializer(profile, data=request.data, partial=partial)
@@ -60,19 +61,19 @@ class ProfileViewSet(viewsets.ModelViewSet):
                               by=request.user)
         return Response(self.get_serializer(self.get_object()).data)
 
-    def destroy(self, request, *args, **kwargs):
+    def destroy(self, request, *args, **kwargs) -> Response:
         services.delete_profile(self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=ProfileVersionSerializer(many=True))
     @action(detail=True, methods=["get"], filter_backends=[])
-    def versions(self, request, pk=None):
+    def versions(self, request, pk=None) -> Response:
         page = self.paginate_queryset(self.get_object().versions.select_related("created_by"))
         return self.get_paginated_response(ProfileVersionSerializer(page, many=True).data)
 
     @extend_schema(request=ProfileCopySerializer, responses={201: ProfileSerializer})
     @action(detail=True, methods=["post"])
-    def copy(self, request, pk=None):
+    def copy(self, request, pk=None) -> Response:
         body = ProfileCopySerializer(data=request.data)
         body.is_valid(raise_exception=True)
         copy = services.copy_profile(self.get_object(), name=body.validated_data["name"],
@@ -85,12 +86,12 @@ class HostProfileView(APIView):
     returns the host to "no profile" without touching the host."""
 
     @extend_schema(responses=AssignmentSerializer)
-    def get(self, request, pk: int):
+    def get(self, request, pk: int) -> Response:
         assignment = get_object_or_404(Assignment, host_id=pk)
         return Response(AssignmentSerializer(assignment).data)
 
     @extend_schema(request=AssignmentSerializer, responses=AssignmentSerializer)
-    def put(self, request, pk: int):
+    def put(self, request, pk: int) -> Response:
         body = AssignmentSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         assignment = services.assign(get_object_or_404(Host, pk=pk),
@@ -100,7 +101,7 @@ class HostProfileView(APIView):
     @extend_schema(responses={204: None}, description=(
         'Return the host to "no profile". Nothing on the host changes: the values the '
         "profile's plans wrote stay (roll a plan back to restore them). Idempotent."))
-    def delete(self, request, pk: int):
+    def delete(self, request, pk: int) -> Response:
         services.unassign(get_object_or_404(Host, pk=pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -109,7 +110,7 @@ class HostFindingsView(APIView):
     """The advisor's findings for a host, from its last discovery."""
 
     @extend_schema(responses=FindingSerializer(many=True))
-    def get(self, request, pk: int):
+    def get(self, request, pk: int) -> Response:
         return Response(services.findings(get_object_or_404(Host, pk=pk)))
 
 
@@ -117,7 +118,7 @@ class HostPlanView(APIView):
     """A dry-run plan for the host's assigned profile, or the one named."""
 
     @extend_schema(request=PlanRequestSerializer, responses={201: PlanSerializer})
-    def post(self, request, pk: int):
+    def post(self, request, pk: int) -> Response:
         body = PlanRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         version = body.validated_data.get("profile_version")
@@ -139,7 +140,7 @@ class PlanViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
 
     @extend_schema(request=ApplyRequestSerializer, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
-    def apply(self, request, pk=None):
+    def apply(self, request, pk=None) -> Response:
         body = ApplyRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         operation = services.apply_plan(self.get_object(), by=request.user,
@@ -149,7 +150,7 @@ class PlanViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
 
     @extend_schema(request=RollbackRequestSerializer, responses={202: RollbackResponseSerializer})
     @action(detail=True, methods=["post"])
-    def rollback(self, request, pk=None):
+    def rollback(self, request, pk=None) -> Response:
         body = RollbackRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         plan, operation = services.rollback(self.get_object(), by=request.user,

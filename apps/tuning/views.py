@@ -2,6 +2,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -15,7 +16,7 @@ from apps.tuning.models import Plan, Profile
 
 
 @login_required
-def profiles(request):
+def profiles(request) -> HttpResponse:
     archived = request.GET.get("archived") in ("1", "true")
     rows = Profile.objects.filter(archived_at__isnull=not archived) \
         .prefetch_related("versions", "assignments__host")
@@ -23,7 +24,7 @@ def profiles(request):
 
 
 @login_required
-def profile_detail(request, pk: int):
+def profile_detail(request, pk: int) -> HttpResponse:
     profile = get_object_or_404(Profile, pk=pk)
     return render(request, "tuning/profile.html", {
         "profile": profile, "current": profile.current, "versions": profile.versions.all(),
@@ -31,7 +32,7 @@ def profile_detail(request, pk: int):
 
 
 @login_required
-def profile_edit(request, pk: int | None = None):
+def profile_edit(request, pk: int | None = None) -> HttpResponse:
     profile = get_object_or_404(Profile, pk=pk) if pk else None
     initial = {"settings": json.dumps(profile.current.settings if profile else
                                       {"zfs": {"data": {}, "wal": {}}, "module": {},
@@ -59,7 +60,7 @@ def profile_edit(request, pk: int | None = None):
 
 @login_required
 @require_POST
-def profile_copy(request, pk: int):
+def profile_copy(request, pk: int) -> HttpResponse:
     profile = get_object_or_404(Profile, pk=pk)
     copy = services.copy_profile(profile, name=services.copy_name(profile), by=request.user)
     return redirect("tuning:profile_edit", copy.pk)
@@ -67,7 +68,7 @@ def profile_copy(request, pk: int):
 
 @login_required
 @require_POST
-def profile_delete(request, pk: int):
+def profile_delete(request, pk: int) -> HttpResponse:
     profile = get_object_or_404(Profile, pk=pk)
     back_on_refusal(request, "tuning:profile", pk)
     outcome = services.delete_profile(profile)
@@ -78,7 +79,7 @@ def profile_delete(request, pk: int):
 
 @login_required
 @require_POST
-def assign(request, host_pk: int):
+def assign(request, host_pk: int) -> HttpResponse:
     host = get_object_or_404(Host, pk=host_pk)
     form = AssignForm(request.POST)
     if not form.is_valid():
@@ -92,7 +93,7 @@ def assign(request, host_pk: int):
 
 @login_required
 @require_POST
-def unassign(request, host_pk: int):
+def unassign(request, host_pk: int) -> HttpResponse:
     host = get_object_or_404(Host, pk=host_pk)
     if services.unassign(host):
         messages.info(request, f"{host.name} follows no profile now. Nothing on the host was "
@@ -102,14 +103,14 @@ def unassign(request, host_pk: int):
 
 @login_required
 @require_POST
-def make_plan(request, host_pk: int):
+def make_plan(request, host_pk: int) -> HttpResponse:
     back_on_refusal(request, "fleet:host_section", host_pk, "tuning")
     plan = services.make_plan(get_object_or_404(Host, pk=host_pk), by=request.user)
     return redirect("tuning:plan", plan.pk)
 
 
 @login_required
-def plan_detail(request, pk: int):
+def plan_detail(request, pk: int) -> HttpResponse:
     plan = get_object_or_404(Plan.objects.select_related("host", "operation"), pk=pk)
     by_stage = {stage: [f for f in plan.findings if f.get("stage", "current") == stage]
                 for stage in ("introduced", "resolved", "current")}
@@ -120,7 +121,7 @@ def plan_detail(request, pk: int):
 
 @login_required
 @require_POST
-def plan_apply(request, pk: int):
+def plan_apply(request, pk: int) -> HttpResponse:
     plan = get_object_or_404(Plan, pk=pk)
     back_on_refusal(request, "tuning:plan", pk)
     data = cleaned(ApplyForm(request.POST, required=plan.requires_acknowledgement))
@@ -132,7 +133,7 @@ def plan_apply(request, pk: int):
 
 @login_required
 @require_POST
-def plan_rollback(request, pk: int):
+def plan_rollback(request, pk: int) -> HttpResponse:
     plan = get_object_or_404(Plan, pk=pk)
     back_on_refusal(request, "tuning:plan", pk)
     allow_restart = cleaned(RollbackForm(request.POST))["allow_restart"]
