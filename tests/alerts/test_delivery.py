@@ -6,8 +6,7 @@ import pytest
 from django.utils import timezone
 
 from apps.alerts import delivery, dispatch, services
-from apps.alerts.models import Channel, Delivery
-from apps.fleet.models import Alert
+from apps.alerts.models import Alert, Channel, Delivery
 from tests.alerts.receivers import http_receiver, smtp_sink
 from tests.benchmarks import factories
 
