@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from apps.alerts import rules, services
 from apps.alerts.filters import AlertFilter, DeliveryFilter
-from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
+from apps.alerts.models import Alert, Channel, Delivery, Rule, ScrubSchedule, Silence
 from apps.alerts.serializers import (
     AlertSerializer,
     ChannelSerializer,
@@ -19,7 +19,6 @@ from apps.alerts.serializers import (
     SilenceRequestSerializer,
     SilenceSerializer,
 )
-from apps.fleet.models import Alert
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
 

@@ -15,8 +15,12 @@ class AlertsConfig(AppConfig):
     )
 
     def ready(self) -> None:
-        from apps.alerts import rules, steps  # noqa: F401  registers the scrub kind
+        from apps.alerts import alert_kinds, rules, steps  # noqa: F401  registers kinds
+        from apps.alerts.models import Alert
+        from apps.common import alert_kinds as registry
         from apps.fleet import capacity
 
+        # Every app raises its alerts through its kinds; they are kept here.
+        registry.set_store(Alert)
         # Discovery's pool_capacity alert uses the operator's threshold.
         capacity.set_threshold_source(rules.pool_capacity_threshold)

@@ -1,9 +1,17 @@
 """Sending one Delivery: mail through Django's mail settings, webhooks to
 addresses the allowlist permits (checked again on the addresses resolved now,
-and the request goes to the checked address). A failure is retried with a
-doubling delay up to POZOL_ALERT_DELIVERY_ATTEMPTS; each attempt is logged on
-the row. The row is the truth: Celery carries "attempt delivery #N", and the
-tick re-sends a due delivery whose message was lost."""
+and the request goes to the checked address).
+
+A failure that may pass is retried by Celery: the alerts.deliver task
+(tasks.py) raises it and its autoretry_for / retry_backoff / max_retries, set
+from retry_options(), send the next attempt at a doubling delay, up to
+POZOL_ALERT_DELIVERY_ATTEMPTS. Each attempt is logged on the row, which is the
+truth: it counts the attempts, says when the next is due (the delay Celery
+waits, from Celery's own backoff function) and when it failed for good, and the
+tick re-sends a due delivery whose message was lost.
+
+The task is sent by its name, so this module needs nothing of tasks.py (which
+calls it)."""
 
 from __future__ import annotations
 
@@ -14,7 +22,10 @@ import smtplib
 import socket
 import ssl
 from datetime import datetime, timedelta
+from functools import partial
 
+from celery import current_app
+from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
@@ -26,6 +37,7 @@ from apps.alerts.models import Channel, Delivery
 
 log = logging.getLogger(__name__)
 
+DELIVER_TASK = "alerts.deliver"
 LOST_AFTER = timedelta(minutes=1)  # due this long ago and still pending: its message was lost
 
 
@@ -33,33 +45,52 @@ class Failed(Exception):
     """This attempt failed; another may succeed."""
 
 
+def retry_options() -> dict:
+    """The alerts.deliver task's retries: after the n-th failed attempt Celery waits
+    POZOL_ALERT_RETRY_SECONDS * 2**(n-1) (no jitter, no cap below that), and the
+    last of POZOL_ALERT_DELIVERY_ATTEMPTS is not retried."""
+    attempts = settings.POZOL["ALERT_DELIVERY_ATTEMPTS"]
+    factor = settings.POZOL["ALERT_RETRY_SECONDS"]
+    return {"autoretry_for": (Failed,), "max_retries": attempts - 1, "retry_backoff": factor,
+            "retry_backoff_max": factor * 2 ** attempts, "retry_jitter": False}
+
+
+def backoff(attempts: int) -> int:
+    """Seconds Celery waits after `attempts` failed attempts, as its autoretry counts."""
+    options = retry_options()
+    return get_exponential_backoff_interval(
+        factor=options["retry_backoff"], retries=attempts - 1,
+        maximum=options["retry_backoff_max"], full_jitter=options["retry_jitter"])
+
+
 def enqueue(ids: list[int]) -> None:
+    """New deliveries, to the worker once the transaction commits."""
     for pk in ids:
-        transaction.on_commit(lambda pk=pk: _send_to_worker(pk))
+        transaction.on_commit(partial(_send_to_worker, pk))
 
 
-def _send_to_worker(pk: int) -> None:
-    """After commit; a broker that is away only delays it: the tick re-sends a due
+def _send_to_worker(pk: int, attempts: int = 0) -> None:
+    """After commit; `retries` carries on Celery's count from the row's, so its backoff
+    is the row's. A broker that is away only delays it: the tick re-sends a due
     delivery still pending (resend_lost), as the sweeper does for operations."""
-    from apps.alerts.tasks import deliver
-
     try:
-        deliver.delay(pk)
+        current_app.send_task(DELIVER_TASK, (pk,), retries=attempts)
     except (OperationalError, OSError) as exc:
         log.warning("broker unavailable, delivery %s left for the next tick: %s", pk, exc)
 
 
 def resend_lost(now: datetime) -> int:
-    ids = list(Delivery.objects.filter(status=Delivery.Status.PENDING,
-                                       next_attempt_at__lte=now - LOST_AFTER)
-               .values_list("pk", flat=True)[:500])
-    enqueue(ids)
-    return len(ids)
+    lost = list(Delivery.objects.filter(status=Delivery.Status.PENDING,
+                                        next_attempt_at__lte=now - LOST_AFTER)
+                .values_list("pk", "attempts")[:500])
+    for pk, attempts in lost:
+        transaction.on_commit(partial(_send_to_worker, pk, attempts))
+    return len(lost)
 
 
 def attempt(pk: int) -> Delivery | None:
     """One attempt of a due, pending delivery; None when it is not (already sent,
-    not due yet, or another worker holds it)."""
+    not due yet, or another worker holds it). Still pending after it: retry."""
     with transaction.atomic():
         row = (Delivery.objects.select_for_update(skip_locked=True).select_related("channel")
                .filter(pk=pk, status=Delivery.Status.PENDING,
@@ -91,8 +122,7 @@ def _record(row: Delivery, error: str | None, final: bool) -> None:
     elif final or row.attempts >= settings.POZOL["ALERT_DELIVERY_ATTEMPTS"]:
         row.status, row.next_attempt_at = Delivery.Status.FAILED, None
     else:
-        delay = settings.POZOL["ALERT_RETRY_SECONDS"] * 2 ** (row.attempts - 1)
-        row.next_attempt_at = now + timedelta(seconds=delay)
+        row.next_attempt_at = now + timedelta(seconds=backoff(row.attempts))
     row.last_error = error or ""
     row.save(update_fields=["attempts", "log", "status", "sent_at", "next_attempt_at",
                             "last_error"])

@@ -11,10 +11,9 @@ from django.db import transaction
 from django.db.models import Q
 
 from apps.alerts import delivery
-from apps.alerts.core.rules import SPECS
-from apps.alerts.models import Channel, Delivery, Rule, Silence
+from apps.alerts.models import Alert, Channel, Delivery, Rule, Silence
 from apps.alerts.rules import rules_by_kind
-from apps.fleet.models import Alert
+from apps.common import alert_kinds
 
 
 def announce(now: datetime) -> int:
@@ -36,7 +35,7 @@ def announce(now: datetime) -> int:
 def _clear_minutes(rule: Rule | None, kind: str) -> int:
     if rule is not None:
         return rule.clear_minutes
-    spec = SPECS.get(kind)
+    spec = alert_kinds.get(kind)
     return spec.clear_minutes if spec else 0
 
 
@@ -62,7 +61,7 @@ def silenced(alert: Alert, now: datetime) -> Silence | None:
 
 def event_of(alert: Alert, status: str) -> dict:
     """The event as every channel gets it (the generic webhook's JSON)."""
-    spec = SPECS.get(alert.kind)
+    spec = alert_kinds.get(alert.kind)
     return {"status": status, "alert_id": alert.pk, "kind": alert.kind,
             "title": spec.title if spec else alert.kind, "host": alert.host.name,
             "host_id": alert.host_id, "message": alert.message,

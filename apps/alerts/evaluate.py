@@ -1,7 +1,7 @@
 """The conditions nobody else watches, decided from what PoZoL already stored:
 telemetry (ARC hit rate, pool health and errors, scrubs), tuning's drift, and
-operations. Each writes its host's Alert of that kind through
-Alert.raise_or_resolve, like every other source; no SSH here.
+operations (their kinds: alert_kinds.py). Each writes its host's Alert of that
+kind through raise_or_resolve, like every other source; no SSH here.
 """
 
 from __future__ import annotations
@@ -9,10 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from apps.alerts.core import rules as core
-from apps.alerts.models import Rule
+from apps.alerts.alert_kinds import (
+    ARC_HIT_RATE,
+    OPERATION_FAILED,
+    POOL_HEALTH,
+    PROFILE_DRIFT,
+    SCRUB_OVERDUE,
+)
+from apps.alerts.core import conditions as core
+from apps.alerts.models import Alert, Rule
 from apps.alerts.rules import rules_by_kind
-from apps.fleet.models import Alert, Host
+from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.telemetry.models import HostTelemetry, RawSample
 from apps.tuning.models import Assignment
@@ -84,8 +91,9 @@ def operation_failed(host: Host, rule: Rule, firing: bool, now: datetime) -> str
 
 
 CHECKS: dict[str, Callable[..., str | None | bool]] = {
-    "arc_hit_rate": arc_hit_rate, "pool_health": pool_health, "scrub_overdue": scrub_overdue,
-    "profile_drift": profile_drift, "operation_failed": operation_failed,
+    ARC_HIT_RATE.name: arc_hit_rate, POOL_HEALTH.name: pool_health,
+    SCRUB_OVERDUE.name: scrub_overdue, PROFILE_DRIFT.name: profile_drift,
+    OPERATION_FAILED.name: operation_failed,
 }
 
 

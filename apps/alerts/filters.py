@@ -1,13 +1,12 @@
 import django_filters
 
-from apps.alerts.core.rules import SPECS
-from apps.alerts.models import Delivery
+from apps.alerts.models import Alert, Delivery
 from apps.api.filters import EnumFilter, HostListFilter, IdFilter, TrueFalseFilter
-from apps.fleet.models import Alert
+from apps.common import alert_kinds
 
 
 class AlertFilter(HostListFilter):
-    kind = EnumFilter(choices=[(kind, kind) for kind in SPECS])
+    kind = EnumFilter(choices=alert_kinds.Choices(titles=False))
     open = TrueFalseFilter(field_name="resolved_at", lookup_expr="isnull",
                            help_text="true: only open alerts; false: only resolved ones")
 

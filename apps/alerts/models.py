@@ -1,7 +1,8 @@
-"""Rules, channels, the delivery log and silences.
+"""Alerts, rules, channels, the delivery log and silences.
 
-An alert that fired is apps/fleet's `Alert` (one home, written by whoever sees
-the condition); this app decides the conditions nobody else watches, and what
+An `Alert` is written by whoever sees its condition, through its kind
+(apps.common.alert_kinds: the one registry of kinds, each contributed by the app
+that raises it); this app decides the conditions nobody else watches, and what
 reaches people: a `Rule` per kind (built in, seeded by a migration, edited by
 operators), `Channel`s to deliver to, a `Delivery` per alert event and channel
 (the visible log, with every attempt), and `Silence`s.
@@ -9,10 +10,100 @@ operators), `Channel`s to deliver to, a `Delivery` per alert event and channel
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.db import models
+from datetime import datetime
 
-from apps.fleet.models import Alert, Host
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+
+from apps.common import alert_kinds
+from apps.fleet.models import Host
+
+
+def validate_kind(name: str) -> None:
+    """A registered kind: the registry, not the column's choices, lists them, so a new
+    kind needs no migration."""
+    if alert_kinds.get(name) is None:
+        raise ValidationError(f"There is no alert kind {name!r}.", code="invalid_choice")
+
+
+class Alert(models.Model):
+    """An alert that fired on a host: open while its condition holds, resolved after.
+
+    Whoever sees the condition writes it (discovery, the snapshot and replication
+    ticks, the SSH layer, restore drills, this app's evaluator) through its kind's
+    raise_once / raise_or_resolve / resolve, which land here. What reaches people
+    is this app's dispatch: it keeps on these rows when the firing and the
+    resolution were announced (`notified_at`, `resolution_notified_at`), and the
+    operator's acknowledgement.
+    """
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="alerts")
+    kind = models.CharField(max_length=32, validators=[validate_kind])
+    message = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    # Set when the firing was announced (or decided silent), and when its
+    # resolution was: a firing alert resolved but not yet announced is reopened by
+    # raise_once, so a flapping condition is one alert, not many.
+    notified_at = models.DateTimeField(null=True, blank=True)
+    resolution_notified_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                        on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["host", "kind", "resolved_at"], name="alert_open")]
+
+    def __str__(self) -> str:
+        return f"{self.host}: {self.kind}"
+
+    @classmethod
+    def raise_once(cls, host: Host, kind: str, message: str) -> Alert:
+        alert_kinds.require(kind)
+        alert = cls.objects.filter(host=host, kind=kind, resolved_at=None).first()
+        return alert or cls._reopened(host, kind, message) or cls.objects.create(
+            host=host, kind=kind, message=message)
+
+    @classmethod
+    def _reopened(cls, host: Host, kind: str, message: str) -> Alert | None:
+        """The hysteresis of resolution: an alert whose firing was announced and
+        whose resolution is not yet (it waits for its rule's clear time) is
+        still the same incident when the condition returns."""
+        alert = cls.objects.filter(host=host, kind=kind, notified_at__isnull=False,
+                                   resolved_at__isnull=False,
+                                   resolution_notified_at=None).order_by("-created_at").first()
+        if alert is None:
+            return None
+        alert.resolved_at, alert.message = None, message
+        alert.save(update_fields=["resolved_at", "message"])
+        return alert
+
+    @classmethod
+    def raise_or_resolve(cls, host: Host, kind: str, message: str | None) -> None:
+        """One open alert while there is a message, kept saying what is true now
+        (figures change between discoveries); resolved once there is none."""
+        if message is None:
+            cls.resolve(kind, host=host)
+            return
+        alert = cls.raise_once(host, kind, message)
+        if alert.message != message:
+            alert.message = message
+            alert.save(update_fields=["message"])
+
+    @classmethod
+    def resolve(cls, kind: str, *, host: Host | None = None,
+                except_host_ids: list[int] | None = None, at: datetime | None = None) -> None:
+        """The open alerts of `kind` resolved: on `host`, or on every host but those."""
+        alert_kinds.require(kind)
+        open_alerts = cls.objects.filter(kind=kind, resolved_at=None)
+        if host is not None:
+            open_alerts = open_alerts.filter(host=host)
+        if except_host_ids is not None:
+            open_alerts = open_alerts.exclude(host_id__in=except_host_ids)
+        open_alerts.update(resolved_at=at or timezone.now())
 
 
 class Rule(models.Model):

@@ -1,11 +1,11 @@
-"""Reading and editing the rules (one row per kind in core.rules.SPECS)."""
+"""Reading and editing the rules (one row per registered kind: apps.common.alert_kinds)."""
 
 from __future__ import annotations
 
 from django.conf import settings
 
-from apps.alerts.core.rules import SPECS
 from apps.alerts.models import Rule
+from apps.common import alert_kinds
 
 
 def ensure() -> None:
@@ -35,9 +35,9 @@ def pool_capacity_threshold() -> float:
 def seed_rows() -> list[dict]:
     """The built-in rules' defaults, as the seeding migration writes them; the pool
     capacity threshold's default is POZOL_POOL_CAPACITY_ALERT, as it was before rules."""
-    return [{"kind": s.kind, "threshold": _default_threshold(s.kind, s.threshold),
+    return [{"kind": s.name, "threshold": _default_threshold(s.name, s.threshold),
              "hysteresis": s.hysteresis, "for_minutes": s.for_minutes,
-             "clear_minutes": s.clear_minutes} for s in SPECS.values()]
+             "clear_minutes": s.clear_minutes} for s in alert_kinds.kinds()]
 
 
 def _default_threshold(kind: str, threshold: float | None) -> float | None:

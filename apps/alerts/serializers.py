@@ -1,7 +1,6 @@
 from rest_framework import serializers
 
-from apps.alerts.core.rules import SPECS
-from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
+from apps.alerts.models import Alert, Channel, Delivery, Rule, ScrubSchedule, Silence
 from apps.alerts.services import MAX_SILENCE_MINUTES
 from apps.api.fields import (
     ModelSerializer,
@@ -9,7 +8,8 @@ from apps.api.fields import (
     StrictIntegerField,
     StrictPrimaryKeyRelatedField,
 )
-from apps.fleet.models import Alert, Host
+from apps.common import alert_kinds
+from apps.fleet.models import Host
 
 
 class RuleSerializer(ModelSerializer):
@@ -28,14 +28,17 @@ class RuleSerializer(ModelSerializer):
                         "clear_minutes": {"max_value": 10080}}
 
     def get_title(self, rule: Rule) -> str:
-        return SPECS[rule.kind].title if rule.kind in SPECS else rule.kind
+        spec = alert_kinds.get(rule.kind)
+        return spec.title if spec else rule.kind
 
     def get_unit(self, rule: Rule) -> str:
-        return SPECS[rule.kind].unit if rule.kind in SPECS else ""
+        spec = alert_kinds.get(rule.kind)
+        return spec.unit if spec else ""
 
     def get_evaluated_by_pozol(self, rule: Rule) -> bool:
         """False: raised and resolved where the product sees it (discovery, ticks)."""
-        return SPECS[rule.kind].evaluated if rule.kind in SPECS else False
+        spec = alert_kinds.get(rule.kind)
+        return spec.evaluated if spec else False
 
 
 class ChannelSerializer(ModelSerializer):
@@ -50,6 +53,7 @@ class ChannelSerializer(ModelSerializer):
 
 class AlertSerializer(ModelSerializer):
     host = StrictPrimaryKeyRelatedField(read_only=True)
+    kind = serializers.ChoiceField(choices=alert_kinds.Choices(), read_only=True)
     host_name = serializers.CharField(source="host.name", read_only=True)
     acknowledged_by = serializers.CharField(source="acknowledged_by.username", read_only=True,
                                             default=None, allow_null=True)
@@ -70,7 +74,7 @@ class SilenceRequestSerializer(serializers.Serializer):
 class SilenceSerializer(ModelSerializer):
     host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all(), allow_null=True,
                                         required=False)
-    kind = serializers.ChoiceField(choices=[("", "every kind"), *((k, k) for k in SPECS)],
+    kind = serializers.ChoiceField(choices=alert_kinds.Choices(titles=False, blank="every kind"),
                                    required=False, default="")
     minutes = StrictIntegerField(min_value=1, max_value=MAX_SILENCE_MINUTES, write_only=True)
     created_by = serializers.CharField(source="created_by.username", read_only=True,

@@ -12,11 +12,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.alerts import delivery, dispatch, evaluate, steps
-from apps.alerts.core import rules as core
-from apps.alerts.core import webhooks
-from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
+from apps.alerts.core import conditions, webhooks
+from apps.alerts.models import Alert, Channel, Delivery, Rule, ScrubSchedule, Silence
+from apps.common import alert_kinds
 from apps.common.errors import Conflict, DomainError
-from apps.fleet.models import Alert, Host
+from apps.fleet.models import Host
 from apps.ops import engine
 from apps.ops.models import Operation
 from apps.remote import commands
@@ -39,10 +39,10 @@ def tick(now: datetime) -> int:
 def update_rule(rule: Rule, **changes) -> Rule:
     for name, value in changes.items():
         setattr(rule, name, value)
-    problems = {}
-    if why := core.check_threshold(rule.kind, rule.threshold):
+    problems, spec = {}, alert_kinds.require(rule.kind)
+    if why := conditions.check_threshold(spec, rule.threshold):
         problems["threshold"] = [why]
-    if why := core.check_hysteresis(rule.kind, rule.threshold, rule.hysteresis):
+    if why := conditions.check_hysteresis(spec, rule.threshold, rule.hysteresis):
         problems["hysteresis"] = [why]
     if problems:
         raise AlertError("The rule was not changed: " + "; ".join(
@@ -112,7 +112,7 @@ def acknowledge(alert: Alert, by) -> Alert:
 
 
 def silence(*, host: Host | None, kind: str, minutes: int, reason: str, by) -> Silence:
-    if kind and kind not in core.SPECS:
+    if kind and alert_kinds.get(kind) is None:
         raise AlertError(f"There is no alert kind {kind!r}.", fields={"kind": ["unknown kind"]})
     if not 1 <= minutes <= MAX_SILENCE_MINUTES:
         raise AlertError(f"A silence lasts 1 to {MAX_SILENCE_MINUTES} minutes (90 days).",

@@ -1,8 +1,12 @@
+"""The alerts app's Celery tasks: the beat's tick and scrub tick, and one delivery
+attempt, retried by Celery (delivery.retry_options). Nothing imports this module:
+deliveries are sent by the task's name (delivery.enqueue)."""
+
 from celery import shared_task
 from django.utils import timezone
 
-from apps.alerts import services
-from apps.alerts.delivery import attempt
+from apps.alerts import delivery, services
+from apps.alerts.models import Delivery
 
 
 @shared_task(name="alerts.tick", ignore_result=True)
@@ -10,13 +14,13 @@ def tick() -> int:
     return services.tick(timezone.now())
 
 
-@shared_task(name="alerts.deliver", ignore_result=True)
+@shared_task(name=delivery.DELIVER_TASK, ignore_result=True, **delivery.retry_options())
 def deliver(pk: int) -> None:
-    """One attempt; a failure that may pass schedules the next at its backoff."""
-    row = attempt(pk)
-    if row is not None and row.next_attempt_at is not None:
-        wait = max(0.0, (row.next_attempt_at - timezone.now()).total_seconds())
-        deliver.apply_async((pk,), countdown=wait)
+    """One attempt, logged on the row; one that failed but may pass raises Failed, and
+    Celery sends the next at its backoff (the row's next_attempt_at)."""
+    row = delivery.attempt(pk)
+    if row is not None and row.status == Delivery.Status.PENDING:
+        raise delivery.Failed(f"attempt {row.attempts}: {row.last_error}")
 
 
 @shared_task(name="alerts.scrub_tick", ignore_result=True)

@@ -8,11 +8,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.alerts import rules, services
-from apps.alerts.core.rules import SPECS
 from apps.alerts.forms import ChannelForm, RuleForm, ScrubForm, SilenceForm
-from apps.alerts.models import Channel, Delivery, Rule, ScrubSchedule, Silence
+from apps.alerts.models import Alert, Channel, Delivery, Rule, ScrubSchedule, Silence
+from apps.common import alert_kinds
 from apps.common.errors import DomainError
-from apps.fleet.models import Alert
 from apps.ops.models import Operation
 from apps.ops.ui_errors import on_form
 
@@ -26,7 +25,7 @@ def alert_list(request) -> HttpResponse:
         "open": alerts.filter(resolved_at=None),
         "history": alerts.exclude(resolved_at=None)[:HISTORY],
         "silences": Silence.objects.select_related("host").filter(until__gt=timezone.now()),
-        "titles": {k: s.title for k, s in SPECS.items()}, "silence_form": SilenceForm()})
+        "titles": dict(alert_kinds.choices()), "silence_form": SilenceForm()})
 
 
 @login_required
@@ -34,7 +33,7 @@ def alert_detail(request, pk: int) -> HttpResponse:
     alert = get_object_or_404(Alert.objects.select_related("host", "acknowledged_by"), pk=pk)
     return render(request, "alerts/alert.html", {
         "alert": alert, "deliveries": alert.deliveries.select_related("channel"),
-        "title": SPECS[alert.kind].title if alert.kind in SPECS else alert.kind,
+        "title": alert_kinds.get(alert.kind).title if alert_kinds.get(alert.kind) else alert.kind,
         "silence_form": SilenceForm()})
 
 
@@ -68,7 +67,7 @@ def end_silence(request, pk: int) -> HttpResponse:
 @login_required
 def rule_list(request) -> HttpResponse:
     rules.ensure()
-    rows = [(rule, SPECS.get(rule.kind)) for rule in Rule.objects.all()]
+    rows = [(rule, alert_kinds.get(rule.kind)) for rule in Rule.objects.all()]
     return render(request, "alerts/rules.html", {"rules": rows})
 
 
@@ -84,7 +83,7 @@ def rule_edit(request, kind: str) -> HttpResponse:
             on_form(form, exc)
         else:
             return redirect("alerts:rules")
-    return render(request, "alerts/rule_edit.html", {"rule": rule, "spec": SPECS.get(kind),
+    return render(request, "alerts/rule_edit.html", {"rule": rule, "spec": alert_kinds.get(kind),
                                                      "form": form},
                   status=400 if form.errors else 200)
 

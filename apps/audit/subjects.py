@@ -40,7 +40,7 @@ SEGMENT_MODELS = {
     "runs": "drills.DrillRun",
     "drill-schedules": "drills.DrillSchedule",
     "schedules": "drills.DrillSchedule",
-    "alerts": "fleet.Alert",
+    "alerts": "alerts.Alert",
     "channels": "alerts.Channel",
     "alert-channels": "alerts.Channel",
     "silences": "alerts.Silence",

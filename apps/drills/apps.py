@@ -15,6 +15,6 @@ class DrillsConfig(AppConfig):
     )
 
     def ready(self) -> None:
-        from apps.drills import host_page, steps  # noqa: F401  registers kinds
+        from apps.drills import alert_kinds, host_page, steps  # noqa: F401  registers kinds
 
         host_page.register()

@@ -6,10 +6,9 @@ run's result recorded), so neither imports the other to keep it true.
 
 from __future__ import annotations
 
+from apps.drills.alert_kinds import RESTORE_DRILL_FAILED
 from apps.drills.models import DrillRun, DrillSchedule
-from apps.fleet.models import Alert, Host
-
-ALERT = Alert.Kind.RESTORE_DRILL_FAILED
+from apps.fleet.models import Host
 
 
 def update_alert(host: Host) -> None:
@@ -22,4 +21,4 @@ def update_alert(host: Host) -> None:
             failing.append(f"restore drill #{last.pk} of {schedule.source_label} "
                            f"(@{last.snapshot or 'no snapshot'}) failed: "
                            f"{last.error.splitlines()[0][:200] if last.error else 'no reason'}")
-    Alert.raise_or_resolve(host, ALERT, "; ".join(failing) if failing else None)
+    RESTORE_DRILL_FAILED.raise_or_resolve(host, "; ".join(failing) if failing else None)

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from apps.fleet.models import Alert, Dataset, Disk, Host, PgCluster, Pool
+from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool
 
 
 @admin.register(Host)
@@ -12,12 +12,6 @@ class HostAdmin(admin.ModelAdmin):
     readonly_fields = ("host_key", "host_key_fingerprint", "presented_host_key",
                        "presented_fingerprint", "last_seen_at", "last_discovery_at",
                        "last_error", "last_error_code", "facts", "created_at")
-
-
-@admin.register(Alert)
-class AlertAdmin(admin.ModelAdmin):
-    list_display = ("host", "kind", "created_at", "resolved_at")
-    list_filter = ("kind",)
 
 
 @admin.register(Pool)

@@ -1,5 +1,5 @@
 from django.db import transaction
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -11,7 +11,7 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from apps.fleet import reserves, services
-from apps.fleet.models import Alert, Host
+from apps.fleet.models import Host
 from apps.fleet.serializers import (
     DatasetSerializer,
     DiskSerializer,
@@ -35,9 +35,7 @@ class HostViewSet(viewsets.ModelViewSet):
     queryset = Host.objects.all()
 
     def get_queryset(self) -> QuerySet:
-        open_alerts = Prefetch("alerts", Alert.objects.filter(resolved_at=None)
-                               .only("host_id", "message"), to_attr="open_alert_rows")
-        hosts = super().get_queryset().prefetch_related(open_alerts)
+        hosts = super().get_queryset().with_open_alerts()
         if self.action in {"list", "retrieve"}:
             hosts = hosts.defer(*HostSerializer.UNSHOWN)
         return hosts

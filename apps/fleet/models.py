@@ -13,9 +13,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models, transaction
-from django.utils import timezone
 
 from apps.fleet import credentials, validators
+from apps.fleet.alert_kinds import HOST_KEY_CHANGED, UNREACHABLE
 from apps.remote.facts.host import HostFacts
 from apps.remote.facts.postgres import setting_row
 
@@ -40,6 +40,15 @@ class HostQuerySet(models.QuerySet):
         if not text:
             return self
         return self.filter(models.Q(name__icontains=text) | models.Q(address__icontains=text))
+
+    def with_open_alerts(self) -> HostQuerySet:
+        """Each host's open alerts (their messages) on `open_alert_rows`, in one query.
+        The model is apps/alerts' Alert, reached through its relation to Host, so
+        fleet imports nothing of apps/alerts."""
+        alert = self.model.alerts.field.model
+        return self.prefetch_related(models.Prefetch(
+            "alerts", alert.objects.filter(resolved_at=None).only("host_id", "message"),
+            to_attr="open_alert_rows"))
 
 
 class Host(models.Model):
@@ -152,17 +161,16 @@ class Host(models.Model):
         self.presented_host_key = self.presented_fingerprint = ""
         self.host_key_state = self.KeyState.PINNED
         self.save()
-        self.alerts.filter(kind=Alert.Kind.HOST_KEY_CHANGED, resolved_at=None).update(
-            resolved_at=timezone.now())
+        HOST_KEY_CHANGED.resolve(self)
 
     def record_host_key_change(self, exc) -> None:
         with transaction.atomic():
             Host.objects.filter(pk=self.pk).update(
                 host_key_state=self.KeyState.CHANGED, presented_fingerprint=exc.presented,
                 last_error=str(exc), last_error_code=exc.code)
-            Alert.raise_once(self, Alert.Kind.HOST_KEY_CHANGED,
-                             f"SSH host key changed: expected {exc.expected}, the host "
-                             f"presented {exc.presented}. All work on this host is stopped.")
+            HOST_KEY_CHANGED.raise_once(
+                self, f"SSH host key changed: expected {exc.expected}, the host "
+                      f"presented {exc.presented}. All work on this host is stopped.")
         self.refresh_from_db()
 
     def record_unreachable(self, exc) -> None:
@@ -172,8 +180,7 @@ class Host(models.Model):
             Host.objects.filter(pk=self.pk).update(
                 reachable=False, last_error=str(exc),
                 last_error_code=getattr(exc, "code", "error"))
-            Alert.raise_once(self, Alert.Kind.UNREACHABLE,
-                             f"{self.name} could not be reached: {exc}")
+            UNREACHABLE.raise_once(self, f"{self.name} could not be reached: {exc}")
         self.refresh_from_db(fields=["reachable", "last_error", "last_error_code"])
 
     def record_error(self, exc) -> None:
@@ -195,8 +202,7 @@ class Host(models.Model):
              .values_list("pk", flat=True))
 
     def resolve_unreachable(self) -> None:
-        self.alerts.filter(kind=Alert.Kind.UNREACHABLE, resolved_at=None).update(
-            resolved_at=timezone.now())
+        UNREACHABLE.resolve(self)
 
     # ---- how much of the host we know ----
     class Reach(models.TextChoices):
@@ -240,87 +246,9 @@ class Host(models.Model):
 
     @property
     def open_alerts(self):
+        # `alerts` is apps/alerts' Alert.host (its related_name): read through the
+        # relation, so fleet imports nothing of apps/alerts.
         return self.alerts.filter(resolved_at=None)
-
-
-class Alert(models.Model):
-    """An alert that fired on a host: open while its condition holds, resolved after.
-
-    Whoever sees the condition writes it (discovery, the snapshot and replication
-    ticks, the SSH layer, apps/alerts' evaluator) through raise_once /
-    raise_or_resolve. What reaches people is apps/alerts' business: it reads
-    these rows and keeps on them when the firing and the resolution were
-    announced (`notified_at`, `resolution_notified_at`), and the operator's
-    acknowledgement.
-    """
-
-    class Kind(models.TextChoices):
-        HOST_KEY_CHANGED = "host_key_changed"
-        UNREACHABLE = "unreachable"
-        SNAPSHOTS_STALE = "snapshots_stale"
-        POOL_CAPACITY = "pool_capacity"
-        REPLICATION_LAG = "replication_lag"
-        RESTORE_DRILL_FAILED = "restore_drill_failed"
-        ARC_HIT_RATE = "arc_hit_rate"
-        POOL_HEALTH = "pool_health"
-        SCRUB_OVERDUE = "scrub_overdue"
-        PROFILE_DRIFT = "profile_drift"
-        OPERATION_FAILED = "operation_failed"
-        CLUSTER_DOWN = "cluster_down"
-
-    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="alerts")
-    kind = models.CharField(max_length=32, choices=Kind)
-    message = models.TextField()
-    created_at = models.DateTimeField(auto_now_add=True)
-    resolved_at = models.DateTimeField(null=True, blank=True)
-    # Set by apps/alerts when the firing was announced (or decided silent), and
-    # when its resolution was: a firing alert resolved but not yet announced is
-    # reopened by raise_once, so a flapping condition is one alert, not many.
-    notified_at = models.DateTimeField(null=True, blank=True)
-    resolution_notified_at = models.DateTimeField(null=True, blank=True)
-    acknowledged_at = models.DateTimeField(null=True, blank=True)
-    acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                        on_delete=models.SET_NULL, related_name="+")
-
-    class Meta:
-        ordering = ["-created_at"]
-        indexes = [models.Index(fields=["host", "kind", "resolved_at"], name="alert_open")]
-
-    def __str__(self) -> str:
-        return f"{self.host}: {self.kind}"
-
-    @classmethod
-    def raise_once(cls, host: Host, kind: str, message: str) -> Alert:
-        alert = cls.objects.filter(host=host, kind=kind, resolved_at=None).first()
-        return alert or cls._reopened(host, kind, message) or cls.objects.create(
-            host=host, kind=kind, message=message)
-
-    @classmethod
-    def _reopened(cls, host: Host, kind: str, message: str) -> Alert | None:
-        """The hysteresis of resolution: an alert whose firing was announced and
-        whose resolution is not yet (it waits for its rule's clear time) is
-        still the same incident when the condition returns."""
-        alert = cls.objects.filter(host=host, kind=kind, notified_at__isnull=False,
-                                   resolved_at__isnull=False,
-                                   resolution_notified_at=None).order_by("-created_at").first()
-        if alert is None:
-            return None
-        alert.resolved_at, alert.message = None, message
-        alert.save(update_fields=["resolved_at", "message"])
-        return alert
-
-    @classmethod
-    def raise_or_resolve(cls, host: Host, kind: str, message: str | None) -> None:
-        """One open alert while there is a message, kept saying what is true now
-        (figures change between discoveries); resolved once there is none."""
-        if message is None:
-            cls.objects.filter(host=host, kind=kind, resolved_at=None).update(
-                resolved_at=timezone.now())
-            return
-        alert = cls.raise_once(host, kind, message)
-        if alert.message != message:
-            alert.message = message
-            alert.save(update_fields=["message"])
 
 
 class Pool(models.Model):

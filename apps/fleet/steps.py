@@ -15,9 +15,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.fleet.alert_kinds import CLUSTER_DOWN, POOL_CAPACITY
 from apps.fleet.capacity import pool_capacity_message
 from apps.fleet.capacity import threshold as capacity_threshold
-from apps.fleet.models import Alert, Host
+from apps.fleet.models import Host
 from apps.fleet.recording import record_rows
 from apps.fleet.signals import discovered, facts_recorded
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
@@ -122,7 +123,7 @@ def _check_pool_capacity(host: Host) -> None:
     typed = host.typed_facts()
     message = typed and pool_capacity_message(typed.pools, typed.datasets,
                                               capacity_threshold())
-    Alert.raise_or_resolve(host, Alert.Kind.POOL_CAPACITY, message)
+    POOL_CAPACITY.raise_or_resolve(host, message)
 
 
 def check_clusters(host: Host) -> None:
@@ -132,7 +133,7 @@ def check_clusters(host: Host) -> None:
             f"{c.last_seen_at:%Y-%m-%d %H:%M} UTC)" if c.last_seen_at else c.data_dir
             for c in host.clusters.filter(running=False)]
     message = (f"PostgreSQL not running on {host.name}: " + "; ".join(down)) if down else None
-    Alert.raise_or_resolve(host, Alert.Kind.CLUSTER_DOWN, message)
+    CLUSTER_DOWN.raise_or_resolve(host, message)
 
 
 KIND = register(Kind(

@@ -13,7 +13,7 @@ class ReplicationConfig(AppConfig):
     )
 
     def ready(self) -> None:
-        from apps.replication import host_page, services, steps  # noqa: F401  registers kinds
+        from apps.replication import alert_kinds, host_page, services, steps  # noqa: F401
         from apps.replication.pruning import protected_snapshots
         from apps.snapshots import protection
 

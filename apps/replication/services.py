@@ -23,6 +23,7 @@ from apps.ops import engine
 from apps.ops.models import Operation
 from apps.ops.schedule import due
 from apps.replication import steps
+from apps.replication.alert_kinds import REPLICATION_LAG
 from apps.replication.core import lag as core_lag
 from apps.replication.core.capabilities import stream_refusal
 from apps.replication.core.link import Link, ReplicationError
@@ -343,17 +344,11 @@ def lag_of(link: ReplicationLink, now: datetime | None = None) -> core_lag.Lag:
 
 
 def _alert_lag(link: ReplicationLink, now: datetime) -> None:
-    from apps.fleet.models import Alert
-
-    kind = Alert.Kind.REPLICATION_LAG
     late = [other for other in ReplicationLink.objects.filter(source_host=link.source_host,
                                                               paused=False)
             if lag_of(other, now).alert]
-    open_alert = Alert.objects.filter(host=link.source_host, kind=kind, resolved_at=None)
     if late:
-        text = "; ".join(f"link {other.name}: {lag_of(other, now).text}" for other in late)
-        alert = Alert.raise_once(link.source_host, kind, text)
-        if alert.message != text:
-            Alert.objects.filter(pk=alert.pk).update(message=text)
+        REPLICATION_LAG.raise_or_resolve(link.source_host, "; ".join(
+            f"link {other.name}: {lag_of(other, now).text}" for other in late))
     else:
-        open_alert.update(resolved_at=now)
+        REPLICATION_LAG.resolve(link.source_host, at=now)

@@ -13,7 +13,7 @@ class SnapshotsConfig(AppConfig):
     )
 
     def ready(self) -> None:
-        from apps.snapshots import host_page, inventory, steps  # noqa: F401  registers kinds
+        from apps.snapshots import alert_kinds, host_page, inventory, steps  # noqa: F401  registers kinds
 
         host_page.register()
         inventory.connect()

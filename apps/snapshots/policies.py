@@ -19,10 +19,11 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from apps.fleet.models import Alert, Host
+from apps.fleet.models import Host
 from apps.ops import engine
 from apps.ops.models import Operation
 from apps.snapshots import services, steps
+from apps.snapshots.alert_kinds import SNAPSHOTS_STALE
 from apps.snapshots.core import retention, schedule
 from apps.snapshots.core.policy import Policy, PolicyError
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
@@ -118,8 +119,7 @@ def tick(now: datetime | None = None) -> list[Operation]:
     for host_id, host in checked_hosts.items():
         _alert(host, stale_hosts.get(host_id, []))
     # A host left with no enabled policy has nothing that can be late.
-    Alert.objects.filter(kind=Alert.Kind.SNAPSHOTS_STALE, resolved_at=None).exclude(
-        host_id__in=list(checked_hosts)).update(resolved_at=timezone.now())
+    SNAPSHOTS_STALE.resolve_except(list(checked_hosts))
     return started
 
 
@@ -159,12 +159,10 @@ def _running(assignment: PolicyAssignment) -> bool:
 
 
 def _alert(host: Host, late: list[str]) -> None:
-    kind = Alert.Kind.SNAPSHOTS_STALE
     if late:
-        Alert.raise_once(host, kind, "; ".join(late))
+        SNAPSHOTS_STALE.raise_once(host, "; ".join(late))
     else:
-        Alert.objects.filter(host=host, kind=kind, resolved_at=None).update(
-            resolved_at=timezone.now())
+        SNAPSHOTS_STALE.resolve(host)
 
 
 # ---- preview ---------------------------------------------------------------------------

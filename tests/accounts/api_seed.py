@@ -88,8 +88,7 @@ def _alerting(host: Host) -> dict:
     to delete); the channel's mail goes nowhere: deliveries are not sent here."""
     from django.utils import timezone
 
-    from apps.alerts.models import Channel, Delivery, ScrubSchedule, Silence
-    from apps.fleet.models import Alert
+    from apps.alerts.models import Alert, Channel, Delivery, ScrubSchedule, Silence
 
     alert = Alert.raise_once(host, "pool_capacity", "pool tank is 91% full")
     channel = Channel.objects.create(name="fuzz", kind="email", target="fuzz@example.com")

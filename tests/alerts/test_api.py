@@ -3,8 +3,7 @@
 import pytest
 from django.utils import timezone
 
-from apps.alerts.models import Channel, Delivery, Rule, Silence
-from apps.fleet.models import Alert
+from apps.alerts.models import Alert, Channel, Delivery, Rule, Silence
 from tests.benchmarks import factories
 
 pytestmark = pytest.mark.django_db

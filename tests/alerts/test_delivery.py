@@ -1,15 +1,19 @@
 """Deliveries against real local receivers: an SMTP sink (aiosmtpd) and an HTTP
-server, a failing one retried with backoff and logged, and SSRF refusals."""
+server, a failing one retried with backoff and logged (by a real Celery worker
+too), and SSRF refusals."""
 
+from datetime import datetime
+from itertools import pairwise
 
 import pytest
 from django.utils import timezone
 
 from apps.alerts import delivery, dispatch, services
-from apps.alerts.models import Channel, Delivery
-from apps.fleet.models import Alert
+from apps.alerts.models import Alert, Channel, Delivery
 from tests.alerts.receivers import http_receiver, smtp_sink
 from tests.benchmarks import factories
+from tests.waiting import wait_until
+from tests.workers import Worker
 
 pytestmark = pytest.mark.django_db
 
@@ -118,3 +122,43 @@ def test_a_test_message_goes_through_the_same_path(alert_settings, enqueued):
         row = services.test_channel(channel)
         delivery.attempt(row.pk)
     assert sink.subjects() == ["[PoZoL] TEST: Test message on -"]
+
+
+def gaps(row: Delivery) -> list[float]:
+    """Seconds between one logged attempt and the next."""
+    times = [datetime.fromisoformat(entry["at"]) for entry in row.log]
+    return [(later - earlier).total_seconds() for earlier, later in pairwise(times)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_retries_a_failing_receiver_at_the_backoff_until_the_last_attempt(
+        tmp_path):
+    """Celery's autoretry on alerts.deliver, as deployed: 1 s, then 2 s between attempts,
+    each logged; a receiver that keeps failing is given up after the third."""
+    worker = Worker("pozol", "deliveries", tmp_path, POZOL_ALERT_RETRY_SECONDS="1",
+                    POZOL_ALERT_DELIVERY_ATTEMPTS="3", POZOL_ALERT_WEBHOOK_ALLOW="127.0.0.1/32")
+    try:
+        with http_receiver(statuses=[500, 503]) as flaky, \
+                http_receiver(statuses=[502, 502, 502, 502]) as broken:
+            Channel.objects.create(name="flaky", kind="webhook", target=flaky.url)
+            Channel.objects.create(name="broken", kind="webhook", target=broken.url)
+            fire()
+            rows = Delivery.objects.select_related("channel")
+            assert wait_until(lambda: all(row.status != "pending" for row in rows.all()), 60,
+                              0.5), worker.output()[-3000:]
+            # The third attempt is not retried (the worker may also run messages
+            # earlier tests left on the queue: only this test's attempts are counted).
+            assert not wait_until(lambda: "Failed('attempt 3" in worker.output(), 2, 0.25)
+        done = {row.channel.name: row for row in rows.all()}
+        retries = [line for line in worker.output().splitlines()
+                   if "] retry: Retry in" in line and "Failed('attempt " in line]
+    finally:
+        worker.stop()
+    assert [e["outcome"] for e in done["flaky"].log] == [
+        "Failed: HTTP 500 Internal Server Error", "Failed: HTTP 503 Service Unavailable", "sent"]
+    assert (done["broken"].status, done["broken"].attempts) == ("failed", 3)
+    assert len(flaky.bodies) == 1 and broken.statuses == [502]  # three POSTs, not four
+    assert len(retries) == 4
+    for row in done.values():
+        first, second = gaps(row)
+        assert 1 <= first < 4 and 2 <= second < 5, row.log

@@ -7,8 +7,7 @@ import pytest
 from django.utils import timezone
 
 from apps.alerts import dispatch, evaluate, services
-from apps.alerts.models import Channel, Delivery, Rule
-from apps.fleet.models import Alert
+from apps.alerts.models import Alert, Channel, Delivery, Rule
 from apps.ops.models import Operation
 from apps.telemetry.models import HostTelemetry, RawSample
 from tests.benchmarks import factories

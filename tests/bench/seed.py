@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from apps.fleet.models import Alert, Dataset, Disk, Host, PgCluster, Pool
+from apps.alerts.models import Alert
+from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool
 from apps.ops.models import Operation
 
 BATCH = 2000
@@ -75,9 +76,9 @@ def raise_alerts(hosts: list[Host]) -> None:
     """One open and one resolved alert per host: the lists must show only the open one."""
     now = timezone.now()
     Alert.objects.bulk_create(
-        [Alert(host=h, kind=Alert.Kind.UNREACHABLE, message=f"{h.name} did not answer")
+        [Alert(host=h, kind="unreachable", message=f"{h.name} did not answer")
          for h in hosts]
-        + [Alert(host=h, kind=Alert.Kind.UNREACHABLE, message="old", resolved_at=now)
+        + [Alert(host=h, kind="unreachable", message="old", resolved_at=now)
            for h in hosts], batch_size=BATCH)
 
 

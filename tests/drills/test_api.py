@@ -13,7 +13,6 @@ from drf_spectacular.generators import SchemaGenerator
 from apps.clones.models import CloneHostSettings
 from apps.drills import services
 from apps.drills.models import DrillRun, DrillSchedule
-from apps.fleet.models import Alert
 from apps.ops.models import Operation
 from apps.replication.models import ReplicationLink
 from tests.clones import factories
@@ -105,10 +104,10 @@ def test_a_drill_with_nothing_to_clone_fails_at_once_with_the_alert(api, host):
     answer = api.post(f"/api/drill-schedules/{schedule.pk}/run/").json()
     assert answer["status"] == "failed" and "no snapshot" in answer["error"]
     assert not Operation.objects.exists()
-    alert = host.open_alerts.get(kind=Alert.Kind.RESTORE_DRILL_FAILED)
+    alert = host.open_alerts.get(kind="restore_drill_failed")
     assert f"#{answer['id']}" in alert.message
     services.delete_schedule(schedule)  # no schedule failing any more: resolved
-    assert not host.open_alerts.filter(kind=Alert.Kind.RESTORE_DRILL_FAILED).exists()
+    assert not host.open_alerts.filter(kind="restore_drill_failed").exists()
 
 
 def test_a_link_is_drilled_on_its_target_from_what_it_received(host, delivered):
@@ -226,4 +225,4 @@ def test_a_drill_on_a_pool_at_its_reserve_is_a_failed_drill_with_the_figures(api
     assert answer["status"] == "failed" and "reserve" in answer["error"]
     assert "MiB" in answer["error"]
     assert not Operation.objects.exists()
-    assert host.open_alerts.filter(kind=Alert.Kind.RESTORE_DRILL_FAILED).exists()
+    assert host.open_alerts.filter(kind="restore_drill_failed").exists()

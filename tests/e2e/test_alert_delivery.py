@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from apps.alerts import tasks
-from apps.alerts.models import Channel, Delivery, Rule
+from apps.alerts.models import Alert, Channel, Delivery, Rule
 from apps.fleet import services as fleet_services
-from apps.fleet.models import Alert
 from apps.ops.models import Operation
 from tests.alerts.receivers import http_receiver, smtp_sink
 from tests.integration.conftest import register, run_on

@@ -17,12 +17,11 @@ from django.utils import timezone
 
 from apps.accounts import services as tokens
 from apps.accounts.models import ApiToken
-from apps.alerts.models import Channel, Delivery, ScrubSchedule, Silence
+from apps.alerts.models import Alert, Channel, Delivery, ScrubSchedule, Silence
 from apps.audit import services as audit
 from apps.benchmarks import services as benchmarks
 from apps.clones.models import Clone
 from apps.drills.models import DrillRun, DrillSchedule
-from apps.fleet.models import Alert
 from apps.ops.models import LogLine, Operation
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy

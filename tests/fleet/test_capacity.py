@@ -7,9 +7,8 @@ import copy
 
 import pytest
 
-from apps.alerts.models import Rule
+from apps.alerts.models import Alert, Rule
 from apps.fleet.capacity import pool_capacity_message
-from apps.fleet.models import Alert
 from apps.fleet.steps import record_facts
 from apps.remote.facts import zfs
 from apps.remote.facts.host import Dataset, Pool, dataset_from
@@ -78,7 +77,7 @@ def full(facts: dict, capacity: int, data_by_snapshots: int) -> dict:
 
 
 def open_alerts(host) -> list[Alert]:
-    return list(host.alerts.filter(kind=Alert.Kind.POOL_CAPACITY, resolved_at=None))
+    return list(host.alerts.filter(kind="pool_capacity", resolved_at=None))
 
 
 @pytest.mark.django_db

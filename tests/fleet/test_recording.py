@@ -11,7 +11,7 @@ import copy
 import pytest
 
 from apps.benchmarks.models import Benchmark
-from apps.fleet.models import Alert, Host
+from apps.fleet.models import Host
 from apps.fleet.recording import match
 from apps.fleet.steps import record_facts
 from tests.benchmarks.factories import finished
@@ -27,7 +27,7 @@ def _ids(host: Host) -> dict[str, list[tuple[str, int]]]:
 
 
 def _cluster_down(host: Host):
-    return host.alerts.filter(kind=Alert.Kind.CLUSTER_DOWN, resolved_at=None).first()
+    return host.alerts.filter(kind="cluster_down", resolved_at=None).first()
 
 
 def test_match_pairs_facts_with_rows_of_the_same_key_and_lists_the_rest():
@@ -85,7 +85,7 @@ def test_a_cluster_not_found_keeps_its_row_marked_down_and_opens_cluster_down(re
     row = replayed_host.clusters.get()
     assert (row.pk, row.running) == (cluster.pk, True) and row.last_seen_at > seen
     assert _cluster_down(replayed_host) is None
-    assert replayed_host.alerts.filter(kind=Alert.Kind.CLUSTER_DOWN).count() == 1
+    assert replayed_host.alerts.filter(kind="cluster_down").count() == 1
 
 
 def test_a_row_of_what_the_facts_call_a_clone_is_deleted_without_an_alert(replayed_host):

@@ -17,11 +17,12 @@ import time
 
 import pytest
 
+from apps.alerts.models import Alert
 from apps.clones import services as clone_services
 from apps.clones.models import Clone
 from apps.drills import reconcile
 from apps.drills.models import DrillRun
-from apps.fleet.models import Alert, Host
+from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.remote import ssh as product_ssh
 from apps.snapshots import services as snapshot_services
@@ -87,7 +88,7 @@ def drill(api, schedule_id: int) -> dict:
 
 
 def open_alert(row: Host) -> Alert | None:
-    return row.open_alerts.filter(kind=Alert.Kind.RESTORE_DRILL_FAILED).first()
+    return row.open_alerts.filter(kind="restore_drill_failed").first()
 
 
 def test_a_drill_passes_on_a_healthy_snapshot_and_fails_with_the_alert_on_a_broken_one(

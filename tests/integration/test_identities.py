@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from apps.fleet import services
-from apps.fleet.models import Alert, Host
+from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.tenants import services as tenant_services
 from tests.driving import drive
@@ -76,7 +76,7 @@ def test_a_stopped_cluster_is_down_to_its_tenant_and_back_once_started(fleet_hos
     run_on(fleet_host, f"{pg_ctl} -m fast stop")
     try:
         _discover(row)
-        alert = row.alerts.get(kind=Alert.Kind.CLUSTER_DOWN, resolved_at=None)
+        alert = row.alerts.get(kind="cluster_down", resolved_at=None)
         assert cluster.data_dir in alert.message
         down = row.clusters.get()
         assert (down.pk, down.running, down.last_seen_at) == (
@@ -97,6 +97,6 @@ def test_a_stopped_cluster_is_down_to_its_tenant_and_back_once_started(fleet_hos
     _discover(row)
     back = row.clusters.get()
     assert (back.pk, back.running) == (cluster.pk, True)
-    assert not row.alerts.filter(kind=Alert.Kind.CLUSTER_DOWN, resolved_at=None).exists()
+    assert not row.alerts.filter(kind="cluster_down", resolved_at=None).exists()
     [assignment] = member.get("/api/cluster-assignments/").json()["results"]
     assert assignment["cluster_state"] == "running"

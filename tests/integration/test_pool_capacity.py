@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from apps.alerts.models import Alert
 from apps.fleet import services
-from apps.fleet.models import Alert
 from apps.ops.models import Operation
 from tests.driving import drive
 from tests.integration.conftest import run_on
@@ -48,7 +48,7 @@ def discover(host) -> None:
 
 
 def open_alert(host) -> Alert | None:
-    return host.alerts.filter(kind=Alert.Kind.POOL_CAPACITY, resolved_at=None).first()
+    return host.alerts.filter(kind="pool_capacity", resolved_at=None).first()
 
 
 def test_a_pool_full_of_snapshot_data_raises_the_alert_and_freeing_it_resolves_it(

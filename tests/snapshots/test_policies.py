@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from apps.fleet.models import Alert
+from apps.alerts.models import Alert
 from apps.ops.models import Operation
 from apps.snapshots import policies
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
@@ -65,7 +65,7 @@ def test_a_stale_policy_raises_an_alert_on_the_host_and_resolves_it_when_fresh(
         delivered, assigned, db_host):
     PolicyAssignment.objects.filter(pk=assigned.pk).update(assigned_at=NOW - timedelta(hours=1))
     policies.tick(NOW)
-    alert = Alert.objects.get(host=db_host, kind=Alert.Kind.SNAPSHOTS_STALE)
+    alert = Alert.objects.get(host=db_host, kind="snapshots_stale")
     assert alert.resolved_at is None and "no snapshot of policy 'often'" in alert.message
     Operation.objects.update(status=Operation.Status.SUCCEEDED)
     for dataset in ("tank", "tank/pg", "tank/pg/data", "tank/pg/wal"):
@@ -82,7 +82,7 @@ def test_disabling_the_only_policy_resolves_its_alert(delivered, assigned, db_ho
     assigned.policy.enabled = False
     assigned.policy.save()
     policies.tick(NOW + timedelta(minutes=1))
-    assert not Alert.objects.filter(kind=Alert.Kind.SNAPSHOTS_STALE, resolved_at=None).exists()
+    assert not Alert.objects.filter(kind="snapshots_stale", resolved_at=None).exists()
 
 
 def test_the_preview_lists_exactly_what_lower_counts_would_prune(api, assigned, db_host):

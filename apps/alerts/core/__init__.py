@@ -1,2 +1,2 @@
-"""Pure parts of alerting: the rules' specs and conditions, webhook bodies and the
-address checks of webhook URLs. No Django, no database."""
+"""Pure parts of alerting: the conditions and threshold checks, webhook bodies and
+the address checks of webhook URLs, scrub progress. No Django, no database."""

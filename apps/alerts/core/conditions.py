@@ -1,12 +1,12 @@
-"""The built-in rules: what each kind means, its threshold's unit and range, and
-the conditions the evaluator decides from values it read.
+"""The conditions the evaluator decides from values it read, and the checks of a
+rule's threshold against its kind's unit and range.
 
-Two ways an alert's row is written (apps/fleet Alert): kinds the product sees
+Two ways an alert's row is written (apps/alerts' Alert): kinds the product sees
 where it works (discovery, the SSH layer, snapshot and replication ticks,
-restore drills) raise and resolve their own; the rest are decided here by
-apps/alerts' evaluator from telemetry, tuning and operations. Every kind has a
-rule either way: whether it is delivered, after how long, and how long its
-resolution must hold.
+restore drills) raise and resolve their own; the rest are decided by apps/alerts'
+evaluator from telemetry, tuning and operations. Every kind (apps.common.alert_kinds,
+contributed by the app that raises it) has a rule either way: whether it is
+delivered, after how long, and how long its resolution must hold.
 """
 
 from __future__ import annotations
@@ -14,43 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-
-@dataclass(frozen=True)
-class Spec:
-    kind: str
-    title: str
-    evaluated: bool  # decided by apps/alerts' evaluator; else raised by its source
-    unit: str = ""  # of the threshold; "" when the rule has none
-    minimum: float = 0
-    maximum: float = 0
-    threshold: float | None = None  # the default
-    hysteresis: float = 0  # the default margin before a numeric condition clears
-    for_minutes: int = 0  # the default time open before it is delivered
-    clear_minutes: int = 5  # the default time resolved before that is delivered
-
-
-SPECS: dict[str, Spec] = {spec.kind: spec for spec in (
-    Spec("unreachable", "Host unreachable", False, for_minutes=5),
-    Spec("arc_hit_rate", "ARC hit rate low", True, "%", 0, 100, 80, 5, for_minutes=15),
-    Spec("pool_capacity", "Pool capacity", False, "%", 1, 99, 80, 0),
-    Spec("cluster_down", "PostgreSQL cluster down", False),
-    Spec("pool_health", "Pool not ONLINE or checksum errors", True),
-    Spec("scrub_overdue", "No scrub", True, "days", 1, 3650, 35),
-    Spec("host_key_changed", "Host key changed", False, clear_minutes=0),
-    Spec("profile_drift", "Drift from the assigned profile", True),
-    Spec("operation_failed", "An operation failed", True, clear_minutes=0),
-    Spec("replication_lag", "Replication lag", False),
-    Spec("snapshots_stale", "Snapshot age", False),
-    Spec("restore_drill_failed", "Restore drill failed", False, clear_minutes=0),
-)}
+from apps.common.alert_kinds import AlertKind
 
 # An ARC with fewer lookups than this in an interval says nothing about its hit rate.
 MIN_ARC_LOOKUPS = 100
 
 
-def check_threshold(kind: str, value: float | None) -> str | None:
-    """Why `value` is no threshold for `kind`, or None when it is one."""
-    spec = SPECS[kind]
+def check_threshold(spec: AlertKind, value: float | None) -> str | None:
+    """Why `value` is no threshold for the kind, or None when it is one."""
     if not spec.unit:
         return None if value is None else "this rule has no threshold"
     if value is None:
@@ -60,8 +31,7 @@ def check_threshold(kind: str, value: float | None) -> str | None:
     return None
 
 
-def check_hysteresis(kind: str, threshold: float | None, margin: float) -> str | None:
-    spec = SPECS[kind]
+def check_hysteresis(spec: AlertKind, threshold: float | None, margin: float) -> str | None:
     if margin < 0:
         return "must be 0 or more"
     if not spec.unit:
