@@ -16,27 +16,29 @@ cluster is snapshotted consistently (`-r` on a parent holding only data and
 WAL, the multi-snapshot form within one pool, or pg_backup_start/stop around
 separate snapshots) and the log says why; the advisor's "no atomic snapshot"
 rule asks the same function, so it warns exactly where the engine falls back to
-pg_backup_start/stop; apps/snapshots/guards.py is the one place that refuses a
-destroy (held, has clones, not PoZoL's unless forced), asked by the service
-before an operation exists and again by the step against a fresh listing. The
-snapshot kinds are not mutating: they must not wait behind a benchmark, and ZFS
-serialises its own commands. The exception is `snapshots.rollback` (a cluster
-back to one of its pairs: stop, `zfs rollback` of data and WAL, start detached,
-wait for a query to answer): it stops PostgreSQL, so it is mutating and waits
-its turn. apps/snapshots/core/rollback.py plans it from a listing (the pair,
-the newer snapshots `-r` would destroy); guards.rollback_refusal refuses a
-broken pair, newer snapshots without the operator's yes, or a newer one the
-destroy guards protect, again in the step before PostgreSQL stops. A failure
-after one dataset was rolled back leaves PostgreSQL stopped rather than start
-data and WAL of two moments.
+pg_backup_start/stop; apps/snapshots/core/guards.py is the one place that
+refuses a destroy (held, has clones, not PoZoL's unless forced), asked by the
+service before an operation exists and again by the step against a fresh
+listing. The snapshot kinds are not mutating: they must not wait behind a
+benchmark, and ZFS serialises its own commands. The exception is
+`snapshots.rollback` (a cluster back to one of its pairs: stop, `zfs rollback`
+of data and WAL, start detached, wait for a query to answer): it stops
+PostgreSQL, so it is mutating and waits its turn.
+apps/snapshots/core/rollback.py plans it from a listing (the pair, the newer
+snapshots `-r` would destroy); guards.rollback_refusal refuses a broken pair,
+newer snapshots without the operator's yes, or a newer one the destroy guards
+protect, again in the step before PostgreSQL stops. A failure after one dataset
+was rolled back leaves PostgreSQL stopped rather than start data and WAL of two
+moments.
 
 Snapshot policies (`SnapshotPolicy`, `PolicyAssignment`; a cluster assigned by
 its data directory, its natural identity) feed the pure apps/snapshots/core
 (due, plan_prune, preview, stale) from the inventory in
-apps/snapshots/policies.py. The beat task `snapshots.policy_tick` calls
+apps/snapshots/policies.py (rows read for the core by
+apps/snapshots/pruning.py). The beat task `snapshots.policy_tick` calls
 `policies.tick(now)`: per due target it starts one `snapshots.policy` operation
 (take, with snapshot now's plan and the policy's properties, then prune against
-a fresh listing, re-checking guards.py before each destroy and skipping a
+a fresh listing, re-checking core/guards.py before each destroy and skipping a
 refused or busy one). The kind is not mutating, so there is no host lock; one
 operation per target is kept by a row lock on the assignment and a check for an
 active operation of that assignment. Staleness raises or resolves the host's

@@ -1,0 +1,65 @@
+"""Telemetry: samples of every host over time, rollups, the series API, /metrics.
+
+Telemetry reaches hosts without an Operation, as clones' usage sampling
+(apps/clones/usage.py) does: a sample a minute per host would flood the
+operations table. The beat task
+`telemetry.collect` (every `POZOL_TELEMETRY_INTERVAL`, 60 s) is routed to the
+`telemetry` queue, which one single-process worker serves (docker-compose
+`telemetry`, `make run`): that process samples every discovered pinned host in
+`POZOL_TELEMETRY_THREADS` threads, one SSH round trip each (the script of
+apps/telemetry/core/command.py, for what discovery found the host offers), over
+its pooled connection, so the collector holds one connection per host whatever
+the number of workers, and a slow host holds a thread, not the round. Threads
+only talk SSH and parse; the task's thread writes. A failure is kept on the
+host's `HostTelemetry` (last error, code, time), never raised. A host that
+cannot be got into (no answer, refused, authentication) is marked unreachable
+with its alert at that sample, and the first sample that answers again ends the
+outage: unreachable hosts are sampled too, so an outage is known to the minute,
+not at the next discovery (every 15 minutes). A command that times out on a
+host that answered is a missing sample, not an outage. A raw row (`RawSample`)
+is the sample in apps/telemetry/core/series.py's stored form: nested JSON by
+source, pools, datasets and clusters keyed by name, counters raw (the txg
+history, a ring buffer, is turned into per-interval figures when sampled).
+`telemetry.maintain` rolls closed buckets into 5-minute and hourly `Rollup`
+rows (gauges min/max/avg, counters first/last and a reset flag) behind a
+per-host mark, then prunes by the retention settings (48 h, 30 d, 400 d), a raw
+row only once rolled up. `/api/hosts/{id}/telemetry/` picks the resolution by
+the span, fetches only the fields the metric reads (`values -> 'arc' ->>
+'hits'`) through the (host, taken_at) index, and makes rates on read with
+core/rates.py (a reboot, a reset or a missed sample is a null point); a metric
+the host lacks answers `available: false` and why. For a metric per pool,
+dataset or cluster the database cuts each key's object to the fields read too
+(`PerKeyFields`: a cluster's 30 counters down to the 2 TPS reads), which is
+what keeps a 7-day graph of 200 hosts' fleet under its 300 ms goal
+(tests/bench/telemetry_scale.py).
+
+`/metrics` (apps/telemetry/scrape.py: a bearer token or an allowed CIDR, else
+401/403) builds a registry per request around one custom prometheus_client
+Collector (apps/telemetry/prometheus.py). It reads in a constant number of
+queries whatever the fleet's size: hosts with their newest snapshot (a subquery
+on the (host, created_at) index), each host's two newest raw rows (one window
+query over the last three intervals through the time index), collector state,
+pool health cut out of each last sample in SQL, pools of hosts without a
+current sample, links, operations by status and active ones by kind; and one
+Redis round trip: Celery queue lengths (`LLEN`) and the step latency histogram.
+Steps run in workers, the page in the web process, so the engine adds each
+step's duration to a Redis hash (apps/ops/timing.py, one pipelined `HINCRBY`
+per step, skipped for a minute when Redis is away) that /metrics reads with one
+`HGETALL`. Rates come from core/rates.py as the graphs' do. Labels are host,
+pool and dataset names plus code-bounded ones (state, status, kind, step,
+queue); PostgreSQL figures are per host (TPS summed, cache hit of the worst
+cluster), so no cluster or snapshot label exists. docs/grafana/pozol-fleet.json
+reads only names /metrics serves (a test checks).
+
+What the pages show of telemetry: each sample also writes the host's current
+values on its `HostTelemetry` row (apps/telemetry/core/current.py: ARC hit rate
+and TPS over the last interval, fullest pool, bytes used and saved by
+compression, and the last hour of ARC hit rate and TPS for sparklines), so the
+overview joins one row per host and sorts the whole fleet by them in its one
+query; the fleet's space saved is one aggregate (a `Total` of the sections
+registry). The host's Metrics tab (apps/telemetry/host_page.py) is a grid of
+chart figures whose sources are `/telemetry/hosts/<id>/charts/<chart>/?range=`
+or `?from=&to=` (session-signed, apps/telemetry/charts.py: several metrics of
+the series API on one time axis, a missing source listed with its reason); its
+current values are an htmx partial polled at the sampling interval.
+"""
