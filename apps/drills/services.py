@@ -219,19 +219,26 @@ def free_clone_port(host: Host) -> int | None:
 
 
 def _layout(run: DrillRun, origin: Origin, snapshot: str) -> Layout:
-    host = run.host
+    return disposable_layout(run.host, origin, snapshot, run.clone_name)
+
+
+def disposable_layout(host: Host, origin: Origin, snapshot: str, name: str, *,
+                      no_port_status: int = 400) -> Layout:
+    """The layout of a clone PoZoL makes, uses and destroys itself (a drill's, a table
+    recovery's): a port from the top of the clone range, no network in pg_hba."""
     limits = clone_services.settings_of(host)
     port = free_clone_port(host)
     if port is None:
         raise _refuse("port", f"every port of {host.name}'s clone range "
-                              f"{limits.port_min}-{limits.port_max} is taken", code="no_port")
+                              f"{limits.port_min}-{limits.port_max} is taken", code="no_port",
+                      status=no_port_status)
     try:
         # Listening where clones do (a loopback address can be another host's here), with
         # no network allowed in pg_hba: only the owner over its socket gets in.
-        return Layout(origin=origin, name=run.clone_name, snapshot=snapshot, port=port,
+        return Layout(origin=origin, name=name, snapshot=snapshot, port=port,
                       listen=limits.listen_address or host.address, allowed=(),
                       role="pozol_drill",
-                      socket_dir=f"{host.work_dir.rstrip('/')}/clones/{run.clone_name}",
+                      socket_dir=f"{host.work_dir.rstrip('/')}/clones/{name}",
                       os_uid=clone_uid(limits.uid_base, port))
     except (CloneError, InvalidValue, ValueError) as exc:
         raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None

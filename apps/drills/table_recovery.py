@@ -16,10 +16,10 @@ from __future__ import annotations
 import secrets
 
 from apps.clones import services as clone_services
-from apps.clones.core.layout import CloneError, Layout, clone_uid
+from apps.clones.core.layout import Layout
 from apps.drills import steps
 from apps.drills.core import recover as core
-from apps.drills.services import _refuse, clone_room, free_clone_port
+from apps.drills.services import _refuse, clone_room, disposable_layout
 from apps.fleet.models import Host
 from apps.ops import engine
 from apps.ops.models import Operation
@@ -62,18 +62,5 @@ def recover_table(snapshot: Snapshot, *, database: object, table: object,
 
 
 def _layout(host: Host, origin, snapshot: str) -> Layout:
-    limits = clone_services.settings_of(host)
-    port = free_clone_port(host)
-    if port is None:
-        raise _refuse("port", f"every port of {host.name}'s clone range "
-                              f"{limits.port_min}-{limits.port_max} is taken", code="no_port",
-                      status=409)
-    name = f"pozol-recover-{secrets.token_hex(4)}"
-    try:
-        return Layout(origin=origin, name=name, snapshot=snapshot, port=port,
-                      listen=limits.listen_address or host.address, allowed=(),
-                      role="pozol_drill",
-                      socket_dir=f"{host.work_dir.rstrip('/')}/clones/{name}",
-                      os_uid=clone_uid(limits.uid_base, port))
-    except (CloneError, InvalidValue, ValueError) as exc:
-        raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
+    return disposable_layout(host, origin, snapshot, f"pozol-recover-{secrets.token_hex(4)}",
+                             no_port_status=409)
