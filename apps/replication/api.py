@@ -87,7 +87,7 @@ class ReplicationLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     @extend_schema(responses={200: StreamSerializer(many=True)})
     @action(detail=True, methods=["get"])
-    def streams(self, request, pk=None):
+    def streams(self, request, pk=None) -> Response:
         """The stream flags each source dataset is sent with (-w, -c, -L) and why: both
         hosts' capabilities, the dataset's encryption as the last run read it, the link's
         opt-outs. Each run decides again from the hosts and logs it. 409 until discovery
