@@ -4,15 +4,20 @@ Replication (apps/replication) copies a cluster's data and WAL datasets, or one
 dataset, to a target parent on another host. `ReplicationLink` is the intent
 (sources fixed at creation, since the target names derive from them) plus what
 the last run found; both hosts' ZFS stay the truth. apps/replication/core is
-pure: the link's names and targets, capabilities by dialect, the planner (full,
-incremental from the newest common snapshot matched by guid, resume, diverged
-refused unless opted in, holds), the send pipeline and the receive-only key's
-forced command, progress and lag. A `replication.run` operation on the source
-host: `plan` installs the link's `restrict,command=` line in the target's
-authorized_keys (the host's `authorized_keys_file`) and writes the private key
-and the target's pinned host key under `<work_dir>/links/<name>/` on the source
-(again after anything but a clean run), lists both sides with one command each
-(core/listing.py) and plans; `execute` runs the quick steps back to back and a
+pure: the link's names and targets, capabilities by dialect and version, the
+stream flags and their reasons (core/streams.py: -w for an encrypted dataset,
+-c and -L where both ends take them unless the link opts out, -L fixed by the
+link's first send, which the link records as `large_blocks_sent`), the planner
+(full, incremental from the newest common snapshot matched by guid, resume,
+diverged refused unless opted in, holds), the send pipeline and the
+receive-only key's forced command, progress and lag. A `replication.run`
+operation on the source host: `plan` installs the link's `restrict,command=` line
+in the target's authorized_keys (the host's `authorized_keys_file`) and writes
+the private key and the target's pinned host key under `<work_dir>/links/<name>/`
+on the source (again after anything but a clean run), lists both sides with one
+command each (core/listing.py; `encryption` where the host has native
+encryption, kept on the link as `source_encryption`), plans, and logs each
+dataset's flags and why; `execute` runs the quick steps back to back and a
 send as a detached unit on the source, which each later call starts if missing,
 waits on and polls in one round trip (detached.follow), so the data never
 passes through the control plane and a dying worker does not stop it; `finish`
@@ -27,7 +32,8 @@ snapshots imports nothing of it. `replication.tick` (beat) starts due links and
 raises or resolves the `replication_lag` alert.
 
 Replication links are seen and driven through `/api/replication-links/` (CRUD,
-`run/`, `pause/`, `resume/`, `rollback-opt-in/` POST and DELETE), the fleet
+`run/`, `pause/`, `resume/`, `rollback-opt-in/` POST and DELETE, `streams/`: the
+flags each dataset is sent with and why, from discovery and the last run), the fleet
 page `/replication/`, a page per link and the host page's Replication tab
 (links sending from and receiving into the host). All of them call
 apps/replication/services.py; the serializers and forms only take each value in

@@ -19,6 +19,7 @@ from apps.replication.serializers import (
     LinkCreateSerializer,
     ReplicationLinkSerializer,
     SettingsSerializer,
+    StreamSerializer,
 )
 
 # What makes a link the link it is: a change is passed on for the service to refuse
@@ -83,6 +84,16 @@ class ReplicationLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         """Start one run now (also while paused); 409 while one runs."""
         return _accepted(services.run_now(self.get_object(), by=request.user,
                                           trigger=Operation.Trigger.API))
+
+    @extend_schema(responses={200: StreamSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def streams(self, request, pk=None) -> Response:
+        """The stream flags each source dataset is sent with (-w, -c, -L) and why: both
+        hosts' capabilities, the dataset's encryption as the last run read it, the link's
+        opt-outs. Each run decides again from the hosts and logs it. 409 until discovery
+        has read both hosts."""
+        found = services.streams_of(self.get_object())
+        return Response([StreamSerializer.of(source, stream) for source, stream in found])
 
     @extend_schema(request=None, responses={200: ReplicationLinkSerializer})
     @action(detail=True, methods=["post"])

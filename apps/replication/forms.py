@@ -31,13 +31,35 @@ class LinkSettingsForm(forms.ModelForm):
                   "keep_hourly": "Hourly to keep", "keep_daily": "Daily to keep",
                   "keep_weekly": "Weekly to keep", "keep_monthly": "Monthly to keep",
                   "bandwidth_limit": "Bandwidth limit (bytes per second)",
-                  "lag_threshold_minutes": "Alert when lag exceeds (minutes)"}
+                  "lag_threshold_minutes": "Alert when lag exceeds (minutes)",
+                  "compressed_streams": "Compressed streams (zfs send -c) where both hosts "
+                                        "take them",
+                  "large_block_streams": "Large-block streams (zfs send -L) where both hosts "
+                                         "take them"}
         help_texts = {"after_policy": "",
                       "interval_minutes": "0: only on demand or after a policy snapshot.",
                       "keep_frequently": "The target's own retention; all 0 keeps "
                                          "everything received.",
                       "bandwidth_limit": "Empty: unlimited; otherwise 65536 (64 KiB/s) or "
-                                         "more."}
+                                         "more.",
+                      "compressed_streams": "Off: blocks are decompressed to send and the "
+                                            "target compresses them by its own setting (a "
+                                            "target an older system will read).",
+                      "large_block_streams": "Off: records over 128K are split into 128K "
+                                             "blocks. Fixed once the link has sent. "
+                                             "Encrypted datasets are always sent raw (-w), "
+                                             "which keeps both."}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        sent = self.instance.large_blocks_sent if self.instance else None
+        if sent is not None:  # an incremental must keep the -L of the first send
+            field = self.fields["large_block_streams"]
+            field.disabled = True
+            self.initial["large_block_streams"] = sent  # what it sends, whatever was asked
+            field.help_text = (f"Fixed: the link's copies were received "
+                               f"{'with' if sent else 'without'} -L, and every later send "
+                               "must match. A new link can choose again.")
 
     def changes(self) -> dict:
         return {name: self.cleaned_data[name] for name in services.EDITABLE}

@@ -21,6 +21,9 @@ def core_link(link: ReplicationLink) -> Link:
         return Link(name=link.name, sources=tuple(link.sources),
                     target_parent=link.target_parent, mode=link.mode,
                     rollback_opt_in=link.rollback_opt_in,
-                    bandwidth_limit=link.bandwidth_limit)
+                    bandwidth_limit=link.bandwidth_limit,
+                    compressed_streams=link.compressed_streams,
+                    large_block_streams=link.large_block_streams,
+                    large_blocks_sent=link.large_blocks_sent)
     except ReplicationError as exc:
         raise LinkError(f"{exc.field}: {exc}", fields={exc.field: [str(exc)]}) from None

@@ -69,6 +69,23 @@ class ReplicationLink(NameIsIdentity, models.Model):
                                                      help_text="Bytes per second; empty: "
                                                                "unlimited.")
     lag_threshold_minutes = models.PositiveIntegerField(default=120)
+    # Stream flags (apps.replication.core.streams): -c and -L where both ends take them,
+    # unless opted out; -w for encrypted datasets is not a choice.
+    compressed_streams = models.BooleanField(
+        default=True, help_text="Send compressed streams (zfs send -c) where both ends take "
+                                "them; off: blocks are decompressed to send and the target "
+                                "compresses them by its own setting.")
+    large_block_streams = models.BooleanField(
+        default=True, help_text="Send large-block streams (zfs send -L) where both ends take "
+                                "them; off: records over 128K are split into 128K blocks. "
+                                "Fixed once the link has sent.")
+    large_blocks_sent = models.BooleanField(
+        null=True, blank=True, editable=False,
+        help_text="The -L of the link's first send, which every later send keeps; null: "
+                  "nothing sent yet.")
+    source_encryption = models.JSONField(
+        default=dict, blank=True, editable=False,
+        help_text="Each source dataset's `encryption` as the last run read it.")
     paused = models.BooleanField(default=False)
 
     rollback_opt_in = models.BooleanField(default=False)

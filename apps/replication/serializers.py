@@ -38,6 +38,37 @@ class LagSerializer(serializers.Serializer):
     text = serializers.CharField(help_text="The lag in words, as the UI shows it.")
 
 
+class ChoiceSerializer(serializers.Serializer):
+    flag = serializers.CharField(help_text="-w, -c or -L.")
+    on = serializers.BooleanField(allow_null=True, help_text="null: decided at each run "
+                                  "(-w, before a run has read the dataset's encryption).")
+    why = serializers.CharField()
+
+
+class StreamSerializer(serializers.Serializer):
+    """One source dataset's stream flags, as the link's runs choose them."""
+
+    source = serializers.CharField(help_text="The source dataset.")
+    flags = serializers.ListField(child=serializers.CharField(),
+                                  help_text="What zfs send is given: [\"-w\"] (raw, implies "
+                                            "-c and -L), or some of -c and -L.")
+    raw = serializers.BooleanField()
+    compressed = serializers.BooleanField()
+    large_blocks = serializers.BooleanField()
+    choices = ChoiceSerializer(many=True, help_text="Each flag, on or off, and why.")
+    refusal = serializers.CharField(help_text="Why this dataset cannot be sent; empty when "
+                                              "it can.")
+    text = serializers.CharField(help_text="All of it in words, as the run's log says it.")
+
+    @staticmethod
+    def of(source: str, stream) -> dict:
+        return {"source": source, "flags": list(stream.flags), "raw": stream.raw,
+                "compressed": stream.compressed, "large_blocks": stream.large_blocks,
+                "choices": [{"flag": c.flag, "on": c.on, "why": c.why}
+                            for c in stream.choices],
+                "refusal": stream.refusal, "text": stream.text}
+
+
 class SettingsSerializer(serializers.Serializer):
     """What may change once a link exists (every field optional)."""
 
@@ -65,6 +96,14 @@ class SettingsSerializer(serializers.Serializer):
     lag_threshold_minutes = StrictIntegerField(
         required=False, min_value=LAG_MINUTES[0], max_value=LAG_MINUTES[1],
         help_text="Alert when the newest received snapshot is older than this.")
+    compressed_streams = StrictBooleanField(
+        required=False, help_text="Send compressed streams (zfs send -c) where both hosts "
+                                  "take them (default); false: blocks are decompressed to "
+                                  "send and the target compresses them by its own setting.")
+    large_block_streams = StrictBooleanField(
+        required=False, help_text="Send large-block streams (zfs send -L) where both hosts "
+                                  "take them (default); false: records over 128K are split "
+                                  "into 128K blocks. Fixed once the link has sent (409).")
 
 
 class LinkCreateSerializer(SettingsSerializer):
@@ -114,7 +153,8 @@ class ReplicationLinkSerializer(ModelSerializer):
         fields = ["id", "name", "source_host", "source_host_name", "cluster_data_dir",
                   "sources", "target_host", "target_host_name", "target_parent", "mode",
                   "interval_minutes", "after_policy", *ReplicationLink.KEEP_COUNTS,
-                  "bandwidth_limit", "lag_threshold_minutes", "paused", "rollback_opt_in",
+                  "bandwidth_limit", "lag_threshold_minutes", "compressed_streams",
+                  "large_block_streams", "large_blocks_sent", "paused", "rollback_opt_in",
                   "rollback_opted_in_by", "rollback_opted_in_at", "public_key", "state",
                   "last_error", "last_run_at", "last_success_at", "last_operation",
                   "last_transfer", "common_snapshot", "newest_received",

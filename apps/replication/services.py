@@ -25,9 +25,11 @@ from apps.ops.schedule import due
 from apps.replication import steps
 from apps.replication.alert_kinds import REPLICATION_LAG
 from apps.replication.core import lag as core_lag
+from apps.replication.core import streams
 from apps.replication.core.capabilities import stream_refusal
 from apps.replication.core.link import Link, ReplicationError
 from apps.replication.core.planner import Snap
+from apps.replication.core.streams import Encryption, StreamFlags
 from apps.replication.link_rows import LinkError, core_link
 from apps.replication.models import ReplicationLink
 from apps.snapshots import services as snapshot_services
@@ -35,7 +37,8 @@ from apps.snapshots.core.policy import Policy, PolicyError
 
 MAX_INTERVAL_MINUTES = 366 * 24 * 60
 EDITABLE = ("mode", "interval_minutes", "after_policy", *ReplicationLink.KEEP_COUNTS,
-            "bandwidth_limit", "lag_threshold_minutes")
+            "bandwidth_limit", "lag_threshold_minutes", "compressed_streams",
+            "large_block_streams")
 
 
 def _refuse(field: str, text: str, *, code: str = "invalid", status: int = 400) -> LinkError:
@@ -86,10 +89,27 @@ def update_link(link: ReplicationLink, changes: dict, by=None) -> ReplicationLin
         raise _refuse(field, "cannot be changed once the link exists (make a new link)")
     _unknown(changes)
     link = ReplicationLink.objects.select_for_update().get(pk=link.pk)
+    _large_blocks_fixed(link, changes)
     _apply(link, changes)
     core_link(link)
     link.save()
     return link
+
+
+def _large_blocks_fixed(link: ReplicationLink, changes: dict) -> None:
+    """-L cannot change once the link has sent (core/streams.py): its copies hold the
+    block sizes its first send gave them, and an incremental must match. Asking for what
+    the link sends anyway is no change."""
+    wanted = changes.get("large_block_streams", link.large_block_streams)
+    if link.large_blocks_sent is None or wanted in (link.large_block_streams,
+                                                    link.large_blocks_sent):
+        return
+    raise _refuse("large_block_streams",
+                  f"fixed once the link has sent: its copies were received "
+                  f"{'with' if link.large_blocks_sent else 'without'} -L, and an incremental "
+                  "must match (OpenZFS 2.0+ refuses one that drops -L onto large blocks; "
+                  "before 2.0 a change either way zeroed data). Make a new link into "
+                  "another target parent to change it", code="fixed", status=409)
 
 
 def _unknown(values: dict) -> None:
@@ -188,6 +208,24 @@ def _check_streams(source_host: Host, target_host: Host) -> None:
         return
     if refusal := stream_refusal(source, target):
         raise _refuse("target_host", refusal)
+
+
+def streams_of(link: ReplicationLink) -> list[tuple[str, StreamFlags]]:
+    """Each source dataset's stream flags and why, from what PoZoL knows without asking
+    the hosts: both hosts' capabilities (discovery), the link's opt-outs and the -L it
+    first sent with, and each dataset's `encryption` as the last run read it (before a
+    run: "-w at each run"). A run decides again from the hosts and logs it. A Conflict
+    when discovery has not read a host."""
+    try:
+        source = steps.capabilities_of(link.source_host)
+        target = steps.capabilities_of(link.target_host)
+    except steps.LinkFailure as exc:
+        raise Conflict(str(exc), code="no_facts") from None
+    core = core_link(link)
+    known = link.source_encryption or {}
+    return [(dataset, streams.decide(core, source, target,
+                                     Encryption(known[dataset]) if dataset in known else None))
+            for dataset in core.sources]
 
 
 # ---- running, pausing, rollback opt-in ------------------------------------------------

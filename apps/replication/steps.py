@@ -23,7 +23,7 @@ killed mid-transfer leaves a record the next plan releases.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -108,6 +108,8 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
     for dataset in chosen.datasets:
         ctx.log(f"{dataset.source} -> {dataset.target}: {dataset.action.value}: "
                 f"{dataset.reason}")
+        if dataset.stream is not None and any(s.send for s in dataset.steps):
+            ctx.log(f"{dataset.source}: zfs send {dataset.stream.text}")
     for note in chosen.notes + tuple(n for d in chosen.datasets for n in d.notes):
         ctx.log(f"note: {note}")
     if chosen.action is Action.REFUSED:
@@ -135,11 +137,12 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
 
 
 def _list_sides(ctx: StepContext, link: ReplicationLink, core,
-                target_caps: ReplicationCapabilities):
+                source_caps: ReplicationCapabilities, target_caps: ReplicationCapabilities):
     """Both sides, one command each: the source's listing (with its tools) and the
     target's states keyed by target dataset."""
     targets = core.targets()
-    source_text = ctx.runner()(listing.source_command(core.sources), timeout=300).stdout
+    source_text = ctx.runner()(listing.source_command(core.sources, source_caps),
+                               timeout=300).stdout
     target_text = _on(link.target_host)(
         listing.target_command(targets.values(), target_caps), timeout=300).stdout
     return (listing.parse_source(source_text, core.sources),
@@ -149,19 +152,23 @@ def _list_sides(ctx: StepContext, link: ReplicationLink, core,
 def _plan(ctx: StepContext, link: ReplicationLink, core) -> tuple:
     source_caps = capabilities_of(link.source_host)
     target_caps = capabilities_of(link.target_host)
-    sources, on_target = _list_sides(ctx, link, core, target_caps)
-    source_caps = replication_capabilities_with_tools(source_caps, sources.tools)
+    sources, on_target = _list_sides(ctx, link, core, source_caps, target_caps)
+    source_caps = replace(source_caps, pv="pv" in sources.tools,
+                          mbuffer="mbuffer" in sources.tools)
+    _note_encryption(link, sources.sources)
     target_states = {source: on_target[target] for source, target in core.targets().items()}
     chosen = plan_link(core, sources.sources, target_states, source_caps, target_caps,
                        held=link.held, resume_failed=link.resume_failed)
     return source_caps, target_caps, chosen, sources.sources
 
 
-def replication_capabilities_with_tools(caps: ReplicationCapabilities,
-                                        tools: tuple[str, ...]) -> ReplicationCapabilities:
-    values = asdict(caps)
-    values.update(pv="pv" in tools, mbuffer="mbuffer" in tools)
-    return ReplicationCapabilities(**values)
+def _note_encryption(link: ReplicationLink, sources: dict) -> None:
+    """Each source dataset's `encryption` as this run read it, for the link page's
+    preview of the stream flags (a dataset's encryption is fixed when it is made)."""
+    found = {name: state.encryption.cipher for name, state in sources.items()
+             if state.encryption is not None}
+    if found != link.source_encryption:
+        ReplicationLink.objects.filter(pk=link.pk).update(source_encryption=found)
 
 
 # ---- execute ------------------------------------------------------------------------------
@@ -228,6 +235,7 @@ def _send(ctx: StepContext, link: ReplicationLink, step: Step, index: int,
     assert step.send is not None
     name = f"send{index}"
     if name not in ctx.state.setdefault("started", {}):
+        _note_large_blocks(link, step.send)
         if not (ctx.state["expected"].get(name) or {}).get("exact"):  # none at the plan
             exact = _exact_size(ctx, step.send)
             if exact is not None:
@@ -263,6 +271,16 @@ def _send(ctx: StepContext, link: ReplicationLink, step: Step, index: int,
     ctx.log(f"{step.text}: {_size(sent)} in {seconds:.1f} s"
             + (f" ({_size(int(sent / seconds))}/s)" if seconds > 0 else ""))
     return None
+
+
+def _note_large_blocks(link: ReplicationLink, send: Send) -> None:
+    """The -L of the link's first send is kept by every later one (streams.py): written
+    before that send starts, so a send cut short still counts. A resume carries its
+    flags in its token; a raw send implies -L whatever the link says."""
+    if send.resume_token or send.raw or link.large_blocks_sent is not None:
+        return
+    ReplicationLink.objects.filter(pk=link.pk, large_blocks_sent=None).update(
+        large_blocks_sent=send.large_blocks)
 
 
 def _room(ctx: StepContext, link: ReplicationLink, steps: tuple[Step, ...]) -> Fail | None:
@@ -349,7 +367,8 @@ def finish(ctx: StepContext) -> Next:
     link = _link(ctx)
     core = core_link(link)
     targets = core.targets()
-    listed, on_target = _list_sides(ctx, link, core, _caps(ctx, "target_caps"))
+    listed, on_target = _list_sides(ctx, link, core, _caps(ctx, "source_caps"),
+                                    _caps(ctx, "target_caps"))
     sources = listed.sources
     common = _common_name(core.sources, targets, sources, on_target)
     received = newest_received({t: on_target[t].snapshots for t in targets.values()})

@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
-from apps.common.errors import DomainError
+from apps.common.errors import Conflict, DomainError
 from apps.ops.models import Operation
 from apps.replication import queries, services, steps
 from apps.replication.forms import LinkSettingsForm, NewLinkForm, refused
@@ -63,6 +63,10 @@ def link_detail(request, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "link-live":
         status = 200 if link.running_operation_id else HTMX_STOP_POLLING
         return render(request, "replication/_link_live.html", {"link": link}, status=status)
+    try:  # before the form is checked: a bound ModelForm writes its values on `link`
+        streams, streams_unknown = services.streams_of(link), ""
+    except Conflict as exc:
+        streams, streams_unknown = [], exc.message
     form = LinkSettingsForm(request.POST or None, instance=link)
     if request.method == "POST" and form.is_valid():
         try:
@@ -75,7 +79,8 @@ def link_detail(request, pk: int) -> HttpResponse:
     runs = (Operation.objects.filter(kind=steps.RUN.name, state__link=link.pk)
             .for_table()[:RECENT_RUNS])
     return render(request, "replication/detail.html",
-                  {"link": link, "form": form, "runs": runs, "recent_runs": RECENT_RUNS})
+                  {"link": link, "form": form, "runs": runs, "recent_runs": RECENT_RUNS,
+                   "streams": streams, "streams_unknown": streams_unknown})
 
 
 @login_required

@@ -106,6 +106,15 @@ def test_full_then_two_incrementals_and_postgres_starts_on_the_copy(pair, api):
     assert operation.result["action"] == "full"
     for dataset, copy in zip(("tank/pg/data", "tank/pg/wal"), TARGETS, strict=True):
         assert snapshots_of(target, copy) == snapshots_of(source, dataset) == [first]
+    # zfs-fuse takes none of -w/-c/-L, and the plan says so per dataset; its listing never
+    # asks for `encryption` (which zfs-fuse would refuse), read as not encrypted.
+    logged = [line.text for line in operation.log_lines.all()]
+    said = [text for text in logged if text.startswith("tank/pg/data: zfs send ")]
+    assert said and said[0].startswith("tank/pg/data: zfs send no -w/-c/-L (-w off: the "
+                                       "source (zfs-fuse, pool version 23) has no native "
+                                       "encryption; -c off: "), logged
+    link.refresh_from_db()
+    assert link.large_blocks_sent is False and link.source_encryption == {}
 
     names = [first]
     for rows in (500, 700):

@@ -7,9 +7,11 @@ from datetime import timedelta
 
 import pytest
 
+from apps.fleet.models import Pool
 from apps.ops.models import Operation
 from apps.replication.models import ReplicationLink
 from tests.replication import factories
+from tests.snapshots import factories as snapshot_factories
 
 pytestmark = [pytest.mark.django_db]
 
@@ -85,6 +87,9 @@ def test_hostile_datasets_are_refused(api, hosts, value):
     ("interval_minutes", 1.5), ("interval_minutes", "60"), ("lag_threshold_minutes", 0),
     ("lag_threshold_minutes", 10**8), ("keep_hourly", 10**6), ("keep_daily", -1),
     ("keep_monthly", True), ("mode", "-R"), ("mode", 1), ("after_policy", "yes"),
+    ("compressed_streams", "yes"), ("compressed_streams", 1), ("compressed_streams", None),
+    ("large_block_streams", "false"), ("large_block_streams", 0),
+    ("large_block_streams", [True]),
     ("cluster_data_dir", "/nowhere"), ("cluster_data_dir", "/x;reboot"),
 ])
 def test_absurd_settings_are_refused_with_the_field(api, hosts, field, value):
@@ -248,5 +253,69 @@ def test_the_schema_documents_links(api):
     for action in ("run", "pause", "resume"):
         assert "post" in paths[f"/api/replication-links/{{id}}/{action}/"]
     assert {"post", "delete"} <= set(paths["/api/replication-links/{id}/rollback-opt-in/"])
+    assert "get" in paths["/api/replication-links/{id}/streams/"]
     shown = schema["components"]["schemas"]["ReplicationLink"]["properties"]
     assert "private_key_encrypted" not in shown and "lag" in shown
+    assert {"compressed_streams", "large_block_streams", "large_blocks_sent"} <= set(shown)
+    assert {"flags", "choices", "refusal"} <= set(
+        schema["components"]["schemas"]["Stream"]["properties"])
+
+
+OPENZFS = {"dialect": "openzfs", "implementation": "OpenZFS", "version": "2.3.9-0+deb13u1",
+           "userland_version": "2.3.9-0+deb13u1", "kernel_version": "2.3.9-0+deb13u1",
+           "capabilities": {"multi_snapshot": True}}
+
+
+def openzfs_hosts():
+    source = snapshot_factories.host("oz1", zfs=OPENZFS)
+    snapshot_factories.cluster(source)
+    target = snapshot_factories.host("oz2", datasets=("backup",), zfs=OPENZFS)
+    Pool.objects.create(host=target, name="backup", health="ONLINE")
+    return source, target
+
+
+def test_the_stream_opt_outs_are_settings(api):
+    hosts = openzfs_hosts()
+    shown = make(api, hosts, compressed_streams=False).json()
+    assert (shown["compressed_streams"], shown["large_block_streams"],
+            shown["large_blocks_sent"]) == (False, True, None)
+    address = f"/api/replication-links/{shown['id']}/"
+    streams = api.get(address + "streams/").json()
+    assert [s["source"] for s in streams] == ["tank/pg/data", "tank/pg/wal"]
+    assert streams[0]["flags"] == ["-L"] and not streams[0]["raw"]
+    assert [c["flag"] for c in streams[0]["choices"]] == ["-w", "-c", "-L"]
+    assert streams[0]["choices"][0]["on"] is None  # no run has read the encryption yet
+    assert "the link opts out" in streams[0]["choices"][1]["why"]
+    shown = api.patch(address, {"compressed_streams": True, "large_block_streams": False},
+                      format="json").json()
+    assert shown["compressed_streams"] is True and shown["large_block_streams"] is False
+    assert api.get(address + "streams/").json()[1]["flags"] == ["-c"]
+    for bad in ("no", 0, None, {"on": True}):
+        error = refused(api.patch(address, {"compressed_streams": bad}, format="json"))
+        assert "compressed_streams" in error["fields"]
+    assert ReplicationLink.objects.get().compressed_streams is True
+
+
+def test_large_blocks_are_fixed_once_the_link_has_sent(api):
+    link = factories.link(*openzfs_hosts(), large_blocks_sent=True,
+                          source_encryption={"tank/pg/data": "aes-256-gcm",
+                                             "tank/pg/wal": "off"})
+    address = f"/api/replication-links/{link.pk}/"
+    error = refused(api.patch(address, {"large_block_streams": False}, format="json"), 409)
+    assert error["code"] == "fixed"
+    assert "its copies were received with -L" in error["fields"]["large_block_streams"][0]
+    assert api.patch(address, {"large_block_streams": True, "compressed_streams": False},
+                     format="json").status_code == 200
+    data, wal = api.get(address + "streams/").json()
+    assert data["flags"] == ["-w"] and data["text"].startswith("-w (-w on: the dataset is "
+                                                               "encrypted (aes-256-gcm)")
+    assert wal["flags"] == ["-L"] and "kept as the link's first send" in wal["text"]
+
+
+def test_streams_need_both_hosts_discovered(api, hosts):
+    link = factories.link(*hosts)
+    hosts[1].facts = {}
+    hosts[1].save()
+    response = api.get(f"/api/replication-links/{link.pk}/streams/")
+    assert response.status_code == 409 and "run discovery" in response.json()["error"]["message"]
+    assert api.get("/api/replication-links/999999/streams/").status_code == 404

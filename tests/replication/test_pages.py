@@ -32,7 +32,8 @@ def form(hosts, **changes) -> dict:
               "target_host": target.pk, "target_parent": "backup/db1", "mode": "-I",
               "interval_minutes": "60", "keep_frequently": "0", "keep_hourly": "24",
               "keep_daily": "7", "keep_weekly": "0", "keep_monthly": "0",
-              "bandwidth_limit": "", "lag_threshold_minutes": "120", **changes}
+              "bandwidth_limit": "", "lag_threshold_minutes": "120",
+              "compressed_streams": "on", "large_block_streams": "on", **changes}
     return {k: v for k, v in values.items() if v is not None}
 
 
@@ -158,6 +159,38 @@ def test_the_link_page_edits_its_settings(signed_in, hosts):
     assert "65536" in field_error(bad, "bandwidth_limit")
     link.refresh_from_db()
     assert link.bandwidth_limit == 1 << 20 and link.name == "main"
+
+
+def test_the_link_page_says_which_stream_flags_and_why_and_takes_the_opt_outs(
+        signed_in, hosts):
+    link = factories.synced(*hosts)
+    address = f"/replication/{link.pk}/"
+    page = signed_in.get(address).content.decode()
+    streams = page[page.index('id="streams"'):page.index("</section>", page.index(
+        'id="streams"'))]
+    assert "<code>tank/pg/data</code>" in streams and "<code>tank/pg/wal</code>" in streams
+    assert "zfs send (no -w, -c or -L)" in streams  # two zfs-fuse hosts
+    assert "the source (zfs-fuse, pool version 23) cannot send compressed streams" in streams
+    assert "has no native encryption" in streams
+    assert 'name="compressed_streams"' in page and 'name="large_block_streams"' in page
+    response = signed_in.post(address, form(hosts, compressed_streams=None))
+    assert response.status_code == 302
+    link.refresh_from_db()
+    assert not link.compressed_streams and link.large_block_streams
+    page = signed_in.get(address).content.decode()
+    assert "the link opts out" in page
+
+
+def test_large_blocks_cannot_be_changed_on_the_page_once_sent(signed_in, hosts):
+    link = factories.synced(*hosts, large_blocks_sent=False)
+    address = f"/replication/{link.pk}/"
+    page = signed_in.get(address).content.decode()
+    field = re.search(r'<input[^>]*name="large_block_streams"[^>]*>', page).group(0)
+    assert "disabled" in field and "checked" not in field  # what it sends: without -L
+    assert "copies were received without -L" in page
+    assert signed_in.post(address, form(hosts)).status_code == 302  # the checkbox ignored
+    link.refresh_from_db()
+    assert link.large_block_streams is False and link.large_blocks_sent is False
 
 
 def test_run_now_and_its_runs_on_the_page(signed_in, hosts, delivered):

@@ -19,18 +19,25 @@ hosts: `send [-RDp] [-[iI] snapshot] <snapshot>`, `receive [-vnF]`):
   multi-snapshot          no                    yes           yes
   send -c (compressed)    no                    yes           yes
   send -L (large blocks)  no                    yes           yes
+  send -w (raw), native   no                    no            yes
+  encryption
+  (`encryption` property)
 
 -c sends blocks as they are compressed on disk (no decompress and recompress, a
 smaller stream); -L sends records over 128K as they are rather than split. A
 receiver must know the stream's features (lz4_compress, large_blocks: OpenZFS pool
 features that pool version 23 lacks), so both are used only when BOTH ends are
-OpenZFS 0.7+; once a link's full send used them, its incrementals must too, which
-holds because a host's dialect does not change under a link.
+OpenZFS 0.7+ (0.6.5 already had -L; -c came in 0.7.0). -w sends an encrypted
+dataset's blocks as stored, still encrypted; native encryption and raw sends came
+together in OpenZFS 0.8.0, and a ZFS without them has no `encryption` property at
+all (zfs-fuse refuses a `zfs get` naming it), which reads as "not encrypted". What
+a link then uses, and why, is apps.replication.core.streams.
 
-An OpenZFS host whose version is unknown (no `zfs version`, which arrived in
-0.8) is treated as 0.7: every row above is yes from 0.7 on. Probes that the
-facts layer made (with_observed) win over the table, for the rows it probes
-(resumable_send, multi_snapshot).
+An OpenZFS host whose version is unknown is treated as 0.7: `zfs version` arrived
+in 0.8 with native encryption, so such a host has no raw sends (its kernel
+module's version, where known, decides instead). Every other row is yes from 0.7
+on. Probes that the facts layer made (with_observed) win over the table, for the
+rows it probes (resumable_send, multi_snapshot).
 
 `pv` and `mbuffer` are not ZFS but decide the bandwidth limit and the byte
 counter; the caller passes the tools it found on the host (`command -v`).
@@ -41,7 +48,7 @@ be applied (the plan says so).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from apps.remote.facts.zfs import OPENZFS, ZFS_FUSE, Capabilities, ZfsVersion, version_tuple
 
@@ -59,6 +66,9 @@ class ReplicationCapabilities:
     multi_snapshot: bool = True  # zfs snapshot a@s b@s
     compressed_stream: bool = True  # zfs send -c, and a receiver that takes it
     large_block_stream: bool = True  # zfs send -L, and a receiver that takes it
+    # native encryption: `encryption` property, send -w, raw receive. False unless said, so
+    # that capabilities saved by a run from before it existed never ask zfs-fuse for it.
+    raw_stream: bool = False
     pv: bool = False  # pv installed: counter and -L limit in one process
     mbuffer: bool = False  # mbuffer installed: -r limit
 
@@ -70,9 +80,11 @@ class ReplicationCapabilities:
 ZFS_FUSE_CAPABILITIES = ReplicationCapabilities(
     dialect=ZFS_FUSE, send_estimate=False, resumable=False, recv_no_mount=False,
     recv_properties=False, written_property=False, multi_snapshot=False,
-    compressed_stream=False, large_block_stream=False,
+    compressed_stream=False, large_block_stream=False, raw_stream=False,
 )
-OPENZFS_CAPABILITIES = ReplicationCapabilities(dialect=OPENZFS)
+OPENZFS_CAPABILITIES = ReplicationCapabilities(dialect=OPENZFS, raw_stream=True)
+# 0.7: everything above but native encryption (0.8.0).
+OPENZFS_0_7_CAPABILITIES = replace(OPENZFS_CAPABILITIES, raw_stream=False)
 
 
 def replication_capabilities(dialect: str, version: ZfsVersion | None = None,
@@ -89,24 +101,21 @@ def replication_capabilities(dialect: str, version: ZfsVersion | None = None,
         raise ValueError(f"Unknown ZFS dialect {dialect!r}")
     resumable = base.resumable and (observed.resumable_send if observed else True)
     multi = observed.multi_snapshot if observed else base.multi_snapshot
-    return ReplicationCapabilities(
-        dialect=base.dialect, send_properties=base.send_properties,
-        send_intermediates=base.send_intermediates, send_estimate=base.send_estimate,
-        resumable=resumable, recv_no_mount=base.recv_no_mount,
-        recv_properties=base.recv_properties, written_property=base.written_property,
-        multi_snapshot=multi, compressed_stream=base.compressed_stream,
-        large_block_stream=base.large_block_stream, pv="pv" in found,
-        mbuffer="mbuffer" in found,
-    )
+    return replace(base, resumable=resumable, multi_snapshot=multi, pv="pv" in found,
+                   mbuffer="mbuffer" in found)
 
 
 def _openzfs(version: ZfsVersion | None) -> ReplicationCapabilities:
-    userland = version_tuple(version.userland) if version else None
-    if userland is not None and userland < (0, 7, 0):
+    known = version_tuple(version.userland) or version_tuple(version.kernel) if version else None
+    if known is None:
+        return OPENZFS_0_7_CAPABILITIES
+    if known < (0, 7, 0):
         # 0.6 had -nvP, recv -u and `written`, but neither resumable receive nor recv -o/-x,
         # nor compressed streams.
-        return ReplicationCapabilities(dialect=OPENZFS, resumable=False, recv_properties=False,
-                                       compressed_stream=False)
+        return replace(OPENZFS_0_7_CAPABILITIES, resumable=False, recv_properties=False,
+                       compressed_stream=False)
+    if known < (0, 8, 0):
+        return OPENZFS_0_7_CAPABILITIES
     return OPENZFS_CAPABILITIES
 
 

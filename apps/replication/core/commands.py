@@ -6,7 +6,7 @@ are literals here. Nothing is run.
 The data path: the SOURCE host runs, detached (apps.remote.detached, so a
 worker dying does not stop it),
 
-    { zfs send [-p] [-I|-i from] snap || echo "pozol: zfs send failed ($?)" >&2; }
+    { zfs send [-p] [-w | -c -L] [-I|-i from] snap || echo "pozol: zfs send failed ($?)" >&2; }
       | <counter> [| <limiter>] | ssh -i KEY -o ... user@target pozol-recv target/ds
 
 `/bin/sh` on Debian is dash, which has no `pipefail`: a failed send shows as
@@ -107,10 +107,10 @@ def send_argv(send: Send) -> list[str]:
     argv = ["zfs", "send"]
     if send.properties:
         argv.append("-p")
-    if send.compressed:
-        argv.append("-c")
-    if send.large_blocks:
-        argv.append("-L")
+    if send.raw:
+        argv.append("-w")  # implies -c and -L (streams.py)
+    else:
+        argv += ["-c"] * send.compressed + ["-L"] * send.large_blocks
     if send.from_snapshot:
         argv += ["-I" if send.intermediates else "-i", snapshot_name(send.from_snapshot)]
     argv.append(snapshot_name(send.snapshot))

@@ -58,6 +58,10 @@ class Link:
     mode: Mode = Mode.INTERMEDIATES
     rollback_opt_in: bool = False  # the operator allowed rolling a diverged target back
     bandwidth_limit: int | None = None  # bytes per second; None: unlimited
+    # zfs send -c / -L where both ends take them; False: the operator opted out (streams.py)
+    compressed_streams: bool = True
+    large_block_streams: bool = True
+    large_blocks_sent: bool | None = None  # the -L of the link's first send; None: none yet
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", _sources(self.sources))
@@ -68,8 +72,12 @@ class Link:
         except ValueError:
             raise ReplicationError(
                 "mode", f"The mode must be -I or -i, not {self.mode!r}.") from None
-        if not isinstance(self.rollback_opt_in, bool):
-            raise ReplicationError("rollback_opt_in", "The rollback opt-in is true or false.")
+        for flag in ("rollback_opt_in", "compressed_streams", "large_block_streams"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ReplicationError(flag, f"{flag} is true or false.")
+        if self.large_blocks_sent is not None and not isinstance(self.large_blocks_sent, bool):
+            raise ReplicationError("large_blocks_sent", "large_blocks_sent is true, false "
+                                                        "or unknown (null).")
         _bandwidth(self.bandwidth_limit)
 
     @property

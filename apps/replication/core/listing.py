@@ -3,12 +3,15 @@
 Source: for each source dataset, `zfs get -Hp -r` of guid, creation,
 createtxg (hidden on zfs-fuse but answered), userrefs, used, referenced and
 mountpoint (its source tells whether the mountpoint is set locally, which
-decides whether -p may be sent), and the helper tools found (`command -v pv
-mbuffer`).
+decides whether -p may be sent), `encryption` and `keystatus` where the host has
+native encryption (they decide -w: streams.py), and the helper tools found
+(`command -v pv mbuffer`).
 
-Target: the same per target dataset, plus `written` and
-`receive_resume_token` where the host has them (zfs-fuse refuses a `zfs get`
-naming a property it does not know, so they are asked for by capability),
+Target: the same per target dataset, plus `written`, `receive_resume_token`,
+`encryption` and `encryptionroot` where the host has them (zfs-fuse refuses a
+`zfs get` naming a property it does not know, so they are asked for by
+capability; one it was not asked for reads as absent, and an absent
+`encryption` as not encrypted),
 whether a `zfs recv` into it is running (ps: another run, a hand-typed
 receive), and every filesystem's origin, since a clone of a received snapshot
 may live anywhere in the pool and zfs-fuse has no `clones` property.
@@ -27,6 +30,7 @@ from datetime import UTC, datetime
 from apps.remote.commands import Command, dataset_name, script
 from apps.replication.core.capabilities import ReplicationCapabilities
 from apps.replication.core.planner import Snap, SourceState, TargetState
+from apps.replication.core.streams import Encryption
 
 BASE_PROPERTIES = ("guid", "creation", "createtxg", "userrefs", "used", "referenced",
                    "mountpoint")
@@ -65,16 +69,21 @@ class SideListing:
     tools: tuple[str, ...] = ()
 
 
-def source_command(datasets: Iterable[str]) -> Command:
+def source_properties(caps: ReplicationCapabilities) -> tuple[str, ...]:
+    return BASE_PROPERTIES + (("encryption", "keystatus") if caps.raw_stream else ())
+
+
+def source_command(datasets: Iterable[str], caps: ReplicationCapabilities) -> Command:
     names = [dataset_name(d) for d in datasets]
-    return script(_SOURCE, datasets=names, properties=",".join(BASE_PROPERTIES),
+    return script(_SOURCE, datasets=names, properties=",".join(source_properties(caps)),
                   tools=list(TOOLS), shown=f"list snapshots of {', '.join(names)} for "
                                            "replication")
 
 
 def target_properties(caps: ReplicationCapabilities) -> tuple[str, ...]:
     extra = (("written",) if caps.written_property else ()) + (
-        ("receive_resume_token",) if caps.resumable else ())
+        ("receive_resume_token",) if caps.resumable else ()) + (
+        ("encryption", "encryptionroot") if caps.raw_stream else ())
     return BASE_PROPERTIES + extra
 
 
@@ -91,7 +100,7 @@ def parse_source(text: str, datasets: Iterable[str]) -> SideListing:
     for dataset in datasets:
         props = rows.get(dataset, {})
         local = frozenset(name for name, (_, source) in props.items() if source == "local")
-        states[dataset] = SourceState(_snaps(rows, dataset, {}), local)
+        states[dataset] = SourceState(_snaps(rows, dataset, {}), local, _encryption(props))
     return SideListing(sources=states, tools=tuple(tools))
 
 
@@ -110,8 +119,18 @@ def parse_target(text: str, datasets: Iterable[str]) -> SideListing:
         states[dataset] = TargetState(
             exists=True, snapshots=_snaps(rows, dataset, clones),
             written=_int(props.get("written", ("", ""))[0]),
-            resume_token=None if token in ("-", "") else token, busy=dataset in busy)
+            resume_token=None if token in ("-", "") else token, busy=dataset in busy,
+            encryption=props.get("encryption", (None, ""))[0],
+            encryption_root=props.get("encryptionroot", (None, ""))[0])
     return SideListing(targets=states)
+
+
+def _encryption(props: dict[str, tuple[str, str]]) -> Encryption | None:
+    """None where `encryption` was not listed (not asked of a ZFS without it)."""
+    if "encryption" not in props:
+        return None
+    keystatus = props.get("keystatus", ("", ""))[0]
+    return Encryption(props["encryption"][0], "" if keystatus == "-" else keystatus)
 
 
 def _parse(text: str):

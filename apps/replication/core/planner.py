@@ -58,6 +58,12 @@ and clones. A locally set source mountpoint would mount the copy over a path
 of the target host: where the target can, `-x mountpoint -o canmount=noauto
 -u` avoid it; where it cannot (zfs-fuse: no -x/-o/-u), -p is left out for
 that dataset and the plan says which properties are then lost.
+
+Stream flags: each dataset's sends use the -w/-c/-L that streams.decide chooses
+(DatasetPlan.stream, each flag with its reason, which the run logs); a dataset
+whose stream cannot be sent (an encrypted one whose target cannot receive raw,
+say) is refused with that reason, and one whose `encryption` was not read where
+the source has native encryption is refused rather than guessed.
 """
 
 from __future__ import annotations
@@ -67,8 +73,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
+from apps.replication.core import streams
 from apps.replication.core.capabilities import ReplicationCapabilities, stream_refusal
 from apps.replication.core.link import Link, Mode, ReplicationError
+from apps.replication.core.streams import Copy, Encryption, StreamFlags
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,8 @@ class SourceState:
     snapshots: tuple[Snap, ...]
     # names of properties set locally on the source dataset (zfs get -s local)
     local_properties: frozenset[str] = frozenset()
+    # `encryption`/`keystatus`; None: not read (a ZFS without native encryption)
+    encryption: Encryption | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,8 @@ class TargetState:
     written: int | None = None  # bytes written since its newest snapshot; None: unknown
     resume_token: str | None = None  # receive_resume_token, None for "-"
     busy: bool = False  # a zfs recv into it is running (ps, or the app's lock)
+    encryption: str | None = None  # its `encryption`; None: not read
+    encryption_root: str | None = None  # its `encryptionroot` ("-" when not encrypted)
 
 
 class Action(StrEnum):
@@ -144,6 +156,7 @@ class Send:
     resume_token: str | None = None
     compressed: bool = False  # -c: blocks as compressed on disk
     large_blocks: bool = False  # -L: records over 128K kept whole
+    raw: bool = False  # -w: an encrypted dataset's blocks as stored (implies -c and -L)
 
 
 @dataclass(frozen=True)
@@ -166,6 +179,7 @@ class DatasetPlan:
     common: str | None = None  # newest common snapshot's name on the source, if any
     target_common: str | None = None  # the same snapshot's name on the target
     notes: tuple[str, ...] = ()
+    stream: StreamFlags | None = None  # the flags of its sends and why (streams.decide)
 
 
 @dataclass(frozen=True)
@@ -275,11 +289,31 @@ def _plan_dataset(link: Link, source: str, target: str, src: SourceState, tgt: T
                      "newest common snapshot.")
         # discarding an interrupted first (full) receive removes the half-made dataset
         tgt = replace(tgt, exists=tgt.exists and bool(tgt.snapshots), resume_token=None)
+    if source_caps.raw_stream and src.encryption is None:
+        return _refuse(plan, "whether the dataset is encrypted was not read (its "
+                             "`encryption` property), so its stream flags cannot be chosen.")
+    stream = streams.decide(link, source_caps, target_caps, src.encryption,
+                            _copy(tgt, target, target_caps))
+    plan = replace(plan, stream=stream)
     if not tgt.exists:
         return _full(link, plan, source, snaps, sending, src, source_caps, target_caps,
                      prefix, notes)
     return _incremental(link, plan, source, target, snaps, tgt, sending, src, source_caps,
                         target_caps, prefix, notes)
+
+
+def _copy(tgt: TargetState, target: str, caps: ReplicationCapabilities) -> Copy | None:
+    """What the target holds, for the raw decision: a raw receive leaves an encrypted
+    dataset that is its own encryption root; a decrypted one into an encrypted parent
+    inherits the parent's. None where a target that has encryption did not say."""
+    if not tgt.exists:
+        return Copy.NONE
+    if not caps.raw_stream:
+        return Copy.PLAIN
+    if tgt.encryption is None:
+        return None
+    encrypted = tgt.encryption not in ("off", "-", "")
+    return Copy.RAW if encrypted and tgt.encryption_root == target else Copy.PLAIN
 
 
 def _refuse(plan: DatasetPlan, reason: str) -> DatasetPlan:
@@ -299,26 +333,29 @@ def _full(link: Link, plan: DatasetPlan, source: str, snaps: list[Snap], sending
           src: SourceState, source_caps: ReplicationCapabilities,
           target_caps: ReplicationCapabilities, prefix: list[Step],
           notes: list[str]) -> DatasetPlan:
-    props, prop_notes = _properties(src, source_caps, target_caps)
+    stream = plan.stream or StreamFlags()
+    if stream.refusal:
+        return _refuse(plan, stream.refusal)
+    props, prop_notes = _properties(src, source_caps, target_caps, stream)
     to = next(s for s in snaps if s.name == sending)
     first = snaps[0] if link.mode is Mode.INTERMEDIATES else to
     first_full, to_full = f"{source}@{first.name}", f"{source}@{to.name}"
     steps = [*prefix, Step(StepKind.ENSURE_PARENT, Side.TARGET, _parent(plan.target),
                            f"create {_parent(plan.target)} if missing (readonly, not mounted)")]
-    stream = _stream(source_caps, target_caps)
-    steps.append(_send_step(Send(source, plan.target, first_full, properties=props, **stream),
+    flags = _send_flags(stream)
+    steps.append(_send_step(Send(source, plan.target, first_full, properties=props, **flags),
                             f"full send of {first_full}"))
     if first is not to:
         steps.append(_send_step(
             Send(source, plan.target, to_full, first_full, intermediates=True,
-                 properties=props, **stream),
+                 properties=props, **flags),
             f"incremental -I {first.name} .. {to.name} (every snapshot between)"))
     steps += _fix_properties(plan.target, target_caps)
     why = ("the target dataset does not exist: first run, full send of the "
            + ("oldest snapshot, then every later one" if first is not to
               else "newest snapshot"))
-    return DatasetPlan(source, plan.target, Action.FULL, tuple(steps), why,
-                       notes=(*notes, *prop_notes))
+    return replace(plan, action=Action.FULL, steps=tuple(steps), reason=why,
+                   notes=(*notes, *prop_notes))
 
 
 def _incremental(link: Link, plan: DatasetPlan, source: str, target: str, snaps: list[Snap],
@@ -332,8 +369,7 @@ def _incremental(link: Link, plan: DatasetPlan, source: str, target: str, snaps:
         return _refuse(plan, _no_common_reason(target, theirs, snaps))
     common_tgt = theirs[common_at]
     common_src = by_guid[common_tgt.guid]
-    plan = DatasetPlan(source, target, Action.REFUSED, common=common_src.name,
-                       target_common=common_tgt.name)
+    plan = replace(plan, common=common_src.name, target_common=common_tgt.name)
     newer = theirs[common_at + 1:]
     written = tgt.written if not newer else None
     if tgt.written is None and not newer:
@@ -364,13 +400,15 @@ def _incremental(link: Link, plan: DatasetPlan, source: str, target: str, snaps:
                                   "in), then in sync", notes=tuple(notes))
         return replace(plan, action=Action.IN_SYNC, steps=tuple(steps),
                        reason=f"in sync at @{common_src.name}", notes=tuple(notes))
-    props, prop_notes = _properties(src, source_caps, target_caps)
+    stream = plan.stream or StreamFlags()
+    if stream.refusal:
+        return _refuse(plan, stream.refusal)
+    props, prop_notes = _properties(src, source_caps, target_caps, stream)
     intermediates = link.mode is Mode.INTERMEDIATES
     flag = "-I" if intermediates else "-i"
     steps.append(_send_step(
         Send(source, target, f"{source}@{to.name}", f"{source}@{common_src.name}",
-             intermediates=intermediates, properties=props,
-             **_stream(source_caps, target_caps)),
+             intermediates=intermediates, properties=props, **_send_flags(stream)),
         f"incremental {flag} {common_src.name} .. {to.name}"))
     reason = f"newest common snapshot @{common_src.name} (by guid); sending up to @{to.name}"
     if diverged:
@@ -407,8 +445,12 @@ def _why_blocked(snap: Snap) -> str:
 
 
 def _properties(src: SourceState, source_caps: ReplicationCapabilities,
-                target_caps: ReplicationCapabilities) -> tuple[bool, tuple[str, ...]]:
+                target_caps: ReplicationCapabilities,
+                stream: StreamFlags) -> tuple[bool, tuple[str, ...]]:
     not_carried = "Not carried: properties the source inherits from its parents, holds, clones."
+    if not stream.properties:
+        return False, ("Properties are not carried: ZFS sends an encrypted dataset with -p "
+                       "only raw (-w), and this one goes decrypted (see -w).",)
     if not source_caps.send_properties:
         return False, ("Properties are not carried (the source cannot send -p): recordsize, "
                        "compression and pozol:* properties take the target's defaults.",)
@@ -420,11 +462,11 @@ def _properties(src: SourceState, source_caps: ReplicationCapabilities,
     return True, (not_carried,)
 
 
-def _stream(source_caps: ReplicationCapabilities,
-            target_caps: ReplicationCapabilities) -> dict[str, bool]:
-    """-c and -L where both ends take them (see capabilities.py)."""
-    return {"compressed": source_caps.compressed_stream and target_caps.compressed_stream,
-            "large_blocks": source_caps.large_block_stream and target_caps.large_block_stream}
+def _send_flags(stream: StreamFlags) -> dict[str, bool]:
+    """The Send fields of the stream flags: -w alone where raw (it implies -c and -L)."""
+    if stream.raw:
+        return {"raw": True, "compressed": False, "large_blocks": False}
+    return {"raw": False, "compressed": stream.compressed, "large_blocks": stream.large_blocks}
 
 
 def _fix_properties(target: str, caps: ReplicationCapabilities) -> list[Step]:
@@ -526,11 +568,6 @@ def _link_notes(link: Link, source_caps: ReplicationCapabilities,
         notes.append(f"No bandwidth limit can be applied: neither pv nor mbuffer is installed "
                      f"on the source; the limit of {link.bandwidth_limit} B/s is ignored "
                      "until one is.")
-    stream = _stream(source_caps, target_caps)
-    if not all(stream.values()):
-        notes.append("Streams are sent as plain records (no zfs send -c/-L): this source "
-                     "cannot send compressed or large-block streams, so blocks are "
-                     "decompressed to send and compressed again on receive.")
     if not source_caps.send_estimate:
         notes.append("The expected size is an estimate from the snapshots' used/referenced "
                      "(this host has no zfs send -nvP).")

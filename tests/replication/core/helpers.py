@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from apps.replication.core.capabilities import OPENZFS_CAPABILITIES, ZFS_FUSE_CAPABILITIES
 from apps.replication.core.link import Link
 from apps.replication.core.planner import Snap, SourceState, TargetState
+from apps.replication.core.streams import NOT_ENCRYPTED, Encryption
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 FUSE = ZFS_FUSE_CAPABILITIES
@@ -31,8 +32,9 @@ def cluster(**kw: object) -> Link:
     return Link("pg", (DATA, WAL), "backup/h1", **kw)
 
 
-def source(*snaps: Snap, local: frozenset[str] = frozenset()) -> SourceState:
-    return SourceState(tuple(snaps), local)
+def source(*snaps: Snap, local: frozenset[str] = frozenset(),
+           encryption: Encryption | None = NOT_ENCRYPTED) -> SourceState:
+    return SourceState(tuple(snaps), local, encryption)
 
 
 def target(*snaps: Snap, exists: bool = True, written: int | None = 0,

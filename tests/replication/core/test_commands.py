@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,16 @@ class TestSend:
 
     def test_estimate(self):
         assert estimate_command(INCR).text == "zfs send -nvP -I tank/db@a tank/db@c"
+
+    def test_stream_flags(self):
+        compact = replace(FULL, compressed=True, large_blocks=True)
+        assert send_argv(compact) == ["zfs", "send", "-p", "-c", "-L", "tank/db@a"]
+        raw = replace(INCR, raw=True, properties=True)
+        assert send_argv(raw) == ["zfs", "send", "-p", "-w", "-I", "tank/db@a", "tank/db@c"]
+        # -w alone: it implies -c and -L (a Send never says both, but if it did)
+        assert send_argv(replace(compact, raw=True)) == ["zfs", "send", "-p", "-w",
+                                                         "tank/db@a"]
+        assert estimate_command(raw).text == "zfs send -nvP -p -w -I tank/db@a tank/db@c"
 
     def test_hostile_names_are_refused_before_any_command(self):
         for bad in ("tank/db@a;rm -rf /", "tank/db@$(id)", "-o@x", "tank/db@a b"):

@@ -1,6 +1,7 @@
 """Both sides of a link from the listing commands' real output (captured from zfs-fuse
 test hosts: host1's cluster, host2 holding a received data dataset with a clone of its
-snapshot, and no WAL dataset yet)."""
+snapshot, and no WAL dataset yet; and from the OpenZFS 2.3 VM host: encrypted and plain
+sources, raw and decrypted copies; see tests/replication/fixtures/README.md)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ import pytest
 
 from apps.remote.commands import InvalidValue
 from apps.replication.core.capabilities import OPENZFS_CAPABILITIES, ZFS_FUSE_CAPABILITIES
+from apps.replication.core.link import Link
 from apps.replication.core.listing import (
     parse_source,
     parse_target,
     source_command,
     target_command,
 )
+from apps.replication.core.planner import Action, plan_link
 from apps.replication.core.progress import parse_counter, pipeline_messages
+from apps.replication.core.streams import Copy, Encryption, decide
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SOURCES = ["tank/pg/data", "tank/pg/wal"]
@@ -57,13 +61,65 @@ def test_markers_for_tools_busy_targets_and_resume_tokens():
 def test_properties_a_host_lacks_are_not_asked_for():
     assert "written" not in target_command(TARGETS, ZFS_FUSE_CAPABILITIES).text
     assert "receive_resume_token" in target_command(TARGETS, OPENZFS_CAPABILITIES).text
+    # zfs-fuse refuses a `zfs get` naming `encryption` (it has no such property)
+    for command in (source_command(SOURCES, ZFS_FUSE_CAPABILITIES),
+                    target_command(TARGETS, ZFS_FUSE_CAPABILITIES)):
+        assert "encryption" not in command.text
+    assert ",encryption,keystatus " in source_command(SOURCES, OPENZFS_CAPABILITIES).text
+    assert ",encryption,encryptionroot " in target_command(TARGETS, OPENZFS_CAPABILITIES).text
+
+
+def test_a_zfs_fuse_source_has_no_encryption_listed_which_plans_as_not_encrypted():
+    listed = parse_source((FIXTURES / "zfs-fuse-source.txt").read_text(), SOURCES)
+    state = listed.sources["tank/pg/data"]
+    assert state.encryption is None
+    stream = decide(Link("l", ("tank/pg/data",), "b"), ZFS_FUSE_CAPABILITIES,
+                    ZFS_FUSE_CAPABILITIES, state.encryption, Copy.NONE)
+    assert not stream.raw and not stream.refusal
+
+
+OZ_SOURCES = ["tank/secret", "tank/encp/child", "tank/pg/data"]
+
+
+def test_openzfs_sources_say_whether_they_are_encrypted_and_their_key_status():
+    listed = parse_source((FIXTURES / "openzfs-2.3-source.txt").read_text(), OZ_SOURCES)
+    assert listed.sources["tank/secret"].encryption == Encryption("aes-256-gcm", "available")
+    assert listed.sources["tank/encp/child"].encryption.on  # encrypted by its parent
+    assert listed.sources["tank/pg/data"].encryption == Encryption("off", "")
+    assert not listed.sources["tank/pg/data"].encryption.on
+    assert [s.name for s in listed.sources["tank/secret"].snapshots] == ["s1"]
+    assert listed.tools == ("pv", "mbuffer")
+    unloaded = parse_source((FIXTURES / "openzfs-2.3-source-key-unloaded.txt").read_text(),
+                            ["tank/secret"]).sources["tank/secret"]
+    assert unloaded.encryption == Encryption("aes-256-gcm", "unavailable")
+
+
+def test_openzfs_targets_tell_a_raw_copy_from_a_decrypted_one():
+    names = ["tank/copy/secret", "tank/copy/plain-secret", "tank/copy/missing"]
+    listed = parse_target((FIXTURES / "openzfs-2.3-target.txt").read_text(), names).targets
+    raw, plain, missing = (listed[name] for name in names)
+    assert (raw.encryption, raw.encryption_root) == ("aes-256-gcm", "tank/copy/secret")
+    assert (plain.encryption, plain.encryption_root) == ("off", "-")
+    assert not missing.exists
+    assert raw.written == 0 and raw.resume_token is None
+    source = parse_source((FIXTURES / "openzfs-2.3-source-key-unloaded.txt").read_text(),
+                          ["tank/secret"]).sources["tank/secret"]
+    link = Link("l", ("tank/secret",), "tank/copy")
+    assert link.target_of("tank/secret") == "tank/copy/secret"
+    # the raw copy is in sync (@s2 arrived raw); the decrypted one would need the key
+    in_sync = plan_link(link, {"tank/secret": source}, {"tank/secret": raw},
+                        OPENZFS_CAPABILITIES, OPENZFS_CAPABILITIES)
+    assert in_sync.action is Action.IN_SYNC
+    behind = plan_link(link, {"tank/secret": source}, {"tank/secret": plain},
+                       OPENZFS_CAPABILITIES, OPENZFS_CAPABILITIES)
+    assert behind.action is Action.REFUSED and "needs the key loaded" in behind.reasons()[0]
 
 
 @pytest.mark.parametrize("hostile", ["tank/a;reboot", "tank/$(id)", "-tank", "tank/a\nb",
                                      "tank/'x'"])
 def test_hostile_names_never_reach_a_command(hostile):
     with pytest.raises(InvalidValue):
-        source_command([hostile])
+        source_command([hostile], OPENZFS_CAPABILITIES)
     with pytest.raises(InvalidValue):
         target_command([hostile], OPENZFS_CAPABILITIES)
 

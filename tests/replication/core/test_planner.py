@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from apps.replication.core.capabilities import OPENZFS_0_7_CAPABILITIES
 from apps.replication.core.commands import send_argv
 from apps.replication.core.link import Mode, ReplicationError
 from apps.replication.core.planner import (
@@ -15,6 +16,7 @@ from apps.replication.core.planner import (
     plan_link,
     protected_snapshots,
 )
+from apps.replication.core.streams import Encryption
 from tests.replication.core.helpers import (
     DATA,
     FUSE,
@@ -286,23 +288,94 @@ class TestHoldsAndProtection:
 
 
 class TestStreamFormat:
-    """-c and -L only where both ends take them, on the full and the incrementals alike."""
+    """The flags of streams.decide on every send of a plan, full and incremental alike,
+    and each dataset's flags with their reasons in the plan."""
 
     def test_openzfs_to_openzfs_sends_compressed_large_block_streams(self):
         full = plan()
         incremental = plan(tgt=target(*chain("a")))
         for send in (*sends(full), *sends(incremental)):
-            assert send.compressed and send.large_blocks
+            assert send.compressed and send.large_blocks and not send.raw
             assert send_argv(send)[:5] == ["zfs", "send", "-p", "-c", "-L"]
-        assert not any("-c/-L" in note for note in full.notes)
+        (dataset,) = full.datasets
+        assert dataset.stream.flags == ("-c", "-L")
+        assert "-w off: the dataset is not encrypted" in dataset.stream.text
 
     @pytest.mark.parametrize("caps", [(FUSE, OZ), (FUSE, FUSE)])
     def test_a_zfs_fuse_end_gets_plain_streams_and_the_plan_says_why(self, caps):
-        p = plan(caps=caps)
+        p = plan(src=SRC, caps=caps)
         assert all(not s.compressed and not s.large_blocks for s in sends(p))
         assert all("-c" not in send_argv(s) and "-L" not in send_argv(s) for s in sends(p))
-        [note] = [n for n in p.notes if "-c/-L" in n]
-        assert "this source" in note
+        assert "the source (zfs-fuse, pool version 23) cannot send compressed streams" in (
+            p.datasets[0].stream.text)
+
+    def test_zfs_fuse_listings_have_no_encryption_and_that_reads_as_not_encrypted(self):
+        p = plan_link(single(), {"tank/db": source(*SRC, encryption=None)},
+                      {"tank/db": MISSING}, FUSE, OZ)
+        assert p.action is Action.FULL and not any(s.raw for s in sends(p))
+
+    def test_the_link_opts_out(self):
+        p = plan(single(compressed_streams=False, large_block_streams=False))
+        assert all(send_argv(s)[:3] == ["zfs", "send", "-p"] and "-c" not in send_argv(s)
+                   and "-L" not in send_argv(s) for s in sends(p))
+
+    def test_large_blocks_stay_as_the_first_send_had_them(self):
+        p = plan(single(large_block_streams=False, large_blocks_sent=True),
+                 tgt=target(*chain("a")))
+        assert all(s.large_blocks for s in sends(p))
+
+
+ENCRYPTED = Encryption("aes-256-gcm", "available")
+
+
+def encrypted_plan(tgt=MISSING, caps=(OZ, OZ), encryption=ENCRYPTED, link=None):
+    return plan_link(link or single(), {"tank/db": source(*SRC, encryption=encryption)},
+                     {"tank/db": tgt}, *caps)
+
+
+class TestEncrypted:
+    def test_an_encrypted_dataset_is_sent_raw_full_and_incremental(self):
+        raw_copy = replace(target(*chain("a")), encryption="aes-256-gcm",
+                           encryption_root="backup/h1/db")
+        for p in (encrypted_plan(), encrypted_plan(raw_copy)):
+            assert p.action in (Action.FULL, Action.INCREMENTAL)
+            for send in sends(p):
+                assert send.raw and send.properties
+                assert send_argv(send)[:4] == ["zfs", "send", "-p", "-w"]
+                assert "-c" not in send_argv(send) and "-L" not in send_argv(send)
+            assert p.datasets[0].stream.text.startswith("-w (-w on: the dataset is encrypted")
+
+    @pytest.mark.parametrize("copy", [
+        {"encryption": "off", "encryption_root": "-"},  # received decrypted
+        {"encryption": "aes-256-gcm", "encryption_root": "backup"},  # by an encrypted parent
+    ])
+    def test_a_copy_received_decrypted_continues_decrypted_without_properties(self, copy):
+        p = encrypted_plan(replace(target(*chain("a")), **copy))
+        assert p.action is Action.INCREMENTAL
+        (send,) = sends(p)
+        assert not send.raw and not send.properties and send.compressed
+        assert send_argv(send)[:4] == ["zfs", "send", "-c", "-L"]
+        assert any("-p only raw" in note for note in p.datasets[0].notes)
+
+    def test_a_decrypted_copy_with_the_key_unloaded_is_refused(self):
+        p = encrypted_plan(replace(target(*chain("a")), encryption="off"),
+                           encryption=Encryption("aes-256-gcm", "unavailable"))
+        assert p.action is Action.REFUSED and "needs the key loaded" in p.reasons()[0]
+
+    def test_an_in_sync_dataset_is_not_refused_for_its_stream(self):
+        p = encrypted_plan(replace(target(*SRC), encryption="off"),
+                           encryption=Encryption("aes-256-gcm", "unavailable"))
+        assert p.action is Action.IN_SYNC
+
+    def test_a_target_without_native_encryption_is_refused(self):
+        p = encrypted_plan(caps=(OZ, OPENZFS_0_7_CAPABILITIES))
+        assert p.action is Action.REFUSED and not p.steps
+        assert "never sends an encrypted dataset decrypted" in p.reasons()[0]
+
+    def test_an_openzfs_source_whose_encryption_was_not_read_is_refused(self):
+        p = encrypted_plan(encryption=None)
+        assert p.action is Action.REFUSED
+        assert "whether the dataset is encrypted was not read" in p.reasons()[0]
 
 
 def test_an_openzfs_source_to_a_zfs_fuse_target_is_refused_with_the_reason():
