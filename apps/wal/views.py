@@ -4,6 +4,7 @@ the form's fields."""
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 
 from apps.common.errors import DomainError
@@ -15,12 +16,13 @@ from apps.wal.forms import EnableForm
 from apps.wal.models import WalArchive
 
 
+@login_required
 def enable(request, cluster_pk: int):
     """GET: the plan for the timeout asked (?archive_timeout=); POST: start it."""
     cluster = get_object_or_404(PgCluster.objects.select_related("host", "data_dataset"),
                                 pk=cluster_pk)
     form = EnableForm(request.POST or request.GET or None)
-    plan = None
+    plan, timeout = None, 60
     if form.is_bound and form.is_valid():
         timeout = form.cleaned_data["archive_timeout"]
         try:
@@ -39,9 +41,11 @@ def enable(request, cluster_pk: int):
         except DomainError as exc:
             on_form(form, exc)
     return render(request, "wal/enable.html", {"cluster": cluster, "host": cluster.host,
-                                               "form": form, "plan": plan})
+                                               "form": form, "plan": plan,
+                                               "timeout": timeout})
 
 
+@login_required
 def disable(request, pk: int):
     """GET: the plan (the settings from before come back); POST: start it."""
     archive = get_object_or_404(WalArchive.objects.select_related("cluster__host"), pk=pk)

@@ -20,7 +20,9 @@ READ_SETTINGS = ("select name, setting, coalesce(sourcefile, '') from pg_setting
 # ALTER SYSTEM cannot run in a transaction block: psql runs each line on its own.
 _ALTER = "alter system set {name} = :'{name}';\n"
 _RESET = "alter system reset {name};\n"
-_RELOAD = "select pg_reload_conf();\n"
+# Carries a psql variable, so the SQL always goes on stdin, where psql runs each line as
+# its own statement (`-c` would run them as one transaction: ALTER SYSTEM refuses that).
+_RELOAD = "select pg_reload_conf() as :\"reloaded\";\n"
 
 # What the archiver did, where the cluster writes now, and its segment size: one row.
 STATUS_SQL = (
@@ -99,7 +101,7 @@ def write_settings(target: ClusterTarget, values: dict[str, str | None]) -> Comm
                                                               "characters")
             sql += _ALTER.format(name=name)
             variables[name] = value
-    return target.psql(sql + _RELOAD, **variables)
+    return target.psql(sql + _RELOAD, reloaded="reloaded", **variables)
 
 
 def restoring(before: dict[str, dict]) -> dict[str, str | None]:
