@@ -19,6 +19,8 @@ def update(host: Host) -> None:
     for archive in WalArchive.objects.filter(cluster__host=host, state=WalArchive.State.ON
                                              ).select_related("cluster"):
         where = archive.cluster.data_dir
+        if archive.error:
+            found.append(f"the WAL archive of {where}: {archive.error}")
         if archive.gaps:
             gap = archive.gaps[-1]
             found.append(f"the WAL archive of {where} misses {gap['first']}"

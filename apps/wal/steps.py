@@ -180,10 +180,17 @@ def disable_finish(ctx: StepContext) -> Done | Fail:
 
 # ---- check ---------------------------------------------------------------------------
 
-def check(ctx: StepContext) -> Done:
+def check(ctx: StepContext) -> Done | Fail:
     archive = _archive(ctx)
     run = ctx.runner()
     status = commands.parse_status(run(commands.status(_target(ctx), archive.dataset)).stdout)
+    if not status.mounted:
+        error = (f"the archive {archive.dataset} is not mounted: PostgreSQL's archive command "
+                 "writes into the directory under it, which no clone reads (zfs mount it)")
+        WalArchive.objects.filter(pk=archive.pk).update(checked_at=timezone.now(), error=error,
+                                                        window=[], listing={})
+        alerting.update(archive.cluster.host)
+        return Fail(error, code="not_mounted")
     size = status.archiver.segment_size
     segments = ordered(status.archived, status.timeline)
     bases = windows.bases(archive)
@@ -208,7 +215,7 @@ def check(ctx: StepContext) -> Done:
         last_segment=kept[-1].segment.name(size) if kept else "",
         gaps=[{"first": g.first.name(size), "last": g.last.name(size), "after": g.after}
               for g in missing],
-        window=[[s.since, s.until] for s in spans],
+        window=[[s.since, s.until] for s in spans], error="",
         listing=windows.stored_listing(status.timeline, kept), removed=archive.removed + len(going))
     alerting.update(archive.cluster.host)
     return Done({"segments": len(kept), "removed": len(going), "gaps": len(missing),

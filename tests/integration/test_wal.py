@@ -39,12 +39,19 @@ def host(fleet_hosts):
     psql(fleet_host, f"CREATE TABLE IF NOT EXISTS {TABLE} (id int, at timestamptz "
                      "DEFAULT clock_timestamp())")
     yield fleet_host, discovered(fleet_host)
+    from apps.clones import services as clones
+    from apps.clones.models import Clone
+
+    for clone in Clone.objects.exclude(state=Clone.State.DESTROYED):
+        drive(clones.destroy_clone(clone))
     if show(fleet_host, "archive_mode") != "off":
         for name in ("archive_mode", "archive_command", "archive_timeout"):
             psql(fleet_host, f"ALTER SYSTEM RESET {name}")
         restart_as_owner(fleet_host)
     psql(fleet_host, f"DROP TABLE IF EXISTS {TABLE}")
-    run_anyway(fleet_host, "zfs destroy -r tank/pozol_wal")
+    run_on(fleet_host, "i=0; while zfs list tank/pozol_wal > /dev/null 2>&1; do "
+                       "zfs destroy -r tank/pozol_wal && break; i=$((i+1)); "
+                       "[ $i -ge 40 ] && exit 1; sleep 0.25; done")
     names = run_anyway(fleet_host, "zfs list -H -t snapshot -o name -r tank/pg").split()
     destroy(fleet_host, *(n for n in names if "@pozol_" in n))
 
@@ -128,3 +135,53 @@ def test_archiving_on_window_retention_gap_and_off(host):
     assert {name: show(fleet_host, name) for name in before} == before
     assert archived(fleet_host, archive.directory)
     assert not Alert.objects.filter(host=row, kind=alerting.KIND, resolved_at=None).exists()
+
+
+def test_a_clone_to_a_moment_between_two_inserts_holds_the_first_only(host):
+    """Issue 23's proof: rows inserted with their commit times, a clone asked for a
+    moment between two of them shows exactly the rows committed before it."""
+    from datetime import UTC, datetime, timedelta
+
+    from apps.clones import services as clones
+    from apps.clones.models import Clone
+    from tests.integration.test_clones import connect
+
+    fleet_host, row = host
+    cluster = row.clusters.get()
+    archive, operation = services.enable(cluster, 10)
+    assert drive(operation).status == Operation.Status.SUCCEEDED
+    archive.refresh_from_db()
+    taken = drive(snapshot_services.snapshot_now(row, cluster=cluster))
+    assert taken.status == Operation.Status.SUCCEEDED, taken.error
+    time.sleep(1.1)
+    psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (1)")
+    moment = datetime.fromtimestamp(float(psql(
+        fleet_host, "SELECT extract(epoch from clock_timestamp())")), UTC)
+    time.sleep(1.1)
+    psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (2)")
+    last = new_segment(fleet_host, 1)
+    wait_for(lambda: last in archived(fleet_host, archive.directory), 30, "the segment")
+    assert drive(services.check(archive)).status == Operation.Status.SUCCEEDED
+    archive.refresh_from_db()
+    assert archive.window and archive.window[-1][0] < moment.timestamp() < archive.window[-1][1]
+
+    with pytest.raises(clones.CloneRefused, match="outside the recoverable window: any moment"):
+        clones.create_clone(row, cluster, name="late", at=moment - timedelta(days=1))
+    with pytest.raises(clones.CloneRefused, match="in the future"):
+        clones.create_clone(row, cluster, name="late", at=moment + timedelta(days=1))
+
+    clone, operation, password = clones.create_clone(row, cluster, name="pitr1", at=moment)
+    operation = drive(operation)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    clone.refresh_from_db()
+    assert clone.state == Clone.State.READY and clone.snapshot == taken.state["snapshot"]
+    assert connect(clone, password, f"SELECT string_agg(id::text, ',' ORDER BY id) FROM "
+                                    f"{TABLE} WHERE id IN (1, 2)") == "1"
+    assert clone.reached_at is not None and clone.reached_at <= moment
+    assert (moment - clone.reached_at).total_seconds() < 2 and clone.reached_note == ""
+    # The archive's clone was only needed while replaying.
+    datasets = run_on(fleet_host, "zfs list -H -t all -o name")
+    assert "pozol_clones/pitr1/wal_archive" not in datasets
+    assert f"{ARCHIVE}@pozol-pitr-pitr1" not in datasets
+    assert drive(clones.destroy_clone(clone)).status == Operation.Status.SUCCEEDED
+    assert drive(services.disable(archive)).status == Operation.Status.SUCCEEDED

@@ -40,6 +40,7 @@ set -e
 if ! zfs list {dataset} > /dev/null 2>&1; then
   zfs create -p -o compression=on -o atime=off -o {mark} {dataset}
 fi
+if [ "$(zfs get -H -o value mounted {dataset})" != yes ]; then zfs mount {dataset}; fi
 m=$(zfs get -H -o value mountpoint {dataset})
 case "$m" in /*) ;; *) echo "{dataset} is not mounted (mountpoint $m)" >&2; exit 1;; esac
 chown {owner}: "$m"
@@ -51,9 +52,11 @@ _STATUS = """\
 echo '== archiver'
 {status}
 echo '== dataset'
-zfs get -Hp -o property,value used,available,mountpoint {dataset}
+zfs get -Hp -o property,value used,available,mountpoint,mounted {dataset}
 m=$(zfs get -H -o value mountpoint {dataset})
 echo '== files'
+# Not mounted, the directory is the parent's: what is there is not in the archive.
+[ "$(zfs get -H -o value mounted {dataset})" = yes ] || exit 0
 cd "$m" && find . -maxdepth 1 -type f -printf '%f %T@\\n'
 """
 
@@ -149,6 +152,7 @@ class Status:
     available: int | None
     mountpoint: str
     archived: list[Archived]  # the segment files (other files are left alone)
+    mounted: bool = True
 
     @property
     def timeline(self) -> int:
@@ -183,7 +187,7 @@ def parse_status(stdout: str) -> Status:
         except (BadWal, ValueError):
             continue
     return Status(archiver, _int(props.get("used")), _int(props.get("available")),
-                  props.get("mountpoint", ""), archived)
+                  props.get("mountpoint", ""), archived, props.get("mounted", "yes") == "yes")
 
 
 def remove(directory: str, names: list[str]) -> list[Command]:

@@ -9,7 +9,8 @@ A snapshot S of a running cluster is a crash-consistent base backup. A clone of 
 replays S's own pg_wal (crash recovery) and then asks the archive for what follows.
 The segment being written at S (call it C) was archived after S; every segment
 archived after S is C or later, or an earlier one that was archived late. So the
-first segment archived after S (`start`) is at or before C: keeping the archive from
+first segment archived after S (`start`; with whole-second times, in S's second or
+later) is at or before C: keeping the archive from
 `start` on keeps everything a clone of S reads from it. From S the archive reaches
 every moment up to the archive time of the last segment of the unbroken run
 starting at `start`; a missing segment (a gap) ends that run, and the moments past it
@@ -36,6 +37,15 @@ from apps.wal.core.segments import DEFAULT_SEGMENT_SIZE, Segment, segment_of
 
 # A snapshot's creation time is whole seconds: S happened within [created, created + 1).
 CREATION_RESOLUTION = 1.0
+# A file's mtime may be whole seconds too (zfs-fuse): a segment archived in the snapshot's
+# second (or, with finer mtimes, just before it) counts as archived after it, which keeps
+# one segment more, never one less.
+MTIME_RESOLUTION = 1.0
+
+
+def _after(archived: Archived, base_created: float) -> bool:
+    """Whether the segment may have been archived after a snapshot made at base_created."""
+    return archived.at + MTIME_RESOLUTION > base_created
 
 
 @dataclass(frozen=True)
@@ -102,7 +112,7 @@ def gaps(archived: list[Archived]) -> list[Gap]:
 
 def reach(base: Base, archived: list[Archived]) -> Reach | None:
     """What a clone of `base` can replay to; None while nothing was archived after it."""
-    index = next((i for i, a in enumerate(archived) if a.at > base.created), None)
+    index = next((i for i, a in enumerate(archived) if _after(a, base.created)), None)
     if index is None:
         return None
     end = index
@@ -215,7 +225,7 @@ def removable(bases: list[Base], archived: list[Archived]) -> list[Archived]:
     if not bases or not archived:
         return []
     oldest = min(bases, key=lambda b: b.created)
-    first = next((a for a in archived if a.at > oldest.created), None)
+    first = next((a for a in archived if _after(a, oldest.created)), None)
     if first is None:
         return []
     return [a for a in archived if a.segment.number < first.segment.number]

@@ -85,3 +85,13 @@ def test_retention_keeps_what_the_oldest_snapshot_needs():
     assert [a.segment.number for a in removable(bases, segments)] == [1, 2]
     assert removable([], segments) == []  # no snapshot anchors it: nothing judged
     assert removable([Base("late", T + 999)], segments) == []
+
+
+def test_a_segment_archived_in_the_snapshots_second_is_kept():
+    """zfs-fuse keeps whole-second mtimes: a segment archived at the snapshot's second
+    may be the one being written when it was taken (a 10 s archive_timeout did it)."""
+    segments = [Archived(Segment(1, 10), T - 5), Archived(Segment(1, 11), T),
+                Archived(Segment(1, 12), T + 6)]
+    base = Base("s", T)
+    assert reach(base, segments).start == Segment(1, 11)
+    assert [a.segment.number for a in removable([base], segments)] == [10]
