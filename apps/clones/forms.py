@@ -34,7 +34,10 @@ def moment(text: str) -> datetime | None:
     """A moment typed with its time zone; none typed: None."""
     if not text.strip():
         return None
-    parsed = parse_datetime(text.strip())
+    try:
+        parsed = parse_datetime(text.strip())
+    except ValueError:
+        parsed = None
     if parsed is None:
         raise forms.ValidationError("Not a moment: write it as 2026-11-20T14:06:00+01:00.")
     if parsed.tzinfo is None:

@@ -88,7 +88,10 @@ class AwareDateTimeField(serializers.DateTimeField):
 
     def to_internal_value(self, value):
         if isinstance(value, str):
-            parsed = parse_datetime(value)
+            try:
+                parsed = parse_datetime(value)
+            except ValueError:  # well formed, but no such day: DRF's own "invalid"
+                parsed = None
             if parsed is not None and parsed.tzinfo is None:
                 self.fail("naive")
         return super().to_internal_value(value)
