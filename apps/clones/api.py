@@ -72,7 +72,7 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
             ttl=services.minutes(data["ttl_minutes"]),
             protected_for=services.minutes(data["protected_minutes"]),
             role=data["role"], by=request.user, trigger=Operation.Trigger.API,
-            at=data.get("at"), lsn=data.get("lsn"))
+            at=data.get("at"), lsn=data.get("lsn"), restore_point=data.get("restore_point"))
         shown = tenancy.visible_clones(request.user).get(pk=clone.pk)
         answer = CloneCreatedSerializer({"clone": shown, "operation": operation,
                                          "password": password}).data

@@ -108,6 +108,8 @@ class Clone(models.Model):
         "The moment asked for: the replay stops at the last transaction committed by it."))
     target_lsn = models.CharField(max_length=32, blank=True, help_text=(
         "The WAL position asked for."))
+    target_name = models.CharField(max_length=63, blank=True, help_text=(
+        "The restore point asked for (its time is target_time)."))
     reached_at = models.DateTimeField(null=True, blank=True, help_text=(
         "The commit time of the last transaction the replay applied."))
     archive_timeout = models.PositiveIntegerField(null=True, blank=True, help_text=(
@@ -132,7 +134,7 @@ class Clone(models.Model):
 
     @property
     def point_in_time(self) -> bool:
-        return self.target_time is not None or bool(self.target_lsn)
+        return self.target_time is not None or bool(self.target_lsn or self.target_name)
 
     @property
     def reached_note(self) -> str:

@@ -66,7 +66,7 @@ class CloneSerializer(ModelSerializer):
                   "role", "state", "connection_string", "expires_at", "protected_until",
                   "protected", "used", "error", "ready_at", "created_at", "created_by",
                   "tenant", "last_operation", "operation", "target_time", "target_lsn",
-                  "reached_at", "reached_note"]
+                  "target_name", "reached_at", "reached_note"]
         read_only_fields = fields
 
 
@@ -126,6 +126,10 @@ class CloneCreateSerializer(serializers.Serializer):
     lsn = StrictCharField(required=False, max_length=17, trim_whitespace=False, help_text=(
         "Instead of a snapshot, a WAL position as PostgreSQL prints one (16/B374D848): "
         "replayed to it from the newest snapshot PoZoL marked before it."))
+    restore_point = StrictCharField(required=False, max_length=63, trim_whitespace=False,
+                                    help_text=(
+        "Instead of a snapshot, the name of a restore point PoZoL made for the cluster "
+        "(POST /api/wal-archives/{id}/restore-points/): replayed to it."))
     ttl_minutes = StrictIntegerField(required=False, allow_null=True, default=None,
                                      min_value=1, max_value=MAX_MINUTES,
                                      help_text="Destroyed this long after creation; null: kept.")

@@ -14,7 +14,7 @@ import ipaddress
 import secrets
 import string
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -67,9 +67,11 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
                  name: str = "", ttl: timedelta | None = None,
                  protected_for: timedelta | None = None, role: str = "dev", by=None,
                  trigger: str = Operation.Trigger.API, at: datetime | None = None,
-                 lsn: str | None = None) -> tuple[Clone, Operation, str]:
+                 lsn: str | None = None, restore_point: str | None = None
+                 ) -> tuple[Clone, Operation, str]:
     """Start making a clone of `cluster` from its snapshot `snapshot` (the part after '@'),
-    or from a new one when None, or for a moment (`at`, a time with its zone, or `lsn`):
+    or from a new one when None, or for a moment (`at`, a time with its zone, `lsn`, or
+    a `restore_point` PoZoL made):
     the newest snapshot before it, replayed forward with the archived WAL (apps.wal).
     Returns the clone, its operation and its password."""
     if cluster.host_id != host.pk:
@@ -85,7 +87,7 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
     ttl = _span("ttl", ttl)
     protected_for = _span("protected_for", protected_for)
     origin = origin_of(host, cluster)
-    moment = _moment(cluster, name, snapshot, at, lsn)
+    moment = _moment(cluster, name, snapshot, at, lsn, restore_point)
     if moment is not None:
         snapshot, state = moment.snapshot, {}
         _check_snapshot(host, origin, snapshot)
@@ -114,8 +116,9 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
                       protected_until=now + protected_for if protected_for else None,
                       created_by=by if by and by.is_authenticated else None,
                       tenant=tenant, quota=quota, own_snapshots=_taken(state),
-                      target_time=at if moment else None,
+                      target_time=moment.time if moment else None,
                       target_lsn=(lsn or "") if moment else "",
+                      target_name=(restore_point or "") if moment else "",
                       archive_timeout=moment.archive_timeout if moment else None)
         try:
             with transaction.atomic():
@@ -371,30 +374,39 @@ class _Moment:
     snapshot: str
     recovery: Recovery
     archive_timeout: int
+    time: datetime | None  # the moment asked, or the restore point's
 
 
 def _moment(cluster: PgCluster, name: str, snapshot: str | None, at: datetime | None,
-            lsn: str | None) -> _Moment | None:
+            lsn: str | None, restore_point: str | None) -> _Moment | None:
     """For a clone to a moment: the snapshot apps.wal chooses and the replay's settings;
     None for a clone of a snapshot. Refused (400, the window in the message) when the
     archive does not reach the moment."""
-    if at is None and lsn is None:
+    asked = [x for x in (at, lsn, restore_point) if x is not None]
+    if not asked:
         return None
-    if snapshot is not None or (at is not None and lsn is not None):
-        raise _refuse("at", "ask for one of a snapshot, a moment (at) or an LSN (lsn)")
+    if snapshot is not None or len(asked) > 1:
+        raise _refuse("at", "ask for one of a snapshot, a moment (at), an LSN (lsn) or a "
+                            "restore point (restore_point)")
     try:
-        choice, archive = wal_services.choose(cluster, at=at, lsn=lsn)
+        choice, archive = wal_services.choose(cluster, at=at, lsn=lsn,
+                                              restore_point=restore_point)
     except DomainError as exc:
         raise CloneRefused(str(exc), fields=exc.fields, code=exc.code,
                            status=exc.status) from None
-    target, value = ("time", at.isoformat()) if at is not None else (
-        "lsn", format_lsn(parse_lsn(lsn or "")))
+    if at is not None:
+        target, value = "time", at.isoformat()
+    elif lsn is not None:
+        target, value = "lsn", format_lsn(parse_lsn(lsn))
+    else:
+        target, value = "name", restore_point
     try:
         recovery = Recovery(archive=archive.dataset, label=f"pozol-pitr-{name}",
                             target=target, value=value)
     except CloneError as exc:
         raise _refuse(exc.field, str(exc)) from None
-    return _Moment(choice.reach.base.label, recovery, archive.archive_timeout)
+    time = datetime.fromtimestamp(choice.moment, UTC) if choice.moment is not None else None
+    return _Moment(choice.reach.base.label, recovery, archive.archive_timeout, time)
 
 
 def _layout(host: Host, origin: Origin, name: str, snapshot: str, port: int,

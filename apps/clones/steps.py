@@ -123,7 +123,7 @@ def reset(ctx: StepContext) -> Done | Fail:
     Clone.objects.filter(pk=row.pk).update(
         snapshot=ctx.state["new_snapshot"], own_snapshots=ctx.state.get("own_snapshots", []),
         layout={**layout, "snapshot": ctx.state["new_snapshot"]}, target_time=None,
-        target_lsn="", reached_at=None)
+        target_lsn="", target_name="", reached_at=None)
     ctx.log(f"removed {old.root} (was @{old.snapshot}); cloning @{ctx.state['new_snapshot']}")
     return clone(ctx)
 

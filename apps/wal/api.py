@@ -15,6 +15,7 @@ from apps.wal.models import WalArchive
 from apps.wal.serializers import (
     DisableSerializer,
     EnableSerializer,
+    NewRestorePointSerializer,
     PlanSerializer,
     StartedSerializer,
     WalArchiveSerializer,
@@ -26,7 +27,8 @@ class WalArchiveViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     """WAL archiving PoZoL owns, per cluster: its archive dataset, what the archiver did,
     the gaps and the window of moments a clone can be made for."""
 
-    queryset = WalArchive.objects.select_related("cluster").order_by("pk")
+    queryset = WalArchive.objects.select_related("cluster").prefetch_related(
+        "restore_points").order_by("pk")
     serializer_class = WalArchiveSerializer
 
     @extend_schema(request=EnableSerializer,
@@ -58,6 +60,17 @@ class WalArchiveViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         if body.validated_data["dry_run"]:
             return Response(PlanSerializer(services.plan_disable(archive).as_dict()).data)
         operation = services.disable(archive, by=request.user, trigger=Operation.Trigger.API)
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=NewRestorePointSerializer, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"], url_path="restore-points")
+    def restore_points(self, request, pk=None):
+        """Make a named restore point now: a clone can then be asked for it by name."""
+        body = NewRestorePointSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        operation = services.create_restore_point(self.get_object(), body.validated_data["name"],
+                                                  by=request.user,
+                                                  trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={202: OperationSerializer})

@@ -90,3 +90,22 @@ class WalMark(models.Model):
 
     def __str__(self) -> str:
         return f"@{self.snapshot} at {self.lsn}"
+
+
+class RestorePoint(models.Model):
+    """A named restore point PoZoL made (pg_create_restore_point): a clone can be asked
+    for it by name, and PoZoL knows its time and WAL position to choose a snapshot."""
+
+    archive = models.ForeignKey(WalArchive, on_delete=models.CASCADE,
+                                related_name="restore_points")
+    name = models.CharField(max_length=63)
+    lsn = models.CharField(max_length=32)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["archive", "name"],
+                                               name="restore_point_name_per_archive")]
+
+    def __str__(self) -> str:
+        return f"restore point {self.name} at {self.lsn}"

@@ -13,12 +13,25 @@ from rest_framework import serializers
 from apps.api.fields import (
     ModelSerializer,
     StrictBooleanField,
+    StrictCharField,
     StrictIntegerField,
     StrictPrimaryKeyRelatedField,
 )
 from apps.fleet.models import PgCluster
 from apps.wal.core.plan import DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT
-from apps.wal.models import WalArchive
+from apps.wal.models import RestorePoint, WalArchive
+
+
+class RestorePointSerializer(ModelSerializer):
+    class Meta:
+        model = RestorePoint
+        fields = ["name", "lsn", "created_at"]
+        read_only_fields = fields
+
+
+class NewRestorePointSerializer(serializers.Serializer):
+    name = StrictCharField(max_length=63, trim_whitespace=False, help_text=(
+        "1-63 letters, digits and _ . : - (starting with a letter or digit)."))
 
 
 class WalArchiveSerializer(ModelSerializer):
@@ -26,6 +39,7 @@ class WalArchiveSerializer(ModelSerializer):
     host = serializers.IntegerField(source="cluster.host_id", read_only=True)
     data_dir = serializers.CharField(source="cluster.data_dir", read_only=True)
     last_operation = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+    restore_points = RestorePointSerializer(many=True, read_only=True)
     window = serializers.SerializerMethodField(help_text=(
         "Moments a clone can be made for, as the last check found them: "
         "[{since, until}], oldest first (more than one around a gap)."))
@@ -37,7 +51,7 @@ class WalArchiveSerializer(ModelSerializer):
                   "archived_count", "failed_count", "last_archived_wal", "last_archived_at",
                   "last_failed_wal", "last_failed_at", "current_wal", "lag_segments",
                   "space_used", "segments", "first_segment", "last_segment", "gaps",
-                  "window", "removed", "last_operation"]
+                  "window", "removed", "restore_points", "last_operation"]
         read_only_fields = fields
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))

@@ -159,6 +159,28 @@ def check(archive: WalArchive, *, trigger: str = Operation.Trigger.API, by=None)
                         state={"archive": archive.pk, "target": cluster.target().as_state()})
 
 
+def create_restore_point(archive: WalArchive, name: object, *, by=None,
+                         trigger: str = Operation.Trigger.API) -> Operation:
+    """Start making a named restore point (pg_create_restore_point): a moment a clone can
+    later be asked for by its name."""
+    try:
+        name = archive_plan.restore_point_name(name)
+    except InvalidValue as exc:
+        raise _refuse("name", exc.reason) from None
+    cluster = archive.cluster
+    if archive.state != WalArchive.State.ON:
+        raise Conflict(f"archiving of {cluster.data_dir} is {archive.state}: a restore point "
+                       "is of use only while the WAL is archived", code=archive.state)
+    if archive.restore_points.filter(name=name).exists():
+        raise _refuse("name", f"a restore point named {name} exists already", code="conflict",
+                      status=409)
+    return engine.start(steps.RESTORE_POINT.name, host=cluster.host, trigger=trigger, user=by,
+                        subject=f"{cluster.host.name}: restore point {name} of "
+                                f"{cluster.data_dir}"[:200],
+                        state={"archive": archive.pk, "name": name,
+                               "target": cluster.target().as_state()})
+
+
 def tick(now: datetime | None = None) -> list[Operation]:
     """Check every archive that is on and not checked within the interval (beat)."""
     now = now or timezone.now()
@@ -180,10 +202,12 @@ def tick(now: datetime | None = None) -> list[Operation]:
 # ---- moments -------------------------------------------------------------------------
 
 def choose(cluster: PgCluster, *, at: datetime | None = None, lsn: str | None = None,
-           now: datetime | None = None) -> tuple[core.Choice, WalArchive]:
-    """The snapshot and archive that serve a moment (a time with its zone, or an LSN);
-    refused (400 with the window) when none does."""
-    field = "at" if at is not None else "lsn"
+           restore_point: str | None = None, now: datetime | None = None
+           ) -> tuple[core.Choice, WalArchive]:
+    """The snapshot and archive that serve a moment (a time with its zone, an LSN, or a
+    restore point PoZoL made: served as its time); refused (400 with the window) when
+    none does."""
+    field = "at" if at is not None else "lsn" if lsn is not None else "restore_point"
     archive = archive_of(cluster)
     if archive is None or archive.state != WalArchive.State.ON or not archive.directory:
         raise _refuse(field, f"the WAL of {cluster.data_dir} is not archived by PoZoL: a "
@@ -194,6 +218,12 @@ def choose(cluster: PgCluster, *, at: datetime | None = None, lsn: str | None = 
                       code="not_checked", status=409)
     bases = windows.bases(archive)
     listing = _listing(archive)
+    if restore_point is not None:
+        point = archive.restore_points.filter(name=restore_point).first()
+        if point is None:
+            raise _refuse("restore_point", f"PoZoL made no restore point named "
+                                           f"{restore_point!r} for {cluster.data_dir}")
+        at = point.created_at
     try:
         if at is not None:
             if at.tzinfo is None:

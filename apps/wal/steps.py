@@ -29,7 +29,7 @@ from apps.wal import alerting, windows
 from apps.wal.core import commands
 from apps.wal.core import plan as archive_plan
 from apps.wal.core.window import describe, gaps, ordered, removable, window
-from apps.wal.models import WalArchive, WalMark
+from apps.wal.models import RestorePoint, WalArchive, WalMark
 
 
 def _archive(ctx: StepContext) -> WalArchive:
@@ -227,6 +227,18 @@ def _when(epoch: float | None) -> datetime | None:
     return datetime.fromtimestamp(epoch, UTC) if epoch is not None else None
 
 
+# ---- restore points --------------------------------------------------------------------
+
+def restore_point(ctx: StepContext) -> Done:
+    archive = _archive(ctx)
+    name = ctx.state["name"]
+    lsn, at = commands.parse_mark(
+        ctx.runner()(commands.restore_point(_target(ctx), name)).stdout)
+    RestorePoint.objects.update_or_create(archive=archive, name=name, defaults={
+        "lsn": lsn, "created_at": datetime.fromtimestamp(at, UTC)})
+    return Done({"name": name, "lsn": lsn}, message=f"restore point {name} at {lsn}")
+
+
 # ---- a snapshot's place in WAL ---------------------------------------------------------
 
 def mark_snapshot(ctx: StepContext, datasets: list[str], name: str) -> None:
@@ -261,5 +273,7 @@ DISABLE = register(Kind(
     first_step="disable_write",
     mutating=True,
 ))
+RESTORE_POINT = register(Kind(name="wal.restore_point", steps={"restore_point": restore_point},
+                             first_step="restore_point", mutating=False))
 CHECK = register(Kind(name="wal.check", steps={"check": check}, first_step="check",
                       mutating=False))

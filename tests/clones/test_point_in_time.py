@@ -164,3 +164,32 @@ def test_the_operators_form_takes_a_moment(client, operator, host):
     answer = client.post(page, {**base, "at": (taken + timedelta(minutes=2)).isoformat()})
     assert answer.status_code == 302
     assert Clone.objects.get().target_time is not None
+
+
+def test_a_restore_point_pozol_made_is_served_as_its_time(api, host):
+    row, taken = host
+    answer = make(api, row, restore_point="before-migration")
+    assert answer.status_code == 400 and "no restore point named" in answer.json()["error"][
+        "message"]
+    archive = WalArchive.objects.get()
+    archive.restore_points.create(name="before-migration", lsn="0/3000100",
+                                  created_at=taken + timedelta(minutes=2))
+    answer = make(api, row, restore_point="before-migration")
+    assert answer.status_code == 202, answer.content
+    clone = Clone.objects.get()
+    assert clone.target_name == "before-migration" and clone.target_time
+    assert clone.decoded_layout().recovery.settings()["recovery_target_name"] == (
+        "before-migration")
+    for bad in ("a b", "'x", "-x", "x" * 64, ""):
+        assert make(api, row, name="other", restore_point=bad).status_code == 400
+
+
+def test_restore_points_are_made_by_an_operation(api, host):
+    archive = WalArchive.objects.get()
+    answer = api.post(f"/api/wal-archives/{archive.pk}/restore-points/",
+                      {"name": "release-42"}, format="json")
+    assert answer.status_code == 202, answer.content
+    assert Operation.objects.get().kind == "wal.restore_point"
+    for bad in ({"name": "a;b"}, {"name": ""}, {}, {"name": 5}):
+        assert api.post(f"/api/wal-archives/{archive.pk}/restore-points/", bad,
+                        format="json").status_code == 400

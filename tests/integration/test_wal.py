@@ -157,6 +157,9 @@ def test_a_clone_to_a_moment_between_two_inserts_holds_the_first_only(host):
     psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (1)")
     moment = datetime.fromtimestamp(float(psql(
         fleet_host, "SELECT extract(epoch from clock_timestamp())")), UTC)
+    position = psql(fleet_host, "SELECT pg_current_wal_lsn()")
+    point = drive(services.create_restore_point(archive, "after-row-1"))
+    assert point.status == Operation.Status.SUCCEEDED, point.error
     time.sleep(1.1)
     psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (2)")
     last = new_segment(fleet_host, 1)
@@ -184,4 +187,15 @@ def test_a_clone_to_a_moment_between_two_inserts_holds_the_first_only(host):
     assert "pozol_clones/pitr1/wal_archive" not in datasets
     assert f"{ARCHIVE}@pozol-pitr-pitr1" not in datasets
     assert drive(clones.destroy_clone(clone)).status == Operation.Status.SUCCEEDED
+
+    # The same moment by its WAL position, and by the restore point made there.
+    for name, asked in (("pitr2", {"lsn": position}), ("pitr3", {"restore_point":
+                                                                  "after-row-1"})):
+        clone, operation, password = clones.create_clone(row, cluster, name=name, **asked)
+        operation = drive(operation)
+        assert operation.status == Operation.Status.SUCCEEDED, operation.error
+        clone.refresh_from_db()
+        assert connect(clone, password, f"SELECT string_agg(id::text, ',' ORDER BY id) FROM "
+                                        f"{TABLE} WHERE id IN (1, 2)") == "1", asked
+        assert drive(clones.destroy_clone(clone)).status == Operation.Status.SUCCEEDED
     assert drive(services.disable(archive)).status == Operation.Status.SUCCEEDED

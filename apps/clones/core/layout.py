@@ -173,6 +173,7 @@ class Origin:
 # recovery_target_lsn as PostgreSQL prints one: nothing else reaches the settings.
 _TARGET_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d:\d\d\Z")
 _TARGET_LSN = re.compile(r"[0-9A-F]{1,8}/[0-9A-F]{1,8}\Z")
+_TARGET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}\Z")  # apps.wal's restore points
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ class Recovery:
 
     archive: str  # the origin's archive dataset
     label: str  # the archive's snapshot for this clone (after '@')
-    target: str  # "time" or "lsn"
+    target: str  # "time", "lsn" or "name" (a restore point)
     value: str
 
     def __post_init__(self) -> None:
@@ -194,9 +195,10 @@ class Recovery:
             snapshot_label(self.label)
         except InvalidValue as exc:
             raise CloneError("at", str(exc)) from None
-        pattern = {"time": _TARGET_TIME, "lsn": _TARGET_LSN}.get(self.target)
+        pattern = {"time": _TARGET_TIME, "lsn": _TARGET_LSN,
+                   "name": _TARGET_NAME}.get(self.target)
         if pattern is None or not pattern.match(self.value):
-            raise CloneError(self.target if self.target == "lsn" else "at",
+            raise CloneError({"lsn": "lsn", "name": "restore_point"}.get(self.target, "at"),
                              f"Not a recovery target PoZoL writes: {self.value!r}.")
 
     def settings(self) -> dict[str, str]:

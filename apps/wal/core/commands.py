@@ -34,6 +34,8 @@ STATUS_SQL = (
     "current_setting('archive_mode') from pg_stat_archiver;")
 MARK_SQL = "select pg_current_wal_lsn(), extract(epoch from clock_timestamp());"
 SWITCH_SQL = "select pg_switch_wal();"
+RESTORE_POINT_SQL = ("select pg_create_restore_point(:'name'), "
+                     "extract(epoch from clock_timestamp());")
 
 _MAKE = """\
 set -e
@@ -124,6 +126,10 @@ def mark(target: ClusterTarget) -> Command:
 
 def switch(target: ClusterTarget) -> Command:
     return target.psql(SWITCH_SQL)
+
+
+def restore_point(target: ClusterTarget, name: str) -> Command:
+    return target.psql(RESTORE_POINT_SQL, name=archive_plan.restore_point_name(name))
 
 
 def parse_mark(stdout: str) -> tuple[str, float]:

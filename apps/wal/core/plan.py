@@ -21,6 +21,7 @@ a failure, as PostgreSQL's documentation asks.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from apps.remote.commands import InvalidValue, abs_path, dataset_name, pool_of
@@ -63,6 +64,18 @@ def directory_path(directory: str) -> str:
     if not all(ch.isalnum() or ch in "/_.-:" for ch in path):
         raise InvalidValue("archive directory", path, "letters, digits and / _ . - : only")
     return path.rstrip("/") or "/"
+
+
+_RESTORE_POINT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}\Z")
+
+
+def restore_point_name(value: object) -> str:
+    """A restore point's name as PoZoL makes them: 1-63 letters, digits and _ . : -
+    (it goes into recovery_target_name, a quoted setting)."""
+    if not isinstance(value, str) or not _RESTORE_POINT.match(value):
+        raise InvalidValue("restore point", value,
+                           "1-63 letters, digits and _ . : - (starting with a letter or digit)")
+    return value
 
 
 def check_timeout(seconds: object) -> int:
