@@ -33,7 +33,7 @@ class WalArchiveViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     @extend_schema(request=EnableSerializer,
                    responses={200: PlanSerializer, 202: StartedSerializer})
-    def create(self, request):
+    def create(self, request) -> Response:
         """Archive a cluster's WAL: with dry_run, the plan (settings before and after, a
         restart or a reload); else the operation that carries it out (202)."""
         body = EnableSerializer(data=request.data)
@@ -51,7 +51,7 @@ class WalArchiveViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     @extend_schema(request=DisableSerializer,
                    responses={200: PlanSerializer, 202: OperationSerializer})
     @action(detail=True, methods=["post"])
-    def disable(self, request, pk=None):
+    def disable(self, request, pk=None) -> Response:
         """Stop archiving: the settings from before come back (the archive is kept); with
         dry_run, the plan."""
         body = DisableSerializer(data=request.data)
@@ -64,7 +64,7 @@ class WalArchiveViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     @extend_schema(request=NewRestorePointSerializer, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"], url_path="restore-points")
-    def restore_points(self, request, pk=None):
+    def restore_points(self, request, pk=None) -> Response:
         """Make a named restore point now: a clone can then be asked for it by name."""
         body = NewRestorePointSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -75,7 +75,7 @@ class WalArchiveViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     @extend_schema(request=None, responses={202: OperationSerializer})
     @action(detail=True, methods=["post"])
-    def check(self, request, pk=None):
+    def check(self, request, pk=None) -> Response:
         """Read the archiver and the archive now, apply retention, record the window."""
         operation = services.check(self.get_object(), by=request.user,
                                    trigger=Operation.Trigger.API)

@@ -5,6 +5,7 @@ the form's fields."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from apps.common.errors import DomainError
@@ -17,7 +18,7 @@ from apps.wal.models import WalArchive
 
 
 @login_required
-def enable(request, cluster_pk: int):
+def enable(request, cluster_pk: int) -> HttpResponse:
     """GET: the plan for the timeout asked (?archive_timeout=); POST: start it."""
     cluster = get_object_or_404(PgCluster.objects.select_related("host", "data_dataset"),
                                 pk=cluster_pk)
@@ -46,7 +47,7 @@ def enable(request, cluster_pk: int):
 
 
 @login_required
-def disable(request, pk: int):
+def disable(request, pk: int) -> HttpResponse:
     """GET: the plan (the settings from before come back); POST: start it."""
     archive = get_object_or_404(WalArchive.objects.select_related("cluster__host"), pk=pk)
     error = None

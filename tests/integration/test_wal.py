@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from apps.fleet.models import Alert
+from apps.alerts.models import Alert
 from apps.ops.models import Operation
 from apps.snapshots import services as snapshot_services
 from apps.wal import alerting, services
