@@ -35,15 +35,16 @@ def enable(request, cluster_pk: int) -> HttpResponse:
             plan = services.plan_enable(cluster, timeout)
         except DomainError as exc:
             on_form(form, exc)
-    elif not form.is_bound:
-        form = EnableForm(initial={"archive_timeout": 60})
+    refusal = None
+    if not form.is_bound:
+        form = EnableForm(initial={"archive_timeout": timeout})
         try:
             plan = services.plan_enable(cluster)
         except DomainError as exc:
-            on_form(form, exc)
+            refusal = exc.message  # an unbound form takes no errors: said on the page
     return render(request, "wal/enable.html", {"cluster": cluster, "host": cluster.host,
                                                "form": form, "plan": plan,
-                                               "timeout": timeout})
+                                               "timeout": timeout, "refusal": refusal})
 
 
 @login_required

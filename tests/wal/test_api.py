@@ -81,3 +81,12 @@ def test_the_pages_show_the_plan_and_the_tab(client, operator, cluster):
     started = client.post(f"/wal/clusters/{cluster.pk}/enable/", {"archive_timeout": 90})
     assert started.status_code == 302
     assert WalArchive.objects.get().archive_timeout == 90
+
+
+def test_the_plan_page_says_why_a_cluster_cannot_archive(client, operator, cluster):
+    cluster.data_dataset = None
+    cluster.save()
+    client.force_login(operator)
+    page = client.get(f"/wal/clusters/{cluster.pk}/enable/")
+    assert page.status_code == 200 and b"not on a ZFS dataset" in page.content
+    assert b"Turn archiving on" not in page.content
