@@ -177,6 +177,7 @@ INSTALLED_APPS = [
     "apps.snapshots",
     "apps.replication",
     "apps.clones",
+    "apps.wal",
     "apps.drills",
     "apps.telemetry",
     "apps.alerts",
@@ -401,6 +402,8 @@ POZOL = {
     # How often links are checked (each link's own interval decides when it runs).
     "REPLICATION_TICK_INTERVAL": env_int("REPLICATION_TICK_INTERVAL", 60, minimum=10),
     "CLONE_EXPIRE_INTERVAL": env_int("CLONE_EXPIRE_INTERVAL", 60, minimum=10),
+    # WAL archives (apps/wal): how often each is checked (archiver, listing, retention).
+    "WAL_CHECK_INTERVAL": env_int("WAL_CHECK_INTERVAL", 60, minimum=10),
     # A pool fuller than this percentage raises its host's pool_capacity alert: the
     # default threshold of apps/alerts' pool_capacity rule, which operators edit.
     "POOL_CAPACITY_ALERT": env_int("POOL_CAPACITY_ALERT", 80, minimum=1),

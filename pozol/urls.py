@@ -33,6 +33,7 @@ from apps.tenants.api import (
     TenantViewSet,
 )
 from apps.tuning import api as tuning_api
+from apps.wal.api import WalArchiveViewSet
 
 api = DefaultRouter()
 api.register("hosts", HostViewSet, basename="host")
@@ -60,6 +61,7 @@ api.register("alert-rules", alerts_api.RuleViewSet, basename="alert-rule")
 api.register("alert-channels", alerts_api.ChannelViewSet, basename="alert-channel")
 api.register("alert-silences", alerts_api.SilenceViewSet, basename="alert-silence")
 api.register("alert-deliveries", alerts_api.DeliveryViewSet, basename="alert-delivery")
+api.register("wal-archives", WalArchiveViewSet, basename="wal-archive")
 api.register("scrub-schedules", alerts_api.ScrubScheduleViewSet, basename="scrub-schedule")
 
 urlpatterns = [
@@ -87,6 +89,7 @@ urlpatterns = [
     path("snapshots/", include("apps.snapshots.urls")),
     path("replication/", include("apps.replication.urls")),
     path("clones/", include("apps.clones.urls")),
+    path("wal/", include("apps.wal.urls")),
     path("drills/", include("apps.drills.urls")),
     path("audit/", include("apps.audit.urls")),
     path("experiments/", include("apps.experiments.urls")),

@@ -56,6 +56,18 @@ other page shows it or its encrypted form. Lists read
 a listing saw it) by a subquery, so a list is one query however many clones
 there are.
 
+A clone may be asked for a moment instead of a snapshot (issue 23): `at` (a time
+with its zone), `lsn`, or a `restore_point` PoZoL made. apps.wal chooses the newest
+snapshot its archive reaches the moment from (or refuses with the window); the
+layout then carries a `Recovery`, and the creation script clones the archive's
+snapshot under the clone's root for the clone's own uid (which cannot enter the
+origin's archive), writes restore_command and recovery_target_* with promote and
+recovery.signal, waits for the promotion (hot_standby is off, so pg_isready answers
+only then; a postmaster that gave up removes its pid file and ends the wait), reads
+pg_last_xact_replay_timestamp() (`Clone.reached_at`, with a note when it is further
+from the moment than archive_timeout) and destroys the archive's clone. A reset
+copies a newer snapshot as it is, without the replay.
+
 Clones have a tenant (apps/clones/tenancy.py): the tenant the origin cluster
 was assigned to when the clone was made, kept on the row (`Clone.tenant`), so a
 later reassignment does not hand existing clones over. `visible_clones`,

@@ -71,7 +71,8 @@ class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
             snapshot=data.get("snapshot"), name=data["name"],
             ttl=services.minutes(data["ttl_minutes"]),
             protected_for=services.minutes(data["protected_minutes"]),
-            role=data["role"], by=request.user, trigger=Operation.Trigger.API)
+            role=data["role"], by=request.user, trigger=Operation.Trigger.API,
+            at=data.get("at"), lsn=data.get("lsn"), restore_point=data.get("restore_point"))
         shown = tenancy.visible_clones(request.user).get(pk=clone.pk)
         answer = CloneCreatedSerializer({"clone": shown, "operation": operation,
                                          "password": password}).data

@@ -8,7 +8,10 @@ newline is refused by the service, not quietly removed.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django import forms
+from django.utils.dateparse import parse_datetime
 
 from apps.clones import services
 from apps.clones.core.layout import (
@@ -27,11 +30,30 @@ MAX_MINUTES = int(services.MAX_TTL.total_seconds() // 60)
 NOW = ""
 
 
+def moment(text: str) -> datetime | None:
+    """A moment typed with its time zone; none typed: None."""
+    if not text.strip():
+        return None
+    try:
+        parsed = parse_datetime(text.strip())
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise forms.ValidationError("Not a moment: write it as 2026-11-20T14:06:00+01:00.")
+    if parsed.tzinfo is None:
+        raise forms.ValidationError("Give the moment with its time zone (+01:00, or Z).")
+    return parsed
+
+
 class NewCloneForm(forms.Form):
     cluster = forms.ModelChoiceField(queryset=None, empty_label=None)
     snapshot = forms.ChoiceField(required=False, help_text=(
         "A snapshot of the cluster's data (and WAL) dataset, or now: a fresh snapshot is "
         "taken first."))
+    at = forms.CharField(required=False, max_length=64, label="Or a moment", help_text=(
+        "Instead of a snapshot, a moment with its time zone (2026-11-20T14:06:00+01:00): "
+        "the newest snapshot before it, replayed with the cluster's archived WAL to the "
+        "last transaction committed by then (WAL archiving on)."))
     name = forms.CharField(required=False, strip=False, max_length=NAME_MAX, help_text=(
         "a-z 0-9 - starting with a letter; empty: one is made up."))
     ttl_minutes = forms.IntegerField(required=False, min_value=1, max_value=MAX_MINUTES,
@@ -51,10 +73,14 @@ class NewCloneForm(forms.Form):
         self.fields["cluster"].label_from_instance = _cluster_label
         self.fields["snapshot"].choices = snapshot_choices(host, clusters)
 
+    def clean_at(self):
+        return moment(self.cleaned_data.get("at", ""))
+
     def request(self) -> dict:
         """The arguments of services.create_clone after the host."""
         data = self.cleaned_data
         return {"snapshot": data["snapshot"] or None, "name": data["name"],
+                "at": data.get("at"),
                 "ttl": services.minutes(data["ttl_minutes"]),
                 "protected_for": services.minutes(data["protected_minutes"]),
                 "role": data["role"]}
@@ -138,6 +164,7 @@ class ClusterCloneForm(forms.Form):
 
     snapshot = forms.ChoiceField(required=False, help_text=(
         "One of the cluster's snapshots, or now: a fresh snapshot is taken first."))
+    at = NewCloneForm.base_fields["at"]
     name = NewCloneForm.base_fields["name"]
     ttl_minutes = NewCloneForm.base_fields["ttl_minutes"]
     protected_minutes = NewCloneForm.base_fields["protected_minutes"]
@@ -148,6 +175,7 @@ class ClusterCloneForm(forms.Form):
         self.fields["snapshot"].choices = [(NOW, "now (a fresh snapshot first)"),
                                            *((s.name, s.name) for s in snapshots)]
 
+    clean_at = NewCloneForm.clean_at
     request = NewCloneForm.request
 
 

@@ -102,6 +102,19 @@ class Clone(models.Model):
                                          "(or the clone became ready): idle deletion counts "
                                          "from here.")
 
+    # A point-in-time clone (issue 23): the moment asked (a time, or an LSN) and the time
+    # of the last transaction its replay applied; empty for a clone of a snapshot.
+    target_time = models.DateTimeField(null=True, blank=True, help_text=(
+        "The moment asked for: the replay stops at the last transaction committed by it."))
+    target_lsn = models.CharField(max_length=32, blank=True, help_text=(
+        "The WAL position asked for."))
+    target_name = models.CharField(max_length=63, blank=True, help_text=(
+        "The restore point asked for (its time is target_time)."))
+    reached_at = models.DateTimeField(null=True, blank=True, help_text=(
+        "The commit time of the last transaction the replay applied."))
+    archive_timeout = models.PositiveIntegerField(null=True, blank=True, help_text=(
+        "The origin's archive_timeout when the clone was made (seconds)."))
+
     class Meta:
         ordering = ["-created_at"]
         constraints = [
@@ -118,6 +131,23 @@ class Clone(models.Model):
     @property
     def protected(self) -> bool:
         return bool(self.protected_until and self.protected_until > timezone.now())
+
+    @property
+    def point_in_time(self) -> bool:
+        return self.target_time is not None or bool(self.target_lsn or self.target_name)
+
+    @property
+    def reached_note(self) -> str:
+        """Said when the moment reached is further from the one asked than archive_timeout
+        (the most a moment waits to be archived): quiet databases commit rarely."""
+        if self.target_time is None or self.reached_at is None or not self.archive_timeout:
+            return ""
+        gap = (self.target_time - self.reached_at).total_seconds()
+        if abs(gap) <= self.archive_timeout:
+            return ""
+        return (f"the last transaction replayed committed {abs(gap):.0f} s before the moment "
+                f"asked, more than archive_timeout ({self.archive_timeout} s): nothing else "
+                "committed in between, or it was not archived")
 
     def decoded_layout(self) -> Layout:
         return Layout.from_stored(self.layout)

@@ -11,6 +11,7 @@ the answer to its creation carries the password, once.
 from __future__ import annotations
 
 from django.core.validators import RegexValidator
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -52,6 +53,9 @@ class CloneSerializer(ModelSerializer):
         "Bytes the clone's datasets use (grows as it diverges); null until the clones tick "
         "or a listing of the host has read them."))
     tenant = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+    reached_note = serializers.CharField(read_only=True, help_text=(
+        "For a clone to a moment: said when the last transaction replayed is further from "
+        "the moment asked than the origin's archive_timeout; else empty."))
     operation = serializers.SerializerMethodField(help_text=(
         "The clone's last operation (creating, resetting, destroying): its status, progress "
         "and message, for following it live."))
@@ -61,7 +65,8 @@ class CloneSerializer(ModelSerializer):
         fields = ["id", "host", "host_name", "cluster_data_dir", "name", "snapshot", "port",
                   "role", "state", "connection_string", "expires_at", "protected_until",
                   "protected", "used", "error", "ready_at", "created_at", "created_by",
-                  "tenant", "last_operation", "operation"]
+                  "tenant", "last_operation", "operation", "target_time", "target_lsn",
+                  "target_name", "reached_at", "reached_note"]
         read_only_fields = fields
 
 
@@ -73,6 +78,23 @@ class CloneSerializer(ModelSerializer):
         return {"id": operation.pk, "kind": operation.kind, "status": operation.status,
                 "progress": operation.progress, "message": operation.message,
                 "error": operation.error}
+
+
+class AwareDateTimeField(serializers.DateTimeField):
+    """A moment with its time zone: one without is refused, never read as UTC."""
+
+    default_error_messages = {"naive": "Give the moment with its time zone (e.g. "
+                                       "2026-11-20T14:06:00+01:00, or Z for UTC)."}
+
+    def to_internal_value(self, value):
+        if isinstance(value, str):
+            try:
+                parsed = parse_datetime(value)
+            except ValueError:  # well formed, but no such day: DRF's own "invalid"
+                parsed = None
+            if parsed is not None and parsed.tzinfo is None:
+                self.fail("naive")
+        return super().to_internal_value(value)
 
 
 class CloneCreateSerializer(serializers.Serializer):
@@ -96,6 +118,18 @@ class CloneCreateSerializer(serializers.Serializer):
     name = StrictCharField(required=False, allow_blank=True, default="", max_length=NAME_MAX,
                            trim_whitespace=False, validators=[NAME_SHAPE],
                            help_text="a-z 0-9 - starting with a letter; empty: one is made up.")
+    at = AwareDateTimeField(required=False, help_text=(
+        "Instead of a snapshot, a moment with its time zone (ISO 8601, e.g. "
+        "2026-11-20T14:06:00+01:00): the newest snapshot before it is replayed forward "
+        "with the cluster's archived WAL (archiving on) to the last transaction committed "
+        "by then. Refused (400) outside the window, in the future or past a gap."))
+    lsn = StrictCharField(required=False, max_length=17, trim_whitespace=False, help_text=(
+        "Instead of a snapshot, a WAL position as PostgreSQL prints one (16/B374D848): "
+        "replayed to it from the newest snapshot PoZoL marked before it."))
+    restore_point = StrictCharField(required=False, max_length=63, trim_whitespace=False,
+                                    help_text=(
+        "Instead of a snapshot, the name of a restore point PoZoL made for the cluster "
+        "(POST /api/wal-archives/{id}/restore-points/): replayed to it."))
     ttl_minutes = StrictIntegerField(required=False, allow_null=True, default=None,
                                      min_value=1, max_value=MAX_MINUTES,
                                      help_text="Destroyed this long after creation; null: kept.")

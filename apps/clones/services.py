@@ -13,8 +13,8 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import string
-from dataclasses import asdict
-from datetime import timedelta
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -30,6 +30,7 @@ from apps.clones.core.layout import (
     CloneError,
     Layout,
     Origin,
+    Recovery,
     clone_name,
     clone_uid,
 )
@@ -45,6 +46,8 @@ from apps.snapshots import services as snapshot_services
 from apps.snapshots.core import naming
 from apps.snapshots.models import Snapshot
 from apps.tenants.models import Tenant
+from apps.wal import services as wal_services
+from apps.wal.core.segments import format_lsn, parse_lsn
 
 MAX_TTL = timedelta(days=30)
 # Restore drills clone under the same parent dataset (apps.drills): their names.
@@ -63,9 +66,14 @@ def _refuse(field: str, text: str, *, code: str = "invalid", status: int = 400) 
 def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
                  name: str = "", ttl: timedelta | None = None,
                  protected_for: timedelta | None = None, role: str = "dev", by=None,
-                 trigger: str = Operation.Trigger.API) -> tuple[Clone, Operation, str]:
+                 trigger: str = Operation.Trigger.API, at: datetime | None = None,
+                 lsn: str | None = None, restore_point: str | None = None
+                 ) -> tuple[Clone, Operation, str]:
     """Start making a clone of `cluster` from its snapshot `snapshot` (the part after '@'),
-    or from a new one when None. Returns the clone, its operation and its password."""
+    or from a new one when None, or for a moment (`at`, a time with its zone, `lsn`, or
+    a `restore_point` PoZoL made):
+    the newest snapshot before it, replayed forward with the archived WAL (apps.wal).
+    Returns the clone, its operation and its password."""
     if cluster.host_id != host.pk:
         raise _refuse("cluster", "that cluster is not on this host")
     name = _name(host, name)
@@ -79,7 +87,12 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
     ttl = _span("ttl", ttl)
     protected_for = _span("protected_for", protected_for)
     origin = origin_of(host, cluster)
-    snapshot, state = _source_snapshot(host, cluster, origin, snapshot, name)
+    moment = _moment(cluster, name, snapshot, at, lsn, restore_point)
+    if moment is not None:
+        snapshot, state = moment.snapshot, {}
+        _check_snapshot(host, origin, snapshot)
+    else:
+        snapshot, state = _source_snapshot(host, cluster, origin, snapshot, name)
     password = _password()
     with transaction.atomic():
         tenant = tenancy.tenant_of_cluster(host, cluster.data_dir)
@@ -92,7 +105,8 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
         quota = _quota(host, tenant)
         room_state = _room(host, origin, quota)
         port = _free_port(host)
-        layout = _layout(host, origin, name, snapshot, port, role)
+        layout = _layout(host, origin, name, snapshot, port, role,
+                         moment.recovery if moment else None)
         now = timezone.now()
         clone = Clone(host=host, cluster_data_dir=cluster.data_dir, name=name,
                       snapshot=snapshot, port=port, role=role,
@@ -101,7 +115,11 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
                       expires_at=now + ttl if ttl else None,
                       protected_until=now + protected_for if protected_for else None,
                       created_by=by if by and by.is_authenticated else None,
-                      tenant=tenant, quota=quota, own_snapshots=_taken(state))
+                      tenant=tenant, quota=quota, own_snapshots=_taken(state),
+                      target_time=moment.time if moment else None,
+                      target_lsn=(lsn or "") if moment else "",
+                      target_name=(restore_point or "") if moment else "",
+                      archive_timeout=moment.archive_timeout if moment else None)
         try:
             with transaction.atomic():
                 clone.save()
@@ -351,8 +369,48 @@ def _free_port(host: Host) -> int:
                           f"{limits.port_max} is taken", code="no_port", status=409)
 
 
+@dataclass(frozen=True)
+class _Moment:
+    snapshot: str
+    recovery: Recovery
+    archive_timeout: int
+    time: datetime | None  # the moment asked, or the restore point's
+
+
+def _moment(cluster: PgCluster, name: str, snapshot: str | None, at: datetime | None,
+            lsn: str | None, restore_point: str | None) -> _Moment | None:
+    """For a clone to a moment: the snapshot apps.wal chooses and the replay's settings;
+    None for a clone of a snapshot. Refused (400, the window in the message) when the
+    archive does not reach the moment."""
+    asked = [x for x in (at, lsn, restore_point) if x is not None]
+    if not asked:
+        return None
+    if snapshot is not None or len(asked) > 1:
+        raise _refuse("at", "ask for one of a snapshot, a moment (at), an LSN (lsn) or a "
+                            "restore point (restore_point)")
+    try:
+        choice, archive = wal_services.choose(cluster, at=at, lsn=lsn,
+                                              restore_point=restore_point)
+    except DomainError as exc:
+        raise CloneRefused(str(exc), fields=exc.fields, code=exc.code,
+                           status=exc.status) from None
+    if at is not None:
+        target, value = "time", at.isoformat()
+    elif lsn is not None:
+        target, value = "lsn", format_lsn(parse_lsn(lsn))
+    else:
+        target, value = "name", restore_point
+    try:
+        recovery = Recovery(archive=archive.dataset, label=f"pozol-pitr-{name}",
+                            target=target, value=value)
+    except CloneError as exc:
+        raise _refuse(exc.field, str(exc)) from None
+    time = datetime.fromtimestamp(choice.moment, UTC) if choice.moment is not None else None
+    return _Moment(choice.reach.base.label, recovery, archive.archive_timeout, time)
+
+
 def _layout(host: Host, origin: Origin, name: str, snapshot: str, port: int,
-            role: str) -> Layout:
+            role: str, recovery: Recovery | None = None) -> Layout:
     limits = CloneHostSettings.objects.filter(host=host).first() or CloneHostSettings(host=host)
     listen = limits.listen_address or host.address
     if not _is_ip(listen):
@@ -366,7 +424,7 @@ def _layout(host: Host, origin: Origin, name: str, snapshot: str, port: int,
     try:
         return Layout(origin=origin, name=name, snapshot=snapshot, port=port, listen=listen,
                       allowed=allowed, role=role, socket_dir=socket_dir,
-                      os_uid=clone_uid(limits.uid_base, port))
+                      os_uid=clone_uid(limits.uid_base, port), recovery=recovery)
     except (CloneError, InvalidValue, ValueError) as exc:
         raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
 

@@ -11,7 +11,7 @@ confirms it.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -91,8 +91,16 @@ def clone(ctx: StepContext) -> Done | Fail:
         return Fail(f"clone {row.name} failed: {why}", code="clone_failed")
     _note_clones(row, layout, add=True)
     now = timezone.now()
+    replayed = {}
+    if layout.recovery is not None:
+        at = commands.reached(result.stdout)
+        replayed["reached_at"] = datetime.fromtimestamp(at, UTC) if at is not None else None
+        ctx.log(f"replayed to recovery_target_{layout.recovery.target} "
+                f"{layout.recovery.value}: the last transaction replayed committed at "
+                f"{replayed['reached_at'] or 'none (no transaction replayed)'}")
     Clone.objects.filter(pk=row.pk).update(state=Clone.State.READY, ready_at=now, error="",
-                                           connection_string=layout.connection_string())
+                                           connection_string=layout.connection_string(),
+                                           **replayed)
     return Done({"clone": row.pk, "connection_string": layout.connection_string(),
                  "snapshot": layout.snapshot},
                 message=f"clone {row.name} ready on port {layout.port}")
@@ -110,9 +118,12 @@ def reset(ctx: StepContext) -> Done | Fail:
         return Fail(f"resetting clone {row.name} failed: {why}", code="reset_failed")
     _note_clones(row, old, add=False)
     _drop_own_snapshots(ctx, row)
+    # A reset copies a snapshot as it is: a point-in-time clone's replay is not repeated.
+    layout = {k: v for k, v in row.layout.items() if k != "recovery"}
     Clone.objects.filter(pk=row.pk).update(
         snapshot=ctx.state["new_snapshot"], own_snapshots=ctx.state.get("own_snapshots", []),
-        layout={**row.layout, "snapshot": ctx.state["new_snapshot"]})
+        layout={**layout, "snapshot": ctx.state["new_snapshot"]}, target_time=None,
+        target_lsn="", target_name="", reached_at=None)
     ctx.log(f"removed {old.root} (was @{old.snapshot}); cloning @{ctx.state['new_snapshot']}")
     return clone(ctx)
 

@@ -28,6 +28,7 @@ from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.ops.ui_errors import on_form
 from apps.tenants import services as services_tenants
+from apps.wal import services as wal_services
 
 
 def _host(pk: int) -> Host:
@@ -168,7 +169,7 @@ def cluster(request, pk: int) -> HttpResponse:
         state=Clone.State.DESTROYED)
     return render(request, "clones/cluster.html", {
         "assignment": assignment, "cluster": origin, "snapshots": snapshots, "form": form,
-        "clones": clones})
+        "clones": clones, "archive": wal_services.archive_of(origin) if origin else None})
 
 
 @members_allowed

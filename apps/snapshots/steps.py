@@ -49,6 +49,7 @@ def take(ctx: StepContext) -> Done | Fail:
     if ctx.state.get("hold"):
         _hold(ctx, run, taken)
     recorded = inventory.add(ctx.host, run, taken)
+    protection.snapshot_taken(ctx, list(chosen.covered), name)
     return Done({"snapshots": taken, "method": chosen.method, "held": bool(ctx.state.get("hold")),
                  "recorded": recorded},
                 message=f"{len(taken)} snapshot{'s' if len(taken) > 1 else ''} @{name} "

@@ -30,6 +30,7 @@ from apps.tenants import services as tenants
 from apps.tenants.models import Membership
 from apps.tuning import services as tuning
 from apps.tuning.models import Profile
+from apps.wal.models import WalArchive
 from tests import browser as chromium
 from tests.benchmarks import factories
 from tests.clones import factories as clone_factories
@@ -46,7 +47,10 @@ PAGES = {
     "host": ("/hosts/{host}/", True),
     **{f"host-{section}": (f"/hosts/{{host}}/{section}/", True)
        for section in ("metrics", "datasets", "postgresql", "tuning", "benchmarks",
-                       "snapshots", "operations", "replication", "clones", "drills")},
+                       "snapshots", "operations", "replication", "clones", "drills",
+                       "wal")},
+    "wal-enable": ("/wal/clusters/{cluster}/enable/", True),
+    "wal-disable": ("/wal/{archive}/disable/", True),
     "host-never-reached": ("/hosts/{fresh}/", True),
     "host-never-reached-datasets": ("/hosts/{fresh}/datasets/", True),
     "profiles": ("/tuning/profiles/", True),
@@ -154,6 +158,7 @@ def site(replayed_host) -> dict:
     drill = _drills(host, operation)
     tenant, member = _tenant(host)
     alert, channel = _alerts(host)
+    archive = _wal(host)
     Clone.objects.update(tenant=tenant)  # the customer's pages show them
     return {"alert": alert.pk, "channel": channel.pk,
             "assignment": tenant.clusters.get().pk,
@@ -164,7 +169,27 @@ def site(replayed_host) -> dict:
             "policy": policy.pk, "link": link.pk, "opted_in": opted_in.pk,
             "tenant": tenant.pk, "member": member.pk,
             "experiment": finished_experiment(host).pk,
-            "drill": drill.pk}
+            "drill": drill.pk, "cluster": archive.cluster_id, "archive": archive.pk}
+
+
+def _wal(host) -> WalArchive:
+    """An archive that is on, with a window split by a gap, the archiver's figures and
+    the settings it replaced (so its disable page has a plan)."""
+    now = timezone.now().timestamp()
+    return WalArchive.objects.create(
+        cluster=host.clusters.first(), dataset="tank/pozol_wal/pg:data",
+        directory="/tank/pozol_wal/pg:data", state=WalArchive.State.ON,
+        checked_at=timezone.now(), archived_count=420, failed_count=0,
+        last_archived_wal="0000000100000000000000A4", last_archived_at=timezone.now(),
+        current_wal="0000000100000000000000A5", lag_segments=0, space_used=5 << 20,
+        segments=40, first_segment="00000001000000000000007D",
+        last_segment="0000000100000000000000A4",
+        gaps=[{"first": "000000010000000000000090", "last": "000000010000000000000090",
+               "after": now - 3000}],
+        window=[[now - 7200, now - 3000], [now - 2000, now - 40]],
+        before={"archive_mode": {"value": "off", "from_auto_conf": False},
+                "archive_command": {"value": "", "from_auto_conf": False},
+                "archive_timeout": {"value": "0", "from_auto_conf": False}})
 
 
 def _drills(host, operation) -> DrillRun:

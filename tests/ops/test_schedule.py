@@ -33,6 +33,7 @@ def test_each_app_declares_its_beat_tasks_under_the_names_operators_know():
         "pozol: take and prune policy snapshots": "snapshots.policy_tick",
         "pozol: run due replication links, check their lag": "replication.tick",
         "pozol: destroy clones whose time is up": "clones.expire",
+        "pozol: check WAL archives": "wal.tick",
         "pozol: run due restore drills": "drills.tick",
         "pozol: find and remove orphan clones": "drills.reconcile",
         "pozol: sample every host's telemetry": "telemetry.collect",

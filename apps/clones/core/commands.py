@@ -74,18 +74,47 @@ printf '%s' {auto_conf} >> postgresql.auto.conf
 printf '%s' {hba} > pg_hba.conf
 mkdir -p {socket_dir}
 {confine}
+{recovery}
 cd /
 log() {{ echo "the clone's server log ends:" >&2; tail -n 8 "$m"/pozol-clone.log >&2; }}
 {server} {pg_ctl} -D "$d" -w -t 120 -l "$m"/pozol-clone.log start > /dev/null \
 || {{ log; exit 1; }}
 i=0
 until {pg_isready} -q -h {socket_dir} -p {port}; do
-  i=$((i + 1)); [ "$i" -ge 2400 ] && {{ log; exit 1; }}; sleep 0.05
+  i=$((i + 1)); [ "$i" -ge 2400 ] && {{ log; exit 1; }}
+  # A postmaster that gave up (a replay that ended before its target) removes its pid file.
+  [ -f "$d"/postmaster.pid ] || {{ log; exit 1; }}
+  sleep 0.05
 done
 echo "pozol-mark started $(date +%s.%N)"
 {client} {psql} -X -At -v ON_ERROR_STOP=1 -h {socket_dir} -p {port} -U {owner} \
 -d postgres --set=role={role} <&3 || {{ log; exit 1; }}
+{replayed}
 """
+
+# A point-in-time clone (layout.Recovery): a ZFS clone of the archive's snapshot under the
+# clone's root, given to the clone's user, named by restore_command; recovery.signal makes
+# the start replay to the target and promote (hot_standby is off, so pg_isready answers
+# only once promoted).
+_RECOVERY = """\
+zfs list {archive_snapshot} > /dev/null 2>&1 || zfs snapshot {archive_snapshot}
+zfs clone -p {properties} {archive_snapshot} {archive_clone}
+am=$(zfs get -H -o value mountpoint {archive_clone})
+case "$am" in /*) ;; *) echo "{archive_clone} is not mounted" >&2; exit 1;; esac
+case "$am" in *[!A-Za-z0-9_./:-]*) echo "cannot name $am in restore_command" >&2; exit 1;; esac
+{own_archive}
+printf "restore_command = 'cp %s/%%f %%p'\\n" "$am" >> postgresql.auto.conf
+: > recovery.signal
+{own_signal}"""
+# Once promoted the archive clone is not read again: it goes (destroy takes it otherwise;
+# zfs-fuse holds a mount busy for a moment after its files were read).
+_REPLAYED = """\
+i=0
+until zfs destroy {archive_clone} > /dev/null 2>&1; do
+  i=$((i + 1)); [ "$i" -ge 40 ] && break; sleep 0.25
+done
+zfs destroy {archive_snapshot} > /dev/null 2>&1 \
+|| echo "the archive clone {archive_clone} stays until the clone is destroyed" >&2"""
 
 # Refused before anything is made: a uid someone has. getent asks NSS (passwd, group);
 # ps the processes; find the clones' datasets, where another clone's files would be.
@@ -220,6 +249,7 @@ while zfs list {root} > /dev/null 2>&1; do
 done
 rm -f {socket_dir}/.s.PGSQL.{port} {socket_dir}/.s.PGSQL.{port}.lock
 rmdir {socket_dir} 2> /dev/null || true
+{archive_snapshot}
 """
 
 
@@ -255,11 +285,48 @@ def create(layout: Layout, password: str, properties: dict[str, str] | None = No
         values["wal_clone_command"] = Command(":")
         values["wal_link"] = Command(":")
     values["carry_config"] = _carry(origin)
+    values |= _recovery(layout, options)
     command = script(_CREATE, **values)
+    reached = _REACHED_SQL if layout.recovery else ""
     return Command(command.text, secrets=(password,),
-                   stdin=(f"\\set pw '{password}'\n" + _ROLE_SQL).encode(),
+                   stdin=(f"\\set pw '{password}'\n" + _ROLE_SQL + reached).encode(),
         shown=f"clone {layout.data_clone} from @{layout.snapshot}, start PostgreSQL on "
               f"port {layout.port}, set the password of role {layout.role}")
+
+
+# After the role SQL, on the same stdin: where the replay stopped. The last replayed
+# transaction's time stays as recovery left it after the promotion.
+_REACHED_SQL = ("SELECT 'pozol-reached', coalesce(extract(epoch from "
+                "pg_last_xact_replay_timestamp())::text, '');\n")
+
+
+def _recovery(layout: Layout, options: list[str]) -> dict[str, Command]:
+    if layout.recovery is None:
+        return {"recovery": Command(":"), "replayed": Command(":")}
+    names = {"archive_snapshot": f"{layout.recovery.archive}@{layout.recovery.label}",
+             "archive_clone": layout.archive_clone}
+    uid = layout.os_uid
+    own_archive = (script('chown -R {uid}:{uid} "$am" && chmod 700 "$am"', uid=uid)
+                   if uid is not None else Command(":"))
+    own_signal = (script("chown {uid}:{uid} recovery.signal postgresql.auto.conf", uid=uid)
+                  if uid is not None else script("chown {owner} recovery.signal",
+                                                 owner=layout.origin.owner))
+    return {"recovery": script(_RECOVERY, properties=options, own_archive=own_archive,
+                               own_signal=own_signal, **names),
+            "replayed": script(_REPLAYED, **names)}
+
+
+def reached(stdout: str) -> float | None:
+    """The epoch seconds of the last transaction a point-in-time clone replayed (the
+    `pozol-reached|<epoch>` line), None when it replayed none."""
+    for line in stdout.splitlines():
+        if line.startswith("pozol-reached|"):
+            value = line.split("|", 1)[1].strip()
+            try:
+                return float(value) if value else None
+            except ValueError:
+                return None
+    return None
 
 
 def _carry(origin) -> Command:
@@ -328,5 +395,8 @@ def destroy(layout: Layout) -> Command:
                   kill_rest=kill_rest,
                   data_below=layout.data_below or ".", server=layout.server_user(),
                   pg_ctl=f"{origin.bin_dir}/pg_ctl", socket_dir=layout.socket_dir,
-                  port=layout.port,
+                  port=layout.port, archive_snapshot=(
+                      script("zfs destroy {s} > /dev/null 2>&1 || true",
+                             s=f"{layout.recovery.archive}@{layout.recovery.label}")
+                      if layout.recovery else Command(":")),
                   shown=f"stop the clone {layout.name} and destroy {layout.root}")

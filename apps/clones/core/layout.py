@@ -59,6 +59,7 @@ from apps.remote.commands import (
     integer,
     pg_identifier,
     pool_of,
+    snapshot_label,
 )
 
 CLONES_PARENT = "pozol_clones"
@@ -168,6 +169,45 @@ class Origin:
                                             f"{self.wal_dataset}")
 
 
+# recovery_target_time as PoZoL writes it (datetime.isoformat() with its offset), and
+# recovery_target_lsn as PostgreSQL prints one: nothing else reaches the settings.
+_TARGET_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d:\d\d\Z")
+_TARGET_LSN = re.compile(r"[0-9A-F]{1,8}/[0-9A-F]{1,8}\Z")
+_TARGET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}\Z")  # apps.wal's restore points
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """A point-in-time clone (issue 23): the snapshot is replayed forward with the WAL of
+    the origin's archive (apps.wal) to `value`, then promoted. The archive is not read in
+    place: a ZFS clone of its snapshot `label`, made under the clone's root and given to
+    the clone's own uid (which cannot enter the origin's archive), lives only while the
+    clone replays."""
+
+    archive: str  # the origin's archive dataset
+    label: str  # the archive's snapshot for this clone (after '@')
+    target: str  # "time", "lsn" or "name" (a restore point)
+    value: str
+
+    def __post_init__(self) -> None:
+        try:
+            dataset_name(self.archive)
+            snapshot_label(self.label)
+        except InvalidValue as exc:
+            raise CloneError("at", str(exc)) from None
+        pattern = {"time": _TARGET_TIME, "lsn": _TARGET_LSN,
+                   "name": _TARGET_NAME}.get(self.target)
+        if pattern is None or not pattern.match(self.value):
+            raise CloneError({"lsn": "lsn", "name": "restore_point"}.get(self.target, "at"),
+                             f"Not a recovery target PoZoL writes: {self.value!r}.")
+
+    def settings(self) -> dict[str, str]:
+        """What goes beside the clone's settings (restore_command is written by the
+        creation script, which knows the archive clone's mountpoint)."""
+        return {f"recovery_target_{self.target}": self.value,
+                "recovery_target_action": "promote", "recovery_target_timeline": "current"}
+
+
 @dataclass(frozen=True)
 class Layout:
     """Everything a clone's creation needs to know, checked."""
@@ -181,12 +221,15 @@ class Layout:
     role: str
     socket_dir: str
     os_uid: int | None = None  # the OS user its PostgreSQL runs as; None: the owner (old)
+    recovery: Recovery | None = None  # a point-in-time clone's replay; None: the snapshot
 
     @classmethod
     def from_stored(cls, values: dict) -> Layout:
         """The layout a clone's row (or an operation's state) keeps as JSON (stored())."""
         values = dict(values)
+        recovery = values.pop("recovery", None)
         return cls(origin=Origin(**values.pop("origin")),
+                   recovery=Recovery(**recovery) if recovery else None,
                    **{**values, "allowed": tuple(values["allowed"])})
 
     def stored(self) -> dict:
@@ -229,6 +272,10 @@ class Layout:
         return f"{self.root}/wal" if self.origin.wal_dataset else None
 
     @property
+    def archive_clone(self) -> str | None:
+        return f"{self.root}/wal_archive" if self.recovery else None
+
+    @property
     def data_below(self) -> str:
         """The data directory's path below its dataset's mountpoint ("pgdata", or "")."""
         return _relative(self.origin.data_dir, self.origin.data_mountpoint)
@@ -247,6 +294,8 @@ class Layout:
             # pg_ctl took at pgbench scale 100 here. The clone's files come from an
             # immutable snapshot, so one syncfs() per file system does as well.
             values["recovery_init_sync_method"] = "syncfs"
+        if self.recovery is not None:
+            values |= self.recovery.settings()
         if self.origin.external_config:
             values |= {"ssl": "off", "cluster_name": f"pozol-{self.name}"}
             if (self.origin.server_version_num or 0) < 150000:

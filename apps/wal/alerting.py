@@ -1,0 +1,34 @@
+"""The host's `wal_archive` alert (apps/wal/alert_kinds.py), in one function (issue 23).
+
+Open while an archive of the host has a gap (a missing segment: the window shrank) or
+failed attempts newer than its last success; resolved once none has.
+"""
+
+from __future__ import annotations
+
+from apps.fleet.models import Host
+from apps.wal.alert_kinds import WAL_ARCHIVE
+
+KIND = WAL_ARCHIVE.name
+
+
+def update(host: Host) -> None:
+    from apps.wal.models import WalArchive
+
+    found = []
+    for archive in WalArchive.objects.filter(cluster__host=host, state=WalArchive.State.ON
+                                             ).select_related("cluster"):
+        where = archive.cluster.data_dir
+        if archive.error:
+            found.append(f"the WAL archive of {where}: {archive.error}")
+        if archive.gaps:
+            gap = archive.gaps[-1]
+            found.append(f"the WAL archive of {where} misses {gap['first']}"
+                         + (f" to {gap['last']}" if gap["last"] != gap["first"] else "")
+                         + ": moments before it are recoverable only up to the gap")
+        if archive.failed_count and archive.last_failed_at and (
+                archive.last_archived_at is None
+                or archive.last_failed_at > archive.last_archived_at):
+            found.append(f"archiving {where} fails: {archive.last_failed_wal} could not be "
+                         f"archived ({archive.failed_count} failed attempts)")
+    WAL_ARCHIVE.raise_or_resolve(host, "; ".join(found) if found else None)

@@ -1,0 +1,232 @@
+"""The commands of WAL archiving, from apps.remote's validators and quoting, and the
+reading of their output. Pure: building text and parsing text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apps.remote.cluster import ClusterTarget
+from apps.remote.commands import Command, InvalidValue, dataset_name, os_user, script
+from apps.wal.core import plan as archive_plan
+from apps.wal.core.segments import BadWal, is_segment_name, parse_name
+from apps.wal.core.window import Archived
+
+REMOVE_CHUNK = 400  # names per rm: far below any ARG_MAX
+
+READ_SETTINGS = ("select name, setting, coalesce(sourcefile, '') from pg_settings "
+                 "where name in ('archive_mode', 'archive_command', 'archive_timeout') "
+                 "order by name;")
+
+# ALTER SYSTEM cannot run in a transaction block: psql runs each line on its own.
+_ALTER = "alter system set {name} = :'{name}';\n"
+_RESET = "alter system reset {name};\n"
+# Carries a psql variable, so the SQL always goes on stdin, where psql runs each line as
+# its own statement (`-c` would run them as one transaction: ALTER SYSTEM refuses that).
+_RELOAD = "select pg_reload_conf() as :\"reloaded\";\n"
+
+# What the archiver did, where the cluster writes now, and its segment size: one row.
+STATUS_SQL = (
+    "select coalesce(last_archived_wal, ''), "
+    "coalesce(extract(epoch from last_archived_time)::text, ''), failed_count, "
+    "coalesce(last_failed_wal, ''), coalesce(extract(epoch from last_failed_time)::text, ''), "
+    "archived_count, pg_walfile_name(pg_current_wal_lsn()), pg_current_wal_lsn(), "
+    "(select setting from pg_settings where name = 'wal_segment_size'), "
+    "current_setting('archive_mode') from pg_stat_archiver;")
+MARK_SQL = "select pg_current_wal_lsn(), extract(epoch from clock_timestamp());"
+SWITCH_SQL = "select pg_switch_wal();"
+RESTORE_POINT_SQL = ("select pg_create_restore_point(:'name'), "
+                     "extract(epoch from clock_timestamp());")
+
+_MAKE = """\
+set -e
+if ! zfs list {dataset} > /dev/null 2>&1; then
+  zfs create -p -o compression=on -o atime=off -o {mark} {dataset}
+fi
+if [ "$(zfs get -H -o value mounted {dataset})" != yes ]; then zfs mount {dataset}; fi
+m=$(zfs get -H -o value mountpoint {dataset})
+case "$m" in /*) ;; *) echo "{dataset} is not mounted (mountpoint $m)" >&2; exit 1;; esac
+chown {owner}: "$m"
+chmod 700 "$m"
+echo "$m"
+"""
+
+_STATUS = """\
+echo '== archiver'
+{status}
+echo '== dataset'
+zfs get -Hp -o property,value used,available,mountpoint,mounted {dataset}
+m=$(zfs get -H -o value mountpoint {dataset})
+echo '== files'
+# Not mounted, the directory is the parent's: what is there is not in the archive.
+[ "$(zfs get -H -o value mounted {dataset})" = yes ] || exit 0
+cd "$m" && find . -maxdepth 1 -type f -printf '%f %T@\\n'
+"""
+
+
+def make_dataset(dataset: str, owner: str, data_dir: str) -> Command:
+    """Create the archive (if missing), owned by the cluster's OS user, 0700; prints its
+    mountpoint. `pozol:wal_archive` names the cluster it archives."""
+    return script(_MAKE, dataset=dataset_name(dataset), owner=os_user(owner),
+                  mark=f"pozol:wal_archive={data_dir}",
+                  shown=f"create {dataset} (compression on) for the WAL archive, owned by "
+                        f"{owner}, 0700")
+
+
+def read_settings(target: ClusterTarget) -> Command:
+    return target.psql(READ_SETTINGS)
+
+
+def parse_settings(stdout: str) -> dict[str, dict]:
+    """name -> {"value", "from_auto_conf"}: what a restore writes back (ALTER SYSTEM SET
+    where the value came from postgresql.auto.conf, else RESET)."""
+    found = {}
+    for line in stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0] in archive_plan.SETTINGS:
+            found[parts[0]] = {"value": parts[1],
+                               "from_auto_conf": parts[2].endswith("postgresql.auto.conf")}
+    missing = set(archive_plan.SETTINGS) - set(found)
+    if missing:
+        raise InvalidValue("pg_settings", stdout[:200], f"no row for {', '.join(missing)}")
+    return found
+
+
+def write_settings(target: ClusterTarget, values: dict[str, str | None]) -> Command:
+    """ALTER SYSTEM SET each (None: RESET, back to postgresql.conf), then a reload.
+    Values travel as psql variables, so psql quotes them."""
+    sql, variables = "", {}
+    for name, value in values.items():
+        if name not in archive_plan.SETTINGS:
+            raise InvalidValue("archive setting", name, ", ".join(archive_plan.SETTINGS))
+        if value is None:
+            sql += _RESET.format(name=name)
+        else:
+            if "\n" in value or "\x00" in value or len(value) > 1024:
+                raise InvalidValue("PostgreSQL value", value, "one line of at most 1024 "
+                                                              "characters")
+            sql += _ALTER.format(name=name)
+            variables[name] = value
+    return target.psql(sql + _RELOAD, reloaded="reloaded", **variables)
+
+
+def restoring(before: dict[str, dict]) -> dict[str, str | None]:
+    """The writes that put `before` (parse_settings' form) back."""
+    return {name: (row["value"] if row.get("from_auto_conf") else None)
+            for name, row in before.items() if name in archive_plan.SETTINGS}
+
+
+def status(target: ClusterTarget, dataset: str) -> Command:
+    return script(_STATUS, status=target.psql(STATUS_SQL), dataset=dataset_name(dataset),
+                  shown=f"read pg_stat_archiver and list the archive {dataset}")
+
+
+def mark(target: ClusterTarget) -> Command:
+    return target.psql(MARK_SQL)
+
+
+def switch(target: ClusterTarget) -> Command:
+    return target.psql(SWITCH_SQL)
+
+
+def restore_point(target: ClusterTarget, name: str) -> Command:
+    return target.psql(RESTORE_POINT_SQL, name=archive_plan.restore_point_name(name))
+
+
+def parse_mark(stdout: str) -> tuple[str, float]:
+    lsn, at = stdout.strip().split("\t")
+    return lsn, float(at)
+
+
+@dataclass(frozen=True)
+class Archiver:
+    last_archived_wal: str
+    last_archived_at: float | None
+    failed_count: int
+    last_failed_wal: str
+    last_failed_at: float | None
+    archived_count: int
+    current_wal: str
+    current_lsn: str
+    segment_size: int
+    archive_mode: str
+
+
+@dataclass(frozen=True)
+class Status:
+    archiver: Archiver
+    used: int | None
+    available: int | None
+    mountpoint: str
+    archived: list[Archived]  # the segment files (other files are left alone)
+    mounted: bool = True
+
+    @property
+    def timeline(self) -> int:
+        return parse_name(self.archiver.current_wal, self.archiver.segment_size).timeline
+
+    def lag_segments(self) -> int | None:
+        """Segments written but not yet archived (the one being written not counted)."""
+        size = self.archiver.segment_size
+        current = parse_name(self.archiver.current_wal, size)
+        done = [a.segment for a in self.archived if a.segment.timeline == current.timeline]
+        if not done:
+            return None
+        return max(0, current.number - max(done).number - 1)
+
+
+def parse_status(stdout: str) -> Status:
+    sections = _sections(stdout)
+    row = (sections.get("archiver") or [""])[0].split("\t")
+    if len(row) != 10:
+        raise InvalidValue("pg_stat_archiver", stdout[:200], "not the row asked for")
+    size = int(row[8])
+    archiver = Archiver(row[0], _float(row[1]), int(row[2]), row[3], _float(row[4]),
+                        int(row[5]), row[6], row[7], size, row[9])
+    props = dict(line.split("\t", 1) for line in sections.get("dataset", []) if "\t" in line)
+    archived = []
+    for line in sections.get("files", []):
+        name, _, at = line.partition(" ")
+        if not is_segment_name(name):
+            continue  # .history, .tmp of a copy under way, anything else
+        try:
+            archived.append(Archived(parse_name(name, size), float(at)))
+        except (BadWal, ValueError):
+            continue
+    return Status(archiver, _int(props.get("used")), _int(props.get("available")),
+                  props.get("mountpoint", ""), archived, props.get("mounted", "yes") == "yes")
+
+
+def remove(directory: str, names: list[str]) -> list[Command]:
+    """`rm -f` of segment files in the archive, in chunks; each name is checked to be a
+    segment file name, so nothing else is ever removed."""
+    for name in names:
+        if not is_segment_name(name):
+            raise InvalidValue("WAL segment", name, "24 hexadecimal digits")
+    directory = archive_plan.directory_path(directory)
+    return [script("cd {d} && rm -f -- {names}", d=directory, names=names[i:i + REMOVE_CHUNK],
+                   shown=f"remove {len(names[i:i + REMOVE_CHUNK])} archived segments no "
+                         f"snapshot needs from {directory}")
+            for i in range(0, len(names), REMOVE_CHUNK)]
+
+
+def _sections(stdout: str) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    current = None
+    for line in stdout.splitlines():
+        if line.startswith("== "):
+            current = line[3:].strip()
+            found[current] = []
+        elif current is not None and line.strip():
+            found[current].append(line.strip())
+    return found
+
+
+def _float(text: str) -> float | None:
+    return float(text) if text else None
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from apps.wal import views
+
+app_name = "wal"
+urlpatterns = [
+    path("clusters/<int:cluster_pk>/enable/", views.enable, name="enable"),
+    path("<int:pk>/disable/", views.disable, name="disable"),
+]

@@ -1,0 +1,50 @@
+"""A cluster's archive as the pure window code reads it: its snapshots from the
+inventory (on data and WAL alike, as a clone needs them), with the WAL position PoZoL
+marked after each, and the archive's listing as the last check recorded it."""
+
+from __future__ import annotations
+
+from apps.snapshots.models import Snapshot
+from apps.wal.core.segments import Segment, parse_lsn
+from apps.wal.core.window import Archived, Base, Interval
+from apps.wal.models import WalArchive
+
+
+def bases(archive: WalArchive) -> list[Base]:
+    """The cluster's snapshots present on its data dataset and (if separate) its WAL's."""
+    cluster = archive.cluster
+    if cluster.data_dataset is None:
+        return []
+    rows = Snapshot.objects.filter(host_id=cluster.host_id, dataset=cluster.data_dataset.name,
+                                   created_at__isnull=False)
+    labels = dict(rows.values_list("name", "created_at"))
+    if cluster.wal_dataset_id and cluster.wal_dataset_id != cluster.data_dataset_id:
+        on_wal = set(Snapshot.objects.filter(
+            host_id=cluster.host_id, dataset=cluster.wal_dataset.name,
+            name__in=list(labels)).values_list("name", flat=True))
+        labels = {name: at for name, at in labels.items() if name in on_wal}
+    marks = dict(archive.marks.filter(snapshot__in=list(labels)).values_list("snapshot", "lsn"))
+    return [Base(name, at.timestamp(), _lsn(marks.get(name))) for name, at in labels.items()]
+
+
+def _lsn(text: str | None) -> int | None:
+    try:
+        return parse_lsn(text) if text else None
+    except ValueError:
+        return None
+
+
+def intervals(archive: WalArchive) -> list[Interval]:
+    """The window the last check recorded."""
+    return [Interval(float(since), float(until)) for since, until in archive.window or []]
+
+
+def listing(archive: WalArchive) -> list[Archived]:
+    """The segments the last check listed, by number."""
+    timeline = (archive.listing or {}).get("timeline")
+    return [Archived(Segment(timeline, number), at)
+            for number, at in (archive.listing or {}).get("segments", [])]
+
+
+def stored_listing(timeline: int, archived: list[Archived]) -> dict:
+    return {"timeline": timeline, "segments": [[a.segment.number, a.at] for a in archived]}

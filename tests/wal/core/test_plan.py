@@ -1,0 +1,75 @@
+import pytest
+
+from apps.remote.commands import InvalidValue
+from apps.wal.core import commands
+from apps.wal.core.plan import (
+    archive_command,
+    archive_dataset,
+    check_timeout,
+    disable_plan,
+    enable_plan,
+    restore_command,
+)
+from apps.wal.core.segments import Segment
+from tests.remote.test_commands import HOSTILE
+
+
+def test_the_archive_is_outside_the_clusters_parent():
+    assert archive_dataset("tank/pg/data") == "tank/pozol_wal/pg:data"
+    assert archive_dataset("tank") == "tank/pozol_wal/tank"
+
+
+def test_the_archive_command_never_overwrites_and_renames_atomically():
+    text = archive_command("/tank/pozol_wal/pg:data")
+    assert text.startswith("if [ -f /tank/pozol_wal/pg:data/%f ]; then cmp -s %p")
+    d = "/tank/pozol_wal/pg:data"
+    assert f"cp %p {d}/%f.tmp && sync {d}/%f.tmp && mv {d}/%f.tmp {d}/%f && sync {d}" in text
+    assert restore_command("/a/b") == "cp /a/b/%f %p"
+    for bad in ("relative", "/a b", "/a;rm", "/a'b", "/a/../b", "/a$HOME", *HOSTILE):
+        with pytest.raises(InvalidValue):
+            archive_command(bad)
+
+
+@pytest.mark.parametrize("value", [9, 3601, True, "60", 60.0, None])
+def test_a_bad_timeout_is_refused(value):
+    with pytest.raises(InvalidValue):
+        check_timeout(value)
+
+
+def test_enabling_plans_a_restart_only_when_archive_mode_changes():
+    current = {"archive_mode": "off", "archive_command": "(disabled)", "archive_timeout": "0"}
+    plan = enable_plan(current, "tank/pozol_wal/pg:data", "/tank/pozol_wal/pg:data", 60,
+                       dataset_exists=False)
+    assert plan.restart and plan.create_dataset
+    assert [c.after for c in plan.changes][0::2] == ["on", "60"]
+    plan = enable_plan({**current, "archive_mode": "on"}, "t/x", "/t/x", 60, dataset_exists=True)
+    assert not plan.restart
+    back = disable_plan({"archive_mode": "on"}, {"archive_mode": {"value": "off"}}, "t/x")
+    assert back.restart and back.changes[0].after == "off"
+
+
+def test_restoring_sets_what_came_from_auto_conf_and_resets_the_rest():
+    before = commands.parse_settings(
+        "archive_command\t(disabled)\t\narchive_mode\toff\t/etc/postgresql.conf\n"
+        "archive_timeout\t30\t/d/postgresql.auto.conf\n")
+    assert commands.restoring(before) == {"archive_command": None, "archive_mode": None,
+                                          "archive_timeout": "30"}
+
+
+def test_the_status_is_read_from_one_round_trip():
+    out = ("== archiver\n000000010000000000000003\t1800000000.5\t2\t000000010000000000000002\t"
+           "1799999999\t3\t000000010000000000000005\t0/5000060\t16777216\ton\n"
+           "== dataset\nused\t123\navailable\t999\nmountpoint\t/tank/pozol_wal/pg:data\n"
+           "== files\n000000010000000000000003 1800000000.5\n000000010000000000000002.tmp 1\n"
+           "00000002.history 5\n000000010000000000000002 1799999990\n")
+    status = commands.parse_status(out)
+    assert status.archiver.failed_count == 2 and status.used == 123
+    assert sorted(a.segment for a in status.archived) == [Segment(1, 2), Segment(1, 3)]
+    assert status.lag_segments() == 1 and status.timeline == 1
+
+
+def test_only_segment_files_are_ever_removed():
+    (command,) = commands.remove("/tank/pozol_wal/pg:data", ["000000010000000000000003"])
+    assert command.text == "cd /tank/pozol_wal/pg:data && rm -f -- 000000010000000000000003"
+    with pytest.raises(InvalidValue):
+        commands.remove("/x", ["../../etc/passwd"])
