@@ -47,6 +47,7 @@ from apps.snapshots.core import naming
 from apps.snapshots.models import Snapshot
 from apps.tenants.models import Tenant
 from apps.wal import services as wal_services
+from apps.wal.core.plan import PITR_PREFIX
 from apps.wal.core.segments import format_lsn, parse_lsn
 
 MAX_TTL = timedelta(days=30)
@@ -401,7 +402,7 @@ def _moment(cluster: PgCluster, name: str, snapshot: str | None, at: datetime | 
     else:
         target, value = "name", restore_point
     try:
-        recovery = Recovery(archive=archive.dataset, label=f"pozol-pitr-{name}",
+        recovery = Recovery(archive=archive.dataset, label=f"{PITR_PREFIX}{name}",
                             target=target, value=value)
     except CloneError as exc:
         raise _refuse(exc.field, str(exc)) from None

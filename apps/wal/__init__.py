@@ -14,5 +14,13 @@ snapshot needs, and records the listing, the gaps and the window
 `wal_archive` alert (alerting.py). A snapshot PoZoL takes of an archiving cluster is
 marked with the WAL position read right after it (`WalMark`, through the snapshot
 engine's `protection.TAKEN` listeners), which lets a clone to an LSN choose a snapshot
-safely. `services.choose` is what a point-in-time clone asks.
+safely. `services.choose` is what a point-in-time clone asks (apps/clones: the
+moment, an LSN or a `RestorePoint` PoZoL made with pg_create_restore_point); the
+check also destroys the archive snapshots (`@pozol-pitr-<clone>`) a clone's replay
+left behind when the orphan reconciler removed that clone.
+
+What is not here yet (issue 23): the archive carried by replication links, a
+table recovery or a restore drill to a moment, and the benchmark. The check is an
+Operation per archive every WAL_CHECK_INTERVAL (60 s): a moment archived since the
+last check is refused until the next one says it is in the window.
 """

@@ -13,12 +13,12 @@ from apps.ops.serializers import OperationSerializer
 from apps.wal import services
 from apps.wal.models import WalArchive
 from apps.wal.serializers import (
-    DisableSerializer,
-    EnableSerializer,
     NewRestorePointSerializer,
-    PlanSerializer,
-    StartedSerializer,
     WalArchiveSerializer,
+    WalDisableSerializer,
+    WalEnabledSerializer,
+    WalEnableSerializer,
+    WalPlanSerializer,
 )
 
 
@@ -31,34 +31,34 @@ class WalArchiveViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         "restore_points").order_by("pk")
     serializer_class = WalArchiveSerializer
 
-    @extend_schema(request=EnableSerializer,
-                   responses={200: PlanSerializer, 202: StartedSerializer})
+    @extend_schema(request=WalEnableSerializer,
+                   responses={200: WalPlanSerializer, 202: WalEnabledSerializer})
     def create(self, request) -> Response:
         """Archive a cluster's WAL: with dry_run, the plan (settings before and after, a
         restart or a reload); else the operation that carries it out (202)."""
-        body = EnableSerializer(data=request.data)
+        body = WalEnableSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         if data["dry_run"]:
             plan = services.plan_enable(data["cluster"], data["archive_timeout"])
-            return Response(PlanSerializer(plan.as_dict()).data)
+            return Response(WalPlanSerializer(plan.as_dict()).data)
         archive, operation = services.enable(data["cluster"], data["archive_timeout"],
                                              by=request.user, trigger=Operation.Trigger.API)
-        return Response(StartedSerializer({"archive": archive, "operation": operation.pk,
+        return Response(WalEnabledSerializer({"archive": archive, "operation": operation.pk,
                                            "plan": operation.state["plan"]}).data,
                         status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=DisableSerializer,
-                   responses={200: PlanSerializer, 202: OperationSerializer})
+    @extend_schema(request=WalDisableSerializer,
+                   responses={200: WalPlanSerializer, 202: OperationSerializer})
     @action(detail=True, methods=["post"])
     def disable(self, request, pk=None) -> Response:
         """Stop archiving: the settings from before come back (the archive is kept); with
         dry_run, the plan."""
-        body = DisableSerializer(data=request.data)
+        body = WalDisableSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         archive = self.get_object()
         if body.validated_data["dry_run"]:
-            return Response(PlanSerializer(services.plan_disable(archive).as_dict()).data)
+            return Response(WalPlanSerializer(services.plan_disable(archive).as_dict()).data)
         operation = services.disable(archive, by=request.user, trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 

@@ -64,7 +64,7 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
-class EnableSerializer(serializers.Serializer):
+class WalEnableSerializer(serializers.Serializer):
     cluster = StrictPrimaryKeyRelatedField(queryset=PgCluster.objects.all(),
                                            help_text="The PostgreSQL cluster (id).")
     archive_timeout = StrictIntegerField(
@@ -75,12 +75,12 @@ class EnableSerializer(serializers.Serializer):
         "true: answer the plan (200) and change nothing."))
 
 
-class DisableSerializer(serializers.Serializer):
+class WalDisableSerializer(serializers.Serializer):
     dry_run = StrictBooleanField(required=False, default=False, help_text=(
         "true: answer the plan (200) and change nothing."))
 
 
-class ChangeSerializer(serializers.Serializer):
+class WalChangeSerializer(serializers.Serializer):
     setting = serializers.CharField()
     before = serializers.CharField()
     after = serializers.CharField()
@@ -88,14 +88,14 @@ class ChangeSerializer(serializers.Serializer):
     changes = serializers.BooleanField()
 
 
-class PlanSerializer(serializers.Serializer):
+class WalPlanSerializer(serializers.Serializer):
     dataset = serializers.CharField()
     create_dataset = serializers.BooleanField()
     restart = serializers.BooleanField(help_text="PostgreSQL is restarted.")
-    changes = ChangeSerializer(many=True)
+    changes = WalChangeSerializer(many=True)
 
 
-class StartedSerializer(serializers.Serializer):
+class WalEnabledSerializer(serializers.Serializer):
     archive = WalArchiveSerializer()
     operation = serializers.IntegerField()
-    plan = PlanSerializer()
+    plan = WalPlanSerializer()

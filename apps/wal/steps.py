@@ -17,7 +17,7 @@ records the window, the gaps and the alert.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
@@ -25,9 +25,12 @@ from apps.ops import remote_jobs
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote.cluster import ClusterTarget
 from apps.remote.errors import RemoteError
+from apps.snapshots.core import commands as snapshot_commands
+from apps.snapshots.models import Snapshot
 from apps.wal import alerting, windows
 from apps.wal.core import commands
 from apps.wal.core import plan as archive_plan
+from apps.wal.core.plan import PITR_PREFIX
 from apps.wal.core.window import describe, gaps, ordered, removable, window
 from apps.wal.models import RestorePoint, WalArchive, WalMark
 
@@ -191,6 +194,7 @@ def check(ctx: StepContext) -> Done | Fail:
                                                         window=[], listing={})
         alerting.update(archive.cluster.host)
         return Fail(error, code="not_mounted")
+    _drop_stale_replays(ctx, run, archive)
     size = status.archiver.segment_size
     segments = ordered(status.archived, status.timeline)
     bases = windows.bases(archive)
@@ -221,6 +225,28 @@ def check(ctx: StepContext) -> Done | Fail:
     return Done({"segments": len(kept), "removed": len(going), "gaps": len(missing),
                  "failed_count": archiver.failed_count},
                 message=f"{len(kept)} segments; window: {describe(spans)}")
+
+
+# A point-in-time clone's creation (one script, at most 300 s) snapshots the archive as
+# `@pozol-pitr-<clone>` and destroys that snapshot once replayed, or its destroy does.
+# One older than this was left by a clone the orphan reconciler removed: it only pins
+# WAL retention has removed.
+STALE_REPLAY = timedelta(minutes=15)
+
+
+def _drop_stale_replays(ctx: StepContext, run, archive: WalArchive) -> None:
+    """Destroy the archive's replay snapshots no clone creation can still be using, as
+    the inventory lists them (one with a clone of it left is refused by ZFS: kept)."""
+    stale = Snapshot.objects.filter(
+        host=archive.cluster.host, dataset=archive.dataset, name__startswith=PITR_PREFIX,
+        created_at__lt=timezone.now() - STALE_REPLAY)
+    for row in stale:
+        result = run(snapshot_commands.destroy(row.full_name), check=False)
+        if result.ok:
+            ctx.log(f"destroyed {row.full_name}, left by a clone's replay that is over")
+            row.delete()
+        else:
+            ctx.log(f"kept {row.full_name}: {result.stderr.strip()[-200:]}", "warning")
 
 
 def _when(epoch: float | None) -> datetime | None:

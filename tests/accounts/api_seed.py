@@ -3,6 +3,8 @@ to find, so generated requests reach the code behind the 404s."""
 
 from __future__ import annotations
 
+from django.utils import timezone
+
 from apps.accounts.models import ApiToken
 from apps.audit import services as audit
 from apps.benchmarks import services as benchmarks
@@ -13,6 +15,7 @@ from apps.remote.gather import discover
 from apps.tenants import services as tenants
 from apps.tuning import services as tuning
 from apps.tuning.models import Profile
+from apps.wal.models import WalArchive
 from tests.benchmarks import factories
 from tests.clones import factories as clone_factories
 from tests.remote.fixtures.hosts import replay_transcript
@@ -52,8 +55,20 @@ def seed(user) -> tuple[str, dict[str, int]]:
            "CLONE": clone, "SPARE_CLONE": spare_clone, **tenants,
            "TOKEN": ApiToken.objects.issue(user, "fuzz spare")[0],
            "AUDIT_EVENT": audit.record(action="seed", outcome="success", user=user),
-           **_alerting(host)}
+           **_alerting(host), "WAL_ARCHIVE": _archive(host)}
     return token, {name: row.pk for name, row in ids.items()}
+
+
+def _archive(host: Host) -> WalArchive:
+    """A cluster's WAL archive that is on, with a window (so clones to a moment and
+    restore points are reached)."""
+    now = timezone.now().timestamp()
+    return WalArchive.objects.create(
+        cluster=host.clusters.first(), dataset="tank/pozol_wal/pg:data",
+        directory="/tank/pozol_wal/pg:data", state=WalArchive.State.ON,
+        checked_at=timezone.now(), segment_size=16 << 20, window=[[now - 3600, now - 60]],
+        listing={"timeline": 1, "segments": [[1, now - 3600], [2, now - 60]]},
+        before={"archive_mode": {"value": "off", "from_auto_conf": False}})
 
 
 def _sampled(host: Host) -> None:

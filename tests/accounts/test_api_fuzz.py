@@ -57,6 +57,7 @@ ID_PARAMETERS = [
     ("^/api/alert-deliveries/\\{id\\}/", "", "DELIVERY"),
     ("^/api/alert-silences/\\{id\\}/", "", "SILENCE"),
     ("^/api/scrub-schedules/\\{id\\}/", "", "SCRUB"),
+    ("^/api/wal-archives/\\{id\\}/", "", "WAL_ARCHIVE"),
 ]
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 

@@ -93,3 +93,49 @@ def test_a_failed_restart_gives_the_settings_back_before_failing(monkeypatch, cl
     assert archive.state == WalArchive.State.FAILED and "restart" in archive.error
     # The operator may try again, or turn it off (the settings are known).
     assert services.plan_disable(archive).restart
+
+
+def test_a_check_removes_what_no_snapshot_needs_records_the_window_and_a_gap(monkeypatch,
+                                                                             cluster):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.alerts.models import Alert
+    from apps.snapshots.core import commands as snapshot_commands
+    from apps.snapshots.models import Snapshot
+    from tests.snapshots import factories as snapshot_factories
+
+    host = cluster.host
+    taken = timezone.now() - timedelta(minutes=30)
+    factories.snapshots(host, created_at=taken)
+    stale = snapshot_factories.snapshot(
+        host, "tank/pozol_wal/pg:data@pozol-pitr-gone", created_at=taken)
+    archive = WalArchive.objects.create(cluster=cluster, dataset="tank/pozol_wal/pg:data",
+                                        directory=DIRECTORY, state=WalArchive.State.ON)
+    t = taken.timestamp()
+    files = "\n".join(f"0000000100000000000000{n:02X} {t + (n - 3) * 60:.1f}"
+                      for n in (1, 2, 3, 4, 6, 7))
+    out = (f"== archiver\n000000010000000000000007\t{t + 240}\t0\t\t\t7\t"
+           "000000010000000000000008\t0/8000060\t16777216\ton\n"
+           f"== dataset\nused\t1000\navailable\t9\nmountpoint\t{DIRECTORY}\n"
+           f"mounted\tyes\n== files\n{files}\n")
+    shell = FakeShell()
+    shell.on(commands.status(cluster.target(), archive.dataset), out)
+    (remove,) = commands.remove(DIRECTORY, ["000000010000000000000001",
+                                            "000000010000000000000002"])
+    shell.on(remove)
+    shell.on(snapshot_commands.destroy(stale.full_name))
+    monkeypatch.setattr(StepContext, "runner", lambda self: shell)
+
+    operation = drive(services.check(archive))
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    archive.refresh_from_db()
+    assert archive.removed == 2 and archive.segments == 4
+    assert archive.gaps[0]["first"] == "000000010000000000000005"
+    assert archive.window == [[pytest.approx(t + 1, abs=0.1), pytest.approx(t + 60, abs=0.1)]]
+    # ^ from the snapshot to the gap
+    assert archive.lag_segments == 0 and archive.space_used == 1000
+    assert not Snapshot.objects.filter(pk=stale.pk).exists()
+    alert = Alert.objects.get(host=host, kind="wal_archive", resolved_at=None)
+    assert "000000010000000000000005" in alert.message

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from apps.remote.commands import InvalidValue, abs_path, dataset_name, pool_of
 
 ARCHIVES_PARENT = "pozol_wal"
+# The archive's snapshot a point-in-time clone replays from: `<archive>@pozol-pitr-<clone>`.
+PITR_PREFIX = "pozol-pitr-"
 DEFAULT_TIMEOUT = 60
 MIN_TIMEOUT, MAX_TIMEOUT = 10, 3600
 SETTINGS = ("archive_mode", "archive_command", "archive_timeout")
