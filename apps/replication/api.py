@@ -86,7 +86,7 @@ class ReplicationLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                                           trigger=Operation.Trigger.API))
 
     @extend_schema(responses={200: StreamSerializer(many=True)})
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def streams(self, request, pk=None) -> Response:
         """The stream flags each source dataset is sent with (-w, -c, -L) and why: both
         hosts' capabilities, the dataset's encryption as the last run read it, the link's
