@@ -12,6 +12,7 @@ from apps.api.fields import (
     StrictIntegerField,
     StrictPrimaryKeyRelatedField,
 )
+from apps.clones.serializers import AwareDateTimeField
 from apps.drills.core.check import QUERY_MAX
 from apps.drills.models import DrillRun, DrillSchedule
 from apps.drills.services import MAX_INTERVAL_HOURS
@@ -72,3 +73,24 @@ class RecoverTableSerializer(serializers.Serializer):
     into = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
                                  help_text="the recovered table's name in the same schema; "
                                            "default <table>_recovered. Never overwritten.")
+
+
+class RecoverTableAtSerializer(RecoverTableSerializer):
+    """The same as of a moment: exactly one of `at`, `lsn` or `restore_point`; the clone
+    is then a point-in-time clone of the cluster (its WAL archived by PoZoL)."""
+
+    at = AwareDateTimeField(required=False, help_text=(
+        "A moment with its time zone (ISO 8601, e.g. 2026-11-20T14:06:00+01:00): the table "
+        "as the last transaction committed by then left it. Refused (400, with the window) "
+        "outside the recoverable window, in the future or past a gap."))
+    lsn = StrictCharField(required=False, max_length=17, trim_whitespace=False,
+                          help_text="A WAL position as PostgreSQL prints one (16/B374D848).")
+    restore_point = StrictCharField(required=False, max_length=63, trim_whitespace=False,
+                                    help_text="The name of a restore point PoZoL made.")
+
+    def validate(self, attrs: dict) -> dict:
+        given = [name for name in ("at", "lsn", "restore_point") if name in attrs]
+        if len(given) != 1:
+            raise serializers.ValidationError({"at": [
+                "give exactly one of at, lsn or restore_point"]})
+        return attrs

@@ -19,7 +19,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.clones import services as clone_services
-from apps.clones.core.layout import CLONE_FIRST_WRITES, CloneError, Layout, Origin, clone_uid
+from apps.clones.core.layout import (
+    CLONE_FIRST_WRITES,
+    CloneError,
+    Layout,
+    Origin,
+    Recovery,
+    clone_uid,
+)
 from apps.clones.models import Clone
 from apps.common.errors import Conflict, DomainError
 from apps.common.numbers import whole_in
@@ -223,9 +230,10 @@ def _layout(run: DrillRun, origin: Origin, snapshot: str) -> Layout:
 
 
 def disposable_layout(host: Host, origin: Origin, snapshot: str, name: str, *,
-                      no_port_status: int = 400) -> Layout:
+                      no_port_status: int = 400, recovery: Recovery | None = None) -> Layout:
     """The layout of a clone PoZoL makes, uses and destroys itself (a drill's, a table
-    recovery's): a port from the top of the clone range, no network in pg_hba."""
+    recovery's): a port from the top of the clone range, no network in pg_hba; with
+    `recovery`, replayed to a moment as a point-in-time clone is."""
     limits = clone_services.settings_of(host)
     port = free_clone_port(host)
     if port is None:
@@ -239,7 +247,7 @@ def disposable_layout(host: Host, origin: Origin, snapshot: str, name: str, *,
                       listen=limits.listen_address or host.address, allowed=(),
                       role="pozol_drill",
                       socket_dir=f"{host.work_dir.rstrip('/')}/clones/{name}",
-                      os_uid=clone_uid(limits.uid_base, port))
+                      os_uid=clone_uid(limits.uid_base, port), recovery=recovery)
     except (CloneError, InvalidValue, ValueError) as exc:
         raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -193,11 +193,14 @@ def recover_table(ctx: StepContext) -> Done | Fail:
         return Fail(f"recovering {wanted.source} @{layout.snapshot} failed: "
                     f"{outcome['error'][-800:]}", code="recover_failed")
     ctx.log(f"destroyed clone {layout.name}")
-    return Done({"database": wanted.database, "table": wanted.source,
-                 "into": wanted.recovered, "rows": outcome["rows"],
-                 "snapshot": layout.snapshot},
-                message=f"recovered {wanted.source} @{layout.snapshot} as "
-                        f"{wanted.recovered}: {outcome['rows']} rows")
+    result = {"database": wanted.database, "table": wanted.source,
+              "into": wanted.recovered, "rows": outcome["rows"], "snapshot": layout.snapshot}
+    source = f"@{layout.snapshot}"
+    if layout.recovery is not None:
+        result |= {"moment": ctx.state.get("moment"), "reached_at": outcome.get("reached_at")}
+        source = f"as of {layout.recovery.value}"
+    return Done(result, message=f"recovered {wanted.source} {source} as "
+                                f"{wanted.recovered}: {outcome['rows']} rows")
 
 
 def _recover(ctx: StepContext, ssh, layout, origin: dict, wanted) -> dict:
@@ -207,11 +210,24 @@ def _recover(ctx: StepContext, ssh, layout, origin: dict, wanted) -> dict:
         error, _ = core.split_log(made.stderr or made.stdout)
         return {"error": f"clone or start failed: {error}"}
     ctx.log(f"clone {layout.name} of @{layout.snapshot} answered on port {layout.port}")
+    reached = _reached(ctx, layout, made.stdout)
     moved = ssh(recovery.recover(layout, origin["socket_dir"], origin["port"], wanted),
                 timeout=3600, check=False)
     if not moved.ok:
         return {"error": (moved.stderr or moved.stdout).strip()[-TAIL:]}
-    return {"rows": recovery.rows(moved.stdout)}
+    return {"rows": recovery.rows(moved.stdout), "reached_at": reached}
+
+
+def _reached(ctx: StepContext, layout: Layout, stdout: str) -> str | None:
+    """A point-in-time clone's last replayed transaction (ISO time), logged; None for a
+    snapshot's clone, or when no transaction was replayed."""
+    if layout.recovery is None:
+        return None
+    at = commands.reached(stdout)
+    when = datetime.fromtimestamp(at, UTC).isoformat() if at is not None else None
+    ctx.log(f"replayed to recovery_target_{layout.recovery.target} {layout.recovery.value}: "
+            f"the last transaction replayed committed at {when or 'none (none replayed)'}")
+    return when
 
 
 RUN = register(Kind(name="drills.run", steps={"run": run}, first_step="run", mutating=False,
