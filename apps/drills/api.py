@@ -52,16 +52,18 @@ class DrillScheduleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         schedule = services.save_schedule(
             host=data.get("host"), cluster=data.get("cluster"), link=data.get("link"),
             interval_hours=data["interval_hours"], check_query=data["check_query"],
-            enabled=data["enabled"], by=request.user)
+            enabled=data["enabled"], target=data["target"], by=request.user)
         return Response(DrillScheduleSerializer(schedule).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=DrillScheduleWriteSerializer, responses=DrillScheduleSerializer)
     def update(self, request, pk=None) -> Response:
-        """Change the interval, the check query or `enabled` (not what it drills)."""
+        """Change the interval, the check query, the target or `enabled` (not what it
+        drills)."""
         data = self._body(request)
         schedule = services.save_schedule(
             schedule=self.get_object(), interval_hours=data["interval_hours"],
-            check_query=data["check_query"], enabled=data["enabled"], by=request.user)
+            check_query=data["check_query"], enabled=data["enabled"], target=data["target"],
+            by=request.user)
         return Response(DrillScheduleSerializer(schedule).data)
 
     def perform_destroy(self, instance) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django import forms
 
 from apps.drills.core.check import QUERY_MAX
-from apps.drills.models import DEFAULT_CHECK
+from apps.drills.models import DEFAULT_CHECK, DrillSchedule
 from apps.drills.services import MAX_INTERVAL_HOURS
 from apps.fleet.models import Host
 
@@ -16,6 +16,10 @@ class ScheduleForm(forms.Form):
                                          "receives (the drill starts the received copy).")
     interval_hours = forms.IntegerField(min_value=1, max_value=MAX_INTERVAL_HOURS, initial=24,
                                         label="Every (hours)")
+    restore = forms.ChoiceField(choices=DrillSchedule.Target.choices, required=False,
+                                initial=DrillSchedule.Target.SNAPSHOT, label="Restore",
+                                help_text="A random moment needs the cluster's WAL archived "
+                                          "by PoZoL; it proves snapshots and WAL together.")
     check_query = forms.CharField(required=False, max_length=QUERY_MAX, widget=forms.Textarea(
         attrs={"rows": 2}), help_text=f"Run in every database; empty: {DEFAULT_CHECK}")
 
@@ -27,6 +31,9 @@ class ScheduleForm(forms.Form):
                     for link in host.links_in.select_related("source_host")
                     if link.cluster_data_dir]
         self.fields["source"].choices = choices
+
+    def clean_restore(self) -> str:
+        return self.cleaned_data.get("restore") or DrillSchedule.Target.SNAPSHOT
 
     def target(self, host: Host) -> dict:
         kind, _, pk = self.cleaned_data["source"].partition(":")

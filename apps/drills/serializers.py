@@ -28,7 +28,7 @@ class DrillScheduleSerializer(ModelSerializer):
     class Meta:
         model = DrillSchedule
         fields = ["id", "host", "cluster_data_dir", "link", "source_label", "interval_hours",
-                  "check_query", "enabled", "last_started_at", "created_at"]
+                  "check_query", "target", "enabled", "last_started_at", "created_at"]
         read_only_fields = fields
 
 
@@ -44,6 +44,11 @@ class DrillScheduleWriteSerializer(serializers.Serializer):
     interval_hours = StrictIntegerField(min_value=1, max_value=MAX_INTERVAL_HOURS, default=24)
     check_query = StrictCharField(required=False, allow_blank=True, max_length=QUERY_MAX,
                                   default="", trim_whitespace=False)
+    target = serializers.ChoiceField(
+        choices=DrillSchedule.Target.choices, default=DrillSchedule.Target.SNAPSHOT,
+        help_text="snapshot: the newest snapshot; random_moment: a moment drawn in the "
+                  "cluster's WAL archive's window, replayed to, and checked to be reached "
+                  "(the last replayed transaction within archive_timeout before it).")
     enabled = StrictBooleanField(default=True)
 
 
@@ -59,7 +64,8 @@ class DrillRunSerializer(ModelSerializer):
         fields = ["id", "schedule", "host", "host_name", "cluster_data_dir", "link",
                   "snapshot", "datasets", "check_query", "status", "clone_seconds",
                   "start_seconds", "check_seconds", "destroy_seconds", "total_seconds",
-                  "answers", "error", "log_tail", "started_at", "finished_at", "operation"]
+                  "answers", "error", "log_tail", "target_time", "reached_at",
+                  "archive_timeout", "started_at", "finished_at", "operation"]
         read_only_fields = fields
 
 

@@ -66,14 +66,17 @@ def run(ctx: StepContext) -> Done | Fail:
         status=DrillRun.Status.FAILED if failed else DrillRun.Status.PASSED,
         finished_at=timezone.now(), answers=outcome.get("answers", {}),
         error=outcome.get("error", "")[-TAIL:], log_tail=outcome.get("log", "")[-TAIL:],
+        reached_at=outcome.get("reached_at"),
         **{f"{part}_seconds": seconds for part, seconds in times.items()})
     update_alert(row.host)
     if failed:
         return Fail(f"restore drill of {row.cluster_data_dir} @{row.snapshot} failed: "
                     f"{outcome['error'][-800:]}", code="drill_failed")
     return Done({"run": row.pk, "seconds": times, "answers": outcome["answers"]},
-                message=f"restore drill passed: @{row.snapshot} started and answered in "
-                        f"{len(outcome['answers'])} databases")
+                message=f"restore drill passed: @{row.snapshot}"
+                        + (f" replayed to {row.target_time.isoformat()}"
+                           if row.target_time else "")
+                        + f" started and answered in {len(outcome['answers'])} databases")
 
 
 def _no_room(ctx: StepContext, ssh) -> str:
@@ -104,14 +107,23 @@ def _drill(ctx: StepContext, ssh, row: DrillRun, layout, times: dict) -> dict:
             log = ssh(core.log_tail(layout), timeout=60, check=False).stdout
         return {"error": f"clone or start failed: {error}", "log": log}
     ctx.log(f"clone {layout.name} of @{layout.snapshot} answered on port {layout.port}")
+    reached = {}
+    if layout.recovery is not None:
+        at = commands.reached(made.stdout)
+        reached["reached_at"] = datetime.fromtimestamp(at, UTC) if at is not None else None
+        ctx.log(f"replayed to {layout.recovery.value}: the last transaction replayed "
+                f"committed at {reached['reached_at'] or 'none'}")
+        missed = core.moment_missed(row.target_time.timestamp(), at, row.archive_timeout or 0)
+        if missed:
+            return {"error": f"the clone did not reach the moment: {missed}", **reached}
     began = time.monotonic()
     role = f"{core.ROLE_PREFIX}{secrets.token_hex(6)}"
     checked = ssh(core.check(layout, row.check_query, role), timeout=600, check=False)
     times["check"] = time.monotonic() - began
     if not checked.ok:
         error, log = core.split_log(checked.stderr or checked.stdout)
-        return {"error": f"the check query failed: {error}", "log": log}
-    return {"answers": core.answers(checked.stdout)}
+        return {"error": f"the check query failed: {error}", "log": log, **reached}
+    return {"answers": core.answers(checked.stdout), **reached}
 
 
 def _destroy(ssh, layout, times: dict) -> str:

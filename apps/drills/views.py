@@ -41,6 +41,7 @@ def new_schedule(request, host_pk: int) -> HttpResponse:
             services.save_schedule(**form.target(host),
                                    interval_hours=form.cleaned_data["interval_hours"],
                                    check_query=form.cleaned_data["check_query"],
+                                   target=form.cleaned_data["restore"],
                                    by=request.user)
         except DomainError as exc:
             on_form(form, exc)

@@ -199,3 +199,51 @@ def test_a_clone_to_a_moment_between_two_inserts_holds_the_first_only(host):
                                         f"{TABLE} WHERE id IN (1, 2)") == "1", asked
         assert drive(clones.destroy_clone(clone)).status == Operation.Status.SUCCEEDED
     assert drive(services.disable(archive)).status == Operation.Status.SUCCEEDED
+
+
+def test_a_dropped_table_comes_back_as_of_a_moment_between_two_rows(host, api):
+    """Issue 23: rows inserted with their commit times, the table dropped, recovered as
+    of a moment between two rows: exactly the rows committed before it come back."""
+    from datetime import UTC, datetime
+
+    fleet_host, row = host
+    cluster = row.clusters.get()
+    into = f"{TABLE}_back"
+    archive, operation = services.enable(cluster, 10)
+    assert drive(operation).status == Operation.Status.SUCCEEDED
+    archive.refresh_from_db()
+    taken = drive(snapshot_services.snapshot_now(row, cluster=cluster))
+    assert taken.status == Operation.Status.SUCCEEDED, taken.error
+    time.sleep(1.1)
+    psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (1), (2)")
+    time.sleep(0.5)
+    moment = datetime.fromtimestamp(float(psql(
+        fleet_host, "SELECT extract(epoch from clock_timestamp())")), UTC)
+    time.sleep(0.5)
+    psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (3)")
+    psql(fleet_host, f"DROP TABLE {TABLE}")
+    last = psql(fleet_host, "SELECT pg_walfile_name(pg_switch_wal())")
+    wait_for(lambda: last in archived(fleet_host, archive.directory), 30, "the segment")
+    assert drive(services.check(archive)).status == Operation.Status.SUCCEEDED
+    try:
+        response = api.post(f"/api/clusters/{cluster.pk}/recover-table/",
+                             {"database": "postgres", "table": TABLE, "into": into,
+                              "at": moment.isoformat()}, format="json")
+        assert response.status_code == 202, response.content
+        done = drive(Operation.objects.get(pk=response.json()["id"]))
+        assert done.status == Operation.Status.SUCCEEDED, done.error
+        assert done.result["rows"] == 2 and done.result["snapshot"] == taken.state["snapshot"]
+        assert psql(fleet_host, f"SELECT string_agg(id::text, ',' ORDER BY id) FROM {into}"
+                    ) == "1,2"
+        reached = datetime.fromisoformat(done.result["reached_at"])
+        assert reached <= moment and (moment - reached).total_seconds() < 2
+        datasets = run_on(fleet_host, "zfs list -H -t all -o name")
+        assert "pozol-recover" not in datasets and "@pozol-pitr-" not in datasets
+        # A moment outside the window is refused before anything is made.
+        refused = api.post(f"/api/clusters/{cluster.pk}/recover-table/",
+                           {"database": "postgres", "table": TABLE, "into": "x",
+                            "at": "2020-01-01T00:00:00Z"}, format="json")
+        assert refused.status_code == 400
+        assert "outside the recoverable window" in refused.json()["error"]["message"]
+    finally:
+        psql(fleet_host, f"DROP TABLE IF EXISTS {into}")
