@@ -33,7 +33,8 @@ is what a point-in-time clone asks (apps/clones: the moment, an LSN or a
 archive snapshots (`@pozol-pitr-<clone>`) a clone's replay left behind when the
 orphan reconciler removed that clone.
 
-A table recovery as of a moment (`POST /api/clusters/{id}/recover-table/`,
+A table recovery as of a moment (`POST /api/clusters/{id}/recover-table/`, or the
+page `/drills/hosts/<id>/recover-table/` linked from the host's Restore drills tab,
 apps/drills/table_recovery.py) and a restore drill to a random moment of the window
 (`DrillSchedule.target = random_moment`, apps/drills/services.py) reuse the
 point-in-time clone path (apps.clones.services.moment_for); the drill passes only when
@@ -42,7 +43,6 @@ of it.
 
 What is not here yet (issue 23): the archive carried by replication links (so a
 target can restore to a moment, and a drill to a moment on a link's target: such a
-schedule is refused), the benchmark, and a page form for table recovery (API only,
-as table recovery from a snapshot is). A moment archived since the last read is
+schedule is refused) and the benchmark. A moment archived since the last read is
 refused until the next read (within WAL_CHECK_INTERVAL) says it is in the window.
 """

@@ -152,3 +152,34 @@ def test_a_cluster_that_does_not_archive_is_a_409(api):
     assert response.json()["error"]["code"] == "not_archiving"
     assert recover_at(api, type(cluster)(pk=cluster.pk + 999), database="postgres",
                       table="orders", at="2026-11-20T14:06:00Z").status_code == 404
+
+
+def test_the_page_recovers_from_a_snapshot_or_as_of_a_moment(signed_in, archiving):
+    from datetime import timedelta
+
+    cluster, taken = archiving
+    page = f"/drills/hosts/{cluster.host_id}/recover-table/"
+    shown = signed_in.get(page)
+    assert shown.status_code == 200 and "Recover a dropped table" in shown.text
+    assert factories.SNAPSHOT in shown.text
+    body = {"cluster": cluster.pk, "database": "postgres", "table": "orders", "into": ""}
+    neither = signed_in.post(page, body)
+    assert neither.status_code == 200 and "Give a snapshot or a moment" in neither.text
+    naive = signed_in.post(page, {**body, "at": "2026-11-20T14:06:00"})
+    assert naive.status_code == 200 and "time zone" in naive.text
+    outside = signed_in.post(page, {**body, "at": "2020-01-01T00:00:00Z"})
+    assert outside.status_code == 200 and "outside the recoverable window" in outside.text
+    bad_name = signed_in.post(page, {**body, "table": "orders'; --",
+                                     "at": (taken + timedelta(minutes=2)).isoformat()})
+    assert bad_name.status_code == 200 and not Operation.objects.filter(kind=KIND).exists()
+    made = signed_in.post(page, {**body, "at": (taken + timedelta(minutes=2)).isoformat()})
+    assert made.status_code == 302, made.content
+    operation = Operation.objects.get(kind=KIND)
+    assert made["Location"] == f"/operations/{operation.pk}/"
+    assert operation.state["layout"]["recovery"]["target"] == "time"
+    snapshot = Snapshot.objects.get(host=cluster.host, dataset="tank/pg/data")
+    Operation.objects.all().delete()
+    made = signed_in.post(page, {**body, "snapshot": snapshot.pk})
+    assert made.status_code == 302, made.content
+    assert "recovery" not in Operation.objects.get(kind=KIND).state["layout"] or \
+        Operation.objects.get(kind=KIND).state["layout"]["recovery"] is None
