@@ -285,13 +285,8 @@ def test_a_drill_to_a_random_moment_reaches_it_and_the_tick_reads_without_operat
         writer.join(30)
     archive.refresh_from_db()
     last = psql(fleet_host, "SELECT pg_walfile_name(pg_switch_wal())")
-    try:
-        wait_for(lambda: last in archived(fleet_host, archive.directory), 30, "the segment")
-    except AssertionError:
-        print(last, archived(fleet_host, archive.directory), archive.directory,
-              psql(fleet_host, "SELECT * FROM pg_stat_archiver"),
-              psql(fleet_host, "SELECT count(*) FROM " + TABLE))
-        raise
+    # The archive command syncs twice on zfs-fuse: slow on a loaded machine.
+    wait_for(lambda: last in archived(fleet_host, archive.directory), 90, "the segment")
 
     before = Operation.objects.filter(kind="wal.check").count()
     started = services.tick(timezone.now() + timezone.timedelta(hours=1))
