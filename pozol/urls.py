@@ -10,6 +10,7 @@ from apps.audit.api import AuditEventViewSet
 from apps.benchmarks.api import BenchmarkViewSet, ValidationViewSet
 from apps.clones.api import CloneViewSet, ClusterSnapshotsView, HostCloneSettingsView
 from apps.drills.api import (
+    ClusterRecoverTableView,
     DrillRunViewSet,
     DrillScheduleViewSet,
     HostReconcileView,
@@ -79,6 +80,7 @@ urlpatterns = [
     path("api/hosts/<int:pk>/pool-reserves/<str:pool>/", HostPoolReserveView.as_view()),
     path("api/hosts/<int:pk>/reconcile/", HostReconcileView.as_view()),
     path("api/snapshots/<int:pk>/recover-table/", SnapshotRecoverTableView.as_view()),
+    path("api/clusters/<int:pk>/recover-table/", ClusterRecoverTableView.as_view()),
     path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),
     path("api/cluster-assignments/<int:pk>/snapshots/", ClusterSnapshotsView.as_view()),
     path("api/", include(api.urls)),

@@ -88,7 +88,8 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
     ttl = _span("ttl", ttl)
     protected_for = _span("protected_for", protected_for)
     origin = origin_of(host, cluster)
-    moment = _moment(cluster, name, snapshot, at, lsn, restore_point)
+    moment = moment_for(cluster, name, snapshot=snapshot, at=at, lsn=lsn,
+                        restore_point=restore_point)
     if moment is not None:
         snapshot, state = moment.snapshot, {}
         _check_snapshot(host, origin, snapshot)
@@ -371,18 +372,22 @@ def _free_port(host: Host) -> int:
 
 
 @dataclass(frozen=True)
-class _Moment:
+class Moment:
+    """What a clone to a moment is made from: the snapshot apps.wal chose, and the replay."""
+
     snapshot: str
     recovery: Recovery
     archive_timeout: int
     time: datetime | None  # the moment asked, or the restore point's
 
 
-def _moment(cluster: PgCluster, name: str, snapshot: str | None, at: datetime | None,
-            lsn: str | None, restore_point: str | None) -> _Moment | None:
-    """For a clone to a moment: the snapshot apps.wal chooses and the replay's settings;
-    None for a clone of a snapshot. Refused (400, the window in the message) when the
-    archive does not reach the moment."""
+def moment_for(cluster: PgCluster, name: str, *, snapshot: str | None = None,
+               at: datetime | None = None, lsn: str | None = None,
+               restore_point: str | None = None) -> Moment | None:
+    """For a clone named `name` to a moment: the snapshot apps.wal chooses and the
+    replay's settings; None for a clone of a snapshot. Refused (400, the window in the
+    message) when the archive does not reach the moment. A drill's and a table
+    recovery's clones (apps.drills) ask it too."""
     asked = [x for x in (at, lsn, restore_point) if x is not None]
     if not asked:
         return None
@@ -407,7 +412,7 @@ def _moment(cluster: PgCluster, name: str, snapshot: str | None, at: datetime | 
     except CloneError as exc:
         raise _refuse(exc.field, str(exc)) from None
     time = datetime.fromtimestamp(choice.moment, UTC) if choice.moment is not None else None
-    return _Moment(choice.reach.base.label, recovery, archive.archive_timeout, time)
+    return Moment(choice.reach.base.label, recovery, archive.archive_timeout, time)
 
 
 def _layout(host: Host, origin: Origin, name: str, snapshot: str, port: int,

@@ -40,4 +40,19 @@ only ever sees a `CREATE TABLE <into>` that rolls back whole if the name was
 taken meanwhile or anything fails; the clone is always destroyed and the result
 records the rows recovered. The route lives in apps/drills (snapshots never
 import drills).
+
+To a moment (issue 23): `POST /api/clusters/{id}/recover-table/` takes `at`, `lsn` or
+`restore_point` instead of a snapshot; apps.clones.services.moment_for chooses the
+snapshot and the replay (a 400 with the window when the archive does not reach it),
+and the recovery's clone is a point-in-time clone (the layout's `Recovery`: the
+creation script replays and promotes); the result adds `reached_at`. A drill schedule
+with `target = random_moment` draws, at each run, a moment uniformly over the window
+its cluster's WAL archive last recorded (services.random_moment), clones to it the
+same way, and records `target_time`, `reached_at` and `archive_timeout`; the run
+fails (core/check.moment_missed) when the replay applied nothing, went past the
+moment, or stopped more than archive_timeout before it, since archiving leaves at
+most that much WAL unarchived. A cluster that committed nothing in that time before
+the moment fails it too, and the run says so: the drill cannot tell quiet from
+missing. Such a schedule needs archiving on (409) and is refused for a link (the
+archive does not travel with links yet).
 """

@@ -1,6 +1,6 @@
 """The restore drills API: schedules (list, create, change, delete, run now), runs (list,
 show), the orphan reconciler of a host, and recovering a dropped table from a
-snapshot. Each view calls one service; a refusal is
+snapshot or as of a moment. Each view calls one service; a refusal is
 a DrillError or Conflict, mapped in apps.api.errors."""
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from apps.drills.serializers import (
     DrillRunSerializer,
     DrillScheduleSerializer,
     DrillScheduleWriteSerializer,
+    RecoverTableAtSerializer,
     RecoverTableSerializer,
 )
-from apps.fleet.models import Host
+from apps.fleet.models import Host, PgCluster
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
 from apps.snapshots.models import Snapshot
@@ -51,16 +52,18 @@ class DrillScheduleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         schedule = services.save_schedule(
             host=data.get("host"), cluster=data.get("cluster"), link=data.get("link"),
             interval_hours=data["interval_hours"], check_query=data["check_query"],
-            enabled=data["enabled"], by=request.user)
+            enabled=data["enabled"], target=data["target"], by=request.user)
         return Response(DrillScheduleSerializer(schedule).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=DrillScheduleWriteSerializer, responses=DrillScheduleSerializer)
     def update(self, request, pk=None) -> Response:
-        """Change the interval, the check query or `enabled` (not what it drills)."""
+        """Change the interval, the check query, the target or `enabled` (not what it
+        drills)."""
         data = self._body(request)
         schedule = services.save_schedule(
             schedule=self.get_object(), interval_hours=data["interval_hours"],
-            check_query=data["check_query"], enabled=data["enabled"], by=request.user)
+            check_query=data["check_query"], enabled=data["enabled"], target=data["target"],
+            by=request.user)
         return Response(DrillScheduleSerializer(schedule).data)
 
     def perform_destroy(self, instance) -> None:
@@ -122,4 +125,24 @@ class SnapshotRecoverTableView(APIView):
                                                  table=data["table"], into=data.get("into"),
                                                  by=request.user,
                                                  trigger=Operation.Trigger.API)
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ClusterRecoverTableView(APIView):
+    """Recover a dropped table as of a moment (POST /api/clusters/{id}/recover-table/):
+    `at`, `lsn` or `restore_point` instead of a snapshot. The newest snapshot before the
+    moment is cloned and replayed forward with the cluster's archived WAL, then the table
+    is copied back as from a snapshot; the operation's result has `reached_at`, the last
+    transaction the replay applied."""
+
+    @extend_schema(request=RecoverTableAtSerializer, responses={202: OperationSerializer})
+    def post(self, request, pk: int) -> Response:
+        cluster = get_object_or_404(PgCluster.objects.select_related("host"), pk=pk)
+        body = RecoverTableAtSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        operation = table_recovery.recover_table_at(
+            cluster, database=data["database"], table=data["table"], into=data.get("into"),
+            at=data.get("at"), lsn=data.get("lsn"), restore_point=data.get("restore_point"),
+            by=request.user, trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)

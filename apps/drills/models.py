@@ -21,6 +21,10 @@ DEFAULT_CHECK = ("SELECT count(*) FROM pg_catalog.pg_class c "
 
 
 class DrillSchedule(models.Model):
+    class Target(models.TextChoices):
+        SNAPSHOT = "snapshot", "the newest snapshot"
+        RANDOM_MOMENT = "random_moment", "a random moment in the WAL archive's window"
+
     host = models.ForeignKey("fleet.Host", on_delete=models.CASCADE,
                              related_name="drill_schedules",
                              help_text="Where the drill runs: the cluster's host, or the "
@@ -34,6 +38,11 @@ class DrillSchedule(models.Model):
     check_query = models.TextField(blank=True, help_text="Run in every database that "
                                                          "allows connections; empty: read "
                                                          "the catalog.")
+    target = models.CharField(max_length=16, choices=Target, default=Target.SNAPSHOT,
+                              help_text="What a run restores: the newest snapshot, or a "
+                                        "moment drawn at random in the archive's window "
+                                        "(a point-in-time clone: proves snapshots and "
+                                        "archived WAL together).")
     enabled = models.BooleanField(default=True)
     last_started_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -90,6 +99,13 @@ class DrillRun(models.Model):
                                help_text="The check's first line of output per database.")
     error = models.TextField(blank=True)
     log_tail = models.TextField(blank=True, help_text="The clone's PostgreSQL log, on failure.")
+    target_time = models.DateTimeField(null=True, blank=True, help_text=(
+        "A drill to a moment: the moment drawn in the archive's window."))
+    reached_at = models.DateTimeField(null=True, blank=True, help_text=(
+        "A drill to a moment: the last transaction the replay applied (commit time)."))
+    archive_timeout = models.PositiveIntegerField(null=True, blank=True, help_text=(
+        "A drill to a moment: the archive's timeout in seconds, how far before the moment "
+        "the last replayed transaction may be."))
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     operation = models.ForeignKey("ops.Operation", null=True, blank=True,

@@ -12,6 +12,7 @@ from apps.api.fields import (
     StrictIntegerField,
     StrictPrimaryKeyRelatedField,
 )
+from apps.clones.serializers import AwareDateTimeField
 from apps.drills.core.check import QUERY_MAX
 from apps.drills.models import DrillRun, DrillSchedule
 from apps.drills.services import MAX_INTERVAL_HOURS
@@ -27,7 +28,7 @@ class DrillScheduleSerializer(ModelSerializer):
     class Meta:
         model = DrillSchedule
         fields = ["id", "host", "cluster_data_dir", "link", "source_label", "interval_hours",
-                  "check_query", "enabled", "last_started_at", "created_at"]
+                  "check_query", "target", "enabled", "last_started_at", "created_at"]
         read_only_fields = fields
 
 
@@ -43,6 +44,11 @@ class DrillScheduleWriteSerializer(serializers.Serializer):
     interval_hours = StrictIntegerField(min_value=1, max_value=MAX_INTERVAL_HOURS, default=24)
     check_query = StrictCharField(required=False, allow_blank=True, max_length=QUERY_MAX,
                                   default="", trim_whitespace=False)
+    target = serializers.ChoiceField(
+        choices=DrillSchedule.Target.choices, default=DrillSchedule.Target.SNAPSHOT,
+        help_text="snapshot: the newest snapshot; random_moment: a moment drawn in the "
+                  "cluster's WAL archive's window, replayed to, and checked to be reached "
+                  "(the last replayed transaction within archive_timeout before it).")
     enabled = StrictBooleanField(default=True)
 
 
@@ -58,7 +64,8 @@ class DrillRunSerializer(ModelSerializer):
         fields = ["id", "schedule", "host", "host_name", "cluster_data_dir", "link",
                   "snapshot", "datasets", "check_query", "status", "clone_seconds",
                   "start_seconds", "check_seconds", "destroy_seconds", "total_seconds",
-                  "answers", "error", "log_tail", "started_at", "finished_at", "operation"]
+                  "answers", "error", "log_tail", "target_time", "reached_at",
+                  "archive_timeout", "started_at", "finished_at", "operation"]
         read_only_fields = fields
 
 
@@ -72,3 +79,24 @@ class RecoverTableSerializer(serializers.Serializer):
     into = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
                                  help_text="the recovered table's name in the same schema; "
                                            "default <table>_recovered. Never overwritten.")
+
+
+class RecoverTableAtSerializer(RecoverTableSerializer):
+    """The same as of a moment: exactly one of `at`, `lsn` or `restore_point`; the clone
+    is then a point-in-time clone of the cluster (its WAL archived by PoZoL)."""
+
+    at = AwareDateTimeField(required=False, help_text=(
+        "A moment with its time zone (ISO 8601, e.g. 2026-11-20T14:06:00+01:00): the table "
+        "as the last transaction committed by then left it. Refused (400, with the window) "
+        "outside the recoverable window, in the future or past a gap."))
+    lsn = StrictCharField(required=False, max_length=17, trim_whitespace=False,
+                          help_text="A WAL position as PostgreSQL prints one (16/B374D848).")
+    restore_point = StrictCharField(required=False, max_length=63, trim_whitespace=False,
+                                    help_text="The name of a restore point PoZoL made.")
+
+    def validate(self, attrs: dict) -> dict:
+        given = [name for name in ("at", "lsn", "restore_point") if name in attrs]
+        if len(given) != 1:
+            raise serializers.ValidationError({"at": [
+                "give exactly one of at, lsn or restore_point"]})
+        return attrs

@@ -12,14 +12,22 @@ binaries at the same path.
 
 from __future__ import annotations
 
-from datetime import timedelta
+import secrets
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from apps.clones import services as clone_services
-from apps.clones.core.layout import CLONE_FIRST_WRITES, CloneError, Layout, Origin, clone_uid
+from apps.clones.core.layout import (
+    CLONE_FIRST_WRITES,
+    CloneError,
+    Layout,
+    Origin,
+    Recovery,
+    clone_uid,
+)
 from apps.clones.models import Clone
 from apps.common.errors import Conflict, DomainError
 from apps.common.numbers import whole_in
@@ -36,6 +44,7 @@ from apps.remote.commands import InvalidValue
 from apps.replication.link_rows import core_link
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import Snapshot
+from apps.wal.models import WalArchive
 
 MAX_INTERVAL_HOURS = 24 * 90
 
@@ -53,16 +62,23 @@ def _refuse(field: str, text: str, *, code: str = "invalid", status: int = 400) 
 def save_schedule(*, host: Host | None = None, cluster: PgCluster | None = None,
                   link: ReplicationLink | None = None, interval_hours: int = 24,
                   check_query: str = "", enabled: bool = True,
+                  target: str = DrillSchedule.Target.SNAPSHOT,
                   schedule: DrillSchedule | None = None, by=None) -> DrillSchedule:
     """Create (no `schedule`) or change a drill schedule: a cluster on `host`, or a link
-    (drilled on its target)."""
+    (drilled on its target); of the newest snapshot, or of a random moment in the
+    cluster's WAL archive's window."""
     if not whole_in(interval_hours, 1, MAX_INTERVAL_HOURS):
         raise _refuse("interval_hours", f"whole hours from 1 to {MAX_INTERVAL_HOURS}")
+    if target not in DrillSchedule.Target.values:
+        raise _refuse("target", f"one of {', '.join(DrillSchedule.Target.values)}")
     query = _query(check_query) if check_query else ""
     if schedule is None:
         schedule = DrillSchedule(created_by=by if by and by.is_authenticated else None,
                                  **_target(host, cluster, link))
+    if target == DrillSchedule.Target.RANDOM_MOMENT:
+        _archives(schedule)
     schedule.interval_hours, schedule.check_query = interval_hours, query
+    schedule.target = target
     schedule.enabled = bool(enabled)
     if DrillSchedule.objects.exclude(pk=schedule.pk).filter(
             host=schedule.host, cluster_data_dir=schedule.cluster_data_dir,
@@ -84,6 +100,36 @@ def _target(host: Host | None, cluster: PgCluster | None,
     if cluster is None or host is None or cluster.host_id != host.pk:
         raise _refuse("cluster", "a cluster of this host")
     return {"host": host, "cluster_data_dir": cluster.data_dir, "link": None}
+
+
+def _archives(schedule: DrillSchedule) -> WalArchive:
+    """The WAL archive a drill to a moment replays from; refused when there is none."""
+    if schedule.link_id:
+        raise _refuse("target", "a drill to a moment runs on the cluster's own host: a "
+                                "replication link does not carry the WAL archive yet")
+    archive = WalArchive.objects.filter(cluster__host=schedule.host,
+                                        cluster__data_dir=schedule.cluster_data_dir,
+                                        state=WalArchive.State.ON).first()
+    if archive is None:
+        raise _refuse("target", f"the WAL of {schedule.cluster_data_dir} is not archived by "
+                                "PoZoL: a drill to a moment needs archiving on",
+                      code="not_archiving", status=409)
+    return archive
+
+
+def random_moment(spans: list[list[float]], *, pick=None) -> float | None:
+    """A moment drawn uniformly over the window's intervals ([[since, until]], epoch
+    seconds); None when the window is empty."""
+    total = sum(max(0.0, until - since) for since, until in spans)
+    if total <= 0:
+        return None
+    offset = (pick or secrets.SystemRandom().uniform)(0.0, total)
+    for since, until in spans:
+        length = max(0.0, until - since)
+        if offset <= length:
+            return since + offset
+        offset -= length
+    return spans[-1][1]
 
 
 def _query(value: object) -> str:
@@ -148,10 +194,13 @@ def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:
         triggered_by=by if by and by.is_authenticated else None)
     try:
         origin, datasets = _origin(schedule)
-        snapshot = _newest(host, datasets)
-        layout = _layout(run, origin, snapshot)
+        if schedule.target == DrillSchedule.Target.RANDOM_MOMENT:
+            snapshot, recovery = _moment(schedule, run)
+        else:
+            snapshot, recovery = _newest(host, datasets), None
+        layout = disposable_layout(host, origin, snapshot, run.clone_name, recovery=recovery)
         room = clone_room(host, origin, "a restore drill")
-    except DrillError as exc:
+    except DomainError as exc:
         # Nothing to drill is a failed drill, with its reason: the alert says so.
         _finish_unstarted(run, str(exc))
         return run
@@ -164,6 +213,20 @@ def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:
     run.operation = operation
     run.save()
     return run
+
+
+def _moment(schedule: DrillSchedule, run: DrillRun) -> tuple[str, Recovery]:
+    """A moment drawn in the archive's window as its last read recorded it, and the
+    snapshot and replay that reach it (apps.clones' point-in-time path)."""
+    archive = _archives(schedule)
+    at = random_moment(archive.window or [])
+    if at is None:
+        raise _refuse("target", f"the WAL archive of {schedule.cluster_data_dir} reaches no "
+                                "moment yet (a snapshot, then archived WAL after it)")
+    run.target_time = datetime.fromtimestamp(at, UTC)
+    run.archive_timeout = archive.archive_timeout
+    moment = clone_services.moment_for(archive.cluster, run.clone_name, at=run.target_time)
+    return moment.snapshot, moment.recovery
 
 
 def _origin(schedule: DrillSchedule) -> tuple[Origin, list[str]]:
@@ -218,14 +281,11 @@ def free_clone_port(host: Host) -> int | None:
     return core.pick_port(limits.port_min, limits.port_max, taken)
 
 
-def _layout(run: DrillRun, origin: Origin, snapshot: str) -> Layout:
-    return disposable_layout(run.host, origin, snapshot, run.clone_name)
-
-
 def disposable_layout(host: Host, origin: Origin, snapshot: str, name: str, *,
-                      no_port_status: int = 400) -> Layout:
+                      no_port_status: int = 400, recovery: Recovery | None = None) -> Layout:
     """The layout of a clone PoZoL makes, uses and destroys itself (a drill's, a table
-    recovery's): a port from the top of the clone range, no network in pg_hba."""
+    recovery's): a port from the top of the clone range, no network in pg_hba; with
+    `recovery`, replayed to a moment as a point-in-time clone is."""
     limits = clone_services.settings_of(host)
     port = free_clone_port(host)
     if port is None:
@@ -239,7 +299,7 @@ def disposable_layout(host: Host, origin: Origin, snapshot: str, name: str, *,
                       listen=limits.listen_address or host.address, allowed=(),
                       role="pozol_drill",
                       socket_dir=f"{host.work_dir.rstrip('/')}/clones/{name}",
-                      os_uid=clone_uid(limits.uid_base, port))
+                      os_uid=clone_uid(limits.uid_base, port), recovery=recovery)
     except (CloneError, InvalidValue, ValueError) as exc:
         raise _refuse(getattr(exc, "field", "layout"), str(exc)) from None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -66,14 +66,17 @@ def run(ctx: StepContext) -> Done | Fail:
         status=DrillRun.Status.FAILED if failed else DrillRun.Status.PASSED,
         finished_at=timezone.now(), answers=outcome.get("answers", {}),
         error=outcome.get("error", "")[-TAIL:], log_tail=outcome.get("log", "")[-TAIL:],
+        reached_at=outcome.get("reached_at"),
         **{f"{part}_seconds": seconds for part, seconds in times.items()})
     update_alert(row.host)
     if failed:
         return Fail(f"restore drill of {row.cluster_data_dir} @{row.snapshot} failed: "
                     f"{outcome['error'][-800:]}", code="drill_failed")
     return Done({"run": row.pk, "seconds": times, "answers": outcome["answers"]},
-                message=f"restore drill passed: @{row.snapshot} started and answered in "
-                        f"{len(outcome['answers'])} databases")
+                message=f"restore drill passed: @{row.snapshot}"
+                        + (f" replayed to {row.target_time.isoformat()}"
+                           if row.target_time else "")
+                        + f" started and answered in {len(outcome['answers'])} databases")
 
 
 def _no_room(ctx: StepContext, ssh) -> str:
@@ -104,14 +107,23 @@ def _drill(ctx: StepContext, ssh, row: DrillRun, layout, times: dict) -> dict:
             log = ssh(core.log_tail(layout), timeout=60, check=False).stdout
         return {"error": f"clone or start failed: {error}", "log": log}
     ctx.log(f"clone {layout.name} of @{layout.snapshot} answered on port {layout.port}")
+    reached = {}
+    if layout.recovery is not None:
+        at = commands.reached(made.stdout)
+        reached["reached_at"] = datetime.fromtimestamp(at, UTC) if at is not None else None
+        ctx.log(f"replayed to {layout.recovery.value}: the last transaction replayed "
+                f"committed at {reached['reached_at'] or 'none'}")
+        missed = core.moment_missed(row.target_time.timestamp(), at, row.archive_timeout or 0)
+        if missed:
+            return {"error": f"the clone did not reach the moment: {missed}", **reached}
     began = time.monotonic()
     role = f"{core.ROLE_PREFIX}{secrets.token_hex(6)}"
     checked = ssh(core.check(layout, row.check_query, role), timeout=600, check=False)
     times["check"] = time.monotonic() - began
     if not checked.ok:
         error, log = core.split_log(checked.stderr or checked.stdout)
-        return {"error": f"the check query failed: {error}", "log": log}
-    return {"answers": core.answers(checked.stdout)}
+        return {"error": f"the check query failed: {error}", "log": log, **reached}
+    return {"answers": core.answers(checked.stdout), **reached}
 
 
 def _destroy(ssh, layout, times: dict) -> str:
@@ -193,11 +205,14 @@ def recover_table(ctx: StepContext) -> Done | Fail:
         return Fail(f"recovering {wanted.source} @{layout.snapshot} failed: "
                     f"{outcome['error'][-800:]}", code="recover_failed")
     ctx.log(f"destroyed clone {layout.name}")
-    return Done({"database": wanted.database, "table": wanted.source,
-                 "into": wanted.recovered, "rows": outcome["rows"],
-                 "snapshot": layout.snapshot},
-                message=f"recovered {wanted.source} @{layout.snapshot} as "
-                        f"{wanted.recovered}: {outcome['rows']} rows")
+    result = {"database": wanted.database, "table": wanted.source,
+              "into": wanted.recovered, "rows": outcome["rows"], "snapshot": layout.snapshot}
+    source = f"@{layout.snapshot}"
+    if layout.recovery is not None:
+        result |= {"moment": ctx.state.get("moment"), "reached_at": outcome.get("reached_at")}
+        source = f"as of {layout.recovery.value}"
+    return Done(result, message=f"recovered {wanted.source} {source} as "
+                                f"{wanted.recovered}: {outcome['rows']} rows")
 
 
 def _recover(ctx: StepContext, ssh, layout, origin: dict, wanted) -> dict:
@@ -207,11 +222,24 @@ def _recover(ctx: StepContext, ssh, layout, origin: dict, wanted) -> dict:
         error, _ = core.split_log(made.stderr or made.stdout)
         return {"error": f"clone or start failed: {error}"}
     ctx.log(f"clone {layout.name} of @{layout.snapshot} answered on port {layout.port}")
+    reached = _reached(ctx, layout, made.stdout)
     moved = ssh(recovery.recover(layout, origin["socket_dir"], origin["port"], wanted),
                 timeout=3600, check=False)
     if not moved.ok:
         return {"error": (moved.stderr or moved.stdout).strip()[-TAIL:]}
-    return {"rows": recovery.rows(moved.stdout)}
+    return {"rows": recovery.rows(moved.stdout), "reached_at": reached}
+
+
+def _reached(ctx: StepContext, layout: Layout, stdout: str) -> str | None:
+    """A point-in-time clone's last replayed transaction (ISO time), logged; None for a
+    snapshot's clone, or when no transaction was replayed."""
+    if layout.recovery is None:
+        return None
+    at = commands.reached(stdout)
+    when = datetime.fromtimestamp(at, UTC).isoformat() if at is not None else None
+    ctx.log(f"replayed to recovery_target_{layout.recovery.target} {layout.recovery.value}: "
+            f"the last transaction replayed committed at {when or 'none (none replayed)'}")
+    return when
 
 
 RUN = register(Kind(name="drills.run", steps={"run": run}, first_step="run", mutating=False,

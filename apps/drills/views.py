@@ -10,13 +10,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from apps.common.errors import DomainError
-from apps.drills import queries, services
+from apps.drills import queries, services, table_recovery
 from apps.drills import reconcile as reconciler
-from apps.drills.forms import ScheduleForm
+from apps.drills.forms import RecoverTableForm, ScheduleForm
 from apps.drills.models import DrillSchedule
 from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.ops.ui_errors import on_form
+from apps.snapshots.models import Snapshot
 
 FLEET_RUNS = 200
 
@@ -41,6 +42,7 @@ def new_schedule(request, host_pk: int) -> HttpResponse:
             services.save_schedule(**form.target(host),
                                    interval_hours=form.cleaned_data["interval_hours"],
                                    check_query=form.cleaned_data["check_query"],
+                                   target=form.cleaned_data["restore"],
                                    by=request.user)
         except DomainError as exc:
             on_form(form, exc)
@@ -77,3 +79,29 @@ def reconcile(request, host_pk: int) -> HttpResponse:
     host = get_object_or_404(Host, pk=host_pk)
     operation = reconciler.reconcile(host, by=request.user, trigger=Operation.Trigger.UI)
     return redirect("ops:operation", operation.pk)
+
+
+@login_required
+def recover_table(request, host_pk: int) -> HttpResponse:
+    """GET: the form; POST: start the recovery (from a snapshot or as of a moment) and
+    follow its operation."""
+    host = get_object_or_404(Host, pk=host_pk)
+    form = RecoverTableForm(host, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        names = {"database": data["database"], "table": data["table"],
+                 "into": data["into"] or None, "by": request.user,
+                 "trigger": Operation.Trigger.UI}
+        try:
+            if data["snapshot"]:
+                snapshot = get_object_or_404(Snapshot, pk=int(data["snapshot"]), host=host)
+                operation = table_recovery.recover_table(snapshot, **names)
+            else:
+                operation = table_recovery.recover_table_at(data["cluster"], at=data["at"],
+                                                            **names)
+        except DomainError as exc:
+            on_form(form, exc)
+        else:
+            request.audit_operation = operation.pk
+            return redirect("ops:operation", operation.pk)
+    return render(request, "drills/recover_table.html", {"host": host, "form": form})

@@ -2,11 +2,13 @@
 
 Each layer has `read` (what the host has now, with what is needed to put it
 back) and `write`. The commands and the reading of their output are pure
-(apps.tuning.core.commands); this module is what runs them on the host.
+(apps.tuning.core.commands; PostgreSQL settings' apps.remote.alter_system); this module
+is what runs them on the host.
 """
 
 from __future__ import annotations
 
+from apps.remote import alter_system
 from apps.remote import commands as c
 from apps.remote.cluster import ClusterTarget
 from apps.remote.shell import Runner
@@ -75,18 +77,18 @@ def persist_module(run: Runner, name: str, value: str | None) -> None:
 
 def read_pg(run: Runner, cluster: ClusterTarget, name: str) -> dict:
     name = c.pg_setting_name(name)
-    row = commands.parse_pg_setting(name, run(commands.pg_setting(cluster, name)).stdout)
-    shown = run(commands.pg_show(cluster, name)).stdout.strip()
+    row = alter_system.parse([name], run(alter_system.read(cluster, [name])).stdout)[name]
+    shown = run(alter_system.show(cluster, name)).stdout.strip()
     return {"value": shown, **row}
 
 
 def write_pg(run: Runner, cluster: ClusterTarget, name: str, value: str) -> None:
-    run(commands.pg_alter(cluster, name, value))
+    run(alter_system.write(cluster, {name: value}))
 
 
 def reset_pg(run: Runner, cluster: ClusterTarget, name: str) -> None:
     """Remove PoZoL's ALTER SYSTEM line: the setting falls back to postgresql.conf."""
-    run(commands.pg_reset(cluster, name))
+    run(alter_system.write(cluster, {name: None}))
 
 
 def _persist(run: Runner, persist: commands.Persist) -> None:

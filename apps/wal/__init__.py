@@ -7,20 +7,42 @@ archive_timeout (kept, so `wal.disable` gives them back), writes them by ALTER S
 and restarts the cluster through its ClusterTarget.control. The archive command copies,
 fsyncs and renames, fails when the copy fails and never overwrites a segment.
 
-`wal.check` (the `wal.tick` beat, WAL_CHECK_INTERVAL) reads pg_stat_archiver and lists
-the archive in one round trip, removes the segments older than what the oldest kept
-snapshot needs, and records the listing, the gaps and the window
-(apps/wal/core/window.py, pure); a gap or failing archiver opens the host's
-`wal_archive` alert (alerting.py). A snapshot PoZoL takes of an archiving cluster is
-marked with the WAL position read right after it (`WalMark`, through the snapshot
-engine's `protection.TAKEN` listeners), which lets a clone to an LSN choose a snapshot
-safely. `services.choose` is what a point-in-time clone asks (apps/clones: the
-moment, an LSN or a `RestorePoint` PoZoL made with pg_create_restore_point); the
-check also destroys the archive snapshots (`@pozol-pitr-<clone>`) a clone's replay
-left behind when the orphan reconciler removed that clone.
+The routine check is the `wal.tick` beat (WAL_CHECK_INTERVAL, 60 s), and it is not an
+Operation: like telemetry's collection it reads each due archive over SSH from the
+worker (apps/wal/inspection.py: pg_stat_archiver and the listing in one read-only
+round trip, archives read in threads) and records the listing, the gaps and the
+window (apps/wal/core/window.py computes them, pure, from what apps/wal/recorded.py
+reads of the database); a gap or failing archiver opens the host's `wal_archive`
+alert (alerting.py). An Operation a minute per archive would be half a million rows a
+year for one archive, and would hide the operations an operator must see. What changes
+the host is still an Operation: when a read finds segments older than what the oldest
+kept snapshot needs, or replay snapshots a removed clone left, the tick starts a
+`wal.check` Operation that reads again, removes them (each `rm` and `zfs destroy` in
+its log) and records; that happens when a snapshot ages out, not every minute. A read
+that fails (host unreachable) is logged by the worker and leaves the archive as its
+last check recorded it (its `checked_at` says how old that is; the host's own
+unreachable alert says why). "Check now" (API, page) is always a `wal.check`
+Operation, since an operator asked for it. PostgreSQL settings are read and written
+through apps/remote/alter_system.py, which tuning shares.
 
-What is not here yet (issue 23): the archive carried by replication links, a
-table recovery or a restore drill to a moment, and the benchmark. The check is an
-Operation per archive every WAL_CHECK_INTERVAL (60 s): a moment archived since the
-last check is refused until the next one says it is in the window.
+A snapshot PoZoL takes of an archiving cluster is marked with the WAL position read
+right after it (`WalMark`, through the snapshot engine's `protection.TAKEN`
+listeners), which lets a clone to an LSN choose a snapshot safely. `services.choose`
+is what a point-in-time clone asks (apps/clones: the moment, an LSN or a
+`RestorePoint` PoZoL made with pg_create_restore_point); the check also destroys the
+archive snapshots (`@pozol-pitr-<clone>`) a clone's replay left behind when the
+orphan reconciler removed that clone.
+
+A table recovery as of a moment (`POST /api/clusters/{id}/recover-table/`, or the
+page `/drills/hosts/<id>/recover-table/` linked from the host's Restore drills tab,
+apps/drills/table_recovery.py) and a restore drill to a random moment of the window
+(`DrillSchedule.target = random_moment`, apps/drills/services.py) reuse the
+point-in-time clone path (apps.clones.services.moment_for); the drill passes only when
+the replay's last transaction is at or before the moment and within archive_timeout
+of it.
+
+What is not here yet (issue 23): the archive carried by replication links (so a
+target can restore to a moment, and a drill to a moment on a link's target: such a
+schedule is refused) and the benchmark. A moment archived since the last read is
+refused until the next read (within WAL_CHECK_INTERVAL) says it is in the window.
 """

@@ -1,4 +1,5 @@
-"""What the UI, the API and the scheduler ask of WAL archiving. None opens SSH.
+"""What the UI, the API and the scheduler ask of WAL archiving. None opens SSH but
+`tick`, the beat's routine read, which runs in a worker (as telemetry's collection).
 
 Enabling and disabling are shown as a plan first (`plan_enable`, `plan_disable`: the
 settings with their values now and after, and which needs a restart), then started as
@@ -18,7 +19,7 @@ from apps.fleet.models import Dataset, Host, PgCluster
 from apps.ops import engine
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue
-from apps.wal import steps, windows
+from apps.wal import inspection, recorded, steps
 from apps.wal.core import plan as archive_plan
 from apps.wal.core import window as core
 from apps.wal.core.segments import BadWal, parse_lsn
@@ -182,21 +183,30 @@ def create_restore_point(archive: WalArchive, name: object, *, by=None,
 
 
 def tick(now: datetime | None = None) -> list[Operation]:
-    """Check every archive that is on and not checked within the interval (beat)."""
+    """Read every archive that is on and not read within the interval (beat), without an
+    Operation: a check a minute per archive would bury the operations list. What the
+    read found is recorded at once; an archive with segments or replay snapshots to
+    remove gets a `wal.check` Operation, which removes them and logs each removal."""
     now = now or timezone.now()
     every = timedelta(seconds=settings.POZOL["WAL_CHECK_INTERVAL"])
-    started = []
+    due = []
     for archive in WalArchive.objects.filter(state=WalArchive.State.ON).select_related(
-            "cluster__host"):
+            "cluster__host", "cluster__data_dataset", "cluster__wal_dataset"):
         if archive.checked_at and now - archive.checked_at < every * 0.9:
             continue
-        if Operation.objects.filter(kind=steps.CHECK.name, state__archive=archive.pk,
-                                    status__in=Operation.ACTIVE).exists():
+        if _checking(archive):
             continue
         if not archive.cluster.host.is_pinned or archive.cluster.down_reason:
             continue
-        started.append(check(archive, trigger=Operation.Trigger.SCHEDULE))
-    return started
+        due.append(archive)
+    pruning, _ = inspection.sweep(due)
+    return [check(archive, trigger=Operation.Trigger.SCHEDULE) for archive in pruning
+            if not _checking(archive)]
+
+
+def _checking(archive: WalArchive) -> bool:
+    return Operation.objects.filter(kind=steps.CHECK.name, state__archive=archive.pk,
+                                    status__in=Operation.ACTIVE).exists()
 
 
 # ---- moments -------------------------------------------------------------------------
@@ -216,7 +226,7 @@ def choose(cluster: PgCluster, *, at: datetime | None = None, lsn: str | None = 
     if archive.checked_at is None:
         raise _refuse(field, "the archive was not checked yet: try again in a minute",
                       code="not_checked", status=409)
-    bases = windows.bases(archive)
+    bases = recorded.bases(archive)
     listing = _listing(archive)
     if restore_point is not None:
         point = archive.restore_points.filter(name=restore_point).first()
@@ -243,4 +253,4 @@ def choose(cluster: PgCluster, *, at: datetime | None = None, lsn: str | None = 
 
 def _listing(archive: WalArchive) -> list[core.Archived]:
     """The archive as the last check listed it (a check a minute, WAL_CHECK_INTERVAL)."""
-    return windows.listing(archive)
+    return recorded.listing(archive)

@@ -10,14 +10,16 @@ before-values back and restarts again before the operation fails. `wal.disable` 
 same road back; the archive dataset and its WAL are kept. Both are mutating: they
 restart PostgreSQL, so they wait behind a benchmark or a tuning apply.
 
-`wal.check` (the wal tick's, not mutating) reads pg_stat_archiver and lists the archive
-in one round trip, removes what no kept snapshot needs (core/window.removable), and
-records the window, the gaps and the alert.
+`wal.check` (not mutating) reads pg_stat_archiver and lists the archive in one round
+trip, removes what no kept snapshot needs (core/window.removable) and the replay
+snapshots left by clones that are gone, and records the window, the gaps and the alert
+(apps/wal/inspection.py). An operator's "check now" starts it; the wal tick reads
+without an Operation and starts one only when something must be removed.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from django.utils import timezone
 
@@ -26,12 +28,10 @@ from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote.cluster import ClusterTarget
 from apps.remote.errors import RemoteError
 from apps.snapshots.core import commands as snapshot_commands
-from apps.snapshots.models import Snapshot
-from apps.wal import alerting, windows
+from apps.wal import alerting, inspection
 from apps.wal.core import commands
 from apps.wal.core import plan as archive_plan
-from apps.wal.core.plan import PITR_PREFIX
-from apps.wal.core.window import describe, gaps, ordered, removable, window
+from apps.wal.core.window import gaps
 from apps.wal.models import RestorePoint, WalArchive, WalMark
 
 
@@ -184,73 +184,34 @@ def disable_finish(ctx: StepContext) -> Done | Fail:
 # ---- check ---------------------------------------------------------------------------
 
 def check(ctx: StepContext) -> Done | Fail:
+    """Read the archive, remove what no kept snapshot needs (logging each command), and
+    record what is left."""
     archive = _archive(ctx)
     run = ctx.runner()
-    status = commands.parse_status(run(commands.status(_target(ctx), archive.dataset)).stdout)
+    status = inspection.read(archive, run)
     if not status.mounted:
-        error = (f"the archive {archive.dataset} is not mounted: PostgreSQL's archive command "
-                 "writes into the directory under it, which no clone reads (zfs mount it)")
-        WalArchive.objects.filter(pk=archive.pk).update(checked_at=timezone.now(), error=error,
-                                                        window=[], listing={})
-        alerting.update(archive.cluster.host)
-        return Fail(error, code="not_mounted")
-    _drop_stale_replays(ctx, run, archive)
-    size = status.archiver.segment_size
-    segments = ordered(status.archived, status.timeline)
-    bases = windows.bases(archive)
-    going = removable(bases, segments)
-    for command in commands.remove(archive.directory or status.mountpoint,
-                                   [a.segment.name(size) for a in going]):
-        run(command)
-    if going:
-        ctx.log(f"removed {len(going)} segments older than what the oldest snapshot needs")
-    kept = segments[len(going):]
-    missing = gaps(kept)
-    spans = window(bases, kept)
-    archiver = status.archiver
-    WalArchive.objects.filter(pk=archive.pk).update(
-        checked_at=timezone.now(), archived_count=archiver.archived_count,
-        failed_count=archiver.failed_count, last_archived_wal=archiver.last_archived_wal,
-        last_archived_at=_when(archiver.last_archived_at),
-        last_failed_wal=archiver.last_failed_wal, last_failed_at=_when(archiver.last_failed_at),
-        current_wal=archiver.current_wal, lag_segments=status.lag_segments(),
-        segment_size=size, space_used=status.used, segments=len(kept),
-        first_segment=kept[0].segment.name(size) if kept else "",
-        last_segment=kept[-1].segment.name(size) if kept else "",
-        gaps=[{"first": g.first.name(size), "last": g.last.name(size), "after": g.after}
-              for g in missing],
-        window=[[s.since, s.until] for s in spans], error="",
-        listing=windows.stored_listing(status.timeline, kept), removed=archive.removed + len(going))
-    alerting.update(archive.cluster.host)
-    return Done({"segments": len(kept), "removed": len(going), "gaps": len(missing),
-                 "failed_count": archiver.failed_count},
-                message=f"{len(kept)} segments; window: {describe(spans)}")
-
-
-# A point-in-time clone's creation (one script, at most 300 s) snapshots the archive as
-# `@pozol-pitr-<clone>` and destroys that snapshot once replayed, or its destroy does.
-# One older than this was left by a clone the orphan reconciler removed: it only pins
-# WAL retention has removed.
-STALE_REPLAY = timedelta(minutes=15)
-
-
-def _drop_stale_replays(ctx: StepContext, run, archive: WalArchive) -> None:
-    """Destroy the archive's replay snapshots no clone creation can still be using, as
-    the inventory lists them (one with a clone of it left is refused by ZFS: kept)."""
-    stale = Snapshot.objects.filter(
-        host=archive.cluster.host, dataset=archive.dataset, name__startswith=PITR_PREFIX,
-        created_at__lt=timezone.now() - STALE_REPLAY)
-    for row in stale:
+        return Fail(inspection.not_mounted(archive), code="not_mounted")
+    found = inspection.assess(archive, status)
+    for row in found.stale_replays:
         result = run(snapshot_commands.destroy(row.full_name), check=False)
         if result.ok:
             ctx.log(f"destroyed {row.full_name}, left by a clone's replay that is over")
             row.delete()
         else:
             ctx.log(f"kept {row.full_name}: {result.stderr.strip()[-200:]}", "warning")
-
-
-def _when(epoch: float | None) -> datetime | None:
-    return datetime.fromtimestamp(epoch, UTC) if epoch is not None else None
+    size = status.archiver.segment_size
+    for command in commands.remove(archive.directory or status.mountpoint,
+                                   [a.segment.name(size) for a in found.going]):
+        run(command)
+    if found.going:
+        ctx.log(f"removed {len(found.going)} segments older than what the oldest snapshot "
+                "needs")
+    described = inspection.record(archive, found, removed=len(found.going))
+    kept = len(found.segments) - len(found.going)
+    return Done({"segments": kept, "removed": len(found.going),
+                 "gaps": len(gaps(found.segments[len(found.going):])),
+                 "failed_count": status.archiver.failed_count},
+                message=f"{kept} segments; window: {described}")
 
 
 # ---- restore points --------------------------------------------------------------------

@@ -226,3 +226,40 @@ def test_a_drill_on_a_pool_at_its_reserve_is_a_failed_drill_with_the_figures(api
     assert "MiB" in answer["error"]
     assert not Operation.objects.exists()
     assert host.open_alerts.filter(kind="restore_drill_failed").exists()
+
+
+def test_a_drill_to_a_moment_needs_an_archive_and_draws_its_moment_in_the_window(api, host):
+    from apps.wal.models import WalArchive
+
+    body = schedule_body(host, target="random_moment")
+    error = refused(api.post("/api/drill-schedules/", body, format="json"), 409)
+    assert error["code"] == "not_archiving" and "target" in error["fields"]
+    bad = refused(api.post("/api/drill-schedules/", schedule_body(host, target="whenever"),
+                           format="json"))
+    assert "target" in bad["fields"]
+    cluster = host.clusters.get()
+    taken = timezone.now() - timedelta(minutes=10)
+    factories.snapshots(host, "pozol_manual_recent", created_at=taken)
+    segments = [[n, taken.timestamp() + 60 * (n - 1)] for n in (2, 3, 4, 5)]
+    archive = WalArchive.objects.create(
+        cluster=cluster, dataset="tank/pozol_wal/pg:data", directory="/tank/pozol_wal/pg:data",
+        state=WalArchive.State.ON, checked_at=timezone.now(), segment_size=16 * 2**20,
+        listing={"timeline": 1, "segments": segments}, archive_timeout=60,
+        window=[[taken.timestamp() + 1, taken.timestamp() + 240]])
+    made = api.post("/api/drill-schedules/", body, format="json")
+    assert made.status_code == 201, made.content
+    assert made.json()["target"] == "random_moment"
+    ran = api.post(f"/api/drill-schedules/{made.json()['id']}/run/")
+    assert ran.status_code == 202, ran.content
+    run = DrillRun.objects.get()
+    assert run.status == DrillRun.Status.RUNNING, run.error
+    assert taken.timestamp() + 1 <= run.target_time.timestamp() <= taken.timestamp() + 240
+    assert run.archive_timeout == 60 and run.snapshot == "pozol_manual_recent"
+    recovery = run.layout["recovery"]
+    assert recovery["target"] == "time" and recovery["label"] == f"pozol-pitr-{run.clone_name}"
+    assert ran.json()["target_time"]
+    # An empty window: the run fails at once, saying why.
+    WalArchive.objects.filter(pk=archive.pk).update(window=[])
+    DrillRun.objects.update(status=DrillRun.Status.PASSED)
+    run = services.run_now(DrillSchedule.objects.get())
+    assert run.status == DrillRun.Status.FAILED and "reaches no moment" in run.error

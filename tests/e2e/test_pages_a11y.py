@@ -75,6 +75,7 @@ PAGES = {
     "drills": ("/drills/", True),
     "drill-run-failed": ("/drills/runs/{drill}/", True),
     "drill-new": ("/drills/hosts/{host}/new/", True),
+    "drill-recover-table": ("/drills/hosts/{host}/recover-table/", True),
     "tenants": ("/tenants/", True),
     "tenant": ("/tenants/{tenant}/", True),
     "tokens": ("/account/tokens/", True),

@@ -199,3 +199,123 @@ def test_a_clone_to_a_moment_between_two_inserts_holds_the_first_only(host):
                                         f"{TABLE} WHERE id IN (1, 2)") == "1", asked
         assert drive(clones.destroy_clone(clone)).status == Operation.Status.SUCCEEDED
     assert drive(services.disable(archive)).status == Operation.Status.SUCCEEDED
+
+
+def test_a_dropped_table_comes_back_as_of_a_moment_between_two_rows(host, api):
+    """Issue 23: rows inserted with their commit times, the table dropped, recovered as
+    of a moment between two rows: exactly the rows committed before it come back."""
+    from datetime import UTC, datetime
+
+    fleet_host, row = host
+    cluster = row.clusters.get()
+    into = f"{TABLE}_back"
+    archive, operation = services.enable(cluster, 10)
+    assert drive(operation).status == Operation.Status.SUCCEEDED
+    archive.refresh_from_db()
+    taken = drive(snapshot_services.snapshot_now(row, cluster=cluster))
+    assert taken.status == Operation.Status.SUCCEEDED, taken.error
+    time.sleep(1.1)
+    psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (1), (2)")
+    time.sleep(0.5)
+    moment = datetime.fromtimestamp(float(psql(
+        fleet_host, "SELECT extract(epoch from clock_timestamp())")), UTC)
+    time.sleep(0.5)
+    psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (3)")
+    psql(fleet_host, f"DROP TABLE {TABLE}")
+    last = psql(fleet_host, "SELECT pg_walfile_name(pg_switch_wal())")
+    wait_for(lambda: last in archived(fleet_host, archive.directory), 30, "the segment")
+    assert drive(services.check(archive)).status == Operation.Status.SUCCEEDED
+    try:
+        response = api.post(f"/api/clusters/{cluster.pk}/recover-table/",
+                             {"database": "postgres", "table": TABLE, "into": into,
+                              "at": moment.isoformat()}, format="json")
+        assert response.status_code == 202, response.content
+        done = drive(Operation.objects.get(pk=response.json()["id"]))
+        assert done.status == Operation.Status.SUCCEEDED, done.error
+        assert done.result["rows"] == 2 and done.result["snapshot"] == taken.state["snapshot"]
+        assert psql(fleet_host, f"SELECT string_agg(id::text, ',' ORDER BY id) FROM {into}"
+                    ) == "1,2"
+        reached = datetime.fromisoformat(done.result["reached_at"])
+        assert reached <= moment and (moment - reached).total_seconds() < 2
+        datasets = run_on(fleet_host, "zfs list -H -t all -o name")
+        assert "pozol-recover" not in datasets and "@pozol-pitr-" not in datasets
+        # A moment outside the window is refused before anything is made.
+        refused = api.post(f"/api/clusters/{cluster.pk}/recover-table/",
+                           {"database": "postgres", "table": TABLE, "into": "x",
+                            "at": "2020-01-01T00:00:00Z"}, format="json")
+        assert refused.status_code == 400
+        assert "outside the recoverable window" in refused.json()["error"]["message"]
+    finally:
+        psql(fleet_host, f"DROP TABLE IF EXISTS {into}")
+
+
+def test_a_drill_to_a_random_moment_reaches_it_and_the_tick_reads_without_operations(host):
+    """Issue 23: a restore drill to a moment drawn in the window passes, its replay's
+    last transaction within archive_timeout before the moment; the routine tick read
+    the archive that window came from without an operation of its own, but for the
+    one that removed what no snapshot needs."""
+    import threading
+
+    from django.utils import timezone
+
+    from apps.drills import services as drills
+    from apps.drills.models import DrillRun, DrillSchedule
+    from tests.integration.test_drills import leftovers
+
+    fleet_host, row = host
+    cluster = row.clusters.get()
+    archive, operation = services.enable(cluster, 10)
+    assert drive(operation).status == Operation.Status.SUCCEEDED
+    stop = threading.Event()
+
+    def write() -> None:  # a commit every few tenths of a second, whatever is drawn
+        while not stop.is_set():
+            psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (1)")
+            time.sleep(0.2)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        time.sleep(1.5)
+        taken = drive(snapshot_services.snapshot_now(row, cluster=cluster))
+        assert taken.status == Operation.Status.SUCCEEDED, taken.error
+        time.sleep(6)
+    finally:
+        stop.set()
+        writer.join(30)
+    archive.refresh_from_db()
+    last = psql(fleet_host, "SELECT pg_walfile_name(pg_switch_wal())")
+    # The archive command syncs twice on zfs-fuse: slow on a loaded machine.
+    wait_for(lambda: last in archived(fleet_host, archive.directory), 90, "the segment")
+
+    before = Operation.objects.filter(kind="wal.check").count()
+    started = services.tick(timezone.now() + timezone.timedelta(hours=1))
+    for check in started:  # only to remove the segments archived before the snapshot
+        assert drive(check).status == Operation.Status.SUCCEEDED, check.error
+        assert check.result["removed"] >= 1
+    again = services.tick(timezone.now() + timezone.timedelta(hours=2))
+    assert again == [] and Operation.objects.filter(kind="wal.check").count() == before + len(
+        started)
+    archive.refresh_from_db()
+    assert archive.window and archive.checked_at > timezone.now() - timezone.timedelta(
+        seconds=30)
+    since, until = archive.window[-1]
+    print(f"\nwindow: {archive.spans}")
+
+    schedule = drills.save_schedule(host=row, cluster=cluster, target="random_moment")
+    for _ in range(2):
+        run = drills.run_now(schedule)
+        assert run.operation is not None, run.error
+        drive(run.operation)
+        run.refresh_from_db()
+        assert run.status == DrillRun.Status.PASSED, (run.error, run.log_tail)
+        moment = run.target_time.timestamp()
+        assert since <= moment <= until and run.snapshot == taken.state["snapshot"]
+        assert run.reached_at is not None and run.archive_timeout == 10
+        assert 0 <= moment - run.reached_at.timestamp() <= 10
+        print(f"drill #{run.pk}: moment {run.target_time.isoformat()}, reached "
+              f"{run.reached_at.isoformat()} ({moment - run.reached_at.timestamp():.3f} s "
+              f"before), {run.total_seconds:.1f} s")
+        assert leftovers(fleet_host, run.clone_name) == ""
+    assert "@pozol-pitr-" not in run_on(fleet_host, "zfs list -H -t snapshot -o name")
+    DrillSchedule.objects.all().delete()

@@ -4,10 +4,10 @@ import shlex
 
 import pytest
 
+from apps.remote import alter_system
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import InvalidValue
 from apps.tuning import appliers
-from apps.tuning.core import commands
 from tests.remote.fakeshell import FakeShell
 
 PG_ADMIN = ClusterTarget(owner="pg-admin", bin_dir="/usr/lib/postgresql/15/bin",
@@ -34,21 +34,22 @@ def test_every_value_is_checked_when_the_target_is_made(bad):
 
 def test_sql_with_variables_goes_on_stdin_and_the_log_shows_it_with_its_values():
     shell = FakeShell()
-    command = PG_ADMIN.psql(commands.ALTER, name="work_mem", value="64MB")
+    command = alter_system.write(PG_ADMIN, {"work_mem": "64MB"})
     shell.on(command)
     appliers.write_pg(shell, PG_ADMIN, "work_mem", "64MB")
     assert shlex.split(shell.calls[0]) == [
         *FROM_ROOT, "timeout", "30", "runuser", "-u", "pg-admin", "--",
         "/usr/lib/postgresql/15/bin/psql", "-h", "/run/pg", "-p", "5433", "-X", "-At",
         "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", "postgres",
-        "--set=name=work_mem", "--set=value=64MB"]
-    assert shell.stdins == [commands.ALTER.encode()]
+        "--set=name0=work_mem", "--set=value0=64MB"]
+    assert shell.stdins == [command.stdin]
+    assert command.stdin.decode().startswith('alter system set :"name0" = :\'value0\';')
     assert command.redacted() == ('psql -d postgres  (as pg-admin): alter system set '
                                   '"work_mem" = \'64MB\'; select pg_reload_conf();')
 
 
 def test_the_logged_sql_quotes_values_as_the_server_would():
-    command = PG_ADMIN.psql(commands.ALTER, name="search_path", value="a', b")
+    command = alter_system.write(PG_ADMIN, {"search_path": "a', b"})
     assert "= 'a'', b';" in command.redacted()
 
 

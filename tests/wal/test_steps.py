@@ -18,8 +18,11 @@ from tests.remote.fakeshell import FakeShell
 
 pytestmark = [pytest.mark.django_db]
 
-BEFORE = ("archive_command\t\t\narchive_mode\toff\t/etc/postgresql.conf\n"
-          "archive_timeout\t0\t\n")
+# pg_settings rows as apps.remote.alter_system reads them: name, setting, unit, vartype,
+# source, sourcefile, pending_restart.
+BEFORE = ("archive_command\t\t\tstring\tdefault\t\tf\n"
+          "archive_mode\toff\t\tenum\tconfiguration file\t/etc/postgresql.conf\tf\n"
+          "archive_timeout\t0\ts\tinteger\tdefault\t\tf\n")
 DIRECTORY = "/tank/pozol_wal/pg:data"
 
 
@@ -56,8 +59,10 @@ def scripted(monkeypatch, cluster, restart: str = "succeeded") -> tuple[FakeShel
 
 def test_enable_reads_first_restarts_and_verifies(monkeypatch, cluster):
     shell, restarts = scripted(monkeypatch, cluster)
-    after = ("archive_command\t" + archive_command(DIRECTORY) + "\t/d/postgresql.auto.conf\n"
-             "archive_mode\ton\t/d/postgresql.auto.conf\narchive_timeout\t30\t/d/x\n")
+    auto = "configuration file\t/d/postgresql.auto.conf\tf"
+    after = (f"archive_command\t{archive_command(DIRECTORY)}\t\tstring\t{auto}\n"
+             f"archive_mode\ton\t\tenum\t{auto}\n"
+             "archive_timeout\t30\ts\tinteger\tconfiguration file\t/d/x\tf\n")
     reads = iter([BEFORE, after])
     original = shell.__call__
 

@@ -197,3 +197,27 @@ def pick_port(low: int, high: int, taken: set[int]) -> int | None:
         if port not in taken:
             return port
     return None
+
+
+# recovery_target_time stops before the first transaction committed after the moment, so
+# the last one replayed is at or before it; microseconds apart at most from rounding.
+REACHED_SLACK = 0.001
+
+
+def moment_missed(target: float, reached: float | None, archive_timeout: int) -> str:
+    """Why a drill to a moment did not prove it ("" when it did): the clone's last
+    replayed transaction must be at or before the moment and no further before it than
+    the archive's timeout, the most archiving may leave unarchived. On a cluster that
+    committed nothing in that time before the moment, the drill cannot tell a quiet
+    cluster from missing WAL, and says so."""
+    if reached is None:
+        return ("the replay applied no transaction: nothing committed between the snapshot "
+                "and the moment, or the archived WAL was not read")
+    if reached > target + REACHED_SLACK:
+        return (f"the replay went past the moment: its last transaction committed "
+                f"{reached - target:.3f} s after it")
+    if target - reached > archive_timeout:
+        return (f"the last transaction replayed committed {target - reached:.0f} s before "
+                f"the moment, more than archive_timeout ({archive_timeout} s): WAL may be "
+                "missing, or the cluster committed nothing in that time")
+    return ""

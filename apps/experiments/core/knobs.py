@@ -1,9 +1,11 @@
 """What a value of the one thing an experiment varies (and of the settings it holds) may
-be, per layer: checked the way apps.tuning.core.commands quotes it when it is written.
+be, per layer: checked the way apps.tuning.core.commands (and apps.remote.alter_system,
+for PostgreSQL) quotes it when it is written.
 Pure; reading and writing it on the host is apps.experiments.host_settings'."""
 
 from __future__ import annotations
 
+from apps.remote import alter_system
 from apps.remote import commands as c
 from apps.tuning.core import commands as tuning_commands
 from apps.tuning.core.profiles import SYSCTL_COUNTERPART
@@ -14,7 +16,7 @@ def validate(layer: str, key: str, value: str) -> str:
     if layer == "postgres":
         c.pg_setting_name(key)
         # Values worth comparing are words, numbers and sizes (off, fdatasync, 128MB).
-        return tuning_commands.plain(tuning_commands.pg_value(value))
+        return tuning_commands.plain(alter_system.value(value))
     if layer == "zfs":
         c.zfs_property(key)
         # Property values worth comparing are words and sizes (16K, zstd-3, disabled).

@@ -1,14 +1,13 @@
 """The commands that read and write one setting on a host, per layer, and the reading of
 what they print. Pure: apps.tuning.appliers runs them through a Runner.
 
-Values reach commands only through apps.remote.commands; PostgreSQL values travel as
-psql variables (`:'value'`), so psql quotes them.
+Values reach commands only through apps.remote.commands. PostgreSQL settings are read
+and written by apps.remote.alter_system, the one home WAL archiving shares.
 """
 
 from __future__ import annotations
 
 from apps.remote import commands as c
-from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command
 from apps.remote.facts import arc
 from apps.tuning.core.profiles import SYSCTL_COUNTERPART
@@ -106,44 +105,6 @@ def module_persist(name: str, value: str | None) -> Persist:
                         None if value is None else f"options zfs {name}={plain(value)}")
 
 
-# ---- PostgreSQL settings -----------------------------------------------------------
-
-READ_SETTING = ("select setting, coalesce(unit, ''), vartype, source, "
-                "coalesce(sourcefile, ''), pending_restart from pg_settings "
-                "where name = :'name';\n")
-SHOW = "show :\"name\";\n"
-ALTER = "alter system set :\"name\" = :'value';\nselect pg_reload_conf();\n"
-RESET = "alter system reset :\"name\";\nselect pg_reload_conf();\n"
-
-
-def pg_setting(cluster: ClusterTarget, name: str) -> Command:
-    """The pg_settings row of a setting the caller checked (c.pg_setting_name)."""
-    return cluster.psql(READ_SETTING, name=name)
-
-
-def parse_pg_setting(name: str, stdout: str) -> dict:
-    row = stdout.strip()
-    if not row:
-        raise c.InvalidValue("PostgreSQL setting", name, "this server has no such setting")
-    setting, unit, vartype, source, sourcefile, pending = row.split("\t")
-    return {"setting": setting, "unit": unit, "vartype": vartype, "source": source,
-            "from_auto_conf": sourcefile.endswith("postgresql.auto.conf"),
-            "pending_restart": pending == "t"}
-
-
-def pg_show(cluster: ClusterTarget, name: str) -> Command:
-    return cluster.psql(SHOW, name=name)
-
-
-def pg_alter(cluster: ClusterTarget, name: str, value: str) -> Command:
-    return cluster.psql(ALTER, name=c.pg_setting_name(name), value=pg_value(value))
-
-
-def pg_reset(cluster: ClusterTarget, name: str) -> Command:
-    """Remove PoZoL's ALTER SYSTEM line: the setting falls back to postgresql.conf."""
-    return cluster.psql(RESET, name=c.pg_setting_name(name))
-
-
 # ---- values and config files ---------------------------------------------------------
 
 def plain(value: str) -> str:
@@ -151,13 +112,6 @@ def plain(value: str) -> str:
     text = str(value)
     if not text or not all(ch.isalnum() or ch in "._-" for ch in text):
         raise c.InvalidValue("value", text, "use letters, digits, '.', '_' or '-'")
-    return text
-
-
-def pg_value(value: str) -> str:
-    text = str(value)
-    if "\n" in text or "\x00" in text or len(text) > 1024:
-        raise c.InvalidValue("PostgreSQL value", text, "one line of at most 1024 characters")
     return text
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from apps.remote import alter_system
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, InvalidValue, dataset_name, os_user, script
 from apps.wal.core import plan as archive_plan
@@ -12,17 +13,6 @@ from apps.wal.core.segments import BadWal, is_segment_name, parse_name
 from apps.wal.core.window import Archived
 
 REMOVE_CHUNK = 400  # names per rm: far below any ARG_MAX
-
-READ_SETTINGS = ("select name, setting, coalesce(sourcefile, '') from pg_settings "
-                 "where name in ('archive_mode', 'archive_command', 'archive_timeout') "
-                 "order by name;")
-
-# ALTER SYSTEM cannot run in a transaction block: psql runs each line on its own.
-_ALTER = "alter system set {name} = :'{name}';\n"
-_RESET = "alter system reset {name};\n"
-# Carries a psql variable, so the SQL always goes on stdin, where psql runs each line as
-# its own statement (`-c` would run them as one transaction: ALTER SYSTEM refuses that).
-_RELOAD = "select pg_reload_conf() as :\"reloaded\";\n"
 
 # What the archiver did, where the cluster writes now, and its segment size: one row.
 STATUS_SQL = (
@@ -73,46 +63,30 @@ def make_dataset(dataset: str, owner: str, data_dir: str) -> Command:
 
 
 def read_settings(target: ClusterTarget) -> Command:
-    return target.psql(READ_SETTINGS)
+    return alter_system.read(target, archive_plan.SETTINGS)
 
 
 def parse_settings(stdout: str) -> dict[str, dict]:
-    """name -> {"value", "from_auto_conf"}: what a restore writes back (ALTER SYSTEM SET
-    where the value came from postgresql.auto.conf, else RESET)."""
-    found = {}
-    for line in stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) == 3 and parts[0] in archive_plan.SETTINGS:
-            found[parts[0]] = {"value": parts[1],
-                               "from_auto_conf": parts[2].endswith("postgresql.auto.conf")}
-    missing = set(archive_plan.SETTINGS) - set(found)
-    if missing:
-        raise InvalidValue("pg_settings", stdout[:200], f"no row for {', '.join(missing)}")
-    return found
+    """name -> {"value", "from_auto_conf"}: the form the archive's row keeps, and what a
+    restore writes back from (alter_system.giving_back)."""
+    rows = alter_system.parse(archive_plan.SETTINGS, stdout)
+    return {name: {"value": rows[name]["setting"], "from_auto_conf": rows[name]["from_auto_conf"]}
+            for name in archive_plan.SETTINGS}
 
 
 def write_settings(target: ClusterTarget, values: dict[str, str | None]) -> Command:
-    """ALTER SYSTEM SET each (None: RESET, back to postgresql.conf), then a reload.
-    Values travel as psql variables, so psql quotes them."""
-    sql, variables = "", {}
-    for name, value in values.items():
+    """ALTER SYSTEM SET each of the archive settings (None: RESET), then a reload; no
+    other setting is ever written here."""
+    for name in values:
         if name not in archive_plan.SETTINGS:
             raise InvalidValue("archive setting", name, ", ".join(archive_plan.SETTINGS))
-        if value is None:
-            sql += _RESET.format(name=name)
-        else:
-            if "\n" in value or "\x00" in value or len(value) > 1024:
-                raise InvalidValue("PostgreSQL value", value, "one line of at most 1024 "
-                                                              "characters")
-            sql += _ALTER.format(name=name)
-            variables[name] = value
-    return target.psql(sql + _RELOAD, reloaded="reloaded", **variables)
+    return alter_system.write(target, values)
 
 
 def restoring(before: dict[str, dict]) -> dict[str, str | None]:
     """The writes that put `before` (parse_settings' form) back."""
-    return {name: (row["value"] if row.get("from_auto_conf") else None)
-            for name, row in before.items() if name in archive_plan.SETTINGS}
+    return alter_system.giving_back(
+        {name: row for name, row in before.items() if name in archive_plan.SETTINGS})
 
 
 def status(target: ClusterTarget, dataset: str) -> Command:

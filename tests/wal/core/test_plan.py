@@ -50,8 +50,9 @@ def test_enabling_plans_a_restart_only_when_archive_mode_changes():
 
 def test_restoring_sets_what_came_from_auto_conf_and_resets_the_rest():
     before = commands.parse_settings(
-        "archive_command\t(disabled)\t\narchive_mode\toff\t/etc/postgresql.conf\n"
-        "archive_timeout\t30\t/d/postgresql.auto.conf\n")
+        "archive_command\t(disabled)\t\tstring\tdefault\t\tf\n"
+        "archive_mode\toff\t\tenum\tconfiguration file\t/etc/postgresql.conf\tf\n"
+        "archive_timeout\t30\ts\tinteger\tconfiguration file\t/d/postgresql.auto.conf\tf\n")
     assert commands.restoring(before) == {"archive_command": None, "archive_mode": None,
                                           "archive_timeout": "30"}
 

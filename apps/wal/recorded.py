@@ -1,4 +1,5 @@
-"""A cluster's archive as the pure window code reads it: its snapshots from the
+"""What the database recorded of a cluster's archive, read into the inputs of the pure
+window code (apps/wal/core/window.py, which computes from them): its snapshots from the
 inventory (on data and WAL alike, as a clone needs them), with the WAL position PoZoL
 marked after each, and the archive's listing as the last check recorded it."""
 
