@@ -48,9 +48,11 @@ bench-snapshots: deps
 	$(PY) -m tests.bench.replication_throughput
 
 # Figures, not a test: a clone ready to query, from the request, against one bare ssh doing
-# the same (a fresh test host, a real worker, a database of its own).
+# the same (a fresh test host, a real worker, a database of its own); then a clone to a
+# moment (WAL replayed) against the same by hand, and what archiving costs pgbench.
 bench-clones: deps
 	$(PY) -m tests.bench.clone_ready $(BENCH_ARGS)
+	$(PY) -m tests.bench.pitr_clone $(PITR_BENCH_ARGS)
 
 # Figures, not a test: a telemetry round of two fresh test hosts against a bare
 # `ssh host true`, and reading a 48-hour graph (a database of its own); a round of
