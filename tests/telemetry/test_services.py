@@ -17,7 +17,7 @@ from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.rollup import Retention
 from apps.telemetry.core.sample import NOT_AVAILABLE
 from apps.telemetry.core.spec import spec_from_facts
-from apps.telemetry.models import HostTelemetry, RawSample, Rollup
+from apps.telemetry.models import HostTelemetry, RawSample, Rollup, RollupMark
 from tests.benchmarks import factories
 from tests.telemetry.core.helpers import fuse_facts
 from tests.telemetry.fixtures import ZFS_FUSE, captured
@@ -305,9 +305,14 @@ def test_a_rollup_run_again_over_the_same_buckets_replaces_them():
     _minute_rows(host, start, 60)
     now = start + timedelta(hours=1, minutes=6)
     services.maintain(now)
-    before = list(Rollup.objects.order_by("resolution", "start").values_list("values", flat=True))
-    HostTelemetry.objects.filter(host=host).update(rolled_five_minute_to=None,
-                                                   rolled_hourly_to=None)
+    before = _rollups()
+    RollupMark.objects.update(rolled_to=None)
     services.maintain(now)
-    after = list(Rollup.objects.order_by("resolution", "start").values_list("values", flat=True))
+    after = _rollups()
     assert after == before and len(after) == 12 + 1
+
+
+def _rollups() -> list[tuple]:
+    return [(resolution, start, bytes(data)) for resolution, start, data in
+            Rollup.objects.order_by("resolution", "start").values_list("resolution", "start",
+                                                                      "data")]
