@@ -17,8 +17,9 @@ START = datetime(2026, 11, 20, tzinfo=UTC)
 
 
 def _rows(minutes: int, *, seed: int = 7) -> list[tuple[datetime, dict]]:
-    """A real OpenZFS sample's stored row, minute after minute: counters growing (one
-    reset), gauges moving, now and then a value unknown, the pool gone a while."""
+    """A real OpenZFS sample's stored row, minute after minute: counters moving (down
+    too, a reset at a bucket's edge), gauges moving, now and then a value unknown,
+    the pool gone a while."""
     base = series.stored(parse_sample(frame(openzfs_sections()), openzfs_spec(), T0))
     chance = random.Random(seed)
     rows = []
@@ -28,7 +29,7 @@ def _rows(minutes: int, *, seed: int = 7) -> list[tuple[datetime, dict]]:
             if chance.random() < 0.03:
                 continue  # unknown this minute
             if series.is_counter(path):
-                moved = value + m * chance.randint(0, 500) if m != 37 else 1
+                moved = value + m * chance.randint(0, 500) if m not in (37, 130) else m
             else:
                 moved = value * (1 + chance.uniform(-0.2, 0.2))
             series.put(row, path, moved)
