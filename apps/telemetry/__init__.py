@@ -25,7 +25,8 @@ number of queries (apps/telemetry/store.py): the raw rows with one COPY, the
 hosts' states with one COPY into a temporary table and one UPDATE, errors
 likewise; each host's last sample stays in the collector's memory for the next
 round's rates (a query of the hosts' `last_sample_at` checks it is still the
-last; after a restart all hosts' are read in one query).
+last; after a restart all hosts' are read in one query): a few KB of
+memory a host in the collector's process.
 `telemetry.maintain` (apps/telemetry/upkeep.py) rolls closed buckets into
 5-minute and hourly `Rollup` rows for the whole fleet at once: one mark per
 resolution (`RollupMark`), only the buckets closed since the last tick (a
