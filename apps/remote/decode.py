@@ -31,38 +31,64 @@ T = TypeVar("T")
 
 def decode(cls: type[T], data: Mapping[str, Any]) -> T:
     """An instance of the dataclass `cls` from the plain data `data`."""
-    hints = _hints(cls)
-    return cls(**{f.name: _absent(f, hints[f.name]) if data.get(f.name) is None
-                  else _typed(hints[f.name], data[f.name]) for f in fields(cls) if f.init})
+    return cls(**{f.name: _absent(f, hint) if data.get(f.name) is None
+                  else _typed(hint, data[f.name]) for f, hint in _fields(cls)})
 
 
 @cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)  # resolved once: a host has hundreds of settings
+def _fields(cls: type) -> tuple[tuple[Field, Any], ...]:
+    # Hints resolved once per class: a host has hundreds of settings, a collector
+    # round decodes thousands of samples after a restart.
+    hints = typing.get_type_hints(cls)
+    return tuple((f, hints[f.name]) for f in fields(cls) if f.init)
 
 
 def _typed(hint: Any, value: Any) -> Any:
     if value is None:
         return None
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union):
-        [hint, *others] = [arg for arg in args if arg is not type(None)]
-        return _typed(hint, value) if not others else value
-    if is_dataclass(hint):
-        return decode(hint, value)  # type: ignore[arg-type]
-    if origin is list:
-        return [_typed(args[0], item) for item in value] if args else list(value)
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:  # tuple[X, ...]
-            return tuple(_typed(args[0], item) for item in value)
+    kind, inner = _plan(hint)
+    if kind == "union":
+        return _typed(inner, value)
+    if kind == "dataclass":
+        return decode(inner, value)
+    if kind == "list":
+        return [_typed(inner, item) for item in value]
+    if kind == "list_plain":
+        return list(value)
+    if kind == "tuple_of":
+        return tuple(_typed(inner, item) for item in value)
+    if kind == "tuple":
         return tuple(value)
-    if origin is dict:
-        return {key: _typed(args[1], item) for key, item in value.items()} if args else value
-    if hint is datetime:
+    if kind == "dict":
+        return {key: _typed(inner, item) for key, item in value.items()}
+    if kind == "datetime":
         return datetime.fromisoformat(value)
-    if hint is float:
+    if kind == "float":
         return float(value)
     return value
+
+
+@cache
+def _plan(hint: Any) -> tuple[str, Any]:
+    """How a value of this hint is typed (worked out once per hint)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        [inner, *others] = [arg for arg in args if arg is not type(None)]
+        return ("union", inner) if not others else ("as_is", None)  # JSON kept the type
+    if is_dataclass(hint):
+        return "dataclass", hint
+    if origin is list:
+        return ("list", args[0]) if args else ("list_plain", None)
+    if origin is tuple:
+        return ("tuple_of", args[0]) if len(args) == 2 and args[1] is Ellipsis else (
+            "tuple", None)
+    if origin is dict:
+        return ("dict", args[1]) if args else ("as_is", None)
+    if hint is datetime:
+        return "datetime", None
+    if hint is float:
+        return "float", None
+    return "as_is", None
 
 
 def _absent(f: Field, hint: Any) -> Any:

@@ -3,8 +3,10 @@
 A raw row is one sample in apps.telemetry.core.series' stored form (counters
 raw, pools, datasets and clusters keyed by name), read back by source with
 `values -> 'arc'` so a 48-hour graph reads 2,880 small values through the
-(host, taken_at) index. Rollups keep the same shape, one row per host and
-bucket, per resolution.
+(host, taken_at) index. A rollup is one row per host, bucket and resolution,
+packed (apps.telemetry.core.packing: its `Layout` of paths stored once, its
+numbers a deflated bytea of about 1.2 KB instead of 9 KB of JSON); rows written
+before packing keep their JSON `values` and are read as they were.
 """
 
 from __future__ import annotations
@@ -37,9 +39,6 @@ class HostTelemetry(models.Model):
     used = models.BigIntegerField(null=True, blank=True)  # pools' root datasets, bytes
     space_saved = models.BigIntegerField(null=True, blank=True)  # by compression, bytes
     recent = models.JSONField(default=dict, blank=True)  # the last hour, for sparklines
-    # Rollups are made up to (not including) these bucket starts.
-    rolled_five_minute_to = models.DateTimeField(null=True, blank=True)
-    rolled_hourly_to = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"telemetry of host #{self.host_id}"
@@ -61,6 +60,31 @@ class RawSample(models.Model):
         return f"sample of host #{self.host_id} at {self.taken_at:%Y-%m-%d %H:%M:%S}"
 
 
+class Layout(models.Model):
+    """The paths a packed rollup holds (apps.telemetry.core.packing.Layout.to_json),
+    shared by every bucket of the same shape."""
+
+    digest = models.CharField(max_length=64, unique=True)
+    paths = models.JSONField()
+
+    def __str__(self) -> str:
+        return f"layout #{self.pk}"
+
+
+class RollupMark(models.Model):
+    """How far the rollup tick has gone at one resolution, for the whole fleet: buckets
+    starting before `rolled_to` are made. `raw_id` is the highest source row id (raw
+    samples for 5-minute buckets) the tick had seen, so a row that arrives later
+    for a bucket already made has that bucket made again."""
+
+    resolution = models.CharField(max_length=2, primary_key=True)
+    rolled_to = models.DateTimeField(null=True, blank=True)
+    raw_id = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.resolution} rolled up to {self.rolled_to}"
+
+
 class Rollup(models.Model):
     class Resolution(models.TextChoices):
         FIVE_MINUTE = "5m", "5 minutes"
@@ -69,7 +93,10 @@ class Rollup(models.Model):
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
     resolution = models.CharField(max_length=2, choices=Resolution)
     start = models.DateTimeField()
-    values = models.JSONField()
+    values = models.JSONField(null=True, blank=True)  # rows written before packing
+    layout = models.ForeignKey(Layout, on_delete=models.PROTECT, null=True, blank=True,
+                               related_name="+")
+    data = models.BinaryField(null=True, blank=True)  # apps.telemetry.core.packing.pack
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["host", "resolution", "start"],

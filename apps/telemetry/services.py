@@ -13,6 +13,7 @@ recorded on the host's HostTelemetry (last error, when) and never raised.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -22,7 +23,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Func, JSONField
+from django.db.models import Func, JSONField
 from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import JSONObject
 from django.utils import timezone
@@ -32,13 +33,15 @@ from apps.fleet.models import Host
 from apps.remote import ssh
 from apps.remote.errors import AuthenticationFailed, RemoteError, Unreachable
 from apps.remote.facts.host import HostFacts
-from apps.telemetry.core import current, metrics, rollup, series
+from apps.telemetry import store, upkeep
+from apps.telemetry.core import current, metrics, packing, series
 from apps.telemetry.core.command import SAMPLE_TIMEOUT, sample_command
 from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR, Retention
 from apps.telemetry.core.sample import NOT_AVAILABLE, Sample
 from apps.telemetry.core.spec import SampleSpec, spec_from_facts
 from apps.telemetry.models import HostTelemetry, RawSample, Rollup
+from apps.telemetry.upkeep import ROLLUP_GRACE, Maintained, prune, retention  # noqa: F401
 
 logger = logging.getLogger("pozol.telemetry")
 
@@ -68,14 +71,24 @@ def collect_fleet() -> list[Taken]:
                  .exclude(facts={}).defer("facts"))
     if not hosts:
         return []
-    specs = {host.pk: spec_of(host) for host in hosts}
+    specs = _specs_of(hosts)
     jobs = [(host.pk, host.ssh_target(), specs[host.pk]) for host in hosts]
     threads = min(settings.POZOL["TELEMETRY_THREADS"], len(jobs))
     with ThreadPoolExecutor(threads, thread_name_prefix="telemetry") as pool:
         taken = list(pool.map(lambda job: take(*job), jobs))
-    for answer in taken:
-        record(answer, skipped=list(specs[answer.host_id].skipped))
+    record_all(taken, {pk: list(spec.skipped) for pk, spec in specs.items()})
     return taken
+
+
+def _specs_of(hosts: list[Host]) -> dict[int, SampleSpec]:
+    """Each host's spec; the facts of hosts discovered since (every host, after a
+    restart) read in one query, not one each."""
+    stale = [h.pk for h in hosts if (h.pk, h.last_discovery_at) not in _specs]
+    facts = dict(Host.objects.filter(pk__in=stale).values_list("pk", "facts")) if stale else {}
+    for host in hosts:
+        if host.pk in facts:
+            host.facts = facts[host.pk]
+    return {host.pk: spec_of(host) for host in hosts}
 
 
 def spec_of(host: Host) -> SampleSpec:
@@ -109,27 +122,103 @@ def take(host_id: int, target: ssh.Target, spec: SampleSpec) -> Taken:
 
 
 def record(taken: Taken, *, skipped: list[str] | None = None) -> RawSample | None:
-    state, _ = HostTelemetry.objects.get_or_create(host_id=taken.host_id)
+    """One host's answer recorded (record_all of one)."""
+    record_all([taken], {taken.host_id: skipped or []})
     if taken.sample is None:
-        HostTelemetry.objects.filter(pk=state.pk).update(
-            last_error=taken.error[:2000], last_error_code=taken.code[:64],
-            last_error_at=timezone.now(), last_duration=taken.duration)
-        _outage_began(taken)
         return None
-    _outage_ended(taken)
-    previous = Sample.from_dict(state.last_sample) if state.last_sample else None
-    now = current.current(previous, taken.sample, _interval())
+    return RawSample.objects.filter(host_id=taken.host_id,
+                                    taken_at=taken.sample.taken_at).order_by("-pk").first()
+
+
+# Each host's last sample as this process recorded it: (taken at, sample, recent). The
+# next round makes rates from it without reading 4 KB of JSON per host back, as long
+# as the database still has that sample as the host's last (one small query checks).
+_previous: dict[int, tuple[datetime, Sample, dict]] = {}
+
+_STATE = ("host_id bigint, last_sample jsonb, last_sample_at timestamptz, last_duration float8, "
+          "skipped jsonb, arc_hit_rate float8, tps float8, capacity integer, used bigint, "
+          "space_saved bigint, recent jsonb")
+
+
+def record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
+    """A round's answers written in a constant number of queries: the raw rows with one
+    COPY, the hosts' states with one COPY and one UPDATE, errors with one UPDATE."""
+    if not answers:
+        return
+    previous = _previous_samples([a.host_id for a in answers])
+    failed = [a for a in answers if a.sample is None]
+    answered = [a for a in answers if a.sample is not None]
+    for taken in failed:
+        _outage_began(taken)
+    _outages_ended(answered)
+    raw, states, remembered = [], [], {}
+    interval = _interval()
+    for taken in answered:
+        sample = taken.sample
+        before, recent = previous.get(taken.host_id, (None, {}))
+        now = current.current(before, sample, interval)
+        recent = current.remember(recent, sample.taken_at.timestamp(), now)
+        raw.append((taken.host_id, sample.taken_at, json.dumps(series.stored(sample, before)),
+                    json.dumps(dict(sample.missing))))
+        states.append((taken.host_id, json.dumps(sample.to_dict()), sample.taken_at,
+                       taken.duration, json.dumps(skipped.get(taken.host_id, [])),
+                       now.arc_hit_rate, now.tps, now.capacity, now.used, now.space_saved,
+                       json.dumps(recent)))
+        remembered[taken.host_id] = (sample.taken_at, sample, recent)
     with transaction.atomic():
-        row = RawSample.objects.create(
-            host_id=taken.host_id, taken_at=taken.sample.taken_at,
-            values=series.stored(taken.sample, previous), missing=dict(taken.sample.missing))
-        HostTelemetry.objects.filter(pk=state.pk).update(
-            last_sample=taken.sample.to_dict(), last_sample_at=taken.sample.taken_at,
-            last_duration=taken.duration, skipped=skipped or [], last_error="",
-            last_error_code="", arc_hit_rate=now.arc_hit_rate, tps=now.tps,
-            capacity=now.capacity, used=now.used, space_saved=now.space_saved,
-            recent=current.remember(state.recent, taken.sample.taken_at.timestamp(), now))
-    return row
+        if failed:
+            _record_failures(failed)
+        if answered:
+            store.copy("telemetry_rawsample", ("host_id", "taken_at", "values", "missing"), raw)
+            store.temporary("state_in", _STATE)
+            store.copy("state_in", [c.split()[0] for c in _STATE.split(", ")], states)
+            store.execute("""
+                UPDATE telemetry_hosttelemetry t SET last_sample = i.last_sample,
+                    last_sample_at = i.last_sample_at, last_duration = i.last_duration,
+                    skipped = i.skipped, last_error = '', last_error_code = '',
+                    arc_hit_rate = i.arc_hit_rate, tps = i.tps, capacity = i.capacity,
+                    used = i.used, space_saved = i.space_saved, recent = i.recent
+                FROM state_in i WHERE t.host_id = i.host_id""")
+        transaction.on_commit(lambda: _previous.update(remembered))
+
+
+def _previous_samples(host_ids: list[int]) -> dict[int, tuple[Sample | None, dict]]:
+    """Each host's last sample and recent values: from this process's memory when the
+    database agrees it is the last, else read, all hosts in one query."""
+    marks = dict(HostTelemetry.objects.filter(pk__in=host_ids)
+                 .values_list("pk", "last_sample_at"))
+    missing = [pk for pk in host_ids if pk not in marks]
+    if missing:
+        HostTelemetry.objects.bulk_create([HostTelemetry(host_id=pk) for pk in missing],
+                                          ignore_conflicts=True, batch_size=2000)
+    found: dict[int, tuple[Sample | None, dict]] = {}
+    unread = []
+    for pk in host_ids:
+        known = _previous.get(pk)
+        if known is not None and marks.get(pk) is not None and known[0] == marks[pk]:
+            found[pk] = (known[1], known[2])
+        elif marks.get(pk) is not None:
+            unread.append(pk)
+        else:
+            found[pk] = (None, {})
+    for pk, last, recent in (HostTelemetry.objects.filter(pk__in=unread)
+                             .values_list("pk", "last_sample", "recent")):
+        found[pk] = (Sample.from_dict(last) if last else None,
+                     recent if isinstance(recent, dict) else {})
+    return found
+
+
+def _record_failures(failed: list[Taken]) -> None:
+    at = timezone.now()
+    store.temporary("failed_in", "host_id bigint, last_error text, last_error_code text, "
+                                 "last_duration float8")
+    store.copy("failed_in", ("host_id", "last_error", "last_error_code", "last_duration"),
+               [(t.host_id, t.error[:2000], t.code[:64], t.duration) for t in failed])
+    store.execute("""
+        UPDATE telemetry_hosttelemetry t SET last_error = i.last_error,
+            last_error_code = i.last_error_code, last_error_at = %s,
+            last_duration = i.last_duration
+        FROM failed_in i WHERE t.host_id = i.host_id""", [at])
 
 
 # Failures that mean the host could not be got into (as discovery counts them); a slow
@@ -145,92 +234,26 @@ def _outage_began(taken: Taken) -> None:
         host.record_unreachable(taken.failure)
 
 
-def _outage_ended(taken: Taken) -> None:
-    if Host.objects.filter(pk=taken.host_id, reachable=False).update(
-            reachable=True, last_seen_at=taken.sample.taken_at):
-        Host.objects.only("pk").get(pk=taken.host_id).resolve_unreachable()
+def _outages_ended(answered: list[Taken]) -> None:
+    """Hosts marked unreachable that answered: one query finds them (usually none)."""
+    down = set(Host.objects.filter(pk__in=[t.host_id for t in answered], reachable=False)
+               .values_list("pk", flat=True))
+    for taken in answered:
+        if taken.host_id in down and Host.objects.filter(
+                pk=taken.host_id, reachable=False).update(
+                reachable=True, last_seen_at=taken.sample.taken_at):
+            Host.objects.only("pk").get(pk=taken.host_id).resolve_unreachable()
 
 
 def _interval() -> timedelta:
     return timedelta(seconds=settings.POZOL["TELEMETRY_INTERVAL"])
 
 
-# -- rollups and retention ------------------------------------------------------------
-
-def retention() -> Retention:
-    pozol = settings.POZOL
-    return Retention(raw=timedelta(hours=pozol["TELEMETRY_RAW_HOURS"]),
-                     five_minute=timedelta(days=pozol["TELEMETRY_FIVE_MINUTE_DAYS"]),
-                     hourly=timedelta(days=pozol["TELEMETRY_HOURLY_DAYS"]))
-
-
-@dataclass(frozen=True)
-class Maintained:
-    five_minute: int  # rollup rows made
-    hourly: int
-    pruned: int  # rows deleted, every resolution
-
-
-# A sample is stamped when its answer arrives and written when the whole round
-# ends (every host answered or timed out): rollups stay this far behind, so a
-# bucket is never closed before its last sample is in.
-ROLLUP_GRACE = timedelta(minutes=5)
-
+# -- rollups and retention: apps.telemetry.upkeep -------------------------------------------
 
 def maintain(now: datetime | None = None) -> Maintained:
     """Roll closed buckets up, then delete what is past its retention."""
-    now = now or timezone.now()
-    settled = now - ROLLUP_GRACE
-    made_5m = made_1h = 0
-    for state in HostTelemetry.objects.all():
-        made_5m += _roll_up_raw(state, rollup.closed_before(settled, FIVE_MINUTES))
-        made_1h += _roll_up_hourly(state, rollup.closed_before(settled, HOUR))
-    return Maintained(made_5m, made_1h, prune(now))
-
-
-def _roll_up_raw(state: HostTelemetry, until: datetime) -> int:
-    since = state.rolled_five_minute_to
-    rows = RawSample.objects.filter(host_id=state.pk, taken_at__lt=until)
-    if since is not None:
-        rows = rows.filter(taken_at__gte=since)
-    buckets = series.roll_up(rows.order_by("taken_at").values_list("taken_at", "values"),
-                             FIVE_MINUTES)
-    _save(state.pk, Rollup.Resolution.FIVE_MINUTE, buckets)
-    HostTelemetry.objects.filter(pk=state.pk).update(rolled_five_minute_to=until)
-    return len(buckets)
-
-
-def _roll_up_hourly(state: HostTelemetry, until: datetime) -> int:
-    since = state.rolled_hourly_to
-    rows = Rollup.objects.filter(host_id=state.pk, resolution=Rollup.Resolution.FIVE_MINUTE,
-                                 start__lt=until)
-    if since is not None:
-        rows = rows.filter(start__gte=since)
-    buckets = series.merge(rows.order_by("start").values_list("start", "values"), HOUR)
-    _save(state.pk, Rollup.Resolution.HOURLY, buckets)
-    HostTelemetry.objects.filter(pk=state.pk).update(rolled_hourly_to=until)
-    return len(buckets)
-
-
-def _save(host_id: int, resolution: str, buckets: dict[datetime, dict]) -> None:
-    # Re-running over a bucket (the tick died before moving its mark) replaces it.
-    Rollup.objects.bulk_create(
-        [Rollup(host_id=host_id, resolution=resolution, start=start, values=values)
-         for start, values in buckets.items()],
-        update_conflicts=True, unique_fields=["host", "resolution", "start"],
-        update_fields=["values"], batch_size=500)
-
-
-def prune(now: datetime) -> int:
-    cut = rollup.cutoffs(now, retention())
-    # Raw rows go only once rolled up: a host's mark may lag behind the cut-off.
-    raw = RawSample.objects.filter(taken_at__lt=cut.raw).filter(
-        taken_at__lt=F("host__telemetry__rolled_five_minute_to"))
-    five = Rollup.objects.filter(resolution=Rollup.Resolution.FIVE_MINUTE,
-                                 start__lt=cut.five_minute).filter(
-        start__lt=F("host__telemetry__rolled_hourly_to"))
-    hourly = Rollup.objects.filter(resolution=Rollup.Resolution.HOURLY, start__lt=cut.hourly)
-    return sum(query.delete()[0] for query in (raw, five, hourly))
+    return upkeep.maintain(now or timezone.now())
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -311,10 +334,30 @@ def _raw_rows(host: Host, metric: metrics.Metric, start: datetime,
 
 def _rolled_rows(host: Host, metric: metrics.Metric, resolution: str, start: datetime,
                  end: datetime) -> list[metrics.Row]:
+    """Packed rows unpacked to the metric's fields; JSON ones (written before packing)
+    cut in the database as raw rows are."""
     rows = (Rollup.objects.filter(host=host, resolution=resolution, start__gte=start,
                                   start__lte=end)
-            .order_by("start").values_list("start", _only(metric)))
-    return [(at, {metric.source: _cut(metric, source)}) for at, source in rows]
+            .order_by("start").values_list("start", _only(metric), "layout_id", "data"))
+    keep = _reads(metric)
+    found = []
+    for at, source, layout, data in rows:
+        if data is not None:
+            source = packing.values(store.bucket(at, None, layout, data), keep).get(
+                metric.source)
+        found.append((at, {metric.source: _cut(metric, source)}))
+    return found
+
+
+def _reads(metric: metrics.Metric):
+    """Which of a packed bucket's paths the metric reads."""
+    fields = set(metric.fields_read)
+    depth = 2 if metric.per is not None else 1
+
+    def keep(path: series.Path) -> bool:
+        return path[0] == metric.source and (
+            not fields or (len(path) == depth + 1 and path[depth] in fields))
+    return keep
 
 
 def _unrolled_tail(host: Host, metric: metrics.Metric, resolution: str, start: datetime,
@@ -323,9 +366,7 @@ def _unrolled_tail(host: Host, metric: metrics.Metric, resolution: str, start: d
     tick will roll them: beat closes an hour only once it has ended (and 5 minutes
     more), so without them a 7-day graph would end an hour or more before now, a gap
     where samples were taken."""
-    marks = HostTelemetry.objects.filter(host=host).values_list(
-        "rolled_hourly_to" if resolution == HOURLY else "rolled_five_minute_to", flat=True)
-    mark = next(iter(marks), None)
+    mark = upkeep.marks().get(resolution)
     since = max(start, mark or end - retention().raw)
     if since >= end:
         return []

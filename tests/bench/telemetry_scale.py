@@ -4,16 +4,17 @@ the pages and series reads timed.
     .venv/bin/python -m tests.bench.telemetry_scale [--hosts 200] [--days 7]
         [--requests 30] [--url 'LABEL=/path/{host}/...']
 
-Not a test: it prints figures. In a database of its own (pozol_prom_bench on the
+Not a test: it prints figures. In a database of its own (pozol_prom_bench_<random> on the
 suite's PostgreSQL, dropped at the end) it records one host from a replayed real
 discovery, copies it to --hosts hosts (tests/bench/seed.py), and gives each host
 --days of samples a minute apart, stored as the product stores them: raw rows
 for the last TELEMETRY_RAW_HOURS (48 h), 5-minute rollups for the whole span
 (the beat task rolls raw rows up as they settle, and keeps 5-minute ones 30 days)
-and hourly ones merged from those. The rows are one real OpenZFS 2.2 sample
-(tests/telemetry/fixtures) with its counters growing and its gauges moving each
-minute; the rollups are made by the product's own code (apps.telemetry.core
-.series roll_up and merge) for one host and written for every host with COPY.
+and hourly ones merged from those, packed (apps.telemetry.core.packing). The rows
+are one real OpenZFS 2.2 sample (tests/telemetry/fixtures) with its counters
+growing and its gauges moving each minute; the rollups are made by the product's
+own code (apps.telemetry.core.packing roll_up and merge) for one host and written
+for every host with COPY.
 
 Each URL is requested --requests times after two warm-ups, through Django's test
 client in this process (the server's whole handling: middleware, queries,
@@ -28,6 +29,7 @@ import argparse
 import json
 import math
 import os
+import secrets
 import statistics
 import time
 from collections.abc import Callable
@@ -37,7 +39,8 @@ from datetime import datetime, timedelta
 from tests.bench.database import database_of_its_own
 from tests.bench.fresh import server
 
-DATABASE = os.environ.get("POZOL_BENCH_DATABASE", "pozol_prom_bench")
+# A name of its own per run (two runs on one machine never drop each other's).
+DATABASE = os.environ.get("POZOL_BENCH_DATABASE", f"pozol_prom_bench_{secrets.token_hex(4)}")
 METRICS_TOKEN = "bench-scrape-token"
 GOALS = {"fleet page /": 100.0, "API 7 d arc_hit_rate": 300.0, "API 7 d tps": 300.0,
          "API 7 d arc_size": 300.0}
@@ -147,7 +150,8 @@ def _fill(hosts: list, now: datetime, days: int) -> dict[str, int]:
     """One host's rows made by the product's code, written for every host by COPY."""
     from django.conf import settings
 
-    from apps.telemetry.core import series
+    from apps.telemetry import store
+    from apps.telemetry.core import packing
     from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR
 
     minutes = days * 24 * 60
@@ -155,14 +159,16 @@ def _fill(hosts: list, now: datetime, days: int) -> dict[str, int]:
     base, last_sample = _base_sample()
     start = now - timedelta(minutes=minutes)
     rows = [(start + timedelta(minutes=m, seconds=30), _moved(base, m)) for m in range(minutes)]
-    five = series.roll_up(rows, FIVE_MINUTES)
-    hourly = series.merge(sorted(five.items()), HOUR)
+    five = packing.roll_up(rows, FIVE_MINUTES)
+    hourly = packing.merge(five, HOUR)
     raw_text = [(at, json.dumps(values)) for at, values in rows[-raw_minutes:]]
-    five_text = [(at, json.dumps(values)) for at, values in sorted(five.items())]
-    hourly_text = [(at, json.dumps(values)) for at, values in sorted(hourly.items())]
+    ids = store.layout_ids(b.layout for b in (*five, *hourly))
+    five_text = [(b.start, ids[b.layout], packing.pack(b)) for b in five]
+    hourly_text = [(b.start, ids[b.layout], packing.pack(b)) for b in hourly]
     last_sample = {**last_sample, "taken_at": rows[-1][0].isoformat()}
     _copy(hosts, raw_text, five_text, hourly_text)
-    _states(hosts, last_sample, rows[-1][0], max(five) + FIVE_MINUTES, max(hourly) + HOUR)
+    _states(hosts, last_sample, rows[-1][0], five[-1].start + FIVE_MINUTES,
+            hourly[-1].start + HOUR)
     return {"raw": len(raw_text) * len(hosts), "5m": len(five_text) * len(hosts),
             "1h": len(hourly_text) * len(hosts)}
 
@@ -207,22 +213,23 @@ def _copy(hosts: list, raw: list, five: list, hourly: list) -> None:
             for host in hosts:
                 for at, text in raw:
                     out.write_row((host.pk, at, text, "{}"))
-        with copy.copy("COPY telemetry_rollup (host_id, resolution, start, \"values\") "
+        with copy.copy("COPY telemetry_rollup (host_id, resolution, start, layout_id, data) "
                        "FROM STDIN") as out:
             for resolution, rows in (("5m", five), ("1h", hourly)):
                 for host in hosts:
-                    for at, text in rows:
-                        out.write_row((host.pk, resolution, at, text))
+                    for at, layout, data in rows:
+                        out.write_row((host.pk, resolution, at, layout, data))
 
 
 def _states(hosts: list, last_sample: dict, last_at: datetime, five_to: datetime,
             hourly_to: datetime) -> None:
-    from apps.telemetry.models import HostTelemetry
+    from apps.telemetry.models import HostTelemetry, RollupMark
 
     HostTelemetry.objects.bulk_create(
         [HostTelemetry(host=host, last_sample=last_sample, last_sample_at=last_at,
-                       last_duration=0.2, rolled_five_minute_to=five_to,
-                       rolled_hourly_to=hourly_to) for host in hosts], batch_size=500)
+                       last_duration=0.2) for host in hosts], batch_size=500)
+    RollupMark.objects.update_or_create(resolution="5m", defaults={"rolled_to": five_to})
+    RollupMark.objects.update_or_create(resolution="1h", defaults={"rolled_to": hourly_to})
 
 
 # -- measuring ----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.rollup import Retention
 from apps.telemetry.core.sample import NOT_AVAILABLE
 from apps.telemetry.core.spec import spec_from_facts
-from apps.telemetry.models import HostTelemetry, RawSample, Rollup
+from apps.telemetry.models import HostTelemetry, RawSample, Rollup, RollupMark
 from tests.benchmarks import factories
 from tests.telemetry.core.helpers import fuse_facts
 from tests.telemetry.fixtures import ZFS_FUSE, captured
@@ -305,9 +305,96 @@ def test_a_rollup_run_again_over_the_same_buckets_replaces_them():
     _minute_rows(host, start, 60)
     now = start + timedelta(hours=1, minutes=6)
     services.maintain(now)
-    before = list(Rollup.objects.order_by("resolution", "start").values_list("values", flat=True))
-    HostTelemetry.objects.filter(host=host).update(rolled_five_minute_to=None,
-                                                   rolled_hourly_to=None)
+    before = _rollups()
+    RollupMark.objects.update(rolled_to=None)
     services.maintain(now)
-    after = list(Rollup.objects.order_by("resolution", "start").values_list("values", flat=True))
+    after = _rollups()
     assert after == before and len(after) == 12 + 1
+
+
+def _rollups() -> list[tuple]:
+    return [(resolution, start, bytes(data)) for resolution, start, data in
+            Rollup.objects.order_by("resolution", "start").values_list("resolution", "start",
+                                                                      "data")]
+
+
+def _bucket(host: Host, resolution: str, start: datetime):
+    from apps.telemetry import store
+
+    row = Rollup.objects.get(host=host, resolution=resolution, start=start)
+    return store.bucket(row.start, row.values, row.layout_id, row.data)
+
+
+def _arc_size(host: Host, resolution: str, start: datetime) -> tuple[float, float, int]:
+    """The ARC size gauge's (min, max, count) in one stored bucket."""
+    bucket = _bucket(host, resolution, start)
+    i = bucket.layout.gauges.index(("arc", "size"))
+    return bucket.g_min[i], bucket.g_max[i], bucket.g_count[i]
+
+
+def test_a_tick_makes_only_the_buckets_closed_since_the_last_one_for_every_host():
+    hosts = [pinned("db1"), pinned("db2")]
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    for host in hosts:
+        HostTelemetry.objects.create(host=host)
+        _minute_rows(host, start, 3 * 60)
+    first = services.maintain(start + timedelta(hours=1, minutes=6))
+    assert (first.five_minute, first.hourly) == (2 * 12, 2 * 1)
+    # Two hours of ticks missed: the next one makes all of them, and none again.
+    second = services.maintain(start + timedelta(hours=3, minutes=6))
+    assert (second.five_minute, second.hourly) == (2 * 24, 2 * 2)
+    assert Rollup.objects.filter(resolution="5m").count() == 2 * 36
+    assert RollupMark.objects.get(resolution="5m").rolled_to == start + timedelta(hours=3)
+    again = services.maintain(start + timedelta(hours=3, minutes=7))
+    assert (again.five_minute, again.hourly) == (0, 0)
+    tps = services.read(hosts[1], "tps", start, start + timedelta(days=3),
+                        now=start + timedelta(hours=3, minutes=7))
+    assert len(tps.series[0].points) == 35 and all(
+        v == pytest.approx(10.0) for _, v in tps.series[0].points)
+
+
+def test_a_sample_arriving_after_its_bucket_was_made_has_the_bucket_made_again():
+    host, other = pinned("db1"), pinned("db2")
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    for each in (host, other):
+        HostTelemetry.objects.create(host=each)
+        _minute_rows(each, start, 2 * 60)
+    services.maintain(start + timedelta(hours=2, minutes=6))
+    bucket, hour = start + timedelta(minutes=55), start
+    assert _arc_size(host, "5m", bucket) == (1055.0, 1059.0, 5)  # one a minute
+    untouched = Rollup.objects.get(host=other, resolution="5m", start=bucket).data
+    # A sample of 00:59:30 written long after (a round that took far too long).
+    RawSample.objects.create(host=host, taken_at=bucket + timedelta(minutes=4, seconds=30),
+                             values={"arc": {"size": 5000}})
+
+    done = services.maintain(start + timedelta(hours=2, minutes=11))
+
+    assert (done.five_minute, done.hourly) == (1, 1)
+    assert _arc_size(host, "5m", bucket) == (1055.0, 5000.0, 6)
+    assert _arc_size(host, "1h", hour) == (1000.0, 5000.0, 61)
+    assert bytes(Rollup.objects.get(host=other, resolution="5m", start=bucket).data) == \
+        bytes(untouched)
+    assert services.maintain(start + timedelta(hours=2, minutes=16)).five_minute == 0
+
+
+def test_rollups_written_as_json_before_packing_are_read_and_merged_as_before():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 60)
+    services.maintain(start + timedelta(hours=1, minutes=6))
+    packed = services.read(host, "arc_hit_rate", start, start + timedelta(days=3),
+                           now=start + timedelta(hours=1, minutes=6))
+    from apps.telemetry.core import packing
+
+    for row in Rollup.objects.filter(resolution="5m"):  # as migration 0003 found them
+        bucket = _bucket(host, "5m", row.start)
+        Rollup.objects.filter(pk=row.pk).update(values=packing.values(bucket), data=None,
+                                                layout=None)
+    Rollup.objects.filter(resolution="1h").delete()
+    RollupMark.objects.filter(resolution="1h").update(rolled_to=None)
+    assert services.maintain(start + timedelta(hours=1, minutes=6)).hourly == 1
+    as_json = services.read(host, "arc_hit_rate", start, start + timedelta(days=3),
+                            now=start + timedelta(hours=1, minutes=6))
+    assert as_json.series == packed.series and len(packed.series[0].points) == 11
+    assert _arc_size(host, "1h", start) == (1000.0, 1059.0, 60)

@@ -120,3 +120,13 @@ def test_every_metric_reads_a_source_the_stored_form_has():
                 if name in FROM_TWO_SAMPLES:
                     continue
                 assert name in values, (metric.name, name)
+
+
+def test_a_sample_as_a_dict_is_what_dataclasses_asdict_makes():
+    import dataclasses
+
+    for sample in (parse_sample(frame(openzfs_sections()), openzfs_spec(), T0),
+                   parse_sample(captured(2)[0], fuse_spec(), captured(2)[1])):
+        plain = sample.to_dict()
+        assert plain == {**dataclasses.asdict(sample), "taken_at": sample.taken_at.isoformat()}
+        assert type(plain["pools"]) is tuple and json.loads(json.dumps(plain))

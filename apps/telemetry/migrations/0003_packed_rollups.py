@@ -1,0 +1,68 @@
+"""Rollups packed (apps.telemetry.core.packing), and one rollup mark per resolution
+for the whole fleet instead of one per host. Rows rolled up before this keep their
+JSON `values` and are read as they were; the fleet's marks start at the earliest
+host's, so the first tick after it makes again (and replaces) at most what some
+host had made already."""
+
+import django.db.models.deletion
+from django.db import migrations, models
+from django.db.models import Min
+
+
+def fleet_marks(apps, schema_editor):
+    HostTelemetry = apps.get_model("telemetry", "HostTelemetry")
+    RollupMark = apps.get_model("telemetry", "RollupMark")
+    marks = HostTelemetry.objects.aggregate(five=Min("rolled_five_minute_to"),
+                                           hourly=Min("rolled_hourly_to"))
+    RollupMark.objects.create(resolution="5m", rolled_to=marks["five"])
+    RollupMark.objects.create(resolution="1h", rolled_to=marks["hourly"])
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('telemetry', '0002_host_current_values'),
+    ]
+
+    operations = [
+        migrations.CreateModel(
+            name='Layout',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('digest', models.CharField(max_length=64, unique=True)),
+                ('paths', models.JSONField()),
+            ],
+        ),
+        migrations.CreateModel(
+            name='RollupMark',
+            fields=[
+                ('resolution', models.CharField(max_length=2, primary_key=True, serialize=False)),
+                ('rolled_to', models.DateTimeField(blank=True, null=True)),
+                ('raw_id', models.BigIntegerField(default=0)),
+            ],
+        ),
+        migrations.AlterField(
+            model_name='rollup',
+            name='values',
+            field=models.JSONField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name='rollup',
+            name='data',
+            field=models.BinaryField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name='rollup',
+            name='layout',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='telemetry.layout'),
+        ),
+        migrations.RunPython(fleet_marks, migrations.RunPython.noop),
+        migrations.RemoveField(
+            model_name='hosttelemetry',
+            name='rolled_five_minute_to',
+        ),
+        migrations.RemoveField(
+            model_name='hosttelemetry',
+            name='rolled_hourly_to',
+        ),
+    ]

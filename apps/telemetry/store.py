@@ -1,0 +1,95 @@
+"""Writing telemetry rows in bulk, and packed rollups' layouts.
+
+A collector round or a rollup tick writes thousands of rows: they go in with one
+COPY per table (psycopg's `cursor.copy`), into the table itself or into a
+temporary one that one UPDATE or INSERT ... ON CONFLICT then applies, not a query
+per row. Layouts (apps.telemetry.core.packing.Layout) are few and shared by
+many rows: this process keeps the ones it has read by id (an id never changes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from django.db import connection
+
+from apps.telemetry.core import packing
+from apps.telemetry.models import Layout
+
+_layouts: dict[int, packing.Layout] = {}
+
+
+def copy(table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> int:
+    """COPY rows into `table` (names come from code, never from a request)."""
+    names = ", ".join(f'"{name}"' for name in columns)
+    count = 0
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as out:
+            for row in rows:
+                out.write_row(row)
+                count += 1
+    return count
+
+
+def temporary(name: str, definition: str) -> None:
+    """A temporary table for this transaction (dropped first: a test's transaction
+    may make it twice)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS pg_temp.{name}")
+        cursor.execute(f"CREATE TEMPORARY TABLE {name} ({definition}) ON COMMIT DROP")
+
+
+def execute(sql: str, params: Sequence | None = None) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+def layout_ids(layouts: Iterable[packing.Layout]) -> dict[packing.Layout, int]:
+    """Each layout's id, made if new: one query for the batch (two with new ones).
+    Not kept between calls: a rolled-back transaction takes its new ids with it."""
+    by_digest = {layout.digest: layout for layout in set(layouts)}
+    ids = dict(Layout.objects.filter(digest__in=by_digest).values_list("digest", "pk"))
+    new = [Layout(digest=d, paths=layout.to_json()) for d, layout in by_digest.items()
+           if d not in ids]
+    if new:
+        Layout.objects.bulk_create(new, ignore_conflicts=True)
+        ids = dict(Layout.objects.filter(digest__in=by_digest).values_list("digest", "pk"))
+    for digest, pk in ids.items():
+        _layouts.setdefault(pk, by_digest[digest])
+    return {layout: ids[digest] for digest, layout in by_digest.items()}
+
+
+def layout(pk: int) -> packing.Layout:
+    found = _layouts.get(pk)
+    if found is None:
+        found = _layouts[pk] = packing.Layout.from_json(Layout.objects.get(pk=pk).paths)
+    return found
+
+
+def bucket(start: datetime, values: dict | None, layout_pk: int | None,
+           data: bytes | memoryview | None) -> packing.Bucket:
+    """A stored rollup row as a Bucket: packed, or JSON as written before packing."""
+    if data is not None and layout_pk is not None:
+        return packing.unpack(layout(layout_pk), start, bytes(data))
+    return packing.from_values(start, values or {})
+
+
+def save_rollups(resolution: str, buckets: Iterable[tuple[int, packing.Bucket]]) -> int:
+    """Insert (or replace: a bucket made again) packed rollups, with one COPY. The
+    buckets are packed first: nothing else may use the connection during a COPY."""
+    buckets = list(buckets)
+    if not buckets:
+        return 0
+    ids = layout_ids(b.layout for _, b in buckets)
+    rows = [(host, b.start, ids[b.layout], packing.pack(b)) for host, b in buckets]
+    temporary("rollup_in", "host_id bigint, start timestamptz, layout_id bigint, data bytea")
+    copy("rollup_in", ("host_id", "start", "layout_id", "data"), rows)
+    execute("""
+        INSERT INTO telemetry_rollup (host_id, resolution, start, layout_id, data, "values")
+        SELECT host_id, %s, start, layout_id, data, NULL FROM rollup_in
+        ON CONFLICT (host_id, resolution, start) DO UPDATE
+        SET layout_id = EXCLUDED.layout_id, data = EXCLUDED.data, "values" = NULL""",
+            [resolution])
+    return len(rows)

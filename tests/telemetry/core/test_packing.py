@@ -1,0 +1,92 @@
+"""Packed rollups: exact round trips, and the same buckets as series' JSON rollups."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from apps.telemetry.core import packing, series
+from apps.telemetry.core.parse import parse_sample
+from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR
+from tests.telemetry.core.helpers import T0, openzfs_spec
+from tests.telemetry.fixtures import frame, openzfs_sections
+
+START = datetime(2026, 11, 20, tzinfo=UTC)
+
+
+def _rows(minutes: int, *, seed: int = 7) -> list[tuple[datetime, dict]]:
+    """A real OpenZFS sample's stored row, minute after minute: counters moving (down
+    too, a reset at a bucket's edge), gauges moving, now and then a value unknown,
+    the pool gone a while."""
+    base = series.stored(parse_sample(frame(openzfs_sections()), openzfs_spec(), T0))
+    chance = random.Random(seed)
+    rows = []
+    for m in range(minutes):
+        row: dict = {}
+        for path, value in series.leaves(base):
+            if chance.random() < 0.03:
+                continue  # unknown this minute
+            if series.is_counter(path):
+                moved = value + m * chance.randint(0, 500) if m not in (37, 130) else m
+            else:
+                moved = value * (1 + chance.uniform(-0.2, 0.2))
+            series.put(row, path, moved)
+        if 60 <= m < 75:  # the pool was exported for a while
+            row.pop("pools", None)
+        rows.append((START + timedelta(minutes=m, seconds=chance.randint(0, 59),
+                                       microseconds=chance.randint(0, 999_999)), row))
+    return rows
+
+
+def _json(buckets: list[packing.Bucket]) -> dict:
+    return {b.start: packing.values(b) for b in buckets}
+
+
+def test_rolling_up_makes_the_buckets_series_makes_exactly():
+    rows = _rows(180)
+    assert _json(packing.roll_up(rows, FIVE_MINUTES)) == series.roll_up(rows, FIVE_MINUTES)
+
+
+def test_merging_makes_the_hours_series_makes_even_when_paths_come_and_go():
+    rows = _rows(180)
+    five = packing.roll_up(rows, FIVE_MINUTES)
+    expected = series.merge(sorted(series.roll_up(rows, FIVE_MINUTES).items()), HOUR)
+    assert len({b.layout for b in five}) > 1  # the pool's paths are missing from some
+    assert _json(packing.merge(list(reversed(five)), HOUR)) == expected
+
+
+def test_a_packed_bucket_unpacks_to_the_same_numbers_to_the_bit():
+    for bucket in packing.roll_up(_rows(60), FIVE_MINUTES):
+        data = packing.pack(bucket)
+        assert packing.unpack(bucket.layout, bucket.start, data) == bucket
+        assert len(data) < len(repr(packing.values(bucket))) / 4
+
+
+def test_json_rows_written_before_packing_read_as_the_same_bucket():
+    [bucket] = packing.roll_up(_rows(5), FIVE_MINUTES)
+    assert packing.from_values(bucket.start, packing.values(bucket)) == bucket
+
+
+def test_a_layout_lists_each_path_once_and_survives_its_json():
+    [bucket] = packing.roll_up(_rows(5), FIVE_MINUTES)
+    layout = bucket.layout
+    assert ("arc", "hits") in layout.counters and ("arc", "size") in layout.gauges
+    assert not set(layout.gauges) & set(layout.counters)
+    assert packing.Layout.from_json(layout.to_json()) == layout
+    assert packing.Layout.of([*layout.counters, *layout.gauges]).digest == layout.digest
+
+
+def test_only_the_paths_asked_for_are_unpacked():
+    [bucket] = packing.roll_up(_rows(5), FIVE_MINUTES)
+    arc = packing.values(bucket, lambda path: path[:2] == ("arc", "hits"))
+    assert list(arc) == ["arc"] and list(arc["arc"]) == ["hits"]
+
+
+@pytest.mark.parametrize("data", [b"", b"\x09junk", b"\x01not deflated",
+                                  b"\x01" + __import__("zlib").compress(b"short")])
+def test_bytes_that_are_not_a_packed_bucket_are_refused(data):
+    [bucket] = packing.roll_up(_rows(5), FIVE_MINUTES)
+    with pytest.raises(packing.PackingError):
+        packing.unpack(bucket.layout, bucket.start, data)
