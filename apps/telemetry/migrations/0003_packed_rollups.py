@@ -18,6 +18,19 @@ def fleet_marks(apps, schema_editor):
     RollupMark.objects.create(resolution="1h", rolled_to=marks["hourly"])
 
 
+def unpack_rows(apps, schema_editor):
+    """Going back: packed rows get their JSON `values` again, which 0002 requires."""
+    from apps.telemetry.core import packing
+
+    Rollup = apps.get_model("telemetry", "Rollup")
+    layouts = {}
+    for row in Rollup.objects.filter(values__isnull=True).iterator(chunk_size=1000):
+        if row.layout_id not in layouts:
+            layouts[row.layout_id] = packing.Layout.from_json(row.layout.paths)
+        bucket = packing.unpack(layouts[row.layout_id], row.start, bytes(row.data))
+        Rollup.objects.filter(pk=row.pk).update(values=packing.values(bucket))
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -56,6 +69,7 @@ class Migration(migrations.Migration):
             name='layout',
             field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='telemetry.layout'),
         ),
+        migrations.RunPython(migrations.RunPython.noop, unpack_rows),
         migrations.RunPython(fleet_marks, migrations.RunPython.noop),
         migrations.RemoveField(
             model_name='hosttelemetry',
