@@ -15,6 +15,7 @@ from apps.drills.api import (
     HostReconcileView,
     SnapshotRecoverTableView,
 )
+from apps.events import api as events_api
 from apps.experiments.api import ExperimentViewSet, ScriptViewSet
 from apps.fleet.api import HostPoolReservesView, HostPoolReserveView, HostViewSet
 from apps.ops.api import OperationViewSet
@@ -63,6 +64,10 @@ api.register("alert-silences", alerts_api.SilenceViewSet, basename="alert-silenc
 api.register("alert-deliveries", alerts_api.DeliveryViewSet, basename="alert-delivery")
 api.register("wal-archives", WalArchiveViewSet, basename="wal-archive")
 api.register("scrub-schedules", alerts_api.ScrubScheduleViewSet, basename="scrub-schedule")
+api.register("event-subscriptions", events_api.SubscriptionViewSet,
+             basename="event-subscription")
+api.register("events", events_api.EventViewSet, basename="event")
+api.register("event-deliveries", events_api.DeliveryViewSet, basename="event-delivery")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -81,6 +86,7 @@ urlpatterns = [
     path("api/snapshots/<int:pk>/recover-table/", SnapshotRecoverTableView.as_view()),
     path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),
     path("api/cluster-assignments/<int:pk>/snapshots/", ClusterSnapshotsView.as_view()),
+    path("api/event-kinds/", events_api.EventKindsView.as_view()),
     path("api/", include(api.urls)),
     path("metrics", scrape.metrics, name="metrics"),
     path("operations/", include("apps.ops.urls")),
