@@ -41,6 +41,9 @@ ANY_OPERATION = {
 CHANGES = {
     "409": "Clashes with what exists: a name that is taken, a built-in or busy object.",
 }
+IDEMPOTENT = {
+    "422": "This Idempotency-Key was used with another body or path in the last 24 h.",
+}
 WITH_BODY = {
     "413": "The body is larger than this server accepts.",
     "415": "The body is not JSON.",
@@ -58,6 +61,8 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
                 codes.update(CHANGES)
             if method in {"post", "put", "patch"}:
                 codes.update(WITH_BODY)
+            if any(p.get("name") == "Idempotency-Key" for p in operation.get("parameters", [])):
+                codes.update(IDEMPOTENT)
             responses = operation.setdefault("responses", {})
             for code, description in codes.items():
                 responses.setdefault(code, {"description": description, "content": reference})

@@ -12,11 +12,11 @@ from apps.events import services
 from apps.events.filters import DeliveryFilter, EventFilter
 from apps.events.models import Delivery, Event, Subscription
 from apps.events.serializers import (
-    DeliverySerializer,
+    EventDeliverySerializer,
     EventKindSerializer,
     EventSerializer,
-    SubscriptionCreatedSerializer,
-    SubscriptionSerializer,
+    EventSubscriptionCreatedSerializer,
+    EventSubscriptionSerializer,
 )
 
 
@@ -25,15 +25,15 @@ class SubscriptionViewSet(viewsets.ModelViewSet):
     bodies are signed with, once; POST {id}/ping/ sends a test event to this one."""
 
     queryset = Subscription.objects.select_related("created_by")
-    serializer_class = SubscriptionSerializer
+    serializer_class = EventSubscriptionSerializer
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
-    @extend_schema(responses={201: SubscriptionCreatedSerializer})
+    @extend_schema(responses={201: EventSubscriptionCreatedSerializer})
     def create(self, request, *args, **kwargs) -> Response:
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)
         made = services.create_subscription(by=request.user, **body.validated_data)
-        return Response(SubscriptionCreatedSerializer(made).data, status=status.HTTP_201_CREATED)
+        return Response(EventSubscriptionCreatedSerializer(made).data, status=status.HTTP_201_CREATED)
 
     def perform_update(self, serializer) -> None:
         serializer.instance = services.update_subscription(serializer.instance,
@@ -42,17 +42,17 @@ class SubscriptionViewSet(viewsets.ModelViewSet):
     def perform_destroy(self, instance) -> None:
         services.delete_subscription(instance)
 
-    @extend_schema(request=None, responses={200: SubscriptionCreatedSerializer})
+    @extend_schema(request=None, responses={200: EventSubscriptionCreatedSerializer})
     @action(detail=True, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request, pk=None) -> Response:
         made = services.rotate_secret(self.get_object())
-        return Response(SubscriptionCreatedSerializer(made).data)
+        return Response(EventSubscriptionCreatedSerializer(made).data)
 
-    @extend_schema(request=None, responses={202: DeliverySerializer})
+    @extend_schema(request=None, responses={202: EventDeliverySerializer})
     @action(detail=True, methods=["post"])
     def ping(self, request, pk=None) -> Response:
         row = services.ping(self.get_object())
-        return Response(DeliverySerializer(row).data, status=status.HTTP_202_ACCEPTED)
+        return Response(EventDeliverySerializer(row).data, status=status.HTTP_202_ACCEPTED)
 
 
 class EventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -70,14 +70,14 @@ class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     {id}/redeliver/ sends the same event (same id) again."""
 
     queryset = Delivery.objects.select_related("subscription", "event")
-    serializer_class = DeliverySerializer
+    serializer_class = EventDeliverySerializer
     filterset_class = DeliveryFilter
 
-    @extend_schema(request=None, responses={202: DeliverySerializer})
+    @extend_schema(request=None, responses={202: EventDeliverySerializer})
     @action(detail=True, methods=["post"])
     def redeliver(self, request, pk=None) -> Response:
         row = services.redeliver(self.get_object())
-        return Response(DeliverySerializer(row).data, status=status.HTTP_202_ACCEPTED)
+        return Response(EventDeliverySerializer(row).data, status=status.HTTP_202_ACCEPTED)
 
 
 class EventKindsView(APIView):

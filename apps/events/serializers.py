@@ -5,7 +5,7 @@ from apps.common import events as registry
 from apps.events.models import Delivery, Event, Subscription
 
 
-class SubscriptionSerializer(ModelSerializer):
+class EventSubscriptionSerializer(ModelSerializer):
     """A URL the webhook allowlist (POZOL_ALERT_WEBHOOK_ALLOW) permits and the event kinds
     sent to it, signed with its secret (shown once, in the answer that made it or
     rotated it)."""
@@ -21,12 +21,12 @@ class SubscriptionSerializer(ModelSerializer):
         read_only_fields = ["id", "created_at"]
 
 
-class SubscriptionCreatedSerializer(SubscriptionSerializer):
+class EventSubscriptionCreatedSerializer(EventSubscriptionSerializer):
     secret = serializers.CharField(read_only=True, help_text=(
         "HMAC-SHA256 key of X-PoZoL-Signature; shown only here."))
 
-    class Meta(SubscriptionSerializer.Meta):
-        fields = [*SubscriptionSerializer.Meta.fields, "secret"]
+    class Meta(EventSubscriptionSerializer.Meta):
+        fields = [*EventSubscriptionSerializer.Meta.fields, "secret"]
         read_only_fields = fields
 
 
@@ -42,7 +42,7 @@ class EventSerializer(ModelSerializer):
         read_only_fields = fields
 
 
-class DeliverySerializer(ModelSerializer):
+class EventDeliverySerializer(ModelSerializer):
     subscription = StrictPrimaryKeyRelatedField(read_only=True)
     subscription_name = serializers.CharField(source="subscription.name", read_only=True)
     event = serializers.UUIDField(source="event_id", read_only=True)

@@ -7,6 +7,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from apps.api.idempotency import IdempotentPosts
 from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
@@ -32,7 +33,7 @@ def _accepted(operation: Operation) -> Response:
     return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
 
-class HostSnapshotsView(generics.ListAPIView):
+class HostSnapshotsView(IdempotentPosts, generics.ListAPIView):
     """The snapshots of one host as its last listing found them (newest first), and
     "snapshot now" (POST): a cluster's data and WAL together, or one dataset."""
 
@@ -56,7 +57,7 @@ class HostSnapshotsView(generics.ListAPIView):
         return _accepted(operation)
 
 
-class SnapshotViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+class SnapshotViewSet(IdempotentPosts, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                       mixins.DestroyModelMixin, viewsets.GenericViewSet):
     """Snapshots of every host; destroy (with guards), hold and release start operations."""
 
