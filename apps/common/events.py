@@ -2,7 +2,7 @@
 fact happens, and the one call that announces one.
 
 An app declares its kinds where it emits them (`CLONE_READY = register(EventKind(
-"clone.ready", ...))`) and calls `CLONE_READY.emit(subject, **data)` at the one
+"clone.ready", ...))`) and calls `CLONE_READY.emit(about, **data)` at the one
 place the fact happens. apps/events keeps the events and delivers them to
 subscriptions: it registers its recorder here with `set_sink()` at ready, so no
 emitting app imports apps/events (as apps/common/alert_kinds.py does for alerts).
@@ -34,15 +34,15 @@ class EventKind:
     name: str
     title: str
 
-    def emit(self, subject: dict, **data: Any) -> None:
-        """Announce that this happened to `subject` (its type, id and name). Never
+    def emit(self, about: dict, /, **data: Any) -> None:
+        """Announce that this happened to `about` (its type, id and name). Never
         raises: a fact is not undone because telling automation about it failed."""
         if _sink is None:
             return
         try:
-            _sink(self.name, subject, data)
+            _sink(self.name, about, data)
         except Exception:  # noqa: BLE001  the fact stands; the sink logs its own errors
-            log.exception("event %s about %s was not recorded", self.name, subject)
+            log.exception("event %s about %s was not recorded", self.name, about)
 
 
 _kinds: dict[str, EventKind] = {}

@@ -7,6 +7,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.api.pagination import CursorOrPages
 from apps.common import events as registry
 from apps.events import services
 from apps.events.filters import DeliveryFilter, EventFilter
@@ -33,7 +34,8 @@ class SubscriptionViewSet(viewsets.ModelViewSet):
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)
         made = services.create_subscription(by=request.user, **body.validated_data)
-        return Response(EventSubscriptionCreatedSerializer(made).data, status=status.HTTP_201_CREATED)
+        return Response(EventSubscriptionCreatedSerializer(made).data,
+                        status=status.HTTP_201_CREATED)
 
     def perform_update(self, serializer) -> None:
         serializer.instance = services.update_subscription(serializer.instance,
@@ -58,6 +60,8 @@ class SubscriptionViewSet(viewsets.ModelViewSet):
 class EventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Events as they were recorded, newest first; `id` is what receivers dedupe by."""
 
+    pagination_class = CursorOrPages
+
     queryset = Event.objects.all()
     serializer_class = EventSerializer
     filterset_class = EventFilter
@@ -68,6 +72,8 @@ class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                       viewsets.GenericViewSet):
     """The delivery log: every event per subscription, with each attempt; POST
     {id}/redeliver/ sends the same event (same id) again."""
+
+    pagination_class = CursorOrPages
 
     queryset = Delivery.objects.select_related("subscription", "event")
     serializer_class = EventDeliverySerializer
