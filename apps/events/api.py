@@ -65,7 +65,6 @@ class EventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     queryset = Event.objects.all()
     serializer_class = EventSerializer
     filterset_class = EventFilter
-    lookup_value_regex = "[0-9a-fA-F-]{36}"
 
 
 class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,

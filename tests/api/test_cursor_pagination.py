@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from apps.api.pagination import CursorOrPages
 from apps.ops import engine
 from apps.ops.models import Operation
 from tests.benchmarks import factories
@@ -31,8 +32,8 @@ def walk(api, path: str, *, during=None) -> list[int]:
     return seen
 
 
-def test_a_cursor_walk_neither_skips_nor_repeats_under_inserts(api, settings):
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "PAGE_SIZE": 7}
+def test_a_cursor_walk_neither_skips_nor_repeats_under_inserts(api, monkeypatch):
+    monkeypatch.setattr(CursorOrPages, "page_size", 7)
     host = factories.host()
     existing = make(30, host)
     inserted: list[int] = []
@@ -52,8 +53,8 @@ def test_a_cursor_walk_neither_skips_nor_repeats_under_inserts(api, settings):
     assert inserted
 
 
-def test_a_cursor_walk_keeps_filters(api, settings):
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "PAGE_SIZE": 4}
+def test_a_cursor_walk_keeps_filters(api, monkeypatch):
+    monkeypatch.setattr(CursorOrPages, "page_size", 4)
     one, two = factories.host("db1"), factories.host("db2")
     mine = make(9, one)
     make(5, two)
