@@ -6,7 +6,8 @@ an empty value is refused like `?page=abc`, with a 404 "Invalid page".
 `CursorOrPages` (the operations, clones, snapshots and events lists) keeps
 `?page=` working for existing clients and adds `?cursor=`: an empty cursor asks
 for the first page, and each answer's `next` carries the cursor of the page
-after it. Cursor pages are ordered by id, newest first, and each page starts
+after it. Cursor pages are ordered by id, newest first (a view whose ids are not
+sequential names another `cursor_ordering`), and each page starts
 after the last id of the previous one, so a row inserted meanwhile (a newer
 id) never shifts what follows: a walk neither repeats nor skips a row that
 existed when it began. Page numbers are offsets, which a concurrent insert does
@@ -46,6 +47,7 @@ class CursorOrPages(Pagination):
                 raise NotFound("Give ?cursor= or ?page=, not both.")
             self._cursor = _Cursor()
             self._cursor.page_size = self.page_size
+            self._cursor.ordering = getattr(view, "cursor_ordering", _Cursor.ordering)
             return self._cursor.paginate_queryset(queryset, request, view)
         ordering = list(queryset.query.order_by or queryset.model._meta.ordering)
         if not TIE_BREAKS & set(ordering):

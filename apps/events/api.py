@@ -64,6 +64,7 @@ class EventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
     queryset = Event.objects.all()
     serializer_class = EventSerializer
+    cursor_ordering = "-created_at"  # ids are UUIDs: time orders them
     filterset_class = EventFilter
 
 

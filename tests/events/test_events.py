@@ -207,3 +207,21 @@ def test_a_subscription_made_after_an_event_does_not_get_it(api, event_settings,
     subscribe(api, "http://127.0.0.1:9/hook", ["operation.finished"])
     assert enqueued == [] and Delivery.objects.count() == 0
     assert services.tick(timezone.now()) == 0
+
+
+def test_the_event_list_walks_by_cursor_in_time_order_under_inserts(api, monkeypatch):
+    from apps.api.pagination import CursorOrPages
+    from apps.events.record import record
+
+    monkeypatch.setattr(CursorOrPages, "page_size", 5)
+    existing = [str(record("clone.ready", {"type": "clone", "id": n, "name": f"c{n}"}, {}).id)
+                for n in range(12)]
+    seen, url, pages = [], "/api/events/?cursor=", 0
+    while url:
+        body = api.get(url).json()
+        seen += [row["id"] for row in body["results"]]
+        url, pages = body["next"], pages + 1
+        if pages == 1:
+            for n in range(3):
+                record("clone.failed", {"type": "clone", "id": 100 + n, "name": "x"}, {})
+    assert seen == list(reversed(existing))  # every one once, newest first
