@@ -4,8 +4,9 @@ A client that lost an answer (a timeout, a dropped connection) sends the same
 request again with the same key; within IDEMPOTENCY_WINDOW it gets the first
 answer (status and body, and `Idempotent-Replayed: true`), and no second
 operation starts. Keys are per user. The same key with another body (or on
-another path) is a 422, and a repeat while the first is still running is a 409
-(retry later): both as the one error shape. A refused first request (any non-2xx)
+another path) is a 409 (`idempotency_key_reused`), and so is a repeat while the
+first is still running (`idempotency_key_in_flight`: retry later), both in the
+one error shape. A refused first request (any non-2xx)
 keeps nothing, so the client may fix it and use the key again.
 
 The reservation is an INSERT under a unique (user, key) constraint made before
@@ -26,8 +27,6 @@ from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -36,12 +35,15 @@ from apps.api.models import IdempotentRequest
 
 HEADER = "Idempotency-Key"
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
-KEY = re.compile(r"^[\x21-\x7e]{1,255}$")  # printable ASCII, no spaces
+KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII, no spaces
+KEY = re.compile(KEY_PATTERN)
 SECRETS = frozenset({"password", "secret", "token", "private_key"})
 
 
 class KeyReused(exceptions.APIException):
-    status_code = 422
+    # 409 rather than the IETF draft's 422: the request clashes with what exists (the
+    # key's first request), as every other clash in this API is a 409.
+    status_code = status.HTTP_409_CONFLICT
     default_code = "idempotency_key_reused"
     default_detail = ("This Idempotency-Key was used with another request (another body "
                       "or path) in the last 24 hours; use a new key for a new request.")
@@ -59,24 +61,9 @@ class _Replay(Exception):
         self.row = row
 
 
-class IdempotentSchema(AutoSchema):
-    """Documents the header on POST (and the 422 through apps.api.schema)."""
-
-    def get_override_parameters(self):
-        parameters = super().get_override_parameters()
-        if self.method == "POST":
-            parameters = [*parameters, OpenApiParameter(
-                HEADER, str, OpenApiParameter.HEADER, required=False,
-                description="1 to 255 printable ASCII characters. The same key and body "
-                            "within 24 h answers the first answer again, and starts "
-                            "nothing; another body with the key is a 422.")]
-        return parameters
-
-
 class IdempotentPosts:
-    """Mixin for an APIView: POSTs honour Idempotency-Key."""
-
-    schema = IdempotentSchema()
+    """Mixin for an APIView: POSTs honour Idempotency-Key (documented on them by
+    apps.api.schema)."""
 
     def initial(self, request, *args, **kwargs) -> None:
         super().initial(request, *args, **kwargs)

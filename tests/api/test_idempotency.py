@@ -1,5 +1,5 @@
 """Idempotency-Key on POSTs that start work: a repeat answers the first answer and starts
-nothing, another body with the key is a 422, two concurrent duplicates start one
+nothing, another body with the key is a 409, two concurrent duplicates start one
 operation (the unique constraint), and every API view whose POST starts an Operation
 honours the header."""
 
@@ -53,10 +53,10 @@ def test_a_repeated_key_answers_the_first_answer_and_starts_nothing(api, deliver
 
 
 @pytest.mark.django_db
-def test_the_same_key_with_another_body_is_a_422(api, delivered, db_host):
+def test_the_same_key_with_another_body_is_a_409(api, delivered, db_host):
     assert post(api, db_host, "k1").status_code == 201
     reused = post(api, db_host, "k1", duration=9)
-    assert reused.status_code == 422, reused.content
+    assert reused.status_code == 409, reused.content
     error = reused.json()["error"]
     assert error["code"] == "idempotency_key_reused" and "another" in error["message"]
     assert Operation.objects.count() == 1
@@ -147,11 +147,11 @@ def test_every_api_view_whose_post_starts_work_honours_the_key():
     assert issubclass(IdempotentPosts, object)
 
 
-def test_the_schema_documents_the_header_and_its_422(api, db):
+def test_the_schema_documents_the_header(api, db):
     schema = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     operation = schema["paths"]["/api/benchmarks/"]["post"]
     assert "Idempotency-Key" in [p["name"] for p in operation["parameters"]]
-    assert "422" in operation["responses"]
+    assert "409" in operation["responses"]
     assert "Idempotency-Key" not in [p["name"] for p in
                                      schema["paths"]["/api/tokens/"]["post"].get("parameters",
                                                                                  [])]

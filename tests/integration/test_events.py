@@ -13,6 +13,7 @@ from apps.ops.models import Operation
 from tests.driving import drive
 from tests.events.receiver import event_receiver
 from tests.integration.test_clones import host  # noqa: F401  the fixture
+from tests.integration.test_replication import pair  # noqa: F401  the fixture
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 
@@ -62,3 +63,31 @@ def test_a_clone_and_its_operations_reach_a_receiver_signed(api, host, enqueued)
     finished = sorted((e["data"]["kind"], e["data"]["outcome"])
                       for e in receiver.events.values() if e["kind"] == "operation.finished")
     assert finished == [("clones.create", "succeeded"), ("clones.destroy", "succeeded")]
+
+
+def test_a_replication_run_reaches_the_receiver_as_link_in_sync(pair, api, enqueued):  # noqa: F811
+    from apps.replication import steps as replication_steps
+    from apps.replication.models import ReplicationLink
+    from tests.integration.test_replication import insert, make_link, run_link, snapshot
+
+    source, _, hosts = pair
+    with event_receiver() as receiver:
+        made = api.post("/api/event-subscriptions/", {
+            "name": "links", "url": receiver.url, "events": ["link.in_sync", "link.failed"]},
+            format="json")
+        receiver.secret = made.json()["secret"]
+        link = make_link(hosts)
+        insert(source, 100)
+        snapshot(hosts[0], hosts[0].clusters.get())
+        operation = run_link(link)
+        assert operation.status == Operation.Status.SUCCEEDED, operation.error
+        # the one place a failed run is recorded, as a failing step calls it
+        replication_steps._record_outcome(link, ReplicationLink.State.FAILED, "send: broken pipe")
+        rows = [sending.attempt(pk) for pk in enqueued]
+    assert {r.status for r in rows} == {"sent"} and receiver.refused == 0
+    assert receiver.kinds() == ["link.failed", "link.in_sync"]
+    for event in receiver.events.values():
+        assert event["subject"] == {"type": "replication_link", "id": link.pk,
+                                    "name": "to-host2"}
+    failed = next(e for e in receiver.events.values() if e["kind"] == "link.failed")
+    assert failed["data"]["error"] == "send: broken pipe"
