@@ -181,6 +181,7 @@ INSTALLED_APPS = [
     "apps.drills",
     "apps.telemetry",
     "apps.alerts",
+    "apps.events",
     "apps.tenants",
     "apps.audit",
     "apps.experiments",

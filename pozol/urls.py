@@ -16,6 +16,7 @@ from apps.drills.api import (
     HostReconcileView,
     SnapshotRecoverTableView,
 )
+from apps.events import api as events_api
 from apps.experiments.api import ExperimentViewSet, ScriptViewSet
 from apps.fleet.api import HostPoolReservesView, HostPoolReserveView, HostViewSet
 from apps.ops.api import OperationViewSet
@@ -64,6 +65,10 @@ api.register("alert-silences", alerts_api.SilenceViewSet, basename="alert-silenc
 api.register("alert-deliveries", alerts_api.DeliveryViewSet, basename="alert-delivery")
 api.register("wal-archives", WalArchiveViewSet, basename="wal-archive")
 api.register("scrub-schedules", alerts_api.ScrubScheduleViewSet, basename="scrub-schedule")
+api.register("event-subscriptions", events_api.SubscriptionViewSet,
+             basename="event-subscription")
+api.register("events", events_api.EventViewSet, basename="event")
+api.register("event-deliveries", events_api.DeliveryViewSet, basename="event-delivery")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -83,6 +88,7 @@ urlpatterns = [
     path("api/clusters/<int:pk>/recover-table/", ClusterRecoverTableView.as_view()),
     path("api/hosts/<int:pk>/telemetry/", HostTelemetryView.as_view()),
     path("api/cluster-assignments/<int:pk>/snapshots/", ClusterSnapshotsView.as_view()),
+    path("api/event-kinds/", events_api.EventKindsView.as_view()),
     path("api/", include(api.urls)),
     path("metrics", scrape.metrics, name="metrics"),
     path("operations/", include("apps.ops.urls")),

@@ -19,6 +19,7 @@ from apps.alerts.serializers import (
     SilenceRequestSerializer,
     SilenceSerializer,
 )
+from apps.api.idempotency import IdempotentPosts
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
 
@@ -116,7 +117,7 @@ class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     filterset_class = DeliveryFilter
 
 
-class ScrubScheduleViewSet(viewsets.ModelViewSet):
+class ScrubScheduleViewSet(IdempotentPosts, viewsets.ModelViewSet):
     """Scheduled `zpool scrub` per pool (default every 30 days); POST {id}/run/ starts
     one now. Progress and result are the run's operation (`last_operation`)."""
 

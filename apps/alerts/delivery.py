@@ -55,6 +55,10 @@ def retry_options() -> dict:
             "retry_backoff_max": factor * 2 ** attempts, "retry_jitter": False}
 
 
+def attempts_allowed() -> int:
+    return settings.POZOL["ALERT_DELIVERY_ATTEMPTS"]
+
+
 def backoff(attempts: int) -> int:
     """Seconds Celery waits after `attempts` failed attempts, as its autoretry counts."""
     options = retry_options()
@@ -156,6 +160,13 @@ def allowlist() -> webhooks.Allowlist:
 
 def post_json(url: str, body: dict) -> int:
     """POST `body`; the status, or Failed for anything but 2xx. No redirects."""
+    return post_bytes(url, json.dumps(body).encode(), {
+        "Content-Type": "application/json", "User-Agent": "PoZoL-alerts"})
+
+
+def post_bytes(url: str, data: bytes, headers: dict) -> int:
+    """POST `data` to an allowed URL, at the address checked now; the status, or Failed
+    (carrying the status) for anything but 2xx. Also apps/events' signed bodies."""
     allow, timeout = allowlist(), settings.POZOL["ALERT_WEBHOOK_TIMEOUT"]
     target = webhooks.parse_url(url, allow)
     try:
@@ -166,14 +177,15 @@ def post_json(url: str, body: dict) -> int:
     kind = _PinnedHTTPS if target.scheme == "https" else _PinnedHTTP
     connection = kind(target.host, target.port, address, timeout)
     try:
-        connection.request("POST", target.path, body=json.dumps(body).encode(), headers={
-            "Content-Type": "application/json", "User-Agent": "PoZoL-alerts"})
+        connection.request("POST", target.path, body=data, headers=headers)
         response = connection.getresponse()
         response.read(65536)
     finally:
         connection.close()
     if not 200 <= response.status < 300:
-        raise Failed(f"HTTP {response.status} {response.reason}")
+        failed = Failed(f"HTTP {response.status} {response.reason}")
+        failed.status = response.status
+        raise failed
     return response.status
 
 

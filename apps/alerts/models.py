@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from apps.common import alert_kinds
+from apps.common import alert_kinds, events
 from apps.fleet.models import Host
 
 
@@ -64,8 +64,16 @@ class Alert(models.Model):
     def raise_once(cls, host: Host, kind: str, message: str) -> Alert:
         alert_kinds.require(kind)
         alert = cls.objects.filter(host=host, kind=kind, resolved_at=None).first()
-        return alert or cls._reopened(host, kind, message) or cls.objects.create(
+        if alert is not None:
+            return alert
+        alert = cls._reopened(host, kind, message) or cls.objects.create(
             host=host, kind=kind, message=message)
+        ALERT_OPENED.emit(alert.event_subject(), kind=kind, host=host.pk,
+                          host_name=host.name, message=message)
+        return alert
+
+    def event_subject(self) -> dict:
+        return {"type": "alert", "id": self.pk, "name": f"{self.kind} on {self.host.name}"}
 
     @classmethod
     def _reopened(cls, host: Host, kind: str, message: str) -> Alert | None:
@@ -103,7 +111,20 @@ class Alert(models.Model):
             open_alerts = open_alerts.filter(host=host)
         if except_host_ids is not None:
             open_alerts = open_alerts.exclude(host_id__in=except_host_ids)
-        open_alerts.update(resolved_at=at or timezone.now())
+        resolved = list(open_alerts.select_related("host"))
+        if not resolved:
+            return
+        at = at or timezone.now()
+        cls.objects.filter(pk__in=[alert.pk for alert in resolved],
+                           resolved_at=None).update(resolved_at=at)
+        for alert in resolved:
+            ALERT_RESOLVED.emit(alert.event_subject(), kind=kind, host=alert.host_id,
+                                host_name=alert.host.name, message=alert.message)
+
+
+# Automation hears of these (apps/events); the registry is apps/common/events.py.
+ALERT_OPENED = events.register(events.EventKind("alert.opened", "An alert opened"))
+ALERT_RESOLVED = events.register(events.EventKind("alert.resolved", "An alert was resolved"))
 
 
 class Rule(models.Model):

@@ -8,6 +8,8 @@ status code PoZoL answers with.
 
 from __future__ import annotations
 
+from apps.api import idempotency
+
 ERROR_SCHEMA = {
     "type": "object",
     "description": "Every error under /api/ has this shape.",
@@ -39,7 +41,8 @@ ANY_OPERATION = {
     "503": "A service PoZoL needs (database, broker) is not answering.",
 }
 CHANGES = {
-    "409": "Clashes with what exists: a name that is taken, a built-in or busy object.",
+    "409": "Clashes with what exists: a name that is taken, a built-in or busy object, "
+           "an Idempotency-Key used with another body or still being answered.",
 }
 WITH_BODY = {
     "413": "The body is larger than this server accepts.",
@@ -47,12 +50,33 @@ WITH_BODY = {
 }
 
 
+KEY_PARAMETER = {
+    "in": "header", "name": idempotency.HEADER, "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255,
+               "pattern": idempotency.KEY_PATTERN},
+    "description": "The same key and body within 24 h answers the first answer again and "
+                   "starts nothing; the key with another body is a 409.",
+}
+
+
+def idempotent_posts(generator) -> set[str]:
+    """The schema's paths whose view honours Idempotency-Key (apps.api.idempotency).
+    The generator's own (path, view) pairs, so paths are written as in the schema."""
+    if generator is None:
+        return set()
+    return {path for path, _, method, view in generator._get_paths_and_endpoints()
+            if method == "POST" and isinstance(view, idempotency.IdempotentPosts)}
+
+
 def add_error_responses(result: dict, generator, request, public) -> dict:
     """POSTPROCESSING_HOOKS entry: an Error component and its responses everywhere."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     reference = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-    for path in result.get("paths", {}).values():
+    idempotent = idempotent_posts(generator)
+    for route, path in result.get("paths", {}).items():
         for method, operation in path.items():
+            if method == "post" and route in idempotent:
+                operation.setdefault("parameters", []).append(KEY_PARAMETER)
             codes = dict(ANY_OPERATION)
             if method in {"post", "put", "patch", "delete"}:
                 codes.update(CHANGES)

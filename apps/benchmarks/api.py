@@ -2,6 +2,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.response import Response
 
+from apps.api.idempotency import IdempotentPosts
 from apps.benchmarks import services
 from apps.benchmarks.filters import BenchmarkFilter, ValidationFilter
 from apps.benchmarks.models import Benchmark, Validation
@@ -14,7 +15,7 @@ from apps.benchmarks.serializers import (
 from apps.ops.models import Operation
 
 
-class BenchmarkViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
+class BenchmarkViewSet(IdempotentPosts, mixins.CreateModelMixin, mixins.ListModelMixin,
                        mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """pgbench runs: start one on a host's cluster, follow it, read its per-second series."""
 

@@ -14,6 +14,8 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.api.idempotency import IdempotentPosts
+from apps.api.pagination import CursorOrPages
 from apps.clones import services, tenancy
 from apps.clones.filters import CloneFilter
 from apps.clones.models import Clone
@@ -42,11 +44,14 @@ class UsesClones(BasePermission):
         return tenancy.may_use_clones(request.user)
 
 
-class CloneViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class CloneViewSet(IdempotentPosts, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                   viewsets.GenericViewSet):
     """Clones: a writable copy of a PostgreSQL cluster made from one of its snapshots on
     the same host, on a port of its own. Making, resetting and destroying one are
     operations. A tenant's member sees and makes its tenant's clones only (another
     tenant's is not found), within the tenant's quotas."""
+
+    pagination_class = CursorOrPages
 
     queryset = Clone.objects.none()  # typed ids in the schema; get_queryset scopes
     serializer_class = CloneSerializer

@@ -224,6 +224,9 @@ def settle_interrupted() -> list[Clone]:
         if Clone.objects.filter(pk=clone.pk, state=clone.state,
                                 last_operation=operation).update(state=Clone.State.FAILED,
                                                                  error=why[-4000:]):
+            steps.CLONE_FAILED.emit(steps.event_subject(clone), host=clone.host_id,
+                                    error=why[-1000:],
+                                    operation=operation.pk if operation else None)
             settled.append(clone)
     return settled
 

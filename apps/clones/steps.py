@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from apps.clones.core import commands
 from apps.clones.models import Clone
+from apps.common import events
 from apps.fleet import reserves
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.ops.models import LogLine, Operation
@@ -101,6 +102,8 @@ def clone(ctx: StepContext) -> Done | Fail:
     Clone.objects.filter(pk=row.pk).update(state=Clone.State.READY, ready_at=now, error="",
                                            connection_string=layout.connection_string(),
                                            **replayed)
+    CLONE_READY.emit(event_subject(row), host=row.host_id, port=layout.port,
+                     snapshot=layout.snapshot, operation=ctx.operation.pk)
     return Done({"clone": row.pk, "connection_string": layout.connection_string(),
                  "snapshot": layout.snapshot},
                 message=f"clone {row.name} ready on port {layout.port}")
@@ -147,6 +150,7 @@ def destroy(ctx: StepContext) -> Done | Fail:
     _note_clones(row, layout, add=False)
     _drop_own_snapshots(ctx, row)
     Clone.objects.filter(pk=row.pk).update(state=Clone.State.DESTROYED)
+    CLONE_DESTROYED.emit(event_subject(row), host=row.host_id, operation=ctx.operation.pk)
     who = ctx.operation.triggered_by or ctx.operation.get_trigger_display()
     ctx.log(f"destroyed clone {row.name} ({layout.root}), asked by {who}")
     return Done({"clone": row.pk}, message=f"clone {row.name} destroyed")
@@ -186,6 +190,19 @@ def _drop_own_snapshots(ctx: StepContext, row: Clone) -> None:
 def _failed(ctx: StepContext, why: str) -> None:
     Clone.objects.filter(pk=ctx.state["clone"]).update(state=Clone.State.FAILED,
                                                        error=why[-4000:])
+    row = Clone.objects.only("pk", "name", "host_id").get(pk=ctx.state["clone"])
+    CLONE_FAILED.emit(event_subject(row), host=row.host_id, error=why[-1000:],
+                      operation=ctx.operation.pk)
+
+
+def event_subject(row: Clone) -> dict:
+    return {"type": "clone", "id": row.pk, "name": row.name}
+
+
+# Automation hears of these (apps/events); the registry is apps/common/events.py.
+CLONE_READY = events.register(events.EventKind("clone.ready", "A clone is ready"))
+CLONE_FAILED = events.register(events.EventKind("clone.failed", "A clone failed"))
+CLONE_DESTROYED = events.register(events.EventKind("clone.destroyed", "A clone was destroyed"))
 
 
 CREATE = register(Kind(name="clones.create", steps={"snapshot": _then("clone"), "clone": clone},

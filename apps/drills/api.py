@@ -14,6 +14,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.api.idempotency import IdempotentPosts
 from apps.drills import queries, services, table_recovery
 from apps.drills import reconcile as reconciler
 from apps.drills.models import DrillRun
@@ -36,7 +37,7 @@ class DrillRunFilter(django_filters.FilterSet):
         fields = ["host", "schedule", "status"]
 
 
-class DrillScheduleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+class DrillScheduleViewSet(IdempotentPosts, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                            mixins.DestroyModelMixin, viewsets.GenericViewSet):
     """Restore drill schedules: per cluster (or per replication link, drilled on its
     target), every `interval_hours`, with an optional check query."""
@@ -98,7 +99,7 @@ class DrillRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         return queries.runs()
 
 
-class HostReconcileView(APIView):
+class HostReconcileView(IdempotentPosts, APIView):
     """Look for orphan clones on a host (datasets and postmasters PoZoL has no record
     of) and remove those past the grace period: the operation returned says which."""
 
@@ -109,7 +110,7 @@ class HostReconcileView(APIView):
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
 
-class SnapshotRecoverTableView(APIView):
+class SnapshotRecoverTableView(IdempotentPosts, APIView):
     """Recover a dropped table (POST /api/snapshots/{id}/recover-table/): clone the
     snapshot, start it, copy `table` back into the origin database as `into` in one
     transaction, destroy the clone. The operation fails with code `exists` (nothing

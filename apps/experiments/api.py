@@ -3,6 +3,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from apps.api.idempotency import IdempotentPosts
 from apps.experiments import services
 from apps.experiments.models import Experiment, Script
 from apps.experiments.serializers import (
@@ -17,7 +18,7 @@ from apps.experiments.serializers import (
 from apps.ops.models import Operation
 
 
-class ExperimentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
+class ExperimentViewSet(IdempotentPosts, mixins.CreateModelMixin, mixins.ListModelMixin,
                         mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Experiments: one setting varied across values on a host, runs alternating, results
     with their spread and a verdict; the host is restored at the end."""

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
+from apps.api.idempotency import IdempotentPosts
 from apps.fleet import reserves, services
 from apps.fleet.models import Host
 from apps.fleet.serializers import (
@@ -29,7 +30,7 @@ from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
 
 
-class HostViewSet(viewsets.ModelViewSet):
+class HostViewSet(IdempotentPosts, viewsets.ModelViewSet):
     """Hosts: add (with a key and a host-key decision), inspect, discover, remove."""
 
     queryset = Host.objects.all()

@@ -15,4 +15,8 @@ Work longer than a step (pgbench, `pg_ctl restart`) runs detached on the host
 under a unit name that is its idempotency key (`op<id>-<name>`), and later
 steps poll it. Each app declares its kind once, `KIND = register(Kind(...))` in
 its `steps.py`, and its services start operations by `steps.KIND.name`.
+Every end of an operation (a step's Done or Fail, a refusal, a cancel, a
+deadline) passes through the engine's `_finish`, which announces
+`operation.finished` (kind, subject, outcome) through apps/common/events.py; the
+events app records and delivers it after commit, and ops imports nothing of it.
 """

@@ -4,6 +4,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
+from apps.api.pagination import CursorOrPages
 from apps.ops import engine
 from apps.ops.filters import OperationFilter
 from apps.ops.models import Operation
@@ -13,6 +14,8 @@ from apps.ops.serializers import OperationDetailSerializer, OperationSerializer
 class OperationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                        viewsets.GenericViewSet):
     """Operations: every unit of remote work, with progress and log."""
+
+    pagination_class = CursorOrPages
 
     queryset = Operation.objects.select_related("triggered_by").only(*OperationSerializer.COLUMNS)
     filterset_class = OperationFilter

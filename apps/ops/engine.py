@@ -40,11 +40,15 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
+from apps.common import events
 from apps.ops import timing
 from apps.ops.models import LogLine, Operation
 from apps.remote.errors import HostKeyMismatch, RemoteError
 
 log = logging.getLogger("pozol.ops")
+
+OPERATION_FINISHED = events.register(events.EventKind(
+    "operation.finished", "An operation ended (succeeded, failed or cancelled)"))
 
 
 @dataclass(frozen=True)
@@ -429,6 +433,11 @@ def _finish(operation: Operation, status: str, *, result: dict | None = None,
     operation.save()
     if error:
         LogLine.objects.create(operation=operation, level=LogLine.Level.ERROR, text=error)
+    # Every end passes here (steps, refusals, cancels, deadlines): the one place to say so.
+    OPERATION_FINISHED.emit(
+        {"type": "operation", "id": operation.pk, "name": operation.subject},
+        kind=operation.kind, subject=operation.subject, outcome=status,
+        host=operation.host_id, error_code=code, message=operation.message)
 
 
 # ---- the sweeper -----------------------------------------------------------------

@@ -10,6 +10,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from apps.api.idempotency import IdempotentPosts
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
 from apps.replication import queries, services
@@ -32,7 +33,7 @@ def _accepted(operation: Operation) -> Response:
     return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
 
-class ReplicationLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+class ReplicationLinkViewSet(IdempotentPosts, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                              viewsets.GenericViewSet):
     """Replication links: a cluster or dataset of one host copied by zfs send/recv under
     a target parent on another. Making one changes nothing on the hosts; each run is an

@@ -29,6 +29,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from apps.common import events
 from apps.fleet import credentials, reserves
 from apps.fleet.models import Host
 from apps.ops import remote_jobs
@@ -380,6 +381,8 @@ def finish(ctx: StepContext) -> Next:
         last_run_at=now, common_snapshot=common or "", last_transfer=transfer,
         newest_received=received.name if received else "",
         newest_received_at=received.created if received else None, updated_at=now)
+    LINK_IN_SYNC.emit(_subject(link), common_snapshot=common or "",
+                      operation=ctx.operation.pk)
     _forget_units(ctx)
     inventory.refresh(ctx.host, ctx.runner())
     inventory.refresh(link.target_host, _on(link.target_host))
@@ -489,6 +492,18 @@ def _record_outcome(link: ReplicationLink, state: str, error: str) -> None:
     now = timezone.now()
     ReplicationLink.objects.filter(pk=link.pk).update(state=state, last_error=error[:4000],
                                                       last_run_at=now, updated_at=now)
+    if state == ReplicationLink.State.FAILED:
+        LINK_FAILED.emit(_subject(link), error=error[-1000:])
+
+
+def _subject(link: ReplicationLink) -> dict:
+    return {"type": "replication_link", "id": link.pk, "name": link.name}
+
+
+# Automation hears of these (apps/events); the registry is apps/common/events.py.
+LINK_IN_SYNC = events.register(events.EventKind("link.in_sync",
+                                                "A replication link ran and is in sync"))
+LINK_FAILED = events.register(events.EventKind("link.failed", "A replication run failed"))
 
 
 def _step_dict(step: Step) -> dict:

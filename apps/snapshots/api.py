@@ -7,6 +7,8 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from apps.api.idempotency import IdempotentPosts
+from apps.api.pagination import CursorOrPages
 from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
@@ -32,9 +34,11 @@ def _accepted(operation: Operation) -> Response:
     return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
 
-class HostSnapshotsView(generics.ListAPIView):
+class HostSnapshotsView(IdempotentPosts, generics.ListAPIView):
     """The snapshots of one host as its last listing found them (newest first), and
     "snapshot now" (POST): a cluster's data and WAL together, or one dataset."""
+
+    pagination_class = CursorOrPages
 
     serializer_class = SnapshotSerializer
     filterset_class = SnapshotFilter
@@ -56,9 +60,11 @@ class HostSnapshotsView(generics.ListAPIView):
         return _accepted(operation)
 
 
-class SnapshotViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+class SnapshotViewSet(IdempotentPosts, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                       mixins.DestroyModelMixin, viewsets.GenericViewSet):
     """Snapshots of every host; destroy (with guards), hold and release start operations."""
+
+    pagination_class = CursorOrPages
 
     queryset = Snapshot.objects.all()
     serializer_class = SnapshotSerializer

@@ -7,6 +7,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.api.idempotency import IdempotentPosts
 from apps.fleet.models import Host
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
@@ -129,7 +130,8 @@ class HostPlanView(APIView):
         return Response(PlanSerializer(plan).data, status=status.HTTP_201_CREATED)
 
 
-class PlanViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class PlanViewSet(IdempotentPosts, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                  viewsets.GenericViewSet):
     """Stored plans: apply one (an Operation), or roll an applied one back."""
 
     queryset = Plan.objects.select_related("profile_version__profile",

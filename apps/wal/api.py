@@ -8,6 +8,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from apps.api.idempotency import IdempotentPosts
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
 from apps.wal import services
@@ -22,7 +23,7 @@ from apps.wal.serializers import (
 )
 
 
-class WalArchiveViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+class WalArchiveViewSet(IdempotentPosts, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                         viewsets.GenericViewSet):
     """WAL archiving PoZoL owns, per cluster: its archive dataset, what the archiver did,
     the gaps and the window of moments a clone can be made for."""

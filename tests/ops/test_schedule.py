@@ -40,6 +40,7 @@ def test_each_app_declares_its_beat_tasks_under_the_names_operators_know():
         "pozol: roll telemetry up, prune it": "telemetry.maintain",
         "pozol: evaluate alert rules, send due deliveries": "alerts.tick",
         "pozol: start due pool scrubs": "alerts.scrub_tick",
+        "pozol: re-send lost event deliveries": "events.tick",
     }
     names = set(PeriodicTask.objects.values_list("name", flat=True))
     assert {p.name for p in declared()} <= names
