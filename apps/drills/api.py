@@ -129,7 +129,7 @@ class SnapshotRecoverTableView(IdempotentPosts, APIView):
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
 
-class ClusterRecoverTableView(APIView):
+class ClusterRecoverTableView(IdempotentPosts, APIView):
     """Recover a dropped table as of a moment (POST /api/clusters/{id}/recover-table/):
     `at`, `lsn` or `restore_point` instead of a snapshot. The newest snapshot before the
     moment is cloned and replayed forward with the cluster's archived WAL, then the table
