@@ -20,8 +20,9 @@ kept snapshot needs, or replay snapshots a removed clone left, the tick starts a
 `wal.check` Operation that reads again, removes them (each `rm` and `zfs destroy` in
 its log) and records; that happens when a snapshot ages out, not every minute. A read
 that fails (host unreachable) is logged by the worker and leaves the archive as its
-last check recorded it (its `checked_at` says how old that is; the host's own
-unreachable alert says why). "Check now" (API, page) is always a `wal.check`
+last check recorded it: `read_error` (on the WAL tab and in the API) says when the read
+failed, why, and how old the shown window is, until a read succeeds. It opens no alert
+of its own; the host's unreachable alert already does. "Check now" (API, page) is always a `wal.check`
 Operation, since an operator asked for it. PostgreSQL settings are read and written
 through apps/remote/alter_system.py, which tuning shares.
 

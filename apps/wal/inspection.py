@@ -102,11 +102,20 @@ def record(archive: WalArchive, found: Found, *, removed: int = 0) -> str:
         last_segment=kept[-1].segment.name(size) if kept else "",
         gaps=[{"first": g.first.name(size), "last": g.last.name(size), "after": g.after}
               for g in missing],
-        window=[[s.since, s.until] for s in spans], error="",
+        window=[[s.since, s.until] for s in spans], error="", read_error="",
         listing=recorded.stored_listing(status.timeline, kept),
         removed=archive.removed + removed)
     alerting.update(archive.cluster.host)
     return describe(spans)
+
+
+def _read_failed(archive: WalArchive, error: Exception) -> None:
+    """Say on the archive that its routine read failed, and since when its record is."""
+    since = (f"the read of {archive.checked_at:%Y-%m-%d %H:%M:%S} UTC"
+             if archive.checked_at else "no read yet")
+    WalArchive.objects.filter(pk=archive.pk).update(read_error=(
+        f"the read at {timezone.now():%Y-%m-%d %H:%M:%S} UTC failed: {error}; what is "
+        f"shown is from {since}")[:2000])
 
 
 def _when(epoch: float | None) -> datetime | None:
@@ -139,6 +148,7 @@ def sweep(archives: list[WalArchive]) -> tuple[list[WalArchive], dict[str, str]]
         if isinstance(answer, Exception):
             failed[where] = str(answer)
             logger.warning("reading the WAL archive of %s failed: %s", where, answer)
+            _read_failed(archive, answer)
         elif not answer.mounted:
             not_mounted(archive)
         elif (found := assess(archive, answer)).to_remove:

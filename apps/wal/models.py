@@ -36,6 +36,10 @@ class WalArchive(models.Model):
     enabled_at = models.DateTimeField(null=True, blank=True)
     # What the last check read (pg_stat_archiver, the archive's listing, the window).
     checked_at = models.DateTimeField(null=True, blank=True)
+    # The routine read that failed since checked_at (an unreachable host): shown beside
+    # the window, which is still the last good read's. Not an alert of its own: the
+    # host's reachability is alerted already.
+    read_error = models.TextField(blank=True)
     archived_count = models.BigIntegerField(null=True, blank=True)
     failed_count = models.BigIntegerField(null=True, blank=True)
     last_archived_wal = models.CharField(max_length=64, blank=True)

@@ -47,7 +47,7 @@ class WalArchiveSerializer(ModelSerializer):
     class Meta:
         model = WalArchive
         fields = ["id", "cluster", "host", "data_dir", "dataset", "directory",
-                  "archive_timeout", "state", "error", "enabled_at", "checked_at",
+                  "archive_timeout", "state", "error", "enabled_at", "checked_at", "read_error",
                   "archived_count", "failed_count", "last_archived_wal", "last_archived_at",
                   "last_failed_wal", "last_failed_at", "current_wal", "lag_segments",
                   "space_used", "segments", "first_segment", "last_segment", "gaps",

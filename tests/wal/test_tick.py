@@ -90,6 +90,18 @@ def test_a_failed_read_keeps_the_last_record(monkeypatch, archive):
     assert services.tick() == []
     archive.refresh_from_db()
     assert archive.checked_at is None and Operation.objects.count() == 0
+    assert "failed: db1: no answer; what is shown is from no read yet" in archive.read_error
+    assert not Alert.objects.filter(kind="wal_archive", resolved_at=None).exists()
+
+
+def test_a_good_read_after_a_failed_one_clears_it(monkeypatch, archive):
+    WalArchive.objects.filter(pk=archive.pk).update(read_error="the read at ... failed")
+    taken = timezone.now() - timedelta(minutes=30)
+    factories.snapshots(archive.cluster.host, created_at=taken)
+    answering(monkeypatch, archive, listing(taken.timestamp(), (3, 4)))
+    assert services.tick() == []
+    archive.refresh_from_db()
+    assert archive.read_error == "" and archive.segments == 2
 
 
 def test_an_unpinned_host_or_a_stopped_cluster_is_not_read(monkeypatch):
