@@ -130,6 +130,11 @@ class Gauge:
         documentation = self.documentation.replace("\\", "\\\\").replace("\n", "\\n")
         yield f"# HELP {self.name} {documentation}\n# TYPE {self.name} gauge\n"
         name, keys = self.name, self.labels
+        if len(keys) == 1:  # the per-host families, most of the lines: no join
+            start = f'{name}{{{keys[0]}="'
+            for (text,), value in self.samples:
+                yield f'{start}{_escaped(escaped, text)}"}} {_number(value)}\n'
+            return
         for values, value in self.samples:
             if keys:
                 pairs = ",".join(f'{key}="{_escaped(escaped, text)}"'
@@ -157,11 +162,9 @@ def _escaped(cache: dict[str, str], text: str) -> str:
 
 def _number(value: float) -> str:
     """As the text format wants it: repr for finite floats, +Inf/-Inf/NaN otherwise."""
-    if value != value:
-        return "NaN"
-    if value in (math.inf, -math.inf):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value))
+    if math.isfinite(value):
+        return repr(float(value))
+    return "NaN" if value != value else "+Inf" if value > 0 else "-Inf"
 
 
 class Families:
@@ -389,7 +392,10 @@ def _queues() -> list[str]:
 # -- the database reads ---------------------------------------------------------------
 
 _TWO_NEWEST = """
-    SELECT host_id, taken_at, "values" FROM (
+    SELECT host_id, taken_at, CASE WHEN newest = 1 THEN "values" - 'load' - 'dmu_tx'
+        ELSE jsonb_build_object('uptime', "values"->'uptime', 'arc', "values"->'arc',
+                                'clusters', "values"->'clusters') END
+    FROM (
         SELECT host_id, taken_at, "values",
                row_number() OVER (PARTITION BY host_id ORDER BY taken_at DESC) AS newest
         FROM telemetry_rawsample WHERE taken_at >= %s AND {shard}) AS recent
@@ -400,7 +406,8 @@ _TWO_NEWEST = """
 def _two_newest_samples(since: datetime, shard: Shard = WHOLE,
                         ) -> dict[int, list[tuple[datetime, dict]]]:
     """Each host's two newest raw rows since `since`, oldest first (one query, read
-    through the time index: a few intervals of the fleet, not its 48 hours)."""
+    through the time index: a few intervals of the fleet, not its 48 hours), cut down
+    in the database to what /metrics reads: of the older one only what rates need."""
     found: dict[int, list[tuple[datetime, dict]]] = {}
     condition, params = shard.sql("host_id")
     with connection.cursor() as cursor:
@@ -502,7 +509,7 @@ def _sample(at: datetime, values: dict) -> Sample:
                   dmu_tx=None, pools=None, datasets=None, clusters=clusters)
 
 
-def _add(family: GaugeMetricFamily, labels: list[str], value: float | None) -> None:
+def _add(family: Gauge, labels: list[str], value: float | None) -> None:
     if value is not None:
         family.add_metric(labels, float(value))
 
