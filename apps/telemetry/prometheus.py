@@ -24,6 +24,7 @@ series (Prometheus sees them go stale) but still its reachability.
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 from collections.abc import Iterator, Sequence
@@ -259,8 +260,18 @@ class FleetCollector(Collector):
         yield from self.families().all()
 
     def text(self) -> bytes:
-        """The Prometheus text format, written by Families.text (what /metrics serves)."""
-        return self.families().text()
+        """The Prometheus text format, written by Families.text (what /metrics serves).
+
+        Without the cyclic garbage collector meanwhile: a big scrape makes hundreds of
+        thousands of small objects (rows, tuples, lines), none of them in a cycle, and
+        the collector would walk them again and again (a fifth of the time measured)."""
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self.families().text()
+        finally:
+            if enabled:
+                gc.enable()
 
     # -- per host --------------------------------------------------------------------
 
