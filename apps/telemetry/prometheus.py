@@ -20,6 +20,16 @@ samples through the product's own rate code (apps.telemetry.core.rates): a
 reboot, a reset counter or a missed sample gives no value, never a spike.
 A host whose newest sample is older than a few intervals gives no telemetry
 series (Prometheus sees them go stale) but still its reachability.
+
+Scale: the gauges are written straight to the text format (Gauge.lines), not
+through prometheus_client's generate_latest, which validates and escapes every
+label name of every sample again (the step histogram, a few series, still goes
+through it); the older raw row of each host is cut down in SQL to what rates
+read; the build runs with the cyclic GC paused. A fleet too big for one scrape
+is split: FleetCollector(shard=Shard(I, N)) reads only the hosts whose id mod
+N is I (in SQL, every query), so the N shards partition the hosts, and serves
+the control plane's own series on shard 0 only (/metrics?shard=I&shards=N;
+Prometheus set-up in the README). tests/bench/metrics_scale.py measures both.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ POZOL_METRICS_TOKEN, or scrapes from an address inside POZOL_METRICS_ALLOWED_CID
 Either suffices. With neither configured /metrics is off (403). A missing or
 wrong token is a 401 naming the Bearer scheme; an address outside the list with
 no token to try is a 403. The body is the Prometheus text format, made by
-apps.telemetry.prometheus in a registry of this request's own.
+apps.telemetry.prometheus for this request. `?shard=I&shards=N` (both, whole
+numbers, 0 <= I < N <= MAX_SHARDS) serves one shard of the hosts (Shard); a
+missing half, a bad number or a shard out of range is a 400 saying the form.
 """
 
 from __future__ import annotations
