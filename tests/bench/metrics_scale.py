@@ -17,7 +17,9 @@ in this process (the server's whole handling), with the scrape token. The floors
 "SQL floor" re-runs the very queries one whole scrape made and fetches their rows
 (the database's and driver's share, no Python on the rows); "render floor" is
 prometheus_client's generate_latest over families holding the same samples, built
-beforehand (the cost of the text exposition alone, as the library makes it).
+beforehand (the cost of the text exposition alone, as the library makes it);
+"write floor" is /metrics' own writer over the same gauge samples built beforehand
+(the histogram's few series left out).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ def _run(args: argparse.Namespace) -> None:
                 lambda n=shards: scrape.get(f"/metrics?shard=0&shards={n}"), args.requests)))
         rows.append(("SQL floor", _sql_floor(scrape, args.requests)))
         rows.append(("render floor", _render_floor(whole.body, args.requests)))
+        rows.append(("write floor", _write_floor(whole.body, args.requests)))
         for label, f in rows:
             goal = ""
             if label == "whole /metrics":
@@ -150,6 +153,32 @@ def _render_floor(body: bytes, requests: int) -> Figures:
     for index in range(requests + 2):
         started = time.perf_counter()
         text = generate_latest(registry)
+        if index >= 2:
+            times.append((time.perf_counter() - started) * 1000)
+    return Figures(times, text)
+
+
+def _write_floor(body: bytes, requests: int) -> Figures:
+    """/metrics' own writer (apps.telemetry.prometheus.Gauge) over the same samples,
+    built beforehand: what writing costs apart from reading and building."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from apps.telemetry.prometheus import Gauge
+
+    gauges = []
+    for family in text_string_to_metric_families(body.decode()):
+        if family.type != "gauge":
+            continue
+        labels = tuple(family.samples[0].labels) if family.samples else ()
+        gauge = Gauge(family.name, family.documentation, labels)
+        for sample in family.samples:
+            gauge.add_metric([sample.labels[key] for key in labels], sample.value)
+        gauges.append(gauge)
+    times, text = [], b""
+    for index in range(requests + 2):
+        started = time.perf_counter()
+        escaped: dict[str, str] = {}
+        text = "".join([line for gauge in gauges for line in gauge.lines(escaped)]).encode()
         if index >= 2:
             times.append((time.perf_counter() - started) * 1000)
     return Figures(times, text)
