@@ -188,9 +188,15 @@ def _profile(fetch: Callable) -> None:
     import cProfile
     import pstats
 
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
     profiler = cProfile.Profile()
-    profiler.runcall(fetch)
+    with CaptureQueriesContext(connection) as captured:
+        profiler.runcall(fetch)
     pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
+    for query in captured.captured_queries:  # execute and fetch, as Django times them
+        print(f"{float(query['time']) * 1000:8.1f} ms  {' '.join(query['sql'].split())[:150]}")
 
 
 # -- the fleet ----------------------------------------------------------------------------
