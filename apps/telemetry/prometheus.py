@@ -146,6 +146,12 @@ class Gauge:
             for (text,), value in self.samples:
                 yield f'{start}{_escaped(escaped, text)}"}} {_number(value)}\n'
             return
+        if len(keys) == 2:  # per pool and per dataset: the other half
+            start, middle = f'{name}{{{keys[0]}="', f'",{keys[1]}="'
+            for (first, second), value in self.samples:
+                yield (f'{start}{_escaped(escaped, first)}{middle}'
+                       f'{_escaped(escaped, second)}"}} {_number(value)}\n')
+            return
         for values, value in self.samples:
             if keys:
                 pairs = ",".join(f'{key}="{_escaped(escaped, text)}"'
