@@ -49,8 +49,12 @@ what keeps a 7-day graph of 200 hosts' fleet under its 300 ms goal
 (tests/bench/telemetry_scale.py).
 
 `/metrics` (apps/telemetry/scrape.py: a bearer token or an allowed CIDR, else
-401/403) builds a registry per request around one custom prometheus_client
-Collector (apps/telemetry/prometheus.py). It reads in a constant number of
+401/403) runs one FleetCollector per request (apps/telemetry/prometheus.py, a
+prometheus_client Collector) and writes its gauges straight to the text format
+(the library's writer re-validated every label of every sample: most of a big
+scrape). `?shard=I&shards=N` serves only the hosts with id mod N == I, and the
+control plane's own series on shard 0, so scrapers can split a big fleet (README,
+"Prometheus and Grafana"); a bad pair is a 400. It reads in a constant number of
 queries whatever the fleet's size: hosts with their newest snapshot (a subquery
 on the (host, created_at) index), each host's two newest raw rows (one window
 query over the last three intervals through the time index), collector state,

@@ -6,7 +6,9 @@ POZOL_METRICS_TOKEN, or scrapes from an address inside POZOL_METRICS_ALLOWED_CID
 Either suffices. With neither configured /metrics is off (403). A missing or
 wrong token is a 401 naming the Bearer scheme; an address outside the list with
 no token to try is a 403. The body is the Prometheus text format, made by
-apps.telemetry.prometheus in a registry of this request's own.
+apps.telemetry.prometheus for this request. `?shard=I&shards=N` (both, whole
+numbers, 0 <= I < N <= MAX_SHARDS) serves one shard of the hosts (Shard); a
+missing half, a bad number or a shard out of range is a 400 saying the form.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ import ipaddress
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from apps.accounts.roles import members_allowed
 from apps.accounts.throttling import client_ip
-from apps.telemetry.prometheus import FleetCollector
+from apps.telemetry.prometheus import MAX_SHARDS, WHOLE, FleetCollector, Shard
 
 OFF = ("/metrics is off: set POZOL_METRICS_TOKEN (a bearer token for the scraper) or "
        "POZOL_METRICS_ALLOWED_CIDRS (the scraper's addresses).\n")
@@ -33,9 +35,31 @@ def metrics(request: HttpRequest) -> HttpResponse:
     refused = refusal(request)
     if refused is not None:
         return refused
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(FleetCollector())
-    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+    shard = _shard(request)
+    if isinstance(shard, HttpResponse):
+        return shard
+    return HttpResponse(FleetCollector(shard=shard).text(), content_type=CONTENT_TYPE_LATEST)
+
+
+def _shard(request: HttpRequest) -> Shard | HttpResponse:
+    """?shard=I&shards=N: one shard of the hosts (both or neither); a 400 otherwise."""
+    index, count = request.GET.get("shard"), request.GET.get("shards")
+    if index is None and count is None:
+        return WHOLE
+    usage = (f"Shard with both ?shard=I&shards=N, whole numbers with 0 <= I < N <= "
+             f"{MAX_SHARDS} (each host is in shard host id mod N).\n")
+    if index is None or count is None:
+        return _text(400, usage)
+    try:
+        return Shard(_whole_number(index), _whole_number(count))
+    except ValueError:
+        return _text(400, usage)
+
+
+def _whole_number(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and len(text) <= 6):
+        raise ValueError(text)
+    return int(text)
 
 
 def refusal(request: HttpRequest) -> HttpResponse | None:

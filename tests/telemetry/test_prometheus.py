@@ -180,3 +180,86 @@ def test_redis_away_is_redis_up_0_not_a_500(scrape, settings):
     assert value(found, "pozol_redis_up") == 0
     assert value(found, "pozol_host_reachable", host="db1") == 1
     assert not any(name == "pozol_queue_depth" for name, _ in found)
+
+
+# -- shards ----------------------------------------------------------------------------
+
+CONTROL_PLANE = {"pozol_operations", "pozol_operations_active", "pozol_queue_depth",
+                 "pozol_redis_up", "pozol_step_duration_seconds_bucket",
+                 "pozol_step_duration_seconds_count", "pozol_step_duration_seconds_sum"}
+
+
+def test_shards_split_the_hosts_each_into_exactly_one_and_the_control_plane_on_0(scrape):
+    hosts = [pinned(f"db{i}") for i in range(7)]
+    for host in hosts[:2]:
+        _record_captured(host)
+    for host in hosts[2:]:
+        host.pools.create(name="tank", health="ONLINE", capacity=50, size=100, allocated=50)
+    ReplicationLink.objects.create(name="l1", source_host=hosts[3], target_host=hosts[4],
+                                   target_parent="tank/copy", sources=["tank/pg"])
+    Operation.objects.create(kind="fleet.discover", step="connect", host=hosts[0])
+    timing.record("fleet.discover", "connect", 0.1)
+    whole = set(samples(scrape()))
+    assert {name for name, _ in whole} >= {"pozol_host_tps", "pozol_pool_healthy",
+                                           "pozol_host_replication_lag_seconds",
+                                           "pozol_operations", "pozol_redis_up"}
+
+    for count in (2, 3, 8):
+        shards = [set(samples(scrape_shard(scrape, index, count))) for index in range(count)]
+        assert set().union(*shards) == whole, count
+        assert sum(len(shard) for shard in shards) == len(whole), f"a series twice ({count})"
+        for index, shard in enumerate(shards):
+            control = {name for name, _ in shard if name in CONTROL_PLANE}
+            assert (control == CONTROL_PLANE) if index == 0 else not control
+            for host in {v for _, labels in shard for k, v in labels if k == "host"}:
+                assert hosts[int(host[2:])].pk % count == index
+
+
+def test_shard_1_of_1_is_the_whole_fleet(scrape):
+    pinned("db1")
+    assert set(samples(scrape_shard(scrape, 0, 1))) == set(samples(scrape()))
+
+
+@pytest.mark.parametrize("query", [
+    "shard=0", "shards=4", "shard=4&shards=4", "shard=-1&shards=4", "shard=0&shards=0",
+    "shard=a&shards=4", "shard=0&shards=4.0", "shard=0&shards=1025", "shard=&shards=",
+    "shard=0&shards=99999999999999999999", "shard=%D9%A1&shards=4",
+])
+def test_a_bad_shard_is_a_400_saying_how(scrape, client, query):
+    pinned("db1")
+    answer = client.get(f"/metrics?{query}", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert answer.status_code == 400
+    assert b"?shard=I&shards=N" in answer.content
+
+
+def test_a_shard_still_needs_the_token(scrape):
+    assert scrape_shard(scrape, 0, 2, HTTP_AUTHORIZATION="").status_code == 401
+
+
+def scrape_shard(scrape, index: int, count: int, **headers):
+    from django.test import Client
+
+    headers.setdefault("HTTP_AUTHORIZATION", f"Bearer {TOKEN}")
+    return Client().get(f"/metrics?shard={index}&shards={count}", **headers)
+
+
+def test_label_values_and_odd_numbers_are_written_as_the_format_wants():
+    from apps.telemetry.prometheus import Gauge
+
+    odd = ['tank/a"b', "tank/back\\slash", "tank/new\nline", "tank/ünï"]
+    gauge = Gauge("pozol_x", 'help with "quotes" and \\ and\na newline', ("host", "dataset"))
+    for number, name in enumerate(odd):
+        gauge.add_metric(["db1", name], float(number))
+    single = Gauge("pozol_y", "one label", ("host",))
+    for name, number in (('a"b', float("inf")), ("c\\d", float("-inf")), ("e", 1e20)):
+        single.add_metric([name], number)
+    single.add_metric(["nan"], float("nan"))
+    text = "".join([*gauge.lines({}), *single.lines({})])
+
+    [x, y] = text_string_to_metric_families(text)
+    assert [(s.labels["dataset"], s.value) for s in x.samples] == [
+        (name, float(number)) for number, name in enumerate(odd)]
+    assert x.documentation == 'help with "quotes" and \\ and\na newline'
+    values = {s.labels["host"]: s.value for s in y.samples}
+    assert values['a"b'] == float("inf") and values["c\\d"] == float("-inf")
+    assert values["e"] == 1e20 and values["nan"] != values["nan"]
