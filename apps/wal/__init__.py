@@ -22,9 +22,9 @@ its log) and records; that happens when a snapshot ages out, not every minute. A
 that fails (host unreachable) is logged by the worker and leaves the archive as its
 last check recorded it: `read_error` (on the WAL tab and in the API) says when the read
 failed, why, and how old the shown window is, until a read succeeds. It opens no alert
-of its own; the host's unreachable alert already does. "Check now" (API, page) is always a `wal.check`
-Operation, since an operator asked for it. PostgreSQL settings are read and written
-through apps/remote/alter_system.py, which tuning shares.
+of its own; the host's unreachable alert already does. "Check now" (API, page) is
+always a `wal.check` Operation, since an operator asked for it. PostgreSQL settings
+are read and written through apps/remote/alter_system.py, which tuning shares.
 
 A snapshot PoZoL takes of an archiving cluster is marked with the WAL position read
 right after it (`WalMark`, through the snapshot engine's `protection.TAKEN`
