@@ -22,7 +22,7 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import psycopg
 
@@ -163,15 +163,22 @@ def _fresh_database():
     """A database beside the suite's, named after it: empty now, dropped afterwards."""
     suite_db = urlsplit(os.environ["POZOL_DATABASE_URL"])  # tests/django_settings.py chose it
     name = f"{suite_db.path.strip('/')}_readme_demo"
-    maintenance = suite_db._replace(path="/postgres").geturl()
+    maintenance = _with_database(suite_db, "postgres")
     with psycopg.connect(maintenance, autocommit=True) as conn:
         conn.execute(f'drop database if exists "{name}" with (force)')
         conn.execute(f'create database "{name}"')
     try:
-        yield suite_db._replace(path=f"/{name}").geturl()
+        yield _with_database(suite_db, name)
     finally:
         with psycopg.connect(maintenance, autocommit=True) as conn:
             conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+def _with_database(url: SplitResult, name: str) -> str:
+    """The URL naming another database. geturl() would drop the empty authority of
+    postgres:///name (a local socket), leaving postgres:/name, which libpq refuses."""
+    query = f"?{url.query}" if url.query else ""
+    return f"{url.scheme}://{url.netloc}/{name}{query}"
 
 
 @contextmanager
