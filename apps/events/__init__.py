@@ -29,10 +29,11 @@ time, the request goes to the checked address with no redirects
 autoretry at a doubling delay (POZOL_ALERT_RETRY_SECONDS,
 POZOL_ALERT_DELIVERY_ATTEMPTS), every attempt is logged on the row
 (GET /api/event-deliveries/), and the beat's `events.tick` re-sends a delivery
-whose message was lost. Unlike alert channels, every body is signed
-(core/signing.py): X-PoZoL-Timestamp and X-PoZoL-Signature = `v1=` HMAC-SHA256 of
-"<timestamp>.<body>" under the subscription's secret, which the API shows once
-(on creation and on rotate-secret).
+whose message was lost and forgets events older than operations are kept
+(POZOL_OPERATION_RETENTION_DAYS), unless one is still being delivered. Unlike alert
+channels, every body is signed (core/signing.py): X-PoZoL-Timestamp and
+X-PoZoL-Signature = `v1=` HMAC-SHA256 of "<timestamp>.<body>" under the
+subscription's secret, which the API shows once (on creation and on rotate-secret).
 
 Not done: a page for subscriptions (the API is the front door for automation);
 rollout events (the rollout feature does not exist yet).

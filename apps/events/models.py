@@ -46,7 +46,9 @@ class Event(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["kind", "created_at"], name="event_kind_time")]
+        # event_time: the cursor's walk and pruning by age, both by time alone.
+        indexes = [models.Index(fields=["kind", "created_at"], name="event_kind_time"),
+                   models.Index(fields=["created_at"], name="event_time")]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.id}"

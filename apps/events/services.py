@@ -3,8 +3,9 @@ naming the field."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -17,6 +18,7 @@ from apps.events.core import signing
 from apps.events.models import Delivery, Event, Subscription
 
 MAX_KINDS = 50
+PRUNE_BATCH = 1000
 
 # Sent only to the subscription it tests (POST .../ping/), never subscribed to.
 PING = registry.register(registry.EventKind("subscription.ping",
@@ -111,7 +113,27 @@ def redeliver(row: Delivery) -> Delivery:
 
 
 def tick(now: datetime) -> int:
-    """Beat: re-send deliveries whose message was lost."""
+    """Beat: re-send deliveries whose message was lost (returns how many), and forget
+    old events."""
     with transaction.atomic():
-        return sending.resend_lost(now)
+        resent = sending.resend_lost(now)
+    prune(now)
+    return resent
+
+
+def prune(now: datetime) -> int:
+    """Forget events older than operations are kept (OPERATION_RETENTION_DAYS: one
+    ends each operation), with their deliveries, in short batches; an event still
+    waiting to be delivered stays until its delivery ends."""
+    cutoff = now - timedelta(days=settings.POZOL["OPERATION_RETENTION_DAYS"])
+    removed = 0
+    while True:
+        batch = list(Event.objects.filter(created_at__lt=cutoff)
+                     .exclude(deliveries__status=Delivery.Status.PENDING)
+                     .values_list("pk", flat=True)[:PRUNE_BATCH])
+        if not batch:
+            return removed
+        with transaction.atomic():
+            Delivery.objects.filter(event_id__in=batch).delete()
+            removed += Event.objects.filter(pk__in=batch).delete()[0]
 

@@ -225,3 +225,32 @@ def test_the_event_list_walks_by_cursor_in_time_order_under_inserts(api, monkeyp
             for n in range(3):
                 record("clone.failed", {"type": "clone", "id": 100 + n, "name": "x"}, {})
     assert seen == list(reversed(existing))  # every one once, newest first
+
+
+def test_events_older_than_operations_are_kept_go_unless_still_being_delivered(
+        api, event_settings, enqueued, settings):
+    from datetime import timedelta
+
+    subscribe(api, "http://127.0.0.1:9/hook", ["operation.finished"])
+    host = factories.host("db1")
+
+    def ended() -> Operation:
+        with transaction.atomic():
+            operation = engine.start(kinds.STORY.name, host=host, subject="db1")
+        return drive(operation)
+
+    ended()
+    ended()
+    old, pending = Event.objects.all()[:2]
+    days = settings.POZOL["OPERATION_RETENTION_DAYS"]
+    Event.objects.filter(pk__in=[old.pk, pending.pk]).update(
+        created_at=timezone.now() - timedelta(days=days, minutes=1))
+    Delivery.objects.filter(event=old).update(status=Delivery.Status.SENT)
+    Delivery.objects.filter(event=pending).update(status=Delivery.Status.PENDING)
+    recent = ended()
+
+    assert services.prune(timezone.now()) == 1
+    assert not Event.objects.filter(pk=old.pk).exists()
+    assert not Delivery.objects.filter(event_id=old.pk).exists()
+    assert Event.objects.filter(pk=pending.pk).exists()
+    assert Event.objects.filter(subject__id=recent.pk).exists()
