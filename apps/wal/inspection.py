@@ -77,6 +77,7 @@ def not_mounted(archive: WalArchive) -> str:
     error = (f"the archive {archive.dataset} is not mounted: PostgreSQL's archive command "
              "writes into the directory under it, which no clone reads (zfs mount it)")
     WalArchive.objects.filter(pk=archive.pk).update(checked_at=timezone.now(), error=error,
+                                                    read_error="",
                                                     window=[], listing={})
     alerting.update(archive.cluster.host)
     return error
