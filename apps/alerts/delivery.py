@@ -29,6 +29,7 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
@@ -67,28 +68,33 @@ def backoff(attempts: int) -> int:
         maximum=options["retry_backoff_max"], full_jitter=options["retry_jitter"])
 
 
-def enqueue(ids: list[int]) -> None:
-    """New deliveries, to the worker once the transaction commits."""
+def enqueue(ids: list[int], task: str = DELIVER_TASK) -> None:
+    """New deliveries, to the worker once the transaction commits (`task`: the one that
+    attempts them; apps/events sends its deliveries through here too)."""
     for pk in ids:
-        transaction.on_commit(partial(_send_to_worker, pk))
+        transaction.on_commit(partial(_send_to_worker, task, pk))
 
 
-def _send_to_worker(pk: int, attempts: int = 0) -> None:
+def _send_to_worker(task: str, pk: int, attempts: int = 0) -> None:
     """After commit; `retries` carries on Celery's count from the row's, so its backoff
     is the row's. A broker that is away only delays it: the tick re-sends a due
     delivery still pending (resend_lost), as the sweeper does for operations."""
     try:
-        current_app.send_task(DELIVER_TASK, (pk,), retries=attempts)
+        current_app.send_task(task, (pk,), retries=attempts)
     except (OperationalError, OSError) as exc:
-        log.warning("broker unavailable, delivery %s left for the next tick: %s", pk, exc)
+        log.warning("broker unavailable, %s of %s left for the next tick: %s", task, pk, exc)
 
 
-def resend_lost(now: datetime) -> int:
-    lost = list(Delivery.objects.filter(status=Delivery.Status.PENDING,
-                                        next_attempt_at__lte=now - LOST_AFTER)
+def resend_lost(now: datetime, deliveries: QuerySet | None = None,
+                task: str = DELIVER_TASK) -> int:
+    """Re-send the pending deliveries (alerts', or `deliveries` attempted by `task`) due
+    LOST_AFTER ago: their message was lost."""
+    deliveries = Delivery.objects.all() if deliveries is None else deliveries
+    lost = list(deliveries.filter(status=Delivery.Status.PENDING,
+                                  next_attempt_at__lte=now - LOST_AFTER)
                 .values_list("pk", "attempts")[:500])
     for pk, attempts in lost:
-        transaction.on_commit(partial(_send_to_worker, pk, attempts))
+        transaction.on_commit(partial(_send_to_worker, task, pk, attempts))
     return len(lost)
 
 

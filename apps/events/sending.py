@@ -18,12 +18,9 @@ import http.client
 import logging
 import time
 from datetime import timedelta
-from functools import partial
 
-from celery import current_app
 from django.db import transaction
 from django.utils import timezone
-from kombu.exceptions import OperationalError
 
 from apps.alerts import delivery as alert_delivery
 from apps.alerts.core import webhooks
@@ -33,7 +30,6 @@ from apps.events.models import Delivery, Event
 log = logging.getLogger("pozol.events")
 
 DELIVER_TASK = "events.deliver"
-LOST_AFTER = timedelta(minutes=1)
 
 
 class Failed(Exception):
@@ -45,25 +41,11 @@ def retry_options() -> dict:
 
 
 def enqueue(ids: list[int]) -> None:
-    for pk in ids:
-        transaction.on_commit(partial(_send_to_worker, pk))
-
-
-def _send_to_worker(pk: int, attempts: int = 0) -> None:
-    try:
-        current_app.send_task(DELIVER_TASK, (pk,), retries=attempts)
-    except (OperationalError, OSError) as exc:
-        log.warning("broker unavailable, event delivery %s left for the next tick: %s",
-                    pk, exc)
+    alert_delivery.enqueue(ids, DELIVER_TASK)
 
 
 def resend_lost(now) -> int:
-    lost = list(Delivery.objects.filter(status=Delivery.Status.PENDING,
-                                        next_attempt_at__lte=now - LOST_AFTER)
-                .values_list("pk", "attempts")[:500])
-    for pk, attempts in lost:
-        transaction.on_commit(partial(_send_to_worker, pk, attempts))
-    return len(lost)
+    return alert_delivery.resend_lost(now, Delivery.objects.all(), DELIVER_TASK)
 
 
 def event_body(event: Event) -> dict:

@@ -254,3 +254,24 @@ def test_events_older_than_operations_are_kept_go_unless_still_being_delivered(
     assert not Delivery.objects.filter(event_id=old.pk).exists()
     assert Event.objects.filter(pk=pending.pk).exists()
     assert Event.objects.filter(subject__id=recent.pk).exists()
+
+
+def test_a_delivery_whose_message_was_lost_is_sent_again_to_the_events_task(
+        api, event_settings, enqueued, monkeypatch, django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from apps.alerts import delivery as alert_delivery
+
+    sent = []
+    monkeypatch.setattr(alert_delivery.current_app, "send_task",
+                        lambda name, args, retries: sent.append((name, args, retries)))
+    subscribe(api, "http://127.0.0.1:9/hook", ["operation.finished"])
+    story_operation()
+    (row,) = Delivery.objects.all()
+    Delivery.objects.filter(pk=row.pk).update(
+        attempts=2, next_attempt_at=timezone.now() - timedelta(minutes=2))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.tick(timezone.now()) == 1
+    assert sent == [("events.deliver", (row.pk,), 2)]
+    Delivery.objects.filter(pk=row.pk).update(status=Delivery.Status.SENT)
+    assert services.tick(timezone.now()) == 0
