@@ -62,12 +62,37 @@ class Receiver:
         return f"http://127.0.0.1:{self.port}/hook"
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that answers with a status and an empty body, and logs nothing."""
+
+    def answer(self, status: int) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):  # quiet
+        pass
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """An HTTP server of `handler` on a free loopback port, in a thread; yields the port."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @contextmanager
 def http_receiver(statuses: list[int] | None = None) -> Iterator[Receiver]:
     receiver = Receiver(statuses=list(statuses or []))
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self):  # noqa: N802 (http.server's name)
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"null")
@@ -75,19 +100,7 @@ def http_receiver(statuses: list[int] | None = None) -> Iterator[Receiver]:
                 status = receiver.statuses.pop(0) if receiver.statuses else 200
                 if status < 300:
                     receiver.bodies.append(body)
-            self.send_response(status)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self.answer(status)
 
-        def log_message(self, *args):  # quiet
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as receiver.port:
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()

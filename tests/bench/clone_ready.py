@@ -48,7 +48,7 @@ def main() -> None:
 def _measure(fleet_hosts, args) -> None:
     """One host per scale, loaded first; then the rounds go host after host, so a busy
     moment of the machine falls on every size alike."""
-    client = _api_client()
+    client = api_client("clone bench")
     sizes, hosts = {}, {}
     for scale, fleet_host in zip(args.scales, fleet_hosts, strict=True):
         sizes[scale] = _load(fleet_host, scale)
@@ -80,14 +80,15 @@ def _load(fleet_host, scale: int) -> int:
     return int(ssh(fleet_host, "zfs get -Hp -o value referenced tank/pg/data").strip())
 
 
-def _api_client():
+def api_client(label: str):
+    """A DRF client with a real token of a new staff user, as automation calls the API."""
     from django.contrib.auth import get_user_model
     from rest_framework.test import APIClient
 
     from apps.accounts.models import ApiToken
 
     user = get_user_model().objects.create_user("bench", is_staff=True)
-    _, raw = ApiToken.objects.issue(user, "clone bench")
+    _, raw = ApiToken.objects.issue(user, label)
     client = APIClient(HTTP_HOST="localhost")
     client.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
     return client

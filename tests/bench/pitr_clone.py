@@ -38,7 +38,7 @@ import subprocess
 import time
 from datetime import UTC, datetime
 
-from tests.bench.clone_ready import p95
+from tests.bench.clone_ready import api_client, p95
 from tests.bench.fresh import on_fresh_hosts, register, wait
 
 TABLE = "pozol_pitr_rows"
@@ -70,7 +70,7 @@ def _measure(fleet_hosts, args) -> None:
         overhead["archiving"].append(_pgbench_run(archiving, archive.directory))
         overhead["not archiving"].append(_pgbench_run(plain, None))
 
-    client = _api_client()
+    client = api_client("pitr bench")
     timings = {"floor": [], "moment": [], "snapshot": []}
     replayed = []
     for index in range(args.rounds):
@@ -173,19 +173,6 @@ def _prepare(fleet_host, host, cluster, archive, replay_seconds: int):
         time.sleep(0.2)
     wait(services.check(archive).pk, poll=0.05)
     return snapshot, moment, wal_bytes
-
-
-def _api_client():
-    from django.contrib.auth import get_user_model
-    from rest_framework.test import APIClient
-
-    from apps.accounts.models import ApiToken
-
-    user = get_user_model().objects.create_user("bench", is_staff=True)
-    _, raw = ApiToken.objects.issue(user, "pitr bench")
-    client = APIClient(HTTP_HOST="localhost")
-    client.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
-    return client
 
 
 def _pozol(client, host, cluster, asked: dict, name: str, expected: str,

@@ -9,9 +9,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from apps.events.core import signing
+from tests.alerts.receivers import QuietHandler, serving
 
 
 @dataclass
@@ -36,7 +36,7 @@ def event_receiver(statuses: list[int] | None = None) -> Iterator[EventReceiver]
     receiver = EventReceiver(statuses=list(statuses or []))
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self):  # noqa: N802 (http.server's name)
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             good = signing.verify(receiver.secret, self.headers.get("X-PoZoL-Timestamp"),
@@ -52,19 +52,7 @@ def event_receiver(statuses: list[int] | None = None) -> Iterator[EventReceiver]
                     event = json.loads(body)
                     assert event["id"] == self.headers["X-PoZoL-Event-Id"]
                     receiver.events.setdefault(event["id"], event)  # dedupe by id
-            self.send_response(status)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self.answer(status)
 
-        def log_message(self, *args):  # quiet
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as receiver.port:
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
