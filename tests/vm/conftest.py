@@ -1,13 +1,16 @@
-"""The OpenZFS VM test host: one boot per test run, shared by every test in tests/vm/.
+"""The OpenZFS VM test hosts: one boot of each per test run, shared by the tests in tests/vm/.
 
 A Debian 13 guest (OpenZFS 2.3 kernel module, Debian's postgresql-17 in its packaged
 layout under systemd) from the image apps.demo.vm builds and caches outside the
-checkout. The first run on a machine builds the image (about 20 minutes on two
-cores); later runs only boot it (about a minute under software emulation). Where the
+checkout, and a Debian 12 guest (OpenZFS 2.1, postgresql-15 packaged) for the tests that
+run on both versions (`vm`). The first run on a machine builds the images
+(about 20 minutes each on two cores); later runs only boot them (about a minute each
+under software emulation). Where the
 machine cannot build or boot it, every test here is skipped with the reason, which
 `-ra` prints in the summary. POZOL_TEST_VM=skip skips the group on purpose;
 POZOL_TEST_VM_JSON=<file> uses a host already up (`python -m apps.demo.vm up --json`,
-with --alias for vm_second_name) instead of booting one.
+with --alias for vm_second_name) instead of booting one; POZOL_TEST_VM21_JSON, the same
+for the OpenZFS 2.1 host (`up --recipe bookworm-zfs2.1-pg15`).
 """
 
 from __future__ import annotations
@@ -31,38 +34,65 @@ from tests.conftest import TEST_FLEET_SUBNET
 # .251); .241 is a second name of the same guest (vm_second_name).
 VM_ADDRESS = f"{TEST_FLEET_SUBNET}.240"
 VM_ALIAS = f"{TEST_FLEET_SUBNET}.241"
+# The OpenZFS 2.1 host (vm21_host), a guest of its own.
+VM21_ADDRESS = f"{TEST_FLEET_SUBNET}.242"
 
 
-def why_no_vm() -> str | None:
+def why_no_vm(recipe=None) -> str | None:
     from apps.demo.vm import image
 
+    recipe = recipe or image.TRIXIE
     if os.environ.get("POZOL_TEST_VM") == "skip":
         return "POZOL_TEST_VM=skip"
     if missing := image.missing_tools():
         return f"missing on this machine: {', '.join(missing)} (make deps installs them)"
-    if image.cached(image.TRIXIE) is None and os.geteuid() != 0:
+    if image.cached(recipe) is None and os.geteuid() != 0:
         return "the image is not cached and building it needs root"
     return None
 
 
 @pytest.fixture(scope="session")
 def vm_host():
-    """The booted, provisioned OpenZFS host (an apps.demo.fleet Host)."""
-    from apps.demo.vm import image, machine
+    """The booted, provisioned OpenZFS 2.3 host (an apps.demo.fleet Host)."""
+    from apps.demo.vm import image
 
     if running := os.environ.get("POZOL_TEST_VM_JSON"):
         yield Host(**json.loads(Path(running).read_text())[0])
         return
-    if reason := why_no_vm():
+    yield from _booted(image.TRIXIE, VM_ADDRESS, aliases=(VM_ALIAS,))
+
+
+@pytest.fixture(scope="session")
+def vm21_host():
+    """The OpenZFS 2.1 host: Debian 12 with its packaged PostgreSQL 15, booted the first
+    time a test asks for it (the tests that run on both versions)."""
+    from apps.demo.vm import image
+
+    if running := os.environ.get("POZOL_TEST_VM21_JSON"):
+        yield Host(**json.loads(Path(running).read_text())[0])
+        return
+    yield from _booted(image.BOOKWORM, VM21_ADDRESS)
+
+
+@pytest.fixture(params=["zfs23", "zfs21"])
+def vm(request):
+    """Each OpenZFS version's host in turn, for a test that must hold on both."""
+    return request.getfixturevalue("vm_host" if request.param == "zfs23" else "vm21_host")
+
+
+def _booted(recipe, address: str, aliases: tuple[str, ...] = ()):
+    from apps.demo.vm import image, machine
+
+    if reason := why_no_vm(recipe):
         pytest.skip(f"OpenZFS VM group skipped: {reason}")
     started = time.monotonic()
-    built = image.ensure(image.TRIXIE)
+    built = image.ensure(recipe)
     built_at = time.monotonic()
     state = Path(tempfile.mkdtemp(prefix="pozol-test-vm-"))
     try:
-        host = machine.boot(built, state, VM_ADDRESS, aliases=(VM_ALIAS,))
+        host = machine.boot(built, state, address, aliases=aliases)
         booted_at = time.monotonic()
-        machine.provision(host, built.recipe.pg_major, aliases=(VM_ALIAS,))
+        machine.provision(host, built.recipe.pg_major, aliases=aliases)
         print(f"\nOpenZFS VM host ({built.versions}): image {built_at - started:.0f}s, "
               f"boot {booted_at - built_at:.0f}s, provision {time.monotonic() - booted_at:.0f}s",
               file=sys.stderr)

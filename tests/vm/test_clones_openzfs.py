@@ -1,7 +1,7 @@
-"""A customer's clone of Debian's packaged PostgreSQL 17 on OpenZFS, a restore drill and a
-table recovery on it: the packaged layout's configuration carried into the clone without
-touching the origin's files, the clone started directly (never through systemd, which
-keeps running only the origin's unit)."""
+"""A customer's clone of Debian's packaged PostgreSQL (17 on OpenZFS 2.3, 15 on 2.1), a
+restore drill and a table recovery on it: the packaged layout's configuration carried into
+the clone without touching the origin's files, the clone started directly (never through
+systemd, which keeps running only the origin's unit)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,10 @@ from tests.driving import drive
 from tests.integration.conftest import run_on
 from tests.integration.test_drills import drill, leftovers, snapshot_now
 from tests.integration.test_recover_table import recover
-from tests.vm.test_openzfs_host import discovered, psql, unit_pid
+from tests.vm.test_openzfs_host import discovered, psql, unit, unit_pid
 
 pytestmark = [pytest.mark.vm, pytest.mark.django_db(transaction=True)]
 
-ETC = "/etc/postgresql/17/main"
 
 
 @pytest.fixture
@@ -39,16 +38,17 @@ def connect_inside(vm_host, clone: Clone, password: str, sql: str) -> str:
 
 
 def config_checksums(vm_host) -> str:
-    return run_on(vm_host, f"find {ETC} -type f | sort | xargs sha256sum")
+    etc = f"/etc/postgresql/{vm_host.pg_major}/main"
+    return run_on(vm_host, f"find {etc} -type f | sort | xargs sha256sum")
 
 
 def test_a_clone_a_drill_and_a_recovery_of_the_packaged_cluster(
-        vm_host, api, delivered, no_clone_left):
-    before = config_checksums(vm_host)
-    started_by_systemd = unit_pid(vm_host)
-    host = discovered(vm_host)
+        vm, api, delivered, no_clone_left):
+    before = config_checksums(vm)
+    started_by_systemd = unit_pid(vm)
+    host = discovered(vm)
     cluster = host.clusters.get()
-    psql(vm_host, "DROP TABLE IF EXISTS pozol_vm_clone; "
+    psql(vm, "DROP TABLE IF EXISTS pozol_vm_clone; "
                   "CREATE TABLE pozol_vm_clone AS SELECT generate_series(1, 15) AS id")
     first = snapshot_now(host)
 
@@ -57,40 +57,40 @@ def test_a_clone_a_drill_and_a_recovery_of_the_packaged_cluster(
     operation = drive(operation, limit=600)
     clone.refresh_from_db()
     assert operation.status == Operation.Status.SUCCEEDED, clone.error or operation.error
-    assert connect_inside(vm_host, clone, password, "SELECT count(*) FROM pozol_vm_clone") == "15"
+    assert connect_inside(vm, clone, password, "SELECT count(*) FROM pozol_vm_clone") == "15"
     # Its own configuration, carried from /etc/postgresql, and its own uid; systemd runs
     # only the origin's unit, whose postmaster is the one it started.
-    postmaster = [line for line in run_on(vm_host, "ps -eo uid=,args=").splitlines()
+    postmaster = [line for line in run_on(vm, "ps -eo uid=,args=").splitlines()
                   if "pozol_clones/vmclone" in line and "-D" in line]
     assert postmaster and int(postmaster[0].split()[0]) == clone.layout["os_uid"]
-    assert ETC not in postmaster[0]
-    units = run_on(vm_host, "systemctl list-units --no-legend 'postgresql*'")
+    assert f"/etc/postgresql/{vm.pg_major}/main" not in postmaster[0]
+    units = run_on(vm, "systemctl list-units --no-legend 'postgresql*'")
     assert "vmclone" not in units
-    assert unit_pid(vm_host) == started_by_systemd
+    assert unit_pid(vm) == started_by_systemd
 
-    psql(vm_host, "INSERT INTO pozol_vm_clone SELECT generate_series(16, 20)")
+    psql(vm, "INSERT INTO pozol_vm_clone SELECT generate_series(16, 20)")
     second = snapshot_now(host)
     reset = drive(clones.reset_clone(clone, snapshot=second), limit=600)
     assert reset.status == Operation.Status.SUCCEEDED, reset.error
-    assert connect_inside(vm_host, clone, password, "SELECT count(*) FROM pozol_vm_clone") == "20"
+    assert connect_inside(vm, clone, password, "SELECT count(*) FROM pozol_vm_clone") == "20"
     assert drive(clones.destroy_clone(clone), limit=300).status == Operation.Status.SUCCEEDED
-    assert leftovers(vm_host, "vmclone") == ""
+    assert leftovers(vm, "vmclone") == ""
 
     created = api.post("/api/drill-schedules/", {"host": host.pk, "cluster": cluster.pk},
                        format="json")
     assert created.status_code == 201, created.content
     passed = drill(api, created.json()["id"])
     assert passed["status"] == "passed", (passed["error"], passed["log_tail"])
-    assert leftovers(vm_host, "pozol-drill") == ""
+    assert leftovers(vm, "pozol-drill") == ""
 
-    psql(vm_host, "DROP TABLE pozol_vm_clone")
+    psql(vm, "DROP TABLE pozol_vm_clone")
     snapshot = Snapshot.objects.get(host=host, dataset=cluster.data_dataset.name, name=second)
     recovered = recover(api, snapshot, database="postgres", table="pozol_vm_clone",
                         into="pozol_vm_clone_back")
     assert recovered.status == Operation.Status.SUCCEEDED, recovered.error
-    assert psql(vm_host, "SELECT count(*) FROM pozol_vm_clone_back") == "20"
-    assert leftovers(vm_host, "pozol-recover") == ""
-    psql(vm_host, "DROP TABLE pozol_vm_clone_back")
+    assert psql(vm, "SELECT count(*) FROM pozol_vm_clone_back") == "20"
+    assert leftovers(vm, "pozol-recover") == ""
+    psql(vm, "DROP TABLE pozol_vm_clone_back")
 
-    assert config_checksums(vm_host) == before  # the origin's files untouched
-    assert run_on(vm_host, "systemctl is-active postgresql@17-main").strip() == "active"
+    assert config_checksums(vm) == before  # the origin's files untouched
+    assert run_on(vm, f"systemctl is-active {unit(vm)}").strip() == "active"

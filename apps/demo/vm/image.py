@@ -60,7 +60,11 @@ class Recipe:
 # Debian 13 as it ships: OpenZFS 2.3 and PostgreSQL 17 from Debian's own archive.
 TRIXIE = Recipe(name="trixie-zfs2.3-pg17", suite="trixie", kernel_version="6.12.117-1",
                 zfs_version="2.3.9-0+deb13u1", pg_major=17, pg_version="17.12-0+deb13u1")
-RECIPES = {recipe.name: recipe for recipe in (TRIXIE,)}
+# Debian 12 as it ships: OpenZFS 2.1 (contrib) and PostgreSQL 15, the hosts most fleets
+# still run; the module's ARC sizing and its missing 2.2/2.3 features differ from 2.3's.
+BOOKWORM = Recipe(name="bookworm-zfs2.1-pg15", suite="bookworm", kernel_version="6.1.176-1",
+                  zfs_version="2.1.11-1+deb12u1", pg_major=15, pg_version="15.18-0+deb12u1")
+RECIPES = {recipe.name: recipe for recipe in (TRIXIE, BOOKWORM)}
 
 
 @dataclass(frozen=True)
