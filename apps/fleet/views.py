@@ -4,7 +4,8 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import patch_vary_headers
@@ -33,8 +34,14 @@ def with_summary(hosts: QuerySet) -> QuerySet:
     hosts' own query, whatever their number."""
     running = (Operation.objects.filter(host=OuterRef("pk"), status__in=Operation.ACTIVE)
                .order_by("-pk"))
+    # A subquery, not Count() over a join: a count makes the query grouped, and a
+    # grouped query aggregates every host of the fleet before it can sort and cut
+    # out one page; a subquery in the select list runs for the page's rows only.
+    alert = Host.alerts.field.model  # apps/alerts' Alert: fleet imports none of it
+    open_alerts = (alert.objects.filter(host=OuterRef("pk"), resolved_at=None)
+                   .order_by().values("host").annotate(n=Count("pk")).values("n"))
     return sections.annotated(hosts.annotate(
-        alert_count=Count("alerts", filter=Q(alerts__resolved_at=None)),
+        alert_count=Coalesce(Subquery(open_alerts), 0),
         running_operation_id=Subquery(running.values("pk")[:1]),
         running_operation_kind=Subquery(running.values("kind")[:1]),
     ))
@@ -64,12 +71,23 @@ def overview_hosts(search: str = "", sort: str = "") -> QuerySet:
     return hosts.order_by(*order[1], "name")
 
 
+class CountedPaginator(Paginator):
+    """A paginator told its count, which would otherwise count the annotated query."""
+
+    def __init__(self, object_list, per_page: int, *, count: int) -> None:
+        super().__init__(object_list, per_page)
+        self.__dict__["count"] = count  # Paginator.count is a cached_property
+
+
 @login_required
 def overview(request) -> HttpResponse:
     search = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "")
     sort = sort if sort in sort_orders() else ""
-    page = Paginator(overview_hosts(search, sort), PER_PAGE).get_page(request.GET.get("page"))
+    # Counted on the hosts alone: the page's summaries do not change how many there are.
+    paginator = CountedPaginator(overview_hosts(search, sort), PER_PAGE,
+                                 count=Host.objects.search(search).count())
+    page = paginator.get_page(request.GET.get("page"))
     hosts = list(page.object_list)
     context = {"page": page, "hosts": hosts, "search": search, "sort": sort,
                "sorts": sort_orders(), "summaries": sections.summaries(),
