@@ -59,16 +59,28 @@ def sort_orders() -> dict[str, tuple[str, tuple]]:
     return orders
 
 
-def overview_hosts(search: str = "", sort: str = "") -> QuerySet:
-    hosts = (with_summary(Host.objects.search(search).only(*OVERVIEW_COLUMNS))
-             .prefetch_related(Prefetch("pools", Pool.objects.only(*POOL_COLUMNS)),
-                               Prefetch("clusters", PgCluster.objects.only(*CLUSTER_COLUMNS))))
+def overview_order(search: str = "", sort: str = "") -> QuerySet:
+    """The ids of the hosts in the overview's order. Only the sort's own columns are
+    read for every host (a narrow query PostgreSQL sorts in a few milliseconds at
+    10,000 hosts); the shown rows' summaries are read for the page alone."""
+    hosts = Host.objects.search(search)
     order = sort_orders().get(sort)
     if order is None:
-        return hosts.order_by("name")  # Meta.ordering does not apply to a grouped query
+        return hosts.order_by("name").values_list("pk", flat=True)
     if sort == "capacity":
         hosts = hosts.annotate(fullest_capacity=_FULLEST)
-    return hosts.order_by(*order[1], "name")
+    else:  # values_list() below leaves out every annotation the order does not use
+        hosts = sections.annotated(hosts)
+    return hosts.order_by(*order[1], "name").values_list("pk", flat=True)
+
+
+def overview_hosts(ids: list[int]) -> list[Host]:
+    """The hosts with these ids, in this order, with what the overview shows of them."""
+    hosts = (with_summary(Host.objects.filter(pk__in=ids).only(*OVERVIEW_COLUMNS))
+             .prefetch_related(Prefetch("pools", Pool.objects.only(*POOL_COLUMNS)),
+                               Prefetch("clusters", PgCluster.objects.only(*CLUSTER_COLUMNS))))
+    by_id = {host.pk: host for host in hosts}
+    return [by_id[pk] for pk in ids if pk in by_id]
 
 
 class CountedPaginator(Paginator):
@@ -85,10 +97,10 @@ def overview(request) -> HttpResponse:
     sort = request.GET.get("sort", "")
     sort = sort if sort in sort_orders() else ""
     # Counted on the hosts alone: the page's summaries do not change how many there are.
-    paginator = CountedPaginator(overview_hosts(search, sort), PER_PAGE,
+    paginator = CountedPaginator(overview_order(search, sort), PER_PAGE,
                                  count=Host.objects.search(search).count())
     page = paginator.get_page(request.GET.get("page"))
-    hosts = list(page.object_list)
+    hosts = overview_hosts(list(page.object_list))
     context = {"page": page, "hosts": hosts, "search": search, "sort": sort,
                "sorts": sort_orders(), "summaries": sections.summaries(),
                "totals": [(total, total.context()) for total in sections.totals()],
