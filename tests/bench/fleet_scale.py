@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +61,8 @@ class Figures:
 
 def main() -> None:
     args = _arguments()
+    # Stopped by its PID, it still drops its database (a SystemExit runs the finally).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     name = args.database or unique_name("pozol_fleet_bench")
     print(f"database {name}; {os.cpu_count()} CPUs; load average {_load()}", flush=True)
     with django_on_its_own(server(), name, create=not args.reuse, drop=not args.keep):
