@@ -36,7 +36,8 @@ fuzz: deps
 	POZOL_FUZZ_SEED=random POZOL_FUZZ_EXAMPLES=100 POZOL_FUZZ_SECONDS=$(FUZZ_SECONDS) \
 	  $(PY) -m pytest -s tests/accounts/test_api_fuzz.py $(PYTEST_ARGS)
 
-# Figures, not a test: page time and size at 2, 200 and 1,000 hosts (a database of its own).
+# Figures, not a test: page time and size at 1,000, 5,000 and 10,000 hosts with telemetry,
+# snapshots, links, clones and a year of operations (a database of its own).
 bench-scale: venv
 	$(PY) -m tests.bench.fleet_scale $(BENCH_ARGS)
 

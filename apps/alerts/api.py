@@ -70,7 +70,8 @@ class ChannelViewSet(viewsets.ModelViewSet):
 class AlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Alerts that fired, newest first (`?open=true` for the open ones), with history."""
 
-    queryset = Alert.objects.select_related("host", "acknowledged_by")
+    # Not the host's facts (about 68 KB of JSON each): an alert shows its host's name.
+    queryset = Alert.objects.select_related("host", "acknowledged_by").defer("host__facts")
     serializer_class = AlertSerializer
     filterset_class = AlertFilter
 

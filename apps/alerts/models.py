@@ -55,7 +55,9 @@ class Alert(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["host", "kind", "resolved_at"], name="alert_open")]
+        # The API lists newest first (id breaks ties): an index walk, not a sort of every alert.
+        indexes = [models.Index(fields=["host", "kind", "resolved_at"], name="alert_open"),
+                   models.Index(fields=["created_at", "id"], name="alert_created_idx")]
 
     def __str__(self) -> str:
         return f"{self.host}: {self.kind}"

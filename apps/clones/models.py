@@ -117,6 +117,8 @@ class Clone(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        # The API lists newest first (id breaks ties): an index walk, not a sort of every clone.
+        indexes = [models.Index(fields=["created_at", "id"], name="clone_created_idx")]
         constraints = [
             # Names and ports are taken until the clone is destroyed.
             models.UniqueConstraint(fields=["host", "name"], name="clone_name_per_host",

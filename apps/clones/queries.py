@@ -23,7 +23,10 @@ def for_table() -> QuerySet:
                     name__endswith=Concat(Value(f"/{CLONES_PARENT}/"), OuterRef("name")))
             .order_by().values("used")[:1])
     # The clones tick's reading when there is one (fresher than the host's listing).
+    # The host's facts (about 68 KB of JSON each) are never shown with a clone: decoding
+    # them for every row was most of a page of the API's list.
     return (Clone.objects.select_related("host", "created_by", "tenant", "last_operation")
+            .defer("host__facts", "last_operation__state")
             .annotate(space=Coalesce("used", Subquery(used, output_field=BigIntegerField()))))
 
 

@@ -4,7 +4,8 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import patch_vary_headers
@@ -33,8 +34,14 @@ def with_summary(hosts: QuerySet) -> QuerySet:
     hosts' own query, whatever their number."""
     running = (Operation.objects.filter(host=OuterRef("pk"), status__in=Operation.ACTIVE)
                .order_by("-pk"))
+    # A subquery, not Count() over a join: a count makes the query grouped, and a
+    # grouped query aggregates every host of the fleet before it can sort and cut
+    # out one page; a subquery in the select list runs for the page's rows only.
+    alert = Host.alerts.field.model  # apps/alerts' Alert: fleet imports none of it
+    open_alerts = (alert.objects.filter(host=OuterRef("pk"), resolved_at=None)
+                   .order_by().values("host").annotate(n=Count("pk")).values("n"))
     return sections.annotated(hosts.annotate(
-        alert_count=Count("alerts", filter=Q(alerts__resolved_at=None)),
+        alert_count=Coalesce(Subquery(open_alerts), 0),
         running_operation_id=Subquery(running.values("pk")[:1]),
         running_operation_kind=Subquery(running.values("kind")[:1]),
     ))
@@ -52,16 +59,36 @@ def sort_orders() -> dict[str, tuple[str, tuple]]:
     return orders
 
 
-def overview_hosts(search: str = "", sort: str = "") -> QuerySet:
-    hosts = (with_summary(Host.objects.search(search).only(*OVERVIEW_COLUMNS))
-             .prefetch_related(Prefetch("pools", Pool.objects.only(*POOL_COLUMNS)),
-                               Prefetch("clusters", PgCluster.objects.only(*CLUSTER_COLUMNS))))
+def overview_order(search: str = "", sort: str = "") -> QuerySet:
+    """The ids of the hosts in the overview's order. Only the sort's own columns are
+    read for every host (a narrow query PostgreSQL sorts in a few milliseconds at
+    10,000 hosts); the shown rows' summaries are read for the page alone."""
+    hosts = Host.objects.search(search)
     order = sort_orders().get(sort)
     if order is None:
-        return hosts.order_by("name")  # Meta.ordering does not apply to a grouped query
+        return hosts.order_by("name").values_list("pk", flat=True)
     if sort == "capacity":
         hosts = hosts.annotate(fullest_capacity=_FULLEST)
-    return hosts.order_by(*order[1], "name")
+    else:  # values_list() below leaves out every annotation the order does not use
+        hosts = sections.annotated(hosts)
+    return hosts.order_by(*order[1], "name").values_list("pk", flat=True)
+
+
+def overview_hosts(ids: list[int]) -> list[Host]:
+    """The hosts with these ids, in this order, with what the overview shows of them."""
+    hosts = (with_summary(Host.objects.filter(pk__in=ids).only(*OVERVIEW_COLUMNS))
+             .prefetch_related(Prefetch("pools", Pool.objects.only(*POOL_COLUMNS)),
+                               Prefetch("clusters", PgCluster.objects.only(*CLUSTER_COLUMNS))))
+    by_id = {host.pk: host for host in hosts}
+    return [by_id[pk] for pk in ids if pk in by_id]
+
+
+class CountedPaginator(Paginator):
+    """A paginator told its count, which would otherwise count the annotated query."""
+
+    def __init__(self, object_list, per_page: int, *, count: int) -> None:
+        super().__init__(object_list, per_page)
+        self.__dict__["count"] = count  # Paginator.count is a cached_property
 
 
 @login_required
@@ -69,8 +96,11 @@ def overview(request) -> HttpResponse:
     search = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "")
     sort = sort if sort in sort_orders() else ""
-    page = Paginator(overview_hosts(search, sort), PER_PAGE).get_page(request.GET.get("page"))
-    hosts = list(page.object_list)
+    # Counted on the hosts alone: the page's summaries do not change how many there are.
+    paginator = CountedPaginator(overview_order(search, sort), PER_PAGE,
+                                 count=Host.objects.search(search).count())
+    page = paginator.get_page(request.GET.get("page"))
+    hosts = overview_hosts(list(page.object_list))
     context = {"page": page, "hosts": hosts, "search": search, "sort": sort,
                "sorts": sort_orders(), "summaries": sections.summaries(),
                "totals": [(total, total.context()) for total in sections.totals()],

@@ -51,7 +51,10 @@ class Snapshot(models.Model):
         ordering = ["-created_at", "dataset", "name"]
         constraints = [models.UniqueConstraint(fields=["host", "dataset", "name"],
                                                name="snapshot_per_host")]
-        indexes = [models.Index(fields=["host", "-created_at"], name="snapshot_host_time")]
+        # The API's list is in the model's order, id breaking ties: walked, not sorted.
+        indexes = [models.Index(fields=["host", "-created_at"], name="snapshot_host_time"),
+                   models.Index(fields=["-created_at", "dataset", "name", "-id"],
+                                name="snapshot_list_idx")]
 
     def __str__(self) -> str:
         return self.full_name

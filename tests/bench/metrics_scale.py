@@ -7,10 +7,11 @@ at 1,000 and 10,000 hosts (--sizes) in one run.
 Not a test: it prints figures. In a database of its own (pozol_metrics_bench_<random>
 on the suite's PostgreSQL, dropped at the end) it records one host from a replayed
 real discovery and copies it (tests/bench/seed.py: its pools, datasets, clusters,
-disks), gives every host the two newest raw samples the collector writes (one real
-OpenZFS 2.2 sample, tests/telemetry/fixtures, a minute apart with its counters
-grown), its collector state with the whole last sample, 10 snapshots, and one
-replication link per 10 hosts. The fleet grows to each size in turn.
+disks), gives every host its telemetry as the collector leaves it (seed.telemetry:
+the two newest raw samples, one real OpenZFS 2.2 sample a minute apart with its
+counters grown, the state row with the whole last sample, the current values and
+the last hour for sparklines), 10 snapshots, and one replication link per 10 hosts
+(seed.snapshots, seed.links). The fleet grows to each size in turn.
 
 Each request runs --requests times after two warm-ups through Django's test client
 in this process (the server's whole handling), with the scrape token. The floors:
@@ -25,20 +26,17 @@ beforehand (the cost of the text exposition alone, as the library makes it);
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import secrets
 import statistics
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from tests.bench.database import database_of_its_own
+from tests.bench.database import django_on_its_own, unique_name
 from tests.bench.fresh import server
-from tests.bench.telemetry_scale import METRICS_TOKEN, _base_sample, _moved, _setup
+from tests.bench.telemetry_scale import METRICS_TOKEN, _setup
 
-DATABASE = os.environ.get("POZOL_BENCH_DATABASE",
-                          f"pozol_metrics_bench_{secrets.token_hex(4)}")
+DATABASE = os.environ.get("POZOL_BENCH_DATABASE", unique_name("pozol_metrics_bench"))
 SNAPSHOTS_PER_HOST = 10
 HOSTS_PER_LINK = 10
 GOAL_MS = 2000.0
@@ -47,19 +45,13 @@ GOAL_MS = 2000.0
 def main() -> None:
     args = _arguments()
     os.environ["POZOL_METRICS_TOKEN"] = METRICS_TOKEN
-    with database_of_its_own(server(), DATABASE):
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.django_settings")
-        import django
-
-        django.setup()
+    with django_on_its_own(server(), DATABASE):
         _run(args)
 
 
 def _run(args: argparse.Namespace) -> None:
-    from django.core.management import call_command
     from django.db import connection
 
-    call_command("migrate", verbosity=0)
     clients, template = _setup()
     scrape = clients["scrape"]
     hosts = [template]
@@ -208,52 +200,10 @@ def _grow(template, hosts: list, size: int) -> list:
     now = datetime.now().astimezone().replace(microsecond=0)
     # the template gets its samples with the first size
     fresh = new if len(hosts) > 1 else [*hosts, *new]
-    _samples(fresh, now)
-    _snapshots(fresh, now)
-    _links(fresh, now)
+    seed.telemetry(fresh, now)
+    seed.snapshots(fresh, now, SNAPSHOTS_PER_HOST)
+    seed.links(fresh, now, HOSTS_PER_LINK)
     return new
-
-
-def _samples(hosts: list, now: datetime) -> None:
-    from django.db import connection
-
-    from apps.telemetry.models import HostTelemetry
-
-    base, last_sample = _base_sample()
-    rows = [(now - timedelta(seconds=90), json.dumps(_moved(base, 0))),
-            (now - timedelta(seconds=30), json.dumps(_moved(base, 1)))]
-    with connection.cursor() as cursor:
-        with cursor.connection.cursor().copy(
-                'COPY telemetry_rawsample (host_id, taken_at, "values", missing) '
-                "FROM STDIN") as out:
-            for host in hosts:
-                for at, text in rows:
-                    out.write_row((host.pk, at, text, "{}"))
-    HostTelemetry.objects.bulk_create(
-        [HostTelemetry(host=host, last_sample={**last_sample, "taken_at": rows[-1][0]
-                                               .isoformat()},
-                       last_sample_at=rows[-1][0], last_duration=0.2) for host in hosts],
-        batch_size=500)
-
-
-def _snapshots(hosts: list, now: datetime) -> None:
-    from apps.snapshots.models import Snapshot
-
-    Snapshot.objects.bulk_create(
-        [Snapshot(host=host, dataset="tank/pg", name=f"auto-{n}", seen_at=now,
-                  created_at=now - timedelta(hours=n)) for host in hosts
-         for n in range(SNAPSHOTS_PER_HOST)], batch_size=5000)
-
-
-def _links(hosts: list, now: datetime) -> None:
-    from apps.replication.models import ReplicationLink
-
-    ReplicationLink.objects.bulk_create(
-        [ReplicationLink(name=f"link-{source.pk}", source_host=source,
-                         target_host=hosts[index + 1], target_parent="backup",
-                         sources=["tank/pg"], newest_received_at=now - timedelta(minutes=7))
-         for index, source in enumerate(hosts[:-1]) if index % HOSTS_PER_LINK == 0],
-        batch_size=1000)
 
 
 def _arguments() -> argparse.Namespace:

@@ -151,3 +151,111 @@ def start_work(hosts: list[Host]) -> None:
         [Operation(kind="benchmarks.run", host=h, subject=h.name, step="run",
                    status=Operation.Status.RUNNING, progress=40) for h in hosts],
         batch_size=BATCH)
+
+
+# -- what a fleet has beside its hosts: telemetry, snapshots, links, clones, history ------
+
+def telemetry(hosts: list[Host], now: datetime) -> None:
+    """Each host's telemetry as the collector leaves it: its two newest raw samples
+    (one real OpenZFS 2.2 sample a minute apart, its counters grown), its state row
+    with the whole last sample, the current values the overview shows and sorts by,
+    and `recent`, the last hour's ARC hit rate and TPS the sparklines draw, made by
+    the product's own apps.telemetry.core.current.remember."""
+    import json
+    import math
+
+    from apps.telemetry.core.current import RECENT_POINTS, Current, remember
+    from apps.telemetry.models import HostTelemetry
+    from tests.bench.telemetry_scale import _base_sample, _moved
+
+    base, last_sample = _base_sample()
+    rows = [(now - timedelta(seconds=90), json.dumps(_moved(base, 0))),
+            (now - timedelta(seconds=30), json.dumps(_moved(base, 1)))]
+    with connection.cursor() as cursor:
+        with cursor.connection.cursor().copy(
+                'COPY telemetry_rawsample (host_id, taken_at, "values", missing) '
+                "FROM STDIN") as out:
+            for host in hosts:
+                for at, text in rows:
+                    out.write_row((host.pk, at, text, "{}"))
+    last_at = rows[-1][0]
+    last_sample = {**last_sample, "taken_at": last_at.isoformat()}
+
+    def values(index: int, minute: int) -> Current:
+        wave = math.sin((minute + index) / 9)
+        return Current(arc_hit_rate=0.9 + 0.09 * wave, tps=400 + 300 * wave + index % 97,
+                       capacity=20 + index % 70, used=(50 + index % 400) << 30,
+                       space_saved=(10 + index % 90) << 30)
+
+    states = []
+    for index, host in enumerate(hosts):
+        recent: dict = {}
+        start = last_at.timestamp() - 60 * RECENT_POINTS
+        for minute in range(RECENT_POINTS):
+            recent = remember(recent, start + 60 * (minute + 1), values(index, minute))
+        now_values = values(index, RECENT_POINTS - 1)
+        states.append(HostTelemetry(
+            host=host, last_sample=last_sample, last_sample_at=last_at, last_duration=0.2,
+            arc_hit_rate=now_values.arc_hit_rate, tps=now_values.tps,
+            capacity=now_values.capacity, used=now_values.used,
+            space_saved=now_values.space_saved, recent=recent))
+    HostTelemetry.objects.bulk_create(states, batch_size=500)
+
+
+def snapshots(hosts: list[Host], now: datetime, per_host: int = 10) -> None:
+    """per_host snapshots of tank/pg per host, an hour apart."""
+    from apps.snapshots.models import Snapshot
+
+    Snapshot.objects.bulk_create(
+        [Snapshot(host=host, dataset="tank/pg", name=f"auto-{n}", seen_at=now,
+                  created_at=now - timedelta(hours=n), used=n << 20, referenced=1 << 30)
+         for host in hosts for n in range(per_host)], batch_size=5000)
+
+
+def links(hosts: list[Host], now: datetime, every: int = 10) -> None:
+    """A replication link from every `every`th host to the next one."""
+    from apps.replication.models import ReplicationLink
+
+    ReplicationLink.objects.bulk_create(
+        [ReplicationLink(name=f"link-{source.pk}", source_host=source,
+                         target_host=hosts[index + 1], target_parent="backup",
+                         sources=["tank/pg"], newest_received_at=now - timedelta(minutes=7))
+         for index, source in enumerate(hosts[:-1]) if index % every == 0],
+        batch_size=1000)
+
+
+def clones(hosts: list[Host], every: int = 10, per_host: int = 2) -> None:
+    """per_host ready clones on every `every`th host."""
+    from apps.clones.models import Clone
+
+    Clone.objects.bulk_create(
+        [Clone(host=host, cluster_data_dir="/tank/pg/data", name=f"c{host.pk}-{n}",
+               snapshot="tank/pg@auto-0", port=6500 + n, role=f"clone_{n}",
+               password_encrypted="unused", state=Clone.State.READY,
+               connection_string=f"postgresql://clone_{n}@{host.address}:{6500 + n}/postgres",
+               ready_at=timezone.now())
+         for host in hosts[::every] for n in range(per_host)], batch_size=2000)
+
+
+HISTORY_KINDS = ("fleet.discover", "snapshots.refresh", "snapshots.take", "clones.create",
+                 "replication.run", "tuning.apply")
+
+
+def history(after_host_id: int, days: int, per_day: int, now: datetime) -> int:
+    """per_day finished operations a day for `days` days on every host with an id above
+    after_host_id, of kinds in turn, written by the database itself (a year at 10,000
+    hosts is millions of rows: the ORM would take an hour)."""
+    every = timedelta(days=1) / per_day
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ops_operation (kind, host_id, subject, mutating, step, state, status, "
+            "progress, message, result, error, error_code, lease_owner, attempts, trigger, "
+            "created_at, started_at, finished_at, updated_at) "
+            "SELECT (%s::text[])[1 + (h.id + n) %% %s], h.id, h.name, false, 'done', '{}', "
+            "'succeeded', 100, 'done', '{}', '', '', '', 0, 'schedule', t, t, t, t "
+            "FROM fleet_host h CROSS JOIN generate_series(1, %s) n "
+            "CROSS JOIN LATERAL (SELECT %s::timestamptz - %s * n "
+            "- make_interval(secs => h.id %% 900)) at(t) WHERE h.id > %s",
+            [list(HISTORY_KINDS), len(HISTORY_KINDS), days * per_day, now, every,
+             after_host_id])
+        return cursor.rowcount
