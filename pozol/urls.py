@@ -101,6 +101,7 @@ urlpatterns = [
     path("snapshots/", include("apps.snapshots.urls")),
     path("replication/", include("apps.replication.urls")),
     path("clones/", include("apps.clones.urls")),
+    path("provisioning/", include("apps.provisioning.urls")),
     path("wal/", include("apps.wal.urls")),
     path("drills/", include("apps.drills.urls")),
     path("audit/", include("apps.audit.urls")),

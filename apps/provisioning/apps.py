@@ -6,4 +6,6 @@ class ProvisioningConfig(AppConfig):
     label = "provisioning"
 
     def ready(self) -> None:
-        from apps.provisioning import steps  # noqa: F401  registers the operation kinds
+        from apps.provisioning import host_page, steps  # noqa: F401  registers the kinds
+
+        host_page.register()

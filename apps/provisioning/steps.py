@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from apps.fleet import reserves
-from apps.fleet.steps import check_clusters, record_facts
+from apps.fleet import steps as fleet_steps
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.provisioning.core import commands
 from apps.provisioning.core.layout import DATA_BELOW, WAL_BELOW, Plan
@@ -63,8 +63,10 @@ def start(ctx: StepContext) -> Next:
 
 def rediscover(ctx: StepContext) -> Done | Fail:
     data_dir = f"{ctx.state['mounts'][0]}/{DATA_BELOW}"
-    facts = discover(ctx.runner(), login=ctx.host.user)
-    record_facts(ctx.host, facts.to_dict())
+    ctx.state["facts"] = discover(ctx.runner(), login=ctx.host.user).to_dict()
+    # Discovery's own record step: the rows, and what listens to discovery (the
+    # snapshot inventory, the advisor's counts) hears of the new cluster.
+    fleet_steps.record(ctx)
     cluster = ctx.host.clusters.filter(data_dir=data_dir).first()
     if cluster is None:
         return Fail(f"the cluster at {data_dir} started but discovery did not find it",
@@ -133,7 +135,7 @@ def forget(ctx: StepContext) -> Done:
         for name in names:
             ctx.host.datasets.filter(name=name).delete()
             ctx.host.datasets.filter(name__startswith=f"{name}/").delete()
-        check_clusters(ctx.host)
+        fleet_steps.check_clusters(ctx.host)
     return Done({"cluster": ctx.state["cluster"], "destroyed": names,
                  "snapshot": (ctx.state.get("snapshot") or {}).get("names", [])},
                 message=f"retired the cluster at {ctx.state['data_dir']}")

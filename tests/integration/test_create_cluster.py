@@ -1,11 +1,13 @@
 """A cluster made through the API on a real test host by a real Celery worker: its
 datasets carry the planned properties before the first write, it answers queries with
 checksums on, the existing snapshot feature snapshots it (one `zfs snapshot -r` of its
-parent), and it is retired twice over: with a final snapshot (its datasets kept), and
+parent) and the clone feature clones that snapshot (retiring is refused meanwhile),
+and it is retired twice over: with a final snapshot (its datasets kept), and
 stopped with its datasets destroyed."""
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -108,10 +110,32 @@ def test_a_cluster_is_created_queried_snapshotted_and_retired(api, fleet_host, w
     assert {f"{parent}@{snapshot}", f"{parent}/data@{snapshot}",
             f"{parent}/wal@{snapshot}"} <= set(names)
 
-    kept, _ = create(api, host, worker, "kept")
+    # The existing clone feature takes it as it is: a clone of that snapshot answers.
+    api.put(f"/api/hosts/{host.pk}/clone-settings/",
+            {"port_min": 6610, "port_max": 6620, "listen_address": None,
+             "allowed_networks": ["127.0.0.0/8"]}, format="json")
+    made = api.post("/api/clones/", {"host": host.pk, "cluster": cluster.pk, "name": "copy",
+                                     "snapshot": snapshot}, format="json")
+    assert made.status_code == 202, made.content
+    finished(made.json()["operation"]["id"], worker)
+    shown = api.get(f"/api/clones/{made.json()['clone']['id']}/").json()
+    url = shown["connection_string"].replace(f"{shown['role']}@",
+                                             f"{shown['role']}:{made.json()['password']}@")
+    done = subprocess.run(["psql", url, "-XAtc", "SELECT id FROM made"], capture_output=True,
+                          text=True, timeout=30)
+    assert (done.returncode, done.stdout.strip()) == (0, "24"), done.stderr
     url = f"/api/hosts/{host.pk}/retire-cluster/"
-    in_use = api.post(url, {"cluster": kept.pk, "datasets": "destroy"}, format="json")
-    assert in_use.status_code == 409 and in_use.json()["error"]["code"] == "running"
+    in_use = api.post(url, {"cluster": cluster.pk, "stop": True, "datasets": "destroy"},
+                      format="json")
+    assert in_use.status_code == 409 and in_use.json()["error"]["code"] == "in_use"
+    assert "clone copy" in in_use.json()["error"]["message"]
+    gone = api.delete(f"/api/clones/{shown['id']}/")
+    assert gone.status_code == 202, gone.content
+    finished(gone.json()["id"], worker)
+
+    kept, _ = create(api, host, worker, "kept")
+    running = api.post(url, {"cluster": kept.pk, "datasets": "destroy"}, format="json")
+    assert running.status_code == 409 and running.json()["error"]["code"] == "running"
     answer = api.post(url, {"cluster": kept.pk, "stop": True, "final_snapshot": True},
                       format="json")
     assert answer.status_code == 202, answer.content

@@ -165,6 +165,11 @@ def plan(facts: HostFacts, request: Request, *, taken_ports: set[int], zfs: dict
                     _mountpoint(facts, f"{parent}/wal")),
     )
     socket_dir, listen = _neighbours(facts)
+    if facts.has_systemd and any(c.systemd_unit or c.pg_ctlcluster for c in facts.clusters):
+        # pg_createcluster and a postgresql@ unit would be this host's way: not built yet.
+        notes.append("this host runs its clusters as postgresql-common's systemd units; this "
+                     "one is made by initdb and started by pg_ctl, which no unit knows: it "
+                     "does not start at boot")
     own = {"port": str(port), "listen_addresses": listen, "unix_socket_directories": socket_dir}
     return Plan(
         name=name, major=request.major, port=port, owner=owner, bin_dir=bin_dir, pool=pool,

@@ -144,3 +144,11 @@ def test_a_setting_value_is_quoted_as_alter_system_writes_it():
     assert commands.conf_line("search_path", "a', b\\") == "search_path = 'a'', b\\\\'\n"
     text = commands.auto_conf({"port": "5433", "listen_addresses": "*"})
     assert text.splitlines()[-2:] == ["port = '5433'", "listen_addresses = '*'"]
+
+
+def test_a_host_whose_clusters_systemd_runs_is_told_this_one_is_not_a_unit():
+    facts = fuse()
+    assert not any("systemd" in n for n in plan(Request(15, "app"), facts).notes)
+    facts.has_systemd = True
+    facts.clusters[0].systemd_unit = "postgresql@15-main.service"
+    assert any("does not start at boot" in n for n in plan(Request(15, "app"), facts).notes)
