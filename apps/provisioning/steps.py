@@ -1,9 +1,9 @@
 """Creating and retiring a cluster as Operations: each step safe to run again.
 
-Create: room (the pool read again), datasets (with their properties, before
-anything is written), initdb (as the owner, checksums on, WAL on its dataset),
-settings (postgresql.auto.conf), start (pg_ctl, as PoZoL starts its clones),
-then discovery, so the cluster appears with its id. Retire: stop, a final
+Create: datasets (the pool's room read again first; their properties set
+before anything is written), initdb (as the owner, checksums on, WAL on its
+dataset), settings (postgresql.auto.conf) and start (pg_ctl, as PoZoL starts
+its clones) in one step, then discovery, so the cluster appears with its id. Retire: stop, a final
 snapshot, destroy the datasets, forget the row; each only when asked.
 """
 
@@ -27,38 +27,30 @@ def _plan(ctx: StepContext) -> Plan:
     return Plan.from_dict(ctx.state["plan"])
 
 
-def room(ctx: StepContext) -> Next | Fail:
-    shortage = reserves.refusal_in_step(ctx.runner(), ctx.host, ctx.state.get("room"))
+def datasets(ctx: StepContext) -> Next | Fail:
+    """The pool read again (room above its reserve), then the datasets."""
+    run = ctx.runner()
+    shortage = reserves.refusal_in_step(run, ctx.host, ctx.state.get("room"))
     if shortage:
         return Fail(str(shortage), code="no_room")
-    return Next("datasets", "room on the pool", progress=10)
-
-
-def datasets(ctx: StepContext) -> Next:
     plan = _plan(ctx)
-    result = ctx.runner()(commands.create_datasets(plan), timeout=120)
-    data_mount, wal_mount = commands.mounts(result.stdout)
+    data_mount, wal_mount = commands.mounts(
+        run(commands.create_datasets(plan), timeout=120).stdout)
     ctx.state["mounts"] = [data_mount, wal_mount]
     return Next("initdb", f"{plan.parent} with data and wal made", progress=30)
 
 
 def initdb(ctx: StepContext) -> Next:
-    plan = _plan(ctx)
+    """initdb, the settings, the start: three commands, one step (a step's hop costs
+    about as much as a command; each command is safe to repeat)."""
+    plan, run = _plan(ctx), ctx.runner()
     data_mount, wal_mount = ctx.state["mounts"]
-    ctx.runner()(commands.initdb(plan, data_mount, wal_mount), timeout=INITDB_TIMEOUT)
-    return Next("settings", "initialised with data checksums", progress=60)
-
-
-def settings(ctx: StepContext) -> Next:
-    plan = _plan(ctx)
-    ctx.runner()(commands.write_settings(plan, f"{ctx.state['mounts'][0]}/{DATA_BELOW}"))
-    return Next("start", "settings written", progress=70)
-
-
-def start(ctx: StepContext) -> Next:
-    plan = _plan(ctx)
-    ctx.runner()(commands.start(plan, f"{ctx.state['mounts'][0]}/{DATA_BELOW}"), timeout=180)
-    return Next("discover", "started", progress=85)
+    data_dir = f"{data_mount}/{DATA_BELOW}"
+    run(commands.initdb(plan, data_mount, wal_mount), timeout=INITDB_TIMEOUT)
+    run(commands.write_settings(plan, data_dir))
+    run(commands.start(plan, data_dir), timeout=180)
+    return Next("discover", "initialised with data checksums, settings written, started",
+                progress=80)
 
 
 def rediscover(ctx: StepContext) -> Done | Fail:
@@ -78,9 +70,8 @@ def rediscover(ctx: StepContext) -> Done | Fail:
 
 CREATE = register(Kind(
     name="provisioning.create_cluster",
-    steps={"room": room, "datasets": datasets, "initdb": initdb, "settings": settings,
-           "start": start, "discover": rediscover},
-    first_step="room",
+    steps={"datasets": datasets, "initdb": initdb, "discover": rediscover},
+    first_step="datasets",
     mutating=True,
 ))
 
