@@ -90,13 +90,15 @@ def stop(ctx: StepContext) -> Next:
     return Next("snapshot", progress=30)
 
 
+_SNAPSHOT = "zfs list -H -o name {name} > /dev/null 2>&1 || zfs snapshot {flags} {name}"
+
+
 def snapshot(ctx: StepContext) -> Next:
     taken = ctx.state.get("snapshot")
     if taken:
         run = ctx.runner()
         for name in taken["names"]:
-            run(script("zfs list -H -o name {name} > /dev/null 2>&1 || zfs snapshot {flags} "
-                       "{name}", name=name, flags=["-r"] if taken["recursive"] else []))
+            run(script(_SNAPSHOT, name=name, flags=["-r"] if taken["recursive"] else []))
         ctx.log("final snapshot: " + ", ".join(taken["names"]))
     return Next("destroy", progress=50)
 

@@ -70,7 +70,8 @@ _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 
 def _options(properties: dict[str, str]) -> list[str]:
     options: list[str] = []
-    for key, value in properties.items():
+    # Sorted: an operation's state (JSONB) does not keep a mapping's order.
+    for key, value in sorted(properties.items()):
         options += ["-o", f"{zfs_property(key)}={zfs_property_value(value)}"]
     return options
 
@@ -110,7 +111,7 @@ def conf_line(name: str, value: str) -> str:
 
 
 def auto_conf(settings: dict[str, str]) -> str:
-    return _HEADER + "".join(conf_line(k, v) for k, v in settings.items())
+    return _HEADER + "".join(conf_line(k, v) for k, v in sorted(settings.items()))
 
 
 def write_settings(plan: Plan, data_dir: str) -> Command:
@@ -120,7 +121,7 @@ def write_settings(plan: Plan, data_dir: str) -> Command:
     return script(_SETTINGS, text=text, owner=os_user(plan.owner),
                   path=abs_path(f"{data_dir}/postgresql.auto.conf"),
                   shown=f"write {data_dir}/postgresql.auto.conf: " + "; ".join(
-                      f"{k}={v}" for k, v in plan.settings.items()))
+                      f"{k}={v}" for k, v in sorted(plan.settings.items())))
 
 
 def start(plan: Plan, data_dir: str) -> Command:

@@ -143,7 +143,7 @@ def test_a_setting_value_with_control_characters_is_refused(value):
 def test_a_setting_value_is_quoted_as_alter_system_writes_it():
     assert commands.conf_line("search_path", "a', b\\") == "search_path = 'a'', b\\\\'\n"
     text = commands.auto_conf({"port": "5433", "listen_addresses": "*"})
-    assert text.splitlines()[-2:] == ["port = '5433'", "listen_addresses = '*'"]
+    assert text.splitlines()[-2:] == ["listen_addresses = '*'", "port = '5433'"]
 
 
 def test_a_host_whose_clusters_systemd_runs_is_told_this_one_is_not_a_unit():
