@@ -1,8 +1,8 @@
 """Provisioning: creating a PostgreSQL cluster laid out for ZFS, and retiring one (issue 24 §1).
 
 Why an app of its own: a new cluster takes a profile (tuning) and retiring one
-with its datasets must ask clones, replication and tenants whether anything
-depends on it; fleet may import none of them. So this app owns
+with its datasets must ask clones, replication, tenants and WAL archiving
+whether anything depends on it; fleet may import none of them. So this app owns
 `/api/hosts/{id}/clusters/` (the list fleet used to answer, and POST),
 `clusters/plan/` and `retire-cluster/`, and calls fleet's own retire for the
 plain "forget it" that route always meant.

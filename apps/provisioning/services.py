@@ -22,6 +22,7 @@ from apps.remote import snapshot_plan
 from apps.replication.models import ReplicationLink
 from apps.tenants.models import ClusterAssignment
 from apps.tuning.models import Profile
+from apps.wal.models import WalArchive
 
 
 class ProvisioningError(DomainError):
@@ -81,7 +82,8 @@ def create_cluster(host: Host, *, by=None, trigger: str = Operation.Trigger.API,
 
 
 def dependents(host: Host, cluster: PgCluster) -> list[str]:
-    """What would break if the cluster went: live clones, replication links, tenants."""
+    """What would break if the cluster went: live clones, replication links, tenants, and
+    its WAL archive (outside its parent: it would outlive it, and no row would name it)."""
     found = []
     clones = Clone.objects.filter(host=host, cluster_data_dir=cluster.data_dir,
                                   state__in=Clone.LIVE).values_list("name", flat=True)
@@ -92,6 +94,8 @@ def dependents(host: Host, cluster: PgCluster) -> list[str]:
             found.append(f"replication link {link.name}")
     if ClusterAssignment.objects.filter(host=host, cluster_data_dir=cluster.data_dir).exists():
         found.append("a tenant")
+    archive = WalArchive.objects.filter(cluster=cluster).exclude(state=WalArchive.State.OFF)
+    found += [f"its WAL archive on {a.dataset} (disable archiving first)" for a in archive]
     return found
 
 

@@ -127,3 +127,14 @@ def test_retire_with_datasets_plans_the_parent_and_refuses_nonsense(api, replaye
     assert answer.status_code == 202, answer.content
     state = Operation.objects.get(pk=answer.json()["id"]).state
     assert state["destroy"] == ["tank/pg"] and state["stop"] is True
+
+
+def test_retire_is_refused_while_its_wal_archive_is_on(api, replayed_host):
+    from apps.wal.models import WalArchive
+
+    cluster = replayed_host.clusters.get()
+    WalArchive.objects.create(cluster=cluster, dataset="tank/pozol_wal/x",
+                              state=WalArchive.State.ON)
+    answer = api.post(f"/api/hosts/{replayed_host.pk}/retire-cluster/",
+                      {"cluster": cluster.pk, "stop": True}, format="json")
+    assert answer.status_code == 409 and "WAL archive" in answer.json()["error"]["message"]
