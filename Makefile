@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 DEBS := zfs-fuse openssh-server sudo postgresql-15 postgresql-client-15 redis-server chromium \
 	qemu-system-x86 qemu-utils debootstrap lz4 zstd
 
-.PHONY: run test bench bench-scale bench-snapshots bench-clones bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables compose-check clean
+.PHONY: run test bench bench-scale bench-snapshots bench-clones bench-create bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables compose-check clean
 
 run: deps node
 	$(PY) -m apps.demo
@@ -54,6 +54,11 @@ bench-snapshots: deps
 bench-clones: deps
 	$(PY) -m tests.bench.clone_ready $(BENCH_ARGS)
 	$(PY) -m tests.bench.pitr_clone $(PITR_BENCH_ARGS)
+
+# Figures, not a test: a new cluster answering a query, from the API request, against one
+# bare ssh doing the same (a fresh test host, a real worker, a database of its own).
+bench-create: deps
+	$(PY) -m tests.bench.cluster_create $(BENCH_ARGS)
 
 # Figures, not a test: a telemetry round of two fresh test hosts against a bare
 # `ssh host true`, and reading a 48-hour graph (a database of its own); a round of

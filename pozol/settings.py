@@ -185,6 +185,7 @@ INSTALLED_APPS = [
     "apps.tenants",
     "apps.audit",
     "apps.experiments",
+    "apps.provisioning",
     "axes",
     "csp",
 ]

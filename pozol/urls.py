@@ -20,6 +20,7 @@ from apps.events import api as events_api
 from apps.experiments.api import ExperimentViewSet, ScriptViewSet
 from apps.fleet.api import HostPoolReservesView, HostPoolReserveView, HostViewSet
 from apps.ops.api import OperationViewSet
+from apps.provisioning import api as provisioning_api
 from apps.replication.api import ReplicationLinkViewSet
 from apps.snapshots.api import (
     HostSnapshotsView,
@@ -80,6 +81,9 @@ urlpatterns = [
     path("api/hosts/<int:pk>/findings/", tuning_api.HostFindingsView.as_view()),
     path("api/hosts/<int:pk>/plan/", tuning_api.HostPlanView.as_view()),
     path("api/hosts/<int:pk>/snapshots/", HostSnapshotsView.as_view()),
+    path("api/hosts/<int:pk>/clusters/", provisioning_api.HostClustersView.as_view()),
+    path("api/hosts/<int:pk>/clusters/plan/", provisioning_api.HostClusterPlanView.as_view()),
+    path("api/hosts/<int:pk>/retire-cluster/", provisioning_api.HostRetireClusterView.as_view()),
     path("api/hosts/<int:pk>/clone-settings/", HostCloneSettingsView.as_view()),
     path("api/hosts/<int:pk>/pool-reserves/", HostPoolReservesView.as_view()),
     path("api/hosts/<int:pk>/pool-reserves/<str:pool>/", HostPoolReserveView.as_view()),
@@ -97,6 +101,7 @@ urlpatterns = [
     path("snapshots/", include("apps.snapshots.urls")),
     path("replication/", include("apps.replication.urls")),
     path("clones/", include("apps.clones.urls")),
+    path("provisioning/", include("apps.provisioning.urls")),
     path("wal/", include("apps.wal.urls")),
     path("drills/", include("apps.drills.urls")),
     path("audit/", include("apps.audit.urls")),

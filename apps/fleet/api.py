@@ -21,10 +21,8 @@ from apps.fleet.serializers import (
     HostCreateSerializer,
     HostSerializer,
     HostUpdateSerializer,
-    PgClusterSerializer,
     PoolReserveSerializer,
     PoolSerializer,
-    RetireClusterSerializer,
 )
 from apps.ops.models import Operation
 from apps.ops.serializers import OperationSerializer
@@ -120,21 +118,6 @@ class HostViewSet(IdempotentPosts, viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def pools(self, request, pk=None) -> Response:
         return self._related("pools", PoolSerializer)
-
-    @extend_schema(responses=PgClusterSerializer(many=True))
-    @action(detail=True, methods=["get"])
-    def clusters(self, request, pk=None) -> Response:
-        return self._related("clusters", PgClusterSerializer)
-
-    @extend_schema(request=RetireClusterSerializer, responses={204: None}, description=(
-        "Retire a cluster that is gone for good: discovery keeps one it no longer finds, "
-        "marked not running (cluster_down open), until this. Refused while it runs."))
-    @action(detail=True, methods=["post"], url_path="retire-cluster")
-    def retire_cluster(self, request, pk=None) -> Response:
-        body = RetireClusterSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        services.retire_cluster(self.get_object(), body.validated_data["cluster"])
-        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=DiskSerializer(many=True))
     @action(detail=True, methods=["get"])

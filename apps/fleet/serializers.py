@@ -131,11 +131,6 @@ class FingerprintSerializer(serializers.Serializer):
     fingerprint = StrictCharField()
 
 
-class RetireClusterSerializer(serializers.Serializer):
-    cluster = StrictIntegerField(min_value=1, max_value=2**63 - 1,
-                                 help_text="The id of one of this host's clusters.")
-
-
 class PoolSerializer(ModelSerializer):
     class Meta:
         model = Pool

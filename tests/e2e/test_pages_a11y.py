@@ -48,7 +48,7 @@ PAGES = {
     **{f"host-{section}": (f"/hosts/{{host}}/{section}/", True)
        for section in ("metrics", "datasets", "postgresql", "tuning", "benchmarks",
                        "snapshots", "operations", "replication", "clones", "drills",
-                       "wal")},
+                       "wal", "new-cluster")},
     "wal-enable": ("/wal/clusters/{cluster}/enable/", True),
     "wal-disable": ("/wal/{archive}/disable/", True),
     "host-never-reached": ("/hosts/{fresh}/", True),
@@ -71,6 +71,7 @@ PAGES = {
     "replication-link": ("/replication/{link}/", True),
     "replication-link-opted-in": ("/replication/{opted_in}/", True),
     "clone-new": ("/clones/hosts/{host}/new/", True),
+    "cluster-new": ("/provisioning/hosts/{host}/new/", True),
     "clone-settings": ("/clones/hosts/{host}/settings/", True),
     "drills": ("/drills/", True),
     "drill-run-failed": ("/drills/runs/{drill}/", True),

@@ -22,8 +22,8 @@ from tests.html import parse
 
 pytestmark = pytest.mark.django_db
 
-SECTIONS = ("overview", "metrics", "datasets", "postgresql", "tuning", "snapshots", "replication",
-            "clones", "drills", "wal", "benchmarks", "operations")
+SECTIONS = ("overview", "metrics", "datasets", "postgresql", "new-cluster", "tuning",
+            "snapshots", "replication", "clones", "drills", "wal", "benchmarks", "operations")
 NOT_KNOWN = "Not known: the host has not been reached"
 FACT_LOOKING_EMPTIES = ("No pools found", "No datasets found", "No running PostgreSQL found",
                         "No findings", "No disks reported")

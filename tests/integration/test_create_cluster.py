@@ -1,0 +1,157 @@
+"""A cluster made through the API on a real test host by a real Celery worker: its
+datasets carry the planned properties before the first write, it answers queries with
+checksums on, the existing snapshot feature snapshots it (one `zfs snapshot -r` of its
+parent) and the clone feature clones that snapshot (retiring is refused meanwhile),
+and it is retired twice over: with a final snapshot (its datasets kept), and
+stopped with its datasets destroyed."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from apps.demo.fleet import down, up
+from apps.fleet.models import Host
+from apps.ops.models import Operation
+from tests.conftest import TEST_FLEET_SUBNET
+from tests.integration.conftest import register, run_on
+from tests.workers import Worker
+
+pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
+
+# Far above the session fleet's hosts and the other modules' own (18, 21).
+INDEX = 24
+
+
+@pytest.fixture(scope="module")
+def fleet_host():
+    state_dir = Path(tempfile.mkdtemp(prefix="pozol-test-create-"))
+    try:
+        yield up(1, state_dir=state_dir, subnet=TEST_FLEET_SUBNET, first=INDEX)[0]
+    finally:
+        down(state_dir)
+
+
+@pytest.fixture
+def worker(tmp_path):
+    worker = Worker("pozol", "create", tmp_path)
+    yield worker
+    worker.stop()
+
+
+def finished(operation_id: int, worker: Worker, timeout: float = 240) -> Operation:
+    deadline = time.monotonic() + timeout
+    while True:
+        operation = Operation.objects.get(pk=operation_id)
+        if not operation.is_active:
+            break
+        assert time.monotonic() < deadline, f"{operation} did not end: {operation.message}"
+        time.sleep(0.5)
+    log = "\n".join(line.text for line in operation.log_lines.all())
+    assert operation.status == Operation.Status.SUCCEEDED, (operation.error, log,
+                                                            worker.output()[-3000:])
+    return operation
+
+
+def sql(fleet_host, cluster, text: str) -> str:
+    return run_on(fleet_host, (
+        f"cd / && runuser -u {cluster.owner} -- {cluster.bin_dir}/psql -X -At "
+        f"-v ON_ERROR_STOP=1 -h {cluster.socket_dir} -p {cluster.port} -d postgres "
+        f"-c \"{text}\"")).strip()
+
+
+def create(api, host: Host, worker: Worker, name: str, **extra):
+    answer = api.post(f"/api/hosts/{host.pk}/clusters/", {"major": 15, "name": name, **extra},
+                      format="json")
+    assert answer.status_code == 202, answer.content
+    operation = finished(answer.json()["operation"]["id"], worker)
+    return host.clusters.get(pk=operation.result["cluster"]), answer.json()["plan"]
+
+
+def test_a_cluster_is_created_queried_snapshotted_and_retired(api, fleet_host, worker):
+    host = register(fleet_host)
+    finished(host.operations.get().pk, worker)
+    refused = api.post(f"/api/hosts/{host.pk}/clusters/",
+                       {"major": 15, "name": "orders", "port": fleet_host.pg_port},
+                       format="json")
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "port_taken"
+
+    cluster, plan = create(api, host, worker, "orders")
+    parent = "tank/postgres/orders"
+    assert plan["parent"] == parent and cluster.running
+    assert cluster.port == plan["port"] != fleet_host.pg_port
+    assert cluster.data_dataset.name == f"{parent}/data"
+    assert cluster.wal_dataset.name == f"{parent}/wal"
+    assert cluster.data_checksums is True
+    props = run_on(fleet_host, f"zfs get -H -o name,property,value,source "
+                               f"recordsize,atime,compression -r {parent}")
+    rows = {tuple(line.split("\t")[:2]): line.split("\t")[2:] for line in props.splitlines()}
+    assert rows[(f"{parent}/data", "recordsize")] == ["16K", "local"]
+    assert rows[(f"{parent}/wal", "recordsize")] == ["128K", "local"]
+    assert rows[(f"{parent}/data", "atime")] == ["off", "local"]
+    assert sql(fleet_host, cluster, "show data_checksums") == "on"
+    sql(fleet_host, cluster, "CREATE TABLE made (id int); INSERT INTO made VALUES (24)")
+    assert sql(fleet_host, cluster, "SELECT id FROM made") == "24"
+    assert run_on(fleet_host, f"readlink -f {cluster.data_dir}/pg_wal").strip() == \
+        plan["wal_dir"] == cluster.wal_dir
+    # The host's way: its cluster's socket directory and listen addresses.
+    assert cluster.socket_dir == fleet_host.pg_socket_dir
+    assert sql(fleet_host, cluster, "show listen_addresses") == fleet_host.address
+
+    taken = api.post(f"/api/hosts/{host.pk}/snapshots/", {"cluster": cluster.pk},
+                     format="json")
+    assert taken.status_code == 202, taken.content
+    snapshot = finished(taken.json()["id"], worker).state["snapshot"]
+    names = run_on(fleet_host, f"zfs list -H -t snapshot -o name -r {parent}").split()
+    assert {f"{parent}@{snapshot}", f"{parent}/data@{snapshot}",
+            f"{parent}/wal@{snapshot}"} <= set(names)
+
+    # The existing clone feature takes it as it is: a clone of that snapshot answers.
+    api.put(f"/api/hosts/{host.pk}/clone-settings/",
+            {"port_min": 6610, "port_max": 6620, "listen_address": None,
+             "allowed_networks": ["127.0.0.0/8"]}, format="json")
+    made = api.post("/api/clones/", {"host": host.pk, "cluster": cluster.pk, "name": "copy",
+                                     "snapshot": snapshot}, format="json")
+    assert made.status_code == 202, made.content
+    finished(made.json()["operation"]["id"], worker)
+    shown = api.get(f"/api/clones/{made.json()['clone']['id']}/").json()
+    url = shown["connection_string"].replace(f"{shown['role']}@",
+                                             f"{shown['role']}:{made.json()['password']}@")
+    done = subprocess.run(["psql", url, "-XAtc", "SELECT id FROM made"], capture_output=True,
+                          text=True, timeout=30)
+    assert (done.returncode, done.stdout.strip()) == (0, "24"), done.stderr
+    url = f"/api/hosts/{host.pk}/retire-cluster/"
+    in_use = api.post(url, {"cluster": cluster.pk, "stop": True, "datasets": "destroy"},
+                      format="json")
+    assert in_use.status_code == 409 and in_use.json()["error"]["code"] == "in_use"
+    assert "clone copy" in in_use.json()["error"]["message"]
+    gone = api.delete(f"/api/clones/{shown['id']}/")
+    assert gone.status_code == 202, gone.content
+    finished(gone.json()["id"], worker)
+
+    kept, _ = create(api, host, worker, "kept")
+    running = api.post(url, {"cluster": kept.pk, "datasets": "destroy"}, format="json")
+    assert running.status_code == 409 and running.json()["error"]["code"] == "running"
+    answer = api.post(url, {"cluster": kept.pk, "stop": True, "final_snapshot": True},
+                      format="json")
+    assert answer.status_code == 202, answer.content
+    retired = finished(answer.json()["id"], worker)
+    assert retired.result["destroyed"] == []
+    final = retired.result["snapshot"]
+    assert final and final[0].startswith("tank/postgres/kept@pozol_final_")
+    assert final[0] in run_on(fleet_host, "zfs list -H -t snapshot -o name -r tank/postgres/kept")
+    assert not host.clusters.filter(pk=kept.pk).exists()
+    assert "kept/data/pgdata" not in run_on(fleet_host, "ps -eo args")
+
+    answer = api.post(url, {"cluster": cluster.pk, "stop": True, "datasets": "destroy"},
+                      format="json")
+    assert answer.status_code == 202, answer.content
+    retired = finished(answer.json()["id"], worker)
+    assert retired.result["destroyed"] == [parent]
+    assert parent not in run_on(fleet_host, "zfs list -H -o name -r tank")
+    assert not host.clusters.filter(pk=cluster.pk).exists()
+    assert host.clusters.get().port == fleet_host.pg_port  # the host's own one is untouched

@@ -1,0 +1,154 @@
+"""The plan of a new cluster, from the real zfs-fuse capture (PG 15 on tank/pg)."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from apps.provisioning.core import commands, layout
+from apps.provisioning.core.layout import Refused, Request
+from apps.provisioning.core.settings import resolved
+from apps.remote.commands import InvalidValue
+from apps.tuning.core.profiles import ANALYTICS, OLTP_SAFE
+from tests.remote.test_commands import HOSTILE
+from tests.tuning.core.hosts import fuse, openzfs
+
+
+def plan(request: Request, facts=None, **kw) -> layout.Plan:
+    return layout.plan(facts or fuse(), request, taken_ports=kw.pop("taken", set()), **kw)
+
+
+def test_one_parent_with_data_and_wal_and_the_references_properties():
+    made = plan(Request(15, "app"))
+    assert made.parent == "tank/postgres/app"
+    assert [(d.name, d.role) for d in made.datasets] == [
+        ("tank/postgres/app", "parent"), ("tank/postgres/app/data", "data"),
+        ("tank/postgres/app/wal", "wal")]
+    data, wal = made.datasets[1].properties, made.datasets[2].properties
+    assert data["recordsize"] == "16K" and wal["recordsize"] == "128K"
+    assert data["atime"] == "off" and data["logbias"] == "latency"
+    # zfs-fuse has no lz4: the family's next member, said so.
+    assert data["compression"] == "on"
+    assert any("compression=on instead of lz4" in n for n in made.notes)
+
+
+def test_initdb_has_checksums_and_the_wal_on_its_dataset():
+    made = plan(Request(15, "app"))
+    pool_mount = next(d.mountpoint for d in fuse().datasets if d.name == "tank")
+    assert made.data_dir == f"{pool_mount}/postgres/app/data/pgdata"
+    assert made.wal_dir == f"{pool_mount}/postgres/app/wal/pg_wal"
+    argv = made.initdb()
+    assert argv[0] == "/usr/lib/postgresql/15/bin/initdb"
+    assert "--data-checksums" in argv
+    assert argv[argv.index("-X") + 1] == made.wal_dir
+    assert made.owner == "postgres"
+
+
+def test_the_port_is_the_next_free_one_and_neighbours_give_socket_and_addresses():
+    facts = fuse()
+    made = plan(Request(15, "app"), facts, taken={5432, 5433})
+    assert made.port == 5434  # 5499 is the captured cluster's; 5432-5433 taken elsewhere
+    assert made.settings["port"] == "5434"
+    assert made.socket_dir == facts.clusters[0].socket_dir
+    assert made.settings["unix_socket_directories"] == made.socket_dir
+
+
+@pytest.mark.parametrize(("request_", "field", "code"), [
+    (Request(13, "app"), "major", "no_such_major"),
+    (Request(15, "app", port=5499), "port", "port_taken"),  # the captured cluster's
+])
+def test_refusals_name_the_field(request_, field, code):
+    with pytest.raises(Refused) as refused:
+        plan(request_)
+    assert refused.value.field == field and refused.value.code == code
+
+
+def test_a_name_that_exists_is_refused():
+    facts = fuse()
+    first = plan(Request(15, "app"), facts)
+    facts.datasets.append(type(facts.datasets[0])(
+        name=first.data, type="filesystem", mountpoint=None, used=0, avail=0, refer=0,
+        exact_sizes=True, compressratio=None))
+    with pytest.raises(Refused) as refused:
+        plan(Request(15, "app"), facts)
+    assert refused.value.code == "cluster_exists"
+
+
+@pytest.mark.parametrize("name", [*HOSTILE, "A", "1a", "a" * 32, "a-b", 5, None])
+def test_hostile_names_are_refused_before_any_plan(name):
+    with pytest.raises(Refused) as refused:
+        plan(Request(15, name))
+    assert refused.value.field == "name"
+
+
+@pytest.mark.parametrize("port", [0, 80, 70000, True, "5433"])
+def test_bad_ports_are_refused(port):
+    with pytest.raises(Refused) as refused:
+        plan(Request(15, "app", port=port))
+    assert refused.value.field == "port"
+
+
+def test_an_unknown_pool_is_refused():
+    with pytest.raises(Refused) as refused:
+        plan(Request(15, "app", pool="nope"))
+    assert refused.value.code == "no_such_pool"
+
+
+def test_a_profile_resolves_for_the_new_cluster():
+    facts = openzfs()
+    zfs, settings, notes = resolved(facts, ANALYTICS.settings, 16)
+    assert zfs["data"]["recordsize"] == "128K" and zfs["data"]["compression"] == "zstd"
+    assert settings["full_page_writes"] == "off"
+    assert settings["default_statistics_target"] == "500"
+    assert settings["shared_buffers"].endswith("MB") or settings["shared_buffers"].endswith("GB")
+    made = layout.plan(facts, Request(16, "dw"), taken_ports=set(), zfs=zfs, settings=settings,
+                       profile=ANALYTICS.name)
+    assert made.datasets[1].properties["recordsize"] == "128K"
+    assert made.settings["full_page_writes"] == "off"
+    assert made.profile == ANALYTICS.name
+    assert notes == []
+
+
+def test_a_setting_the_major_lacks_is_left_out_with_the_reason():
+    settings = OLTP_SAFE.settings.postgres | {"io_method": "worker"}
+    profile = type(OLTP_SAFE.settings)(zfs={}, module={}, sysctl={}, postgres=settings)
+    _, resolved_settings, notes = resolved(fuse(), profile, 15)
+    assert "io_method" not in resolved_settings
+    assert any("io_method" in n and "18" in n for n in notes)
+
+
+def test_the_plan_round_trips_through_an_operations_state():
+    made = plan(Request(15, "app"))
+    assert layout.Plan.from_dict(made.to_dict()) == made
+
+
+def test_the_commands_quote_every_value_and_show_what_they_do():
+    made = plan(Request(15, "app"))
+    create = commands.create_datasets(made)
+    assert "-o recordsize=16K" in create.text and "tank/postgres/app/data" in create.text
+    init = commands.initdb(made, "/m/data", "/m/wal")
+    assert shlex.quote("/m/data/pgdata") in init.text
+    assert init.shown.startswith("/usr/lib/postgresql/15/bin/initdb -D /m/data/pgdata -X "
+                                 "/m/wal/pg_wal --data-checksums")
+    assert commands.mounts("/m/data\n/m/wal\n") == ("/m/data", "/m/wal")
+
+
+@pytest.mark.parametrize("value", ["a\nb", "x\x00", "\r"])
+def test_a_setting_value_with_control_characters_is_refused(value):
+    with pytest.raises(InvalidValue):
+        commands.conf_line("work_mem", value)
+
+
+def test_a_setting_value_is_quoted_as_alter_system_writes_it():
+    assert commands.conf_line("search_path", "a', b\\") == "search_path = 'a'', b\\\\'\n"
+    text = commands.auto_conf({"port": "5433", "listen_addresses": "*"})
+    assert text.splitlines()[-2:] == ["listen_addresses = '*'", "port = '5433'"]
+
+
+def test_a_host_whose_clusters_systemd_runs_is_told_this_one_is_not_a_unit():
+    facts = fuse()
+    assert not any("systemd" in n for n in plan(Request(15, "app"), facts).notes)
+    facts.has_systemd = True
+    facts.clusters[0].systemd_unit = "postgresql@15-main.service"
+    assert any("does not start at boot" in n for n in plan(Request(15, "app"), facts).notes)

@@ -1,0 +1,95 @@
+"""The create and retire steps against a strict fake shell: the commands in their
+order, the room read again before anything is made, and retiring's rows forgotten.
+That a cluster is really made and unmade is tests/integration/test_create_cluster.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.fleet.core import room
+from apps.ops import engine
+from apps.ops.engine import StepContext
+from apps.ops.models import Operation
+from apps.provisioning import services, steps
+from apps.provisioning.core import commands
+from apps.provisioning.core.layout import DATA_BELOW, Plan
+from apps.remote.cluster import ClusterTarget
+from apps.remote.commands import script
+from tests.driving import drive
+from tests.remote.fakeshell import FakeShell
+
+pytestmark = pytest.mark.django_db
+GiB = 2**30
+
+
+@pytest.fixture
+def shell(monkeypatch) -> FakeShell:
+    fake = FakeShell()
+    monkeypatch.setattr(StepContext, "runner", lambda self: fake)
+    return fake
+
+
+def started(host, delivered) -> tuple[Operation, Plan]:
+    plan, operation = services.create_cluster(host, major=15, name="app")
+    return operation, Plan.from_dict(operation.state["plan"])
+
+
+def test_create_reads_the_room_then_makes_initialises_and_starts(replayed_host, shell,
+                                                                 delivered):
+    operation, plan = started(replayed_host, delivered)
+    shell.on(room.read_command("tank"), f"{GiB}\n{4 * GiB}\n")
+    shell.on(commands.create_datasets(plan), "/m/data\n/m/wal\n")
+    shell.on(commands.initdb(plan, "/m/data", "/m/wal"))
+    shell.on(commands.write_settings(plan, f"/m/data/{DATA_BELOW}"))
+    shell.on(commands.start(plan, f"/m/data/{DATA_BELOW}"))
+    engine.run_step(operation.pk, owner="test")
+    engine.run_step(operation.pk, owner="test")
+    operation.refresh_from_db()
+    assert operation.step == "discover" and operation.is_active
+    assert shell.calls == [c.text for c in (
+        room.read_command("tank"), commands.create_datasets(plan),
+        commands.initdb(plan, "/m/data", "/m/wal"),
+        commands.write_settings(plan, f"/m/data/{DATA_BELOW}"),
+        commands.start(plan, f"/m/data/{DATA_BELOW}"))]
+    assert "--data-checksums" in shell.calls[2]
+
+
+def test_create_stops_before_making_anything_when_the_pool_filled_up(replayed_host, shell,
+                                                                     delivered):
+    operation, _ = started(replayed_host, delivered)
+    shell.on(room.read_command("tank"), f"{GiB}\n{2**20}\n")
+    failed = drive(operation)
+    assert failed.status == Operation.Status.FAILED and failed.error_code == "no_room"
+    assert len(shell.calls) == 1
+
+
+def test_retire_stops_destroys_and_forgets(replayed_host, shell, delivered):
+    cluster = replayed_host.clusters.get()
+    operation = services.retire_cluster(replayed_host, cluster.pk, stop=True,
+                                        datasets="destroy")
+    target = ClusterTarget.of(**operation.state["target"])
+    shell.on(target.pg_ctl("status"))
+    shell.on(target.control("stop"))
+    shell.on(script(steps._DESTROY, name="tank/pg"))
+    done = drive(operation)
+    assert done.status == Operation.Status.SUCCEEDED, done.error
+    assert done.result["destroyed"] == ["tank/pg"]
+    assert not replayed_host.clusters.exists()
+    assert not replayed_host.datasets.filter(name__startswith="tank/pg").exists()
+    assert replayed_host.datasets.filter(name="tank").exists()
+
+
+def test_retire_does_not_stop_a_cluster_that_is_not_running(replayed_host, shell, delivered):
+    cluster = replayed_host.clusters.get()
+    operation = services.retire_cluster(replayed_host, cluster.pk, stop=True,
+                                        final_snapshot=True)
+    target = ClusterTarget.of(**operation.state["target"])
+    shell.on(target.pg_ctl("status"), exit_code=3)
+    names = operation.state["snapshot"]["names"]
+    assert names == [f"tank/pg@{names[0].split('@')[1]}"] and \
+        operation.state["snapshot"]["recursive"]
+    shell.on(script(steps._SNAPSHOT, name=names[0], flags=["-r"]))
+    done = drive(operation)
+    assert done.status == Operation.Status.SUCCEEDED, done.error
+    assert done.result["snapshot"] == names and done.result["destroyed"] == []
+    assert replayed_host.datasets.filter(name="tank/pg/data").exists()
