@@ -63,7 +63,8 @@ def _then(following: str):
             _failed(ctx, f"refused: {shortage.message}")
             return Fail(f"refused: {shortage.message}", code="no_room")
         if not ctx.state.get("take_snapshot"):
-            return Next(following)
+            # A clone's run again stays in this delivery, as its first run did.
+            return clone(ctx) if following == "clone" else Next(following)
         outcome = snapshot_steps.take(ctx)
         if isinstance(outcome, Fail):
             _failed(ctx, outcome.error)
