@@ -9,8 +9,11 @@ is what the operator allows per host (port range, listen address, the CIDRs
 pg_hba lets the role in from; empty means loopback only). apps/clones/core is
 pure: the layout (names, `<pool>/pozol_clones/<name>/{data,wal}`, the settings
 a copy must not share, pg_hba) and the commands, one script per creation so a
-clone costs one SSH round trip after the optional snapshot. `clones.create`
-(snapshot now's own step when asked for "now", then `clone`), `clones.reset`
+clone costs one SSH round trip, "now" included: the pools' room check, the
+snapshot (snapshot now's own plan and properties) and its listing run in the
+creation's script (`commands.create_after`), read back by section. `clones.create`
+(that one trip; a run again after a dead worker: snapshot now's own step, then
+`clone`), `clones.reset`
 (the same layout and password on a newer snapshot) and `clones.destroy` are not
 mutating; a memory limit per host counts each clone's shared buffers and
 connections' work_mem; a failed creation destroys what it made with destroy's

@@ -4,8 +4,8 @@ None opens SSH. Making a clone checks the request against the inventory (the
 cluster, its datasets' mountpoints, the snapshot on both datasets), takes a
 free port from the host's range and a fresh password, records the clone and
 starts one `clones.create` operation; "now" snapshots the cluster first, in the
-same operation, with snapshot now's own plan. The password is returned to the
-caller once and never shown again.
+same operation and the same SSH round trip, with snapshot now's own plan. The
+password is returned to the caller once and never shown again.
 """
 
 from __future__ import annotations

@@ -1,10 +1,18 @@
 """The clone operations: create (snapshot first when asked for "now"), destroy.
 
-Creation is one command on the host (apps.clones.core.commands.create), so a
-clone is ready about as fast as the floor: a `zfs snapshot -r`, two `zfs
-clone`, `pg_ctl start` and one psql. If it fails halfway, whatever it made is
-destroyed by the same command destroy runs, and the clone is marked failed
-with the host's words. The inventory records the clone on its origin
+Creation is one SSH round trip (`one_trip`): one script reads the pools' room
+against their reserves, takes the snapshot "now" with snapshot now's own plan
+and lists it (what the inventory records: the host's creation time and
+properties), then makes the clone (apps.clones.core.commands.create: two `zfs
+clone`, `pg_ctl start`, one psql). Its output comes back in sections, so the
+step knows where a failed script stopped: at the room or the snapshot, nothing
+was made; after the snapshot, the snapshot is recorded first and then goes
+with the failed clone as any clone's own snapshots go (unless something else
+holds it). If the clone fails halfway, whatever it made is destroyed by the
+same command destroy runs, and the clone is marked failed with the host's
+words. A run again after a dead worker goes the long way (room, snapshot now's
+own step, which accepts the snapshot the first run took, then `clone`, which
+removes what that run made). The inventory records the clone on its origin
 snapshots at once (their `clones`), so no pruner tries them; the next listing
 confirms it.
 """
@@ -12,6 +20,7 @@ confirms it.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.utils import timezone
@@ -22,8 +31,12 @@ from apps.common import events
 from apps.fleet import reserves
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.ops.models import LogLine, Operation
+from apps.remote.commands import Command
 from apps.remote.errors import RemoteError
 from apps.snapshots.models import Snapshot
+
+if TYPE_CHECKING:
+    from apps.snapshots.steps import Taking
 
 TAIL = 800
 
@@ -37,6 +50,8 @@ def _then(following: str):
     def snapshot(ctx: StepContext) -> Next | Done | Fail:
         from apps.snapshots import steps as snapshot_steps
 
+        if following == "clone" and not ctx.state.get("began"):
+            return _in_one_trip(ctx)
         try:
             shortage = reserves.refusal_in_step(ctx.runner(), ctx.host, ctx.state.get("room"))
         except RemoteError as exc:
@@ -48,7 +63,8 @@ def _then(following: str):
             _failed(ctx, f"refused: {shortage.message}")
             return Fail(f"refused: {shortage.message}", code="no_room")
         if not ctx.state.get("take_snapshot"):
-            return Next(following)
+            # A clone's run again stays in this delivery, as its first run did.
+            return clone(ctx) if following == "clone" else Next(following)
         outcome = snapshot_steps.take(ctx)
         if isinstance(outcome, Fail):
             _failed(ctx, outcome.error)
@@ -63,6 +79,65 @@ def _then(following: str):
 def identity() -> dict[str, str]:
     """The user properties that say a clone dataset is this control plane's."""
     return {"pozol:owner": settings.POZOL["INSTANCE"]}
+
+
+def one_trip(row: Clone, state: dict, host) -> tuple[Command, Taking | None]:
+    """The clone's whole making as one script (apps.clones.core.commands.create_after):
+    the pools' room check, the snapshot "now" and its listing when `state` asks for
+    one, the clone; and the snapshot it takes. tests/bench/clone_ready.py runs the
+    same script as its floor."""
+    from apps.snapshots import steps as snapshot_steps
+
+    chosen = snapshot_steps.taking(state) if state.get("take_snapshot") else None
+    create = commands.create(row.decoded_layout(), row.decrypted_password(), identity(),
+                             quota=row.quota)
+    return commands.create_after(
+        create, room=reserves.guard_in_script(host, state.get("room")),
+        snapshot=chosen.command if chosen else None,
+        listing=chosen.listing() if chosen else None), chosen
+
+
+def _in_one_trip(ctx: StepContext) -> Done | Fail:
+    """A clone's first run: one round trip (`one_trip`). A step run again after its
+    worker died goes the long way (the snapshot step's own take, which accepts the
+    snapshot its first run made, then `clone`, which removes what that run made)."""
+    from apps.snapshots import steps as snapshot_steps
+
+    row = Clone.objects.get(pk=ctx.state["clone"])
+    command, chosen = one_trip(row, ctx.state, ctx.host)
+    if chosen is not None:
+        ctx.log(f"method {chosen.plan.method}: {chosen.plan.reason}")
+    try:
+        ctx.state["began"] = True
+        Operation.objects.filter(pk=ctx.operation.pk).update(state=ctx.state)
+        result = ctx.runner()(command, timeout=600, check=False)
+    except RemoteError as exc:
+        # The host went away: the clone is failed, not "creating" forever; what the
+        # script may have made is the reconciler's (apps.drills.reconcile), and the
+        # snapshot the next listing's (it carries pozol:owner and the clone's name).
+        _failed(ctx, str(exc))
+        raise
+    parts = commands.sections(result.stdout)
+    stopped = next(reversed(parts), None)
+    if not result.ok and stopped in (None, "room"):
+        shortage = (reserves.refusal_in_output(ctx.host, ctx.state["room"], parts["room"])
+                    if stopped and ctx.state.get("room") else None)
+        why = (f"refused: {shortage.message}" if shortage
+               else f"nothing was made: {_tail(result)}")
+        _failed(ctx, why)
+        return Fail(why, code="no_room" if shortage else "clone_failed")
+    if not result.ok and stopped == "snapshot":
+        why = f"zfs snapshot failed: {_tail(result)}"
+        _failed(ctx, why)
+        return Fail(why, code="snapshot_failed")
+    if chosen is not None:
+        # Recorded before the clone's outcome is read: a failed clone's snapshots are
+        # then destroyed as any clone's own snapshots are (_drop_own_snapshots).
+        taken = snapshot_steps.took(ctx, chosen, parts.get("snapshot", ""),
+                                    parts.get("listing"))
+        ctx.log(taken.message)
+        ctx.progress(40, taken.message)
+    return _made(ctx, row, row.decoded_layout(), result)
 
 
 def clone(ctx: StepContext) -> Done | Fail:
@@ -83,6 +158,16 @@ def clone(ctx: StepContext) -> Done | Fail:
         # script may have made is the reconciler's (apps.drills.reconcile).
         _failed(ctx, str(exc))
         raise
+    return _made(ctx, row, layout, result)
+
+
+def _tail(result) -> str:
+    return (result.stderr or result.stdout).strip()[-TAIL:]
+
+
+def _made(ctx: StepContext, row: Clone, layout, result) -> Done | Fail:
+    """The clone script's outcome: ready, or failed with whatever it made removed."""
+    run = ctx.runner()
     if not result.ok:
         why = (result.stderr or result.stdout).strip()[-TAIL:]
         run(commands.destroy(layout), timeout=120, check=False)

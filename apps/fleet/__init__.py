@@ -46,11 +46,14 @@ the "change" link of the host page's pools table. apps/fleet/reserves.py asks
 the decision twice: `refusal` from discovery's figures, for the service's 409
 (`no_room`) or form error before any Operation starts, and `refusal_in_step`
 from the pool read again on the host (`zfs get -Hp used,available`), as the
-step's first command. A clone needs min(its quota, 256 MiB) (a clone's crash
-recovery rewrote 153 MiB at once), a "now" snapshot nothing (none is taken on a
-pool already at its reserve; a policy's snapshot is never refused), an
-experiment `experiments.core.runs.room_needed`, and a replication run the size
-of its sends per target pool (`replication.core.progress.receive_sizes`: `zfs
+step's first command; or, for a clone, `guard_in_script`: the same decision
+in the host's shell at the head of the clone's own script (one round trip),
+its figures printed and read back by `refusal_in_output`. A clone needs
+min(its quota, 256 MiB) (a clone's crash recovery rewrote 153 MiB at once), a
+"now" snapshot nothing (none is taken on a pool already at its reserve; a
+policy's snapshot is never refused), an experiment
+`experiments.core.runs.room_needed`, and a replication run the size of its
+sends per target pool (`replication.core.progress.receive_sizes`: `zfs
 send -nvP` where the source has it, else the listing's estimate: a full send's
 `referenced`, an incremental's growth of `referenced` plus the `used` of each
 snapshot sent; zfs-fuse has no `-n`), checked on the target by the plan before

@@ -9,12 +9,13 @@ reads the pool again through the step's runner, just before the step acts.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import reduce
 
 from apps.common.errors import DomainError
 from apps.common.numbers import whole_in
 from apps.fleet.core import room
 from apps.fleet.models import Host, PoolReserve
-from apps.remote.commands import InvalidValue, pool_name
+from apps.remote.commands import Command, InvalidValue, pool_name, script
 
 MAX_RESERVE_BYTES = 2**60
 
@@ -56,6 +57,31 @@ def refusal_on_host(run: Callable, host: Host, pool: str, needed: int,
     """The pool read again on the host (`run` is a step's runner)."""
     found = room.parse_room(pool, run(room.read_command(pool), timeout=60).stdout)
     return room.shortage(found, reserve_of(host, pool), needed, what)
+
+
+def guard_in_script(host: Host, state: dict | None) -> Command | None:
+    """`refusal_in_step`'s check as a snippet of the caller's own script (one round
+    trip): it fails, having made nothing, when a pool is short; None when the
+    operation carries no check."""
+    if not state:
+        return None
+    guards = [room.guard_command(pool, reserve_of(host, pool), state["needed"])
+              for pool in state["pools"]]
+    return reduce(lambda first, second: script("{a} && {b}", a=first, b=second), guards)
+
+
+def refusal_in_output(host: Host, state: dict, text: str) -> room.Shortage | None:
+    """The refusal `guard_in_script`'s snippet acted on, from the figures it printed;
+    None when a pool's figures are missing (it could not read them)."""
+    found = room.parse_guard(text)
+    for pool in state["pools"]:
+        if pool not in found:
+            return None
+        shortage = room.shortage(found[pool], reserve_of(host, pool), state["needed"],
+                                 state["what"])
+        if shortage:
+            return shortage
+    return None
 
 
 def set_reserve(host: Host, pool: object, *, reserve_bytes: int | None = None,

@@ -82,8 +82,13 @@ def add(host: Host, runner, snapshots: list[str]) -> int:
     "snapshot now" need not read the whole host (10,000 snapshots take seconds
     to list); the next discovery or destroy lists everything again.
     """
-    rows = parse_listing(runner(commands.listing(snapshots), timeout=120).stdout)
-    rows = read_holds(host, runner, rows)
+    return add_listed(host, runner, runner(commands.listing(snapshots), timeout=120).stdout)
+
+
+def add_listed(host: Host, runner, text: str) -> int:
+    """`add` from the output of `commands.listing(snapshots)` run by the caller (inside
+    a script of its own: a clone "now" takes, lists and clones in one round trip)."""
+    rows = read_holds(host, runner, parse_listing(text))
     now = timezone.now()
     objects = [_snapshot(host, row, now) for row in rows if _valid(row)]
     Snapshot.objects.bulk_create(objects, update_conflicts=True,

@@ -3,7 +3,9 @@
 Each ends by listing the host again (one `zfs get`), so the inventory shows
 what ZFS has, including what others did meanwhile; taking a snapshot lists
 just the snapshots it made (one `zfs get` of those names), so "snapshot now"
-costs the same on a host with 10,000 snapshots. None is mutating in the
+costs the same on a host with 10,000 snapshots. `taking` and `took` are the two
+halves of `take` around its command, so a clone "now" (apps.clones.steps) runs
+the snapshot and its listing inside its own script and records them as here. None is mutating in the
 engine's sense: a snapshot, a hold or a destroy does not disturb a tuning
 apply or a benchmark (a snapshot under load is the point), and ZFS serialises
 its own administrative commands; serialising them behind a one-hour pgbench
@@ -12,6 +14,7 @@ would make "snapshot now" useless.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from apps.fleet import reserves
@@ -20,7 +23,7 @@ from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote import snapshot_plan as plan
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, script
-from apps.remote.facts.snapshots import already_exists, is_busy
+from apps.remote.facts.snapshots import already_exists, is_busy, parse_listing
 from apps.snapshots import inventory, protection, pruning
 from apps.snapshots.core import commands, guards, naming
 from apps.snapshots.core.policy import Policy
@@ -30,30 +33,65 @@ TAIL = 600
 PG_CTL_SECONDS = 180  # pg_ctl's own -t is 120
 
 
+@dataclass(frozen=True)
+class Taking:
+    """A snapshot to take, from a step's state: its plan, the command, what it makes."""
+
+    plan: plan.SnapshotPlan
+    name: str
+    command: Command
+    taken: list[str]  # every snapshot it makes, full names
+
+    def listing(self) -> Command:
+        """The listing `took` records them from (one `zfs get` of just these)."""
+        return commands.listing(self.taken)
+
+
+def taking(state: dict) -> Taking:
+    """The snapshot a step's `state` asks for (snapshot now's, a policy's, a clone's)."""
+    chosen = plan.SnapshotPlan(**{**state["plan"], "datasets": tuple(
+        state["plan"]["datasets"]), "covered": tuple(state["plan"]["covered"])})
+    name = state["snapshot"]
+    return Taking(chosen, name, _snapshot_command(state, chosen, name),
+                  [f"{dataset}@{name}" for dataset in chosen.covered])
+
+
 def take(ctx: StepContext) -> Done | Fail:
-    chosen = plan.SnapshotPlan(**{**ctx.state["plan"], "datasets": tuple(
-        ctx.state["plan"]["datasets"]), "covered": tuple(ctx.state["plan"]["covered"])})
-    name = ctx.state["snapshot"]
-    ctx.log(f"method {chosen.method}: {chosen.reason}")
+    chosen = taking(ctx.state)
+    ctx.log(f"method {chosen.plan.method}: {chosen.plan.reason}")
     run = ctx.runner()
     if ctx.state.get("checkpoint"):
-        run(commands.checkpoint(_target(ctx)), timeout=600)
+        run(commands.checkpoint(_target(ctx.state)), timeout=600)
         ctx.log("CHECKPOINT done before the snapshot")
-    result = run(_snapshot_command(ctx, chosen, name), timeout=300, check=False)
-    if not result.ok and not (already_exists(result.stderr) and _taken_before(ctx, chosen, name)):
+    result = run(chosen.command, timeout=300, check=False)
+    if not result.ok and not (already_exists(result.stderr)
+                              and _taken_before(ctx, chosen.plan, chosen.name)):
         return Fail(f"zfs snapshot failed: {_tail(result)}", code="snapshot_failed")
-    if chosen.method == plan.BACKUP and result.ok:
-        ctx.log("backup_label returned by pg_backup_stop (a restore from these snapshots "
-                "needs it as backup_label in the data directory):\n" + result.stdout.strip())
-    taken = [f"{dataset}@{name}" for dataset in chosen.covered]
     if ctx.state.get("hold"):
-        _hold(ctx, run, taken)
-    recorded = inventory.add(ctx.host, run, taken)
-    protection.snapshot_taken(ctx, list(chosen.covered), name)
-    return Done({"snapshots": taken, "method": chosen.method, "held": bool(ctx.state.get("hold")),
+        _hold(ctx, run, chosen.taken)
+    return took(ctx, chosen, result.stdout if result.ok else None)
+
+
+def took(ctx: StepContext, chosen: Taking, said: str | None,
+         listed: str | None = None) -> Done:
+    """After `chosen.command` ran (`said`: its output, None when an earlier run of the
+    step made the snapshots): recorded from `listed` (`chosen.listing()`'s output, run
+    by the caller) or from a listing of its own, and told to the takers."""
+    if chosen.plan.method == plan.BACKUP and said is not None:
+        ctx.log("backup_label returned by pg_backup_stop (a restore from these snapshots "
+                "needs it as backup_label in the data directory):\n" + said.strip())
+    run = ctx.runner()
+    listed_names = {row.full_name for row in parse_listing(listed or "")}
+    if listed is not None and set(chosen.taken) <= listed_names:
+        recorded = inventory.add_listed(ctx.host, run, listed)
+    else:
+        recorded = inventory.add(ctx.host, run, chosen.taken)
+    protection.snapshot_taken(ctx, list(chosen.plan.covered), chosen.name)
+    held = bool(ctx.state.get("hold"))
+    return Done({"snapshots": chosen.taken, "method": chosen.plan.method, "held": held,
                  "recorded": recorded},
-                message=f"{len(taken)} snapshot{'s' if len(taken) > 1 else ''} @{name} "
-                        f"({chosen.method})")
+                message=f"{len(chosen.taken)} snapshot{'s' if len(chosen.taken) > 1 else ''} "
+                        f"@{chosen.name} ({chosen.plan.method})")
 
 
 def take_now(ctx: StepContext) -> Done | Fail:
@@ -141,15 +179,15 @@ def prune(ctx: StepContext) -> Done:
                         + (f", skipped {len(skipped)}" if skipped else ""))
 
 
-def _snapshot_command(ctx: StepContext, chosen: plan.SnapshotPlan, name: str) -> Command:
-    properties = ctx.state["properties"]
+def _snapshot_command(state: dict, chosen: plan.SnapshotPlan, name: str) -> Command:
+    properties = state["properties"]
     if chosen.method == plan.RECURSIVE:
         return commands.take(chosen.names(name), properties, recursive=True)
     if chosen.method in (plan.SINGLE, plan.MULTI):
         return commands.take(chosen.names(name), properties)
     each = [commands.take([full], properties) for full in chosen.names(name)]
     both = script("{first} && {second}", first=each[0], second=each[1])
-    return commands.in_backup_mode(_target(ctx), ctx.state.get("server_version_num"), name,
+    return commands.in_backup_mode(_target(state), state.get("server_version_num"), name,
                                    both)
 
 
@@ -237,7 +275,7 @@ def rollback_stop(ctx: StepContext) -> Next | Fail:
     ctx.state["snapshots"] = list(chosen.snapshots)
     ctx.state["destroys"] = list(chosen.newer)
     ctx.state["parents"] = _parents_taken_with(rows, datasets, chosen.newer)
-    result = run(_target(ctx).control("stop"), timeout=PG_CTL_SECONDS, check=False)
+    result = run(_target(ctx.state).control("stop"), timeout=PG_CTL_SECONDS, check=False)
     if not result.ok and "Is server running?" not in result.stderr:
         return Fail(f"pg_ctl stop failed; nothing was rolled back: {_tail(result)}",
                     code="stop_failed")
@@ -291,7 +329,7 @@ def _rollback_failed(ctx: StepContext, full_name: str, result) -> Next | Fail:
 
 def rollback_start(ctx: StepContext) -> Done | Wait | Fail:
     """PostgreSQL started detached (it recovers as after a crash) and asked to answer."""
-    target = _target(ctx)
+    target = _target(ctx.state)
     status = remote_jobs.advance(ctx, "start", target.control("start"))
     if status.state == "running":
         return Wait(0.5, message="starting PostgreSQL")
@@ -312,8 +350,8 @@ def rollback_start(ctx: StepContext) -> Done | Wait | Fail:
                 message=f"rolled back to @{ctx.state['snapshot']}")
 
 
-def _target(ctx: StepContext) -> ClusterTarget:
-    return ClusterTarget.of(**ctx.state["target"])
+def _target(state: dict) -> ClusterTarget:
+    return ClusterTarget.of(**state["target"])
 
 
 def _tail(result) -> str:

@@ -1,47 +1,60 @@
-"""A clone ready to connect to: PoZoL against the floor of the bare tools, side by side,
+"""A clone ready to connect to: PoZoL against the floor of the same script, side by side,
 for a small database and one 20x larger.
 
     .venv/bin/python -m tests.bench.clone_ready [--rounds 20] [--scales 5,100]
-                                                [--subnet 127.0.92]
+        [--subnet 127.0.92] [--database pozol_clonebench_<pid>] [--redis-url URL]
 
 Not a test: it prints figures and the issue's goals next to them (p50 under 1.5 s
-from the API request to a clone answering a query, within 2x of the floor, and the
+from the API request to a clone answering a query, within 1.3x of the floor, and the
 large/small ratio under 1.3). It brings up one fresh test host with a pool big
 enough for pgbench scale 100 per scale (two by default) and a real Celery worker on
-a throwaway control-plane database (pozol_clonebench, dropped at the end). Each host
-gets its scale of pgbench data and a CHECKPOINT (a clone of a cluster with WAL not yet checkpointed
-replays it first: that time is the database's, not the clone's), then, interleaved,
---rounds times, host after host:
+a throwaway control-plane database (dropped at the end). The database (by default
+named after this process), the test hosts' subnet and the Redis database are
+arguments, so two runs on one machine never meet; the header says which were used.
+Each host gets its scale of pgbench data and a CHECKPOINT (a clone of a cluster
+with WAL not yet checkpointed replays it first: that time is the database's, not
+the clone's), then, interleaved, --rounds times, host after host:
 
-- floor: one `ssh host '...'` (OpenSSH, new connection) doing what a clone needs at
-  the least: `zfs snapshot -r`, two `zfs clone`, remove postmaster.pid, point pg_wal
-  at the WAL clone, `pg_ctl -w start` on another port, wait for pg_isready, one query;
+- floor: the very script PoZoL's worker sends for a clone "now" (apps.clones.steps.
+  one_trip: the pool's room check, `zfs snapshot -r` with the clone's properties, its
+  listing, the two `zfs clone` with their properties and quota, the uid checks and
+  confinement, the copy's settings and pg_hba, `pg_ctl -w start` as the clone's uid,
+  pg_isready, the role SQL on stdin), wrapped as apps.remote.ssh wraps it (PATH,
+  LC_ALL=C, `timeout`), through one paramiko connection opened before timing; then
+  the same psql query over TCP as the clone's role with its password;
 - PoZoL "now": POST /api/clones/ with no snapshot (DRF's whole stack, a real token),
   timed from the request until a psql connection as the clone's role with the
   password the answer shows gets an answer, through the real worker;
 - PoZoL from an existing snapshot: the same with the snapshot named.
 
-Each clone is destroyed before the next round.
+Each clone (and the floor's snapshot) is destroyed before the next round, untimed.
+`uptime`'s load is printed before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import time
+from pathlib import Path
 
 from tests.bench.fresh import on_fresh_hosts, register, wait
 
-DATABASE = "pozol_clonebench"
-FLOOR_PORT = 6999
-GOAL_SECONDS, GOAL_FLOOR_FACTOR, GOAL_RATIO = 1.5, 2.0, 1.3
+GOAL_SECONDS, GOAL_FLOOR_FACTOR, GOAL_RATIO = 1.5, 1.3, 1.3
 
 
 def main() -> None:
     args = _arguments()
-    on_fresh_hosts(DATABASE, len(args.scales), args.subnet,
+    if args.redis_url:
+        # Read by tests/django_settings.py and given to the worker it starts.
+        os.environ["POZOL_REDIS_URL"] = args.redis_url
+    print(f"database {args.database}, subnet {args.subnet}, "
+          f"redis {os.environ.get('POZOL_REDIS_URL', 'the test settings default')}; "
+          f"load before: {_load_average()}", flush=True)
+    on_fresh_hosts(args.database, len(args.scales), args.subnet,
                    lambda hosts: _measure(hosts, args), pool_size=args.pool_gib << 30)
 
 
@@ -54,14 +67,15 @@ def _measure(fleet_hosts, args) -> None:
         sizes[scale] = _load(fleet_host, scale)
         print(f"scale {scale} loaded: {sizes[scale] / 2**20:.0f} MiB", flush=True)
         hosts[scale] = register(fleet_host, f"clonebench{scale}")
-    timings = {scale: ([], [], []) for scale in args.scales}
+    timings = {scale: ([], [], [], []) for scale in args.scales}
+    connections = {scale: _open(hosts[scale]) for scale in args.scales}
     for index in range(args.rounds):
-        for scale, fleet_host in zip(args.scales, fleet_hosts, strict=True):
+        for scale in args.scales:
             host = hosts[scale]
             cluster = host.clusters.get()
-            floor, now, existing = timings[scale]
-            floor.append(_floor(fleet_host, f"r{index}"))
-            now.append(_pozol(client, host, cluster, None, f"now{index}"))
+            floor, now, existing, scripts = timings[scale]
+            floor.append(_floor(connections[scale], host, cluster, f"floor{index}"))
+            now.append(_pozol(client, host, cluster, None, f"now{index}", scripts))
             existing.append(_pozol(client, host, cluster, _snapshot(host, cluster),
                                    f"old{index}"))
     _print({scale: (sizes[scale], *timings[scale]) for scale in args.scales}, args.rounds)
@@ -103,7 +117,10 @@ def _snapshot(host, cluster) -> str:
     return operation.state["snapshot"]
 
 
-def _pozol(client, host, cluster, snapshot: str | None, name: str) -> float:
+def _pozol(client, host, cluster, snapshot: str | None, name: str,
+           scripts: list[float] | None = None) -> float:
+    """Seconds from the request to the clone's answer; `scripts` gets the worker's SSH
+    time of its one command, as the operation's log says."""
     from apps.clones import services
     from apps.clones.models import Clone
 
@@ -123,54 +140,108 @@ def _pozol(client, host, cluster, snapshot: str | None, name: str) -> float:
                             f"{clone.layout['listen']}:{clone.port}/postgres", "-XAtc",
                     "select 1"], check=True, capture_output=True)
     seconds = time.monotonic() - started
+    if scripts is not None:
+        scripts.append(_script_seconds(answer["operation"]["id"]))
     wait(services.destroy_clone(clone).pk)
     return seconds
 
 
-def _floor(fleet_host, label: str) -> float:
-    from apps.demo.fleet.client import ssh
+def _script_seconds(operation_id: int) -> float:
+    from apps.ops.models import LogLine
 
-    base = fleet_host.pg_data_dir.rsplit("/pg/data/", 1)[0]
-    owner, bin_dir = fleet_host.pg_os_user, fleet_host.pg_bin_dir
-    sock = f"{base}/floor_sock"
+    trips = [line for line in LogLine.objects.filter(operation_id=operation_id)
+             .values_list("text", flat=True) if line.startswith("$ ")]
+    if len(trips) != 1:
+        raise SystemExit(f"operation {operation_id} ran {len(trips)} commands, not one")
+    return float(re.search(r" in ([0-9.]+)s$", trips[0].splitlines()[0]).group(1))
+
+
+def _open(host):
+    """A paramiko connection to the host, its key pinned, opened before any timing."""
+    import paramiko
+
+    from apps.fleet import credentials
+    from apps.remote import keys
+
+    client = paramiko.SSHClient()
+    key = keys.public_key_of(host.host_key)
+    client.get_host_keys().add(f"[{host.address}]:{host.port}" if host.port != 22
+                               else host.address, key.get_name(), key)
+    client.connect(host.address, host.port, username=host.user, allow_agent=False,
+                   look_for_keys=False,
+                   pkey=keys.load_private_key(credentials.decrypt(host.private_key_encrypted)))
+    _exec(client, "true")
+    return client
+
+
+def _exec(client, text: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    """One exec over the open connection: what `ssh host 'text' < stdin` would do."""
+    channel = client.get_transport().open_session()
+    channel.exec_command(text)
+    if stdin:
+        channel.sendall(stdin)
+    channel.shutdown_write()
+    out, err = channel.makefile("rb").read(), channel.makefile_stderr("rb").read()
+    code = channel.recv_exit_status()
+    channel.close()
+    return code, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def _floor(connection, host, cluster, name: str) -> float:
+    """The script PoZoL's worker sends for a clone "now" of `cluster`, built by the same
+    code from the same inputs (apps.clones.services' own checks and layout), timed over
+    the open connection with the query after it; then removed, untimed."""
+    from apps.clones import services, steps
+    from apps.clones.core import commands
+    from apps.clones.models import Clone
+    from apps.fleet import credentials
+    from apps.remote import ssh
+    from apps.snapshots.core import commands as snapshots
+
+    time.sleep(1.1)  # snapshot names have one-second resolution, as for PoZoL's rounds
+    origin = services.origin_of(host, cluster)
+    snapshot, state = services._source_snapshot(host, cluster, origin, None, name)
+    quota = services.settings_of(host).clone_quota
+    layout = services._layout(host, origin, name, snapshot, services._free_port(host),
+                              "dev")
+    password = services._password()
+    row = Clone(host=host, cluster_data_dir=cluster.data_dir, name=name, snapshot=snapshot,
+                port=layout.port, role="dev", layout=layout.stored(), quota=quota,
+                password_encrypted=credentials.encrypt(password))
+    state |= {"take_snapshot": True, "room": services._room(host, origin, quota)}
+    command, chosen = steps.one_trip(row, state, host)
+    wrapped = ssh._with_remote_deadline(command, 602, host.user)
     started = time.monotonic()
-    ssh(fleet_host, (
-        f"set -e; zfs snapshot -r tank/pg@floor{label}; "
-        f"zfs clone tank/pg/data@floor{label} tank/floor_data; "
-        f"zfs clone tank/pg/wal@floor{label} tank/floor_wal; "
-        f"d={base}/floor_data/pgdata; cd $d; rm -f postmaster.pid; "
-        f"ln -sfn {base}/floor_wal/pg_wal pg_wal; mkdir -p {sock}; chown {owner} {sock}; "
-        f"cd /; runuser -u {owner} -- {bin_dir}/pg_ctl -D $d -w -l {sock}/log -o "
-        f"\"-p {FLOOR_PORT} -k {sock} -c listen_addresses=''\" start > /dev/null; "
-        f"until {bin_dir}/pg_isready -q -h {sock} -p {FLOOR_PORT}; do sleep 0.05; done; "
-        f"runuser -u {owner} -- {bin_dir}/psql -XAt -h {sock} -p {FLOOR_PORT} -d postgres "
-        "-c 'select 1' > /dev/null"))
+    code, _, err = _exec(connection, wrapped.text, command.stdin)
+    if code != 0:
+        raise SystemExit(f"the floor's script failed ({code}): {err[-800:]}")
+    subprocess.run(["psql", f"postgresql://dev:{password}@{layout.listen}:{layout.port}/"
+                            "postgres", "-XAtc", "select 1"], check=True, capture_output=True)
     seconds = time.monotonic() - started
-    ssh(fleet_host, (
-        f"cd / && runuser -u {owner} -- {bin_dir}/pg_ctl -D {base}/floor_data/pgdata "
-        f"-m immediate -w stop > /dev/null; for d in tank/floor_data tank/floor_wal; do "
-        "i=0; while zfs list $d > /dev/null 2>&1; do zfs destroy -r $d && break; "
-        "i=$((i+1)); [ $i -ge 80 ] && exit 1; sleep 0.25; done; done; "
-        f"zfs destroy -r tank/pg@floor{label}"))
+    removed = ssh._with_remote_deadline(commands.destroy(layout), 180, host.user)
+    _exec(connection, removed.text)
+    for full_name in chosen.taken:
+        _exec(connection, ssh._with_remote_deadline(snapshots.destroy(full_name), 60,
+                                                    host.user).text)
     return seconds
-
-
 def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[18]
 
 
 def _print(results: dict, rounds: int) -> None:
     print(f"\nhosts: zfs-fuse test hosts, one per scale, one Celery worker; {rounds} clones "
-          "of each kind and size, seconds from the request to a clone answering a query")
+          "of each kind and size, seconds from the request to a clone answering a query; "
+          f"load after: {_load_average()}")
     print(f"\n{'':50}{'scale':>6}{'MiB':>7}{'p50':>7}{'p95':>7}{'max':>7}")
-    for scale, (size, floor, now, existing) in results.items():
-        for label, values in (("floor: one ssh: snapshot, 2 clones, pg_ctl, query", floor),
+    for scale, (size, floor, now, existing, scripts) in results.items():
+        for label, values in (("floor: PoZoL's script, open connection, query", floor),
                               ("PoZoL: POST /api/clones/, snapshot now", now),
+                              ("  of which the worker's one SSH command", scripts),
                               ("PoZoL: POST /api/clones/, existing snapshot", existing)):
             print(f"{label:50}{scale:>6}{size / 2**20:>7.0f}"
                   f"{statistics.median(values):>7.2f}{p95(values):>7.2f}{max(values):>7.2f}")
     print("\ngoals (p50 of PoZoL 'snapshot now'):")
-    medians = {scale: (statistics.median(r[1]), statistics.median(r[2]))
+    medians = {scale: (statistics.median(r[1]), statistics.median(r[2]))  # floor, now
                for scale, r in results.items()}
     for scale, (floor, now) in medians.items():
         print(f"  scale {scale}: p50 {now:.2f} s < {GOAL_SECONDS} s: "
@@ -181,6 +252,10 @@ def _print(results: dict, rounds: int) -> None:
         ratio = medians[large][1] / medians[small][1]
         print(f"  scale {large} / scale {small}: {ratio:.2f} < {GOAL_RATIO}: "
               f"{_verdict(ratio < GOAL_RATIO)}")
+
+
+def _load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def _verdict(met: bool) -> str:
@@ -195,7 +270,13 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--pool-gib", type=int, default=6,
                         help="the test host's pool in GiB (scale 100 needs about 4)")
     parser.add_argument("--subnet", default=os.environ.get("POZOL_BENCH_SUBNET", "127.0.92"),
-                        help="loopback /24 of the bench's test host (127.0.92)")
+                        help="loopback /24 of the bench's test hosts (127.0.92, or "
+                             "$POZOL_BENCH_SUBNET): one of its own per run")
+    parser.add_argument("--database", default=f"pozol_clonebench_{os.getpid()}",
+                        help="the throwaway control-plane database (one per process)")
+    parser.add_argument("--redis-url", default=os.environ.get("POZOL_BENCH_REDIS_URL"),
+                        help="the Redis database of the bench's Celery broker (else "
+                             "$POZOL_BENCH_REDIS_URL, $POZOL_REDIS_URL or the test settings')")
     return parser.parse_args()
 
 

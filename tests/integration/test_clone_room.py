@@ -161,3 +161,9 @@ def test_a_failed_clone_removes_the_snapshot_it_took(host):  # noqa: F811
     assert operation.error_code == "clone_failed", operation.error
     assert "pozol_clones/doomed" not in run_on(fleet_host, "zfs list -H -o name")
     assert set(snapshots_on(fleet_host)) == before
+    # Taken, listed and cloned in one script: recorded from its listing, then destroyed
+    # with the failed clone, on the host and in the inventory.
+    label = operation.state["snapshot"]
+    log = " ".join(operation.log_lines.values_list("text", flat=True))
+    assert f"@{label} (recursive)" in log and "taken for what is now gone" in log
+    assert not Snapshot.objects.filter(host=row, name=label).exists()

@@ -68,6 +68,18 @@ def test_a_clone_from_now_is_ready_with_its_password_and_holds_its_snapshot(host
     clone.refresh_from_db()
     assert clone.state == Clone.State.READY
     print(f"\nclone ready in {ready_in:.2f} s (request to ready, in-process driver)")
+    # One SSH round trip: room, snapshot, its listing and the clone in one script.
+    trips = [line for line in operation.log_lines.values_list("text", flat=True)
+             if line.startswith("$ ")]
+    assert len(trips) == 1 and trips[0].startswith("$ in one script: check the room"), trips
+    # The snapshot is recorded as snapshot now records it: the host's own creation time.
+    assert clone.own_snapshots
+    for full_name in clone.own_snapshots:
+        dataset, _, label = full_name.partition("@")
+        recorded = Snapshot.objects.get(host=row, dataset=dataset, name=label)
+        creation = run_on(fleet_host, f"zfs get -Hp -o value creation {full_name}").strip()
+        assert recorded.created_at.timestamp() == int(creation)
+        assert (recorded.origin, recorded.label) == ("pozol", "for clone dev1")
 
     assert connect(clone, password, f"SELECT count(*) FROM {TABLE}") == "321"
     # It is a copy: writes stay in the clone.
@@ -160,3 +172,4 @@ def test_a_protected_clone_is_kept_and_idle_deletion_counts_real_connections(hos
 def established(fleet_host) -> set[tuple[str, int]]:
     """The host's established TCP connections, read over OpenSSH."""
     return usage.parse_established(run_on(fleet_host, "cat /proc/net/tcp /proc/net/tcp6"))
+

@@ -1,4 +1,5 @@
-"""The commands that make, reset and destroy a clone: one round trip each.
+"""The commands that make, reset and destroy a clone: one round trip each
+(`create_after` puts the room check and a snapshot "now" in creation's trip).
 
 Creation is one script, because the floor this has to beat is about 0.4 s
 (measured on a test host) and each SSH exec costs 0.11-0.14 s here: clone both
@@ -292,6 +293,52 @@ def create(layout: Layout, password: str, properties: dict[str, str] | None = No
                    stdin=(f"\\set pw '{password}'\n" + _ROLE_SQL + reached).encode(),
         shown=f"clone {layout.data_clone} from @{layout.snapshot}, start PostgreSQL on "
               f"port {layout.port}, set the password of role {layout.role}")
+
+
+SECTION = "pozol-section"
+# What runs before the clone in its one round trip, each in a subshell (backup mode's
+# script ends with `exit`) reading nothing of the script's stdin (the role SQL, for
+# the clone's psql). The listing never stops the clone: the step lists again when it
+# finds the snapshots missing from it.
+_BEFORE = """\
+echo {section} room
+( {room} ) < /dev/null || exit 1
+echo {section} snapshot
+( {snapshot} ) < /dev/null || exit 1
+echo {section} listing
+( {listing} ) < /dev/null || true
+echo {section} clone
+{create}"""
+
+
+def create_after(create_command: Command, *, room: Command | None = None,
+                 snapshot: Command | None = None, listing: Command | None = None) -> Command:
+    """`create_command` (`create`'s) after the pools' room check and the snapshot it
+    clones, with the snapshot's listing, in ONE script: one SSH round trip for a clone
+    "now". Its stdout is in sections (`sections` reads them): the last one begun is
+    where a failed script stopped, so `room` or `snapshot` made nothing."""
+    nothing = Command(":")
+    text = script(_BEFORE, section=SECTION, room=room or nothing,
+                  snapshot=snapshot or nothing, listing=listing or nothing,
+                  create=create_command)
+    shown = "; ".join(part.redacted() for part in (room, snapshot, listing, create_command)
+                      if part is not None)
+    return Command(text.text, secrets=create_command.secrets, stdin=create_command.stdin,
+                   shown=f"in one script: {shown}")
+
+
+def sections(stdout: str) -> dict[str, str]:
+    """`create_after`'s output by section, in the order they began."""
+    found: dict[str, list[str]] = {}
+    current = None
+    for line in stdout.splitlines():
+        parts = line.split(" ")
+        if len(parts) == 2 and parts[0] == SECTION:
+            current = parts[1]
+            found[current] = []
+        elif current is not None:
+            found[current].append(line)
+    return {name: "".join(f"{line}\n" for line in lines) for name, lines in found.items()}
 
 
 # After the role SQL, on the same stdin: where the replay stopped. The last replayed

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apps.common.formatting import human_bytes
-from apps.remote.commands import Command, cmd, pool_name
+from apps.remote.commands import Command, cmd, integer, pool_name, script
 
 DEFAULT_RESERVE_PERCENT = 10
 MAX_RESERVE_PERCENT = 90
@@ -100,3 +100,41 @@ def parse_room(pool: str, text: str) -> Room:
     if len(values) != 2:
         raise ValueError(f"expected used and available of {pool}, got {text!r}")
     return Room(pool=pool, used=int(values[0]), available=int(values[1]))
+
+
+GUARD_MARK = "pozol-room"
+
+# The same decision as `shortage`, in the host's shell, so a script that adds data to
+# the pool (a clone "now": apps.clones) refuses before it makes anything, in its own
+# round trip. It prints the figures it read (`pozol-room POOL USED AVAILABLE`), from
+# which `parse_guard` and `shortage` write the refusal; it fails when the pool is short
+# or unread. Shell arithmetic is 64-bit (dash and bash use intmax_t), and `/` truncates
+# as Python's `//` does on these non-negative numbers.
+_GUARD = """\
+set -- $(zfs get -Hp -o value used,available {pool})
+[ "$#" -eq 2 ] || {{ echo "cannot read the room of pool "{pool} >&2; exit 1; }}
+echo {mark} {pool} "$1" "$2"
+{floor}
+[ $(($2 - {needed})) -ge "$f" ]"""
+
+
+def guard_command(pool: str, reserve: Reserve, needed: int) -> Command:
+    """A shell snippet failing when `needed` more bytes would take `pool` below
+    `reserve` (or when the pool cannot be read), as `shortage` decides."""
+    floor = (script("f={floor}", floor=integer(reserve.bytes)) if reserve.bytes is not None
+             else script('f=$((($1 + $2) * {percent} / 100))',
+                         percent=integer(reserve.percent or 0, maximum=100)))
+    return script(_GUARD, pool=pool_name(pool), mark=GUARD_MARK, floor=floor,
+                  needed=integer(max(needed, 0)),
+                  shown=f"check the room on pool {pool}")
+
+
+def parse_guard(text: str) -> dict[str, Room]:
+    """The pools' figures `guard_command` printed, by pool."""
+    found = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == GUARD_MARK and all(
+                p.isdigit() for p in parts[2:]):
+            found[parts[1]] = Room(pool=parts[1], used=int(parts[2]), available=int(parts[3]))
+    return found
