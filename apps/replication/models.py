@@ -15,6 +15,8 @@ otherwise silently start a second copy.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django.conf import settings
 from django.db import models
 
@@ -155,6 +157,12 @@ class ReplicationLink(NameIsIdentity, models.Model):
         if self.cluster_data_dir:
             return f"cluster {self.cluster_data_dir}"
         return ", ".join(self.sources)
+
+    @property
+    def archive_spans(self) -> list[tuple[datetime, datetime]]:
+        """The target's window as datetimes, for pages: [(since, until)], oldest first."""
+        return [(datetime.fromtimestamp(since, UTC), datetime.fromtimestamp(until, UTC))
+                for since, until in self.archive_window or []]
 
     def keep_counts(self) -> dict[str, int]:
         """The target's keep counts by period name (frequently, hourly, ...)."""

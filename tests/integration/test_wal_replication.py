@@ -99,6 +99,8 @@ def test_the_link_carries_the_archive_and_the_target_replays_to_a_moment(pair, a
     since, until = link.archive_window[-1]
     assert since <= moment.timestamp() <= until, (link.archive_window, moment)
     print(f"\nwindow on the target: {link.archive_window}")
+    shown = api.get(f"/api/replication-links/{link.pk}/").json()
+    assert shown["archive"] == ARCHIVE and shown["archive_window"] == link.archive_window
 
     # Another run sends the archive again (incrementally): one carried snapshot is kept
     # on each side, the newest.
