@@ -258,9 +258,13 @@ def _moment_on_target(link: ReplicationLink, archive: WalArchive,
                       code="not_carried", status=409)
     cluster = archive.cluster
     targets = core.targets()
+    data = targets.get(cluster.data_dataset.name) if cluster.data_dataset_id else None
+    if data is None:
+        raise _refuse("link", f"link {link.name} does not copy the data dataset of "
+                              f"{cluster.data_dir}", code="conflict", status=409)
     wal = (targets.get(cluster.wal_dataset.name) if cluster.wal_dataset_id
            and cluster.wal_dataset_id != cluster.data_dataset_id else None)
-    copy = copies.Copy(link.target_host_id, targets[cluster.data_dataset.name], wal,
+    copy = copies.Copy(link.target_host_id, data, wal,
                        core.archive_target, link.archive_snapshot, link.archive_listing,
                        link.archive_floor)
     try:

@@ -136,6 +136,8 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
             ctx.log(f"{dataset.source}: zfs send {dataset.stream.text}")
     for note in chosen.notes + tuple(n for d in chosen.datasets for n in d.notes):
         ctx.log(f"note: {note}")
+    if chosen.action in (Action.REFUSED, Action.BUSY) and ctx.state.get("carry"):
+        _drop_carry(ctx, core)
     if chosen.action is Action.REFUSED:
         reasons = "; ".join(chosen.reasons())
         _record_outcome(link, ReplicationLink.State.REFUSED, reasons)
@@ -179,6 +181,15 @@ def _snapshot_archive(ctx: StepContext, core) -> None:
     ctx.state["carry"] = {"label": label, "listing": recorded.stored_listing(
         timeline, segments) if timeline is not None else {}}
     ctx.log(f"{core.archive}@{label} holds {len(segments)} archived segments")
+
+
+def _drop_carry(ctx: StepContext, core) -> None:
+    """A run that sends nothing leaves no archive snapshot behind (each would pin WAL
+    the source's retention removes, run after refused run)."""
+    name = f"{core.archive}@{ctx.state['carry']['label']}"
+    result = ctx.runner()(cmd("zfs", "destroy", snapshot_name(name)), timeout=120, check=False)
+    if not result.ok:
+        ctx.log(f"kept {name}: {result.stderr.strip()[-300:]}", LogLine.Level.WARNING)
 
 
 def _archive_floor(core, sources: dict) -> float | None:

@@ -139,3 +139,12 @@ def test_the_link_carries_the_archive_and_the_target_replays_to_a_moment(pair, a
     # The received snapshot the replay cloned is still there: the link goes on.
     assert snapshots_of(target, COPY) == [link.archive_snapshot]
 
+
+    # A copy of the archive changed on the target refuses the link, saying so, and the
+    # run leaves no archive snapshot of its own behind on the source.
+    run_on(target, f"zfs snapshot {COPY}@by-hand")
+    time.sleep(1.1)
+    refused = run_link(link)
+    assert refused.status == Operation.Status.FAILED and refused.error_code == "refused"
+    assert "diverged" in refused.error and COPY in refused.error
+    assert snapshots_of(source, ARCHIVE) == [link.archive_snapshot]
