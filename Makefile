@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 DEBS := zfs-fuse openssh-server sudo postgresql-15 postgresql-client-15 redis-server chromium \
 	qemu-system-x86 qemu-utils debootstrap lz4 zstd
 
-.PHONY: run test bench bench-scale bench-snapshots bench-clones bench-create bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables compose-check clean
+.PHONY: run test bench bench-scale bench-snapshots bench-streams bench-clones bench-create bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables compose-check clean
 
 run: deps node
 	$(PY) -m apps.demo
@@ -47,6 +47,12 @@ bench-scale: venv
 bench-snapshots: deps
 	$(PY) -m tests.bench.snapshot_listing $(BENCH_ARGS)
 	$(PY) -m tests.bench.replication_throughput
+
+# Figures, not a test: a link's send of a compressible cluster with zfs send -c and without
+# (bytes on the wire and seconds, beside the bare zfs send), on the OpenZFS VM host under
+# two names (zfs-fuse has no -c; the VM's image must be cached: python -m apps.demo.vm).
+bench-streams: deps
+	$(PY) -m tests.bench.compressed_streams $(BENCH_ARGS)
 
 # Figures, not a test: a clone ready to query, from the request, against one bare ssh doing
 # the same (a fresh test host, a real worker, a database of its own); then a clone to a

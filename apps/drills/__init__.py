@@ -53,6 +53,10 @@ fails (core/check.moment_missed) when the replay applied nothing, went past the
 moment, or stopped more than archive_timeout before it, since archiving leaves at
 most that much WAL unarchived. A cluster that committed nothing in that time before
 the moment fails it too, and the run says so: the drill cannot tell quiet from
-missing. Such a schedule needs archiving on (409) and is refused for a link (the
-archive does not travel with links yet).
+missing. Such a schedule needs archiving on (409). For a link it runs on the target:
+the moment is drawn in the window the link's last run recorded, and apps.wal.copies
+chooses the received snapshot, replayed with the copy of the archive the link carried
+(the layout's `Recovery.received`: its received snapshot is cloned, never taken nor
+destroyed); a link that has not carried the archive yet is a 409. `run/` takes an
+optional `at`: a drill to that moment (a 400 with the window when outside it).
 """

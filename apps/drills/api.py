@@ -19,6 +19,7 @@ from apps.drills import queries, services, table_recovery
 from apps.drills import reconcile as reconciler
 from apps.drills.models import DrillRun
 from apps.drills.serializers import (
+    DrillRunNowSerializer,
     DrillRunSerializer,
     DrillScheduleSerializer,
     DrillScheduleWriteSerializer,
@@ -70,13 +71,18 @@ class DrillScheduleViewSet(IdempotentPosts, mixins.ListModelMixin, mixins.Retrie
     def perform_destroy(self, instance) -> None:
         services.delete_schedule(instance)
 
-    @extend_schema(request=None, responses={202: DrillRunSerializer})
+    @extend_schema(request=DrillRunNowSerializer, responses={202: DrillRunSerializer})
     @action(detail=True, methods=["post"])
     def run(self, request, pk=None) -> Response:
         """Start a drill now; 409 while one runs. A drill with nothing to clone is
-        answered at once, failed, with its reason."""
+        answered at once, failed, with its reason. With `at`, the drill replays to that
+        moment (on a link's target, with the WAL archive the link carried); a moment
+        outside the window is a 400 with the window."""
+        body = DrillRunNowSerializer(data=request.data or {})
+        body.is_valid(raise_exception=True)
         run = services.run_now(self.get_object(), by=request.user,
-                               trigger=Operation.Trigger.API)
+                               trigger=Operation.Trigger.API,
+                               at=body.validated_data.get("at"))
         return Response(DrillRunSerializer(queries.runs().get(pk=run.pk)).data,
                         status=status.HTTP_202_ACCEPTED)
 

@@ -52,6 +52,13 @@ class DrillScheduleWriteSerializer(serializers.Serializer):
     enabled = StrictBooleanField(default=True)
 
 
+class DrillRunNowSerializer(serializers.Serializer):
+    """Optional: a moment to replay the drill's clone to (a time with its zone)."""
+
+    at = AwareDateTimeField(required=False, help_text=(
+        "Replay to this moment (ISO 8601 with its zone) instead of the schedule's target."))
+
+
 class DrillRunSerializer(ModelSerializer):
     host = StrictPrimaryKeyRelatedField(read_only=True)
     host_name = serializers.CharField(source="host.name", read_only=True)

@@ -44,6 +44,7 @@ from apps.remote.commands import InvalidValue
 from apps.replication.link_rows import core_link
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import Snapshot
+from apps.wal import copies
 from apps.wal.models import WalArchive
 
 MAX_INTERVAL_HOURS = 24 * 90
@@ -103,11 +104,10 @@ def _target(host: Host | None, cluster: PgCluster | None,
 
 
 def _archives(schedule: DrillSchedule) -> WalArchive:
-    """The WAL archive a drill to a moment replays from; refused when there is none."""
-    if schedule.link_id:
-        raise _refuse("target", "a drill to a moment runs on the cluster's own host: a "
-                                "replication link does not carry the WAL archive yet")
-    archive = WalArchive.objects.filter(cluster__host=schedule.host,
+    """The WAL archive a drill to a moment replays from (for a link: the source cluster's,
+    which the link carries); refused when there is none."""
+    host = schedule.link.source_host if schedule.link_id else schedule.host
+    archive = WalArchive.objects.filter(cluster__host=host,
                                         cluster__data_dir=schedule.cluster_data_dir,
                                         state=WalArchive.State.ON).first()
     if archive is None:
@@ -141,9 +141,10 @@ def _query(value: object) -> str:
 
 # ---- running one ----------------------------------------------------------------------------
 
-def run_now(schedule: DrillSchedule, *, by=None,
-            trigger: str = Operation.Trigger.API) -> DrillRun:
-    """Start a drill of the schedule's source now; refused while one runs for it."""
+def run_now(schedule: DrillSchedule, *, by=None, trigger: str = Operation.Trigger.API,
+            at: datetime | None = None) -> DrillRun:
+    """Start a drill of the schedule's source now (with `at`: replayed to that moment,
+    whatever the schedule's target); refused while one runs for it."""
     with transaction.atomic():
         schedule = DrillSchedule.objects.select_for_update(of=("self",)).select_related(
             "host", "link").get(pk=schedule.pk)
@@ -153,9 +154,13 @@ def run_now(schedule: DrillSchedule, *, by=None,
         if running is not None:
             raise Conflict(f"drill #{running.pk} of {schedule.source_label} is running",
                            code="busy")
+        if at is not None:
+            _archives(schedule)  # a 409 before anything is recorded
+            if at.tzinfo is None:
+                raise _refuse("at", "give the moment with its time zone")
         schedule.last_started_at = timezone.now()
         schedule.save(update_fields=["last_started_at"])
-        return _start(schedule, by=by, trigger=trigger)
+        return _start(schedule, by=by, trigger=trigger, at=at)
 
 
 def clone_room(host: Host, origin: Origin, what: str) -> dict:
@@ -186,7 +191,8 @@ def _ended_without_result(run: DrillRun) -> bool:
     return True
 
 
-def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:
+def _start(schedule: DrillSchedule, *, by, trigger: str,
+           at: datetime | None = None) -> DrillRun:
     host = schedule.host
     run = DrillRun.objects.create(
         schedule=schedule, host=host, cluster_data_dir=schedule.cluster_data_dir,
@@ -194,13 +200,15 @@ def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:
         triggered_by=by if by and by.is_authenticated else None)
     try:
         origin, datasets = _origin(schedule)
-        if schedule.target == DrillSchedule.Target.RANDOM_MOMENT:
-            snapshot, recovery = _moment(schedule, run)
+        if at is not None or schedule.target == DrillSchedule.Target.RANDOM_MOMENT:
+            snapshot, recovery = _moment(schedule, run, at)
         else:
             snapshot, recovery = _newest(host, datasets), None
         layout = disposable_layout(host, origin, snapshot, run.clone_name, recovery=recovery)
         room = clone_room(host, origin, "a restore drill")
     except DomainError as exc:
+        if at is not None:
+            raise  # a moment the operator asked for: refused, nothing recorded
         # Nothing to drill is a failed drill, with its reason: the alert says so.
         _finish_unstarted(run, str(exc))
         return run
@@ -215,18 +223,59 @@ def _start(schedule: DrillSchedule, *, by, trigger: str) -> DrillRun:
     return run
 
 
-def _moment(schedule: DrillSchedule, run: DrillRun) -> tuple[str, Recovery]:
-    """A moment drawn in the archive's window as its last read recorded it, and the
-    snapshot and replay that reach it (apps.clones' point-in-time path)."""
+def _moment(schedule: DrillSchedule, run: DrillRun,
+            at: datetime | None = None) -> tuple[str, Recovery]:
+    """The moment asked, or one drawn in the archive's window as its last read (for a
+    link: its last run) recorded it, and the snapshot and replay that reach it
+    (apps.clones' point-in-time path; on a link's target, the received snapshots and
+    the copy of the archive the link carried)."""
     archive = _archives(schedule)
-    at = random_moment(archive.window or [])
+    link = schedule.link
     if at is None:
-        raise _refuse("target", f"the WAL archive of {schedule.cluster_data_dir} reaches no "
-                                "moment yet (a snapshot, then archived WAL after it)")
-    run.target_time = datetime.fromtimestamp(at, UTC)
+        drawn = random_moment((link.archive_window if link else archive.window) or [])
+        if drawn is None:
+            where = f"on {link.target_host.name} (link {link.name})" if link else ""
+            raise _refuse("target", f"the WAL archive of {schedule.cluster_data_dir} reaches "
+                                    f"no moment {where} yet (a snapshot, then archived WAL "
+                                    "after it, replicated)".replace("  ", " "))
+        at = datetime.fromtimestamp(drawn, UTC)
+    run.target_time = at
     run.archive_timeout = archive.archive_timeout
+    if link is not None:
+        return _moment_on_target(link, archive, run)
     moment = clone_services.moment_for(archive.cluster, run.clone_name, at=run.target_time)
     return moment.snapshot, moment.recovery
+
+
+def _moment_on_target(link: ReplicationLink, archive: WalArchive,
+                      run: DrillRun) -> tuple[str, Recovery]:
+    """The received snapshot and the carried archive's received snapshot that reach the
+    run's moment on the link's target (apps.wal.copies)."""
+    core = core_link(link)
+    if not (core.archive and link.archive_snapshot):
+        raise _refuse("target", f"link {link.name} has not carried the WAL archive of "
+                                f"{link.cluster_data_dir} yet: run it once archiving is on",
+                      code="not_carried", status=409)
+    cluster = archive.cluster
+    targets = core.targets()
+    data = targets.get(cluster.data_dataset.name) if cluster.data_dataset_id else None
+    if data is None:
+        raise _refuse("link", f"link {link.name} does not copy the data dataset of "
+                              f"{cluster.data_dir}", code="conflict", status=409)
+    wal = (targets.get(cluster.wal_dataset.name) if cluster.wal_dataset_id
+           and cluster.wal_dataset_id != cluster.data_dataset_id else None)
+    copy = copies.Copy(link.target_host_id, data, wal,
+                       core.archive_target, link.archive_snapshot, link.archive_listing,
+                       link.archive_floor)
+    try:
+        choice = copies.choose(copy, run.target_time)
+        recovery = Recovery(archive=copy.archive, label=copy.snapshot, target="time",
+                            value=run.target_time.isoformat(), received=True)
+    except DomainError as exc:
+        raise DrillError(str(exc), fields=exc.fields, code=exc.code, status=exc.status) from None
+    except CloneError as exc:
+        raise _refuse("at", str(exc)) from None
+    return choice.reach.base.label, recovery
 
 
 def _origin(schedule: DrillSchedule) -> tuple[Origin, list[str]]:

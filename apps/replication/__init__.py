@@ -31,6 +31,14 @@ registers to hear of policy snapshots, for links that run after each one), so
 snapshots imports nothing of it. `replication.tick` (beat) starts due links and
 raises or resolves the `replication_lag` alert.
 
+A link of a cluster PoZoL archives (apps/wal) carries the archive: `plan` snapshots
+it (`@pozol-carry-<link>-<time>`, listed before and after) and the planner sends it
+as one more dataset, newest-only, to `<target parent>/pozol_wal/<leaf>` (the key's
+wrapper allows it; a change of archive reinstalls the key); `finish` records the
+received snapshot, its listing, the floor and the target's window (apps.wal.copies)
+and destroys the older carried snapshots on both sides, and the newest is protected
+like the common snapshot. A refused archive refuses the link.
+
 Replication links are seen and driven through `/api/replication-links/` (CRUD,
 `run/`, `pause/`, `resume/`, `rollback-opt-in/` POST and DELETE, `streams/`: the
 flags each dataset is sent with and why, from discovery and the last run), the fleet

@@ -24,6 +24,7 @@ def core_link(link: ReplicationLink) -> Link:
                     bandwidth_limit=link.bandwidth_limit,
                     compressed_streams=link.compressed_streams,
                     large_block_streams=link.large_block_streams,
-                    large_blocks_sent=link.large_blocks_sent)
+                    large_blocks_sent=link.large_blocks_sent,
+                    archive=link.archive or None)
     except ReplicationError as exc:
         raise LinkError(f"{exc.field}: {exc}", fields={exc.field: [str(exc)]}) from None

@@ -15,6 +15,8 @@ otherwise silently start a second copy.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django.conf import settings
 from django.db import models
 
@@ -120,6 +122,21 @@ class ReplicationLink(NameIsIdentity, models.Model):
                             help_text="Holds a run may have left ('source:ds@snap').")
     resume_failed = models.BooleanField(default=False)
 
+    # The source cluster's WAL archive the link carries (apps/wal; core/link.py says where
+    # it lands) and what the target holds of it after the last run that sent it.
+    archive = models.CharField(max_length=255, blank=True, editable=False, help_text=(
+        "The source cluster's WAL archive dataset the last run carried; empty: none."))
+    archive_snapshot = models.CharField(max_length=255, blank=True, editable=False,
+                                        help_text="The archive's newest snapshot received "
+                                                  "(after '@'): what a replay clones.")
+    archive_listing = models.JSONField(default=dict, blank=True, editable=False, help_text=(
+        "What that snapshot holds: {timeline, segments: [[number, archived at]]}."))
+    archive_floor = models.FloatField(null=True, blank=True, editable=False, help_text=(
+        "Epoch seconds: the oldest snapshot of the cluster on the source at that run."))
+    archive_window = models.JSONField(default=list, blank=True, editable=False, help_text=(
+        "The moments a replay on the target reaches, as the last run found them: "
+        "[[since, until]] in epoch seconds."))
+
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
@@ -140,6 +157,12 @@ class ReplicationLink(NameIsIdentity, models.Model):
         if self.cluster_data_dir:
             return f"cluster {self.cluster_data_dir}"
         return ", ".join(self.sources)
+
+    @property
+    def archive_spans(self) -> list[tuple[datetime, datetime]]:
+        """The target's window as datetimes, for pages: [(since, until)], oldest first."""
+        return [(datetime.fromtimestamp(since, UTC), datetime.fromtimestamp(until, UTC))
+                for since, until in self.archive_window or []]
 
     def keep_counts(self) -> dict[str, int]:
         """The target's keep counts by period name (frequently, hourly, ...)."""

@@ -81,4 +81,9 @@ def protected_snapshots(host: Host, datasets: list[str]) -> dict[str, str]:
             if dataset in datasets:
                 protected[f"{dataset}@{link.common_snapshot}"] = (
                     f"last common snapshot of link {link.name}")
+        if core.archive and link.archive_snapshot:
+            dataset = core.archive if link.source_host_id == host.pk else core.archive_target
+            if dataset in datasets:
+                protected[f"{dataset}@{link.archive_snapshot}"] = (
+                    f"the WAL archive snapshot link {link.name} carried last")
     return protected

@@ -145,6 +145,15 @@ class ReplicationLinkSerializer(ModelSerializer):
     last_transfer = serializers.JSONField(
         read_only=True, help_text="action, snapshot, bytes, seconds of the last transfer; "
                                   "empty before the first.")
+    archive = serializers.CharField(read_only=True, help_text=(
+        "The source cluster's WAL archive the link carries (while PoZoL archives it); "
+        "empty: none."))
+    archive_snapshot = serializers.CharField(read_only=True, help_text=(
+        "The archive's newest snapshot on the target, which a replay there clones."))
+    archive_window = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField()), read_only=True,
+        help_text="The moments a restore drill on the target can replay to, as the last run "
+                  "found them: [[since, until]] in epoch seconds.")
     lag = serializers.SerializerMethodField()
     running_operation = serializers.SerializerMethodField()
 
@@ -158,8 +167,8 @@ class ReplicationLinkSerializer(ModelSerializer):
                   "rollback_opted_in_by", "rollback_opted_in_at", "public_key", "state",
                   "last_error", "last_run_at", "last_success_at", "last_operation",
                   "last_transfer", "common_snapshot", "newest_received",
-                  "newest_received_at", "lag", "running_operation", "created_at",
-                  "updated_at"]
+                  "newest_received_at", "archive", "archive_snapshot", "archive_window",
+                  "lag", "running_operation", "created_at", "updated_at"]
         read_only_fields = fields
 
     @extend_schema_field(LagSerializer)

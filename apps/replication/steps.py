@@ -4,15 +4,21 @@
   plan     the link's key pair exists, its receive-only line is in the target's
            authorized_keys and its private key and the target's pinned host key
            are in the source's work dir (again after anything but a clean
-           run); both sides listed (one command per host) and planned by the
-           pure planner; refused, busy or in sync ends here
+           run, or when the archive it carries changed); the source cluster's
+           WAL archive, while PoZoL archives it, is snapshotted and listed
+           (apps.wal.core.commands.carry); both sides listed (one command per
+           host) and planned by the pure planner; refused, busy or in sync
+           ends here
   execute  the plan's steps in order, the quick ones back to back; a SEND runs
            detached on the source (`op<id>-send<i>`), so a worker that dies
            does not stop it, and each call starts it if missing, waits on the
            host up to a few seconds and reads where it stands in one round
            trip (detached.follow)
   finish   both inventories refreshed, the newest common snapshot and the
-           newest received recorded (lag counts from it)
+           newest received recorded (lag counts from it); a carried archive's
+           received snapshot, its listing and the target's window recorded
+           (apps.wal.copies), and the link's older archive snapshots destroyed
+           on both sides (each pins WAL the source's retention removed)
   prune    the target's keep rules (the link's counts, each received
            snapshot's policy identity), sparing the newest common snapshot
 
@@ -54,6 +60,10 @@ from apps.replication.core.planner import (
 )
 from apps.replication.link_rows import core_link
 from apps.replication.models import ReplicationLink
+from apps.wal import copies, recorded
+from apps.wal.core import commands as wal_commands
+from apps.wal.core.window import describe
+from apps.wal.models import WalArchive
 
 WAIT_SECONDS = 3.0  # a step waits this long on the host for a transfer to end
 TAIL = 600
@@ -99,11 +109,24 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
     link = _link(ctx)
     if link is None:
         return Fail("the link was deleted", code="link_gone")
+    carried = _carried(link)
+    if carried != link.archive:
+        ctx.log(f"carrying the WAL archive {carried}" if carried
+                else f"no longer carrying the WAL archive {link.archive}: archiving is off")
+        link.archive = carried
+        fields = {"archive": carried}
+        if not carried:
+            fields |= {"archive_snapshot": "", "archive_listing": {}, "archive_floor": None,
+                       "archive_window": []}
+        ReplicationLink.objects.filter(pk=link.pk).update(**fields)
+        link.key_installed_at = None  # its key may receive into the archive's copy too
     if not (link.key_installed_at and link.state == ReplicationLink.State.IN_SYNC):
         failure = _install_key(ctx, link)  # again after anything but a clean run
         if failure is not None:
             return failure
     core = core_link(link)
+    if core.archive:
+        _snapshot_archive(ctx, core)
     source_caps, target_caps, chosen, sources = _plan(ctx, link, core)
     ctx.state["plan_action"] = chosen.action.value
     for dataset in chosen.datasets:
@@ -113,6 +136,8 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
             ctx.log(f"{dataset.source}: zfs send {dataset.stream.text}")
     for note in chosen.notes + tuple(n for d in chosen.datasets for n in d.notes):
         ctx.log(f"note: {note}")
+    if chosen.action in (Action.REFUSED, Action.BUSY) and ctx.state.get("carry"):
+        _drop_carry(ctx, core)
     if chosen.action is Action.REFUSED:
         reasons = "; ".join(chosen.reasons())
         _record_outcome(link, ReplicationLink.State.REFUSED, reasons)
@@ -137,17 +162,56 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
                 progress=10)
 
 
+def _carried(link: ReplicationLink) -> str:
+    """The source cluster's WAL archive while PoZoL archives it (apps/wal), else ""."""
+    if not link.cluster_data_dir:
+        return ""
+    archive = WalArchive.objects.filter(
+        cluster__host=link.source_host, cluster__data_dir=link.cluster_data_dir,
+        state=WalArchive.State.ON).exclude(directory="").first()
+    return archive.dataset if archive is not None else ""
+
+
+def _snapshot_archive(ctx: StepContext, core) -> None:
+    """Snapshot the carried archive and keep what the snapshot holds for `finish`. A
+    repeated step takes another (a second later): its own listing is the one kept."""
+    label = core.archive_label(timezone.now().strftime("%Y%m%dT%H%M%S"))
+    out = ctx.runner()(wal_commands.carry(core.archive, label), timeout=300).stdout
+    timeline, segments = wal_commands.parse_carried(out)
+    ctx.state["carry"] = {"label": label, "listing": recorded.stored_listing(
+        timeline, segments) if timeline is not None else {}}
+    ctx.log(f"{core.archive}@{label} holds {len(segments)} archived segments")
+
+
+def _drop_carry(ctx: StepContext, core) -> None:
+    """A run that sends nothing leaves no archive snapshot behind (each would pin WAL
+    the source's retention removes, run after refused run)."""
+    name = f"{core.archive}@{ctx.state['carry']['label']}"
+    result = ctx.runner()(cmd("zfs", "destroy", snapshot_name(name)), timeout=120, check=False)
+    if not result.ok:
+        ctx.log(f"kept {name}: {result.stderr.strip()[-300:]}", LogLine.Level.WARNING)
+
+
+def _archive_floor(core, sources: dict) -> float | None:
+    """The oldest snapshot name of the cluster on every source dataset: its time."""
+    names = set.intersection(*({s.name for s in sources[d].snapshots} for d in core.sources))
+    times = [s.created.timestamp() for s in sources[core.sources[0]].snapshots
+             if s.name in names]
+    return min(times) if times else None
+
+
 def _list_sides(ctx: StepContext, link: ReplicationLink, core,
                 source_caps: ReplicationCapabilities, target_caps: ReplicationCapabilities):
     """Both sides, one command each: the source's listing (with its tools) and the
-    target's states keyed by target dataset."""
-    targets = core.targets()
-    source_text = ctx.runner()(listing.source_command(core.sources, source_caps),
+    target's states keyed by target dataset (the carried archive's among them)."""
+    datasets = core.sources + ((core.archive,) if core.archive else ())
+    receiving = core.receiving()
+    source_text = ctx.runner()(listing.source_command(datasets, source_caps),
                                timeout=300).stdout
     target_text = _on(link.target_host)(
-        listing.target_command(targets.values(), target_caps), timeout=300).stdout
-    return (listing.parse_source(source_text, core.sources),
-            listing.parse_target(target_text, targets.values()).targets)
+        listing.target_command(receiving, target_caps), timeout=300).stdout
+    return (listing.parse_source(source_text, datasets),
+            listing.parse_target(target_text, receiving).targets)
 
 
 def _plan(ctx: StepContext, link: ReplicationLink, core) -> tuple:
@@ -158,6 +222,9 @@ def _plan(ctx: StepContext, link: ReplicationLink, core) -> tuple:
                           mbuffer="mbuffer" in sources.tools)
     _note_encryption(link, sources.sources)
     target_states = {source: on_target[target] for source, target in core.targets().items()}
+    if core.archive:
+        target_states[core.archive] = on_target[core.archive_target]
+        ctx.state.setdefault("carry", {})["floor"] = _archive_floor(core, sources.sources)
     chosen = plan_link(core, sources.sources, target_states, source_caps, target_caps,
                        held=link.held, resume_failed=link.resume_failed)
     return source_caps, target_caps, chosen, sources.sources
@@ -384,11 +451,71 @@ def finish(ctx: StepContext) -> Next:
     LINK_IN_SYNC.emit(_subject(link), common_snapshot=common or "",
                       operation=ctx.operation.pk)
     _forget_units(ctx)
+    if core.archive:
+        _forget_carried(ctx, link, core, sources, on_target)
     inventory.refresh(ctx.host, ctx.runner())
     inventory.refresh(link.target_host, _on(link.target_host))
+    if core.archive:
+        _record_carried(ctx, link, core, on_target)
     ctx.log(f"in sync: newest common snapshot @{common}" if common else
             "no snapshot is common to every dataset yet")
     return Next("prune", progress=95)
+
+
+def _received_carry(ctx: StepContext, core, on_target: dict) -> str | None:
+    """The archive snapshot this run took, if the target holds it now."""
+    label = (ctx.state.get("carry") or {}).get("label")
+    held = {s.name for s in on_target[core.archive_target].snapshots}
+    return label if label in held else None
+
+
+def _forget_carried(ctx: StepContext, link: ReplicationLink, core, sources: dict,
+                    on_target: dict) -> None:
+    """Destroy the link's older snapshots of the archive on both sides once this run's
+    arrived: each would pin WAL the source's retention removed. One a replay on the
+    target still clones stays until a later run (its destroy fails, harmlessly)."""
+    kept = _received_carry(ctx, core, on_target)
+    if kept is None:
+        return
+    for run, dataset, snaps in (
+            (ctx.runner(), core.archive, sources[core.archive].snapshots),
+            (_on(link.target_host), core.archive_target,
+             on_target[core.archive_target].snapshots)):
+        old = [f"{dataset}@{s.name}" for s in snaps
+               if s.name.startswith(core.archive_prefix) and s.name != kept]
+        for name in old:
+            result = run(cmd("zfs", "destroy", snapshot_name(name)), timeout=120, check=False)
+            if not result.ok:
+                ctx.log(f"kept {name} for now: {result.stderr.strip()[-300:]}",
+                        LogLine.Level.WARNING)
+
+
+def _record_carried(ctx: StepContext, link: ReplicationLink, core, on_target: dict) -> None:
+    """What the target can replay to now: the received archive snapshot, what it holds,
+    and the window with the target's snapshots (their inventory just refreshed)."""
+    label = _received_carry(ctx, core, on_target)
+    if label is None:
+        return
+    carry = ctx.state["carry"]
+    targets = core.targets()
+    origin = link.source_host.clusters.filter(data_dir=link.cluster_data_dir).select_related(
+        "data_dataset", "wal_dataset").first()
+    wal = None
+    if origin is not None and origin.wal_dataset_id and (
+            origin.wal_dataset_id != origin.data_dataset_id):
+        wal = targets.get(origin.wal_dataset.name)
+    data = targets.get(origin.data_dataset.name) if origin and origin.data_dataset else None
+    spans = []
+    if data is not None:
+        copy = copies.Copy(link.target_host_id, data, wal, core.archive_target, label,
+                           carry.get("listing") or {}, carry.get("floor"))
+        spans = copy.window()
+    ReplicationLink.objects.filter(pk=link.pk).update(
+        archive_snapshot=label, archive_listing=carry.get("listing") or {},
+        archive_floor=carry.get("floor"), archive_window=[[s.since, s.until] for s in spans])
+    ctx.log(f"the target can replay to {describe(spans)}" if spans else
+            "the target reaches no moment yet: it needs a snapshot of the cluster with "
+            "archived WAL after it")
 
 
 def _common_name(sources: tuple[str, ...], targets: dict[str, str], source_states: dict,

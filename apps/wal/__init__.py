@@ -42,8 +42,13 @@ point-in-time clone path (apps.clones.services.moment_for); the drill passes onl
 the replay's last transaction is at or before the moment and within archive_timeout
 of it.
 
-What is not here yet (issue 23): the archive carried by replication links (so a
-target can restore to a moment, and a drill to a moment on a link's target: such a
-schedule is refused) and the benchmark. A moment archived since the last read is
-refused until the next read (within WAL_CHECK_INTERVAL) says it is in the window.
+Replication links carry the archive (apps/replication's steps): each run of a link
+whose source cluster archives snapshots the archive (`@pozol-carry-<link>-<time>`,
+core/commands.carry lists it before and after, so the listing is what the snapshot
+holds) and sends it beside the cluster. copies.py computes the target's window from
+that listing and the target's received snapshots (core/window's `floor`), and chooses
+the snapshot a drill on the target replays from; the replay clones the received
+archive snapshot and never takes one there. A moment archived since the last read
+(or, on a target, since the link's last run) is refused until the next one says it is
+in the window.
 """

@@ -16,16 +16,24 @@ def bases(archive: WalArchive) -> list[Base]:
     cluster = archive.cluster
     if cluster.data_dataset is None:
         return []
-    rows = Snapshot.objects.filter(host_id=cluster.host_id, dataset=cluster.data_dataset.name,
-                                   created_at__isnull=False)
-    labels = dict(rows.values_list("name", "created_at"))
-    if cluster.wal_dataset_id and cluster.wal_dataset_id != cluster.data_dataset_id:
-        on_wal = set(Snapshot.objects.filter(
-            host_id=cluster.host_id, dataset=cluster.wal_dataset.name,
-            name__in=list(labels)).values_list("name", flat=True))
-        labels = {name: at for name, at in labels.items() if name in on_wal}
+    wal = (cluster.wal_dataset.name if cluster.wal_dataset_id
+           and cluster.wal_dataset_id != cluster.data_dataset_id else None)
+    labels = snapshots_on(cluster.host_id, cluster.data_dataset.name, wal)
     marks = dict(archive.marks.filter(snapshot__in=list(labels)).values_list("snapshot", "lsn"))
     return [Base(name, at.timestamp(), _lsn(marks.get(name))) for name, at in labels.items()]
+
+
+def snapshots_on(host_id: int, data: str, wal: str | None) -> dict:
+    """label -> creation time of the snapshots of `data` also on `wal` (when given), as
+    the host's inventory lists them: on a replication target, the received copies'."""
+    rows = Snapshot.objects.filter(host_id=host_id, dataset=data, created_at__isnull=False)
+    labels = dict(rows.values_list("name", "created_at"))
+    if wal is not None:
+        on_wal = set(Snapshot.objects.filter(host_id=host_id, dataset=wal,
+                                             name__in=list(labels)).values_list("name",
+                                                                               flat=True))
+        labels = {name: at for name, at in labels.items() if name in on_wal}
+    return labels
 
 
 def _lsn(text: str | None) -> int | None:
@@ -42,9 +50,14 @@ def intervals(archive: WalArchive) -> list[Interval]:
 
 def listing(archive: WalArchive) -> list[Archived]:
     """The segments the last check listed, by number."""
-    timeline = (archive.listing or {}).get("timeline")
+    return from_stored(archive.listing)
+
+
+def from_stored(stored: dict | None) -> list[Archived]:
+    """A listing in stored_listing's form, read back."""
+    timeline = (stored or {}).get("timeline")
     return [Archived(Segment(timeline, number), at)
-            for number, at in (archive.listing or {}).get("segments", [])]
+            for number, at in (stored or {}).get("segments", [])]
 
 
 def stored_listing(timeline: int, archived: list[Archived]) -> dict:

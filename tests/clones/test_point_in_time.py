@@ -120,6 +120,23 @@ def test_the_script_replays_promotes_and_says_where_it_stopped(host):
     assert commands.reached("pozol-reached|\n") is None
 
 
+def test_on_a_replication_target_the_received_archive_snapshot_is_cloned_never_taken(host):
+    """A replay on a link's target clones the snapshot the link sent: taking one there
+    would make the copy diverge, and destroying it would undo the link's work."""
+    row, taken = host
+    stored = _stored(row)
+    stored["recovery"] |= {"archive": "backup/pozol_wal/pg:data",
+                           "label": "pozol-carry-l-20261128T120000", "received": True}
+    layout = Layout.from_stored(stored)
+    snapshot = "backup/pozol_wal/pg:data@pozol-carry-l-20261128T120000"
+    script = commands.create(layout, "p" * 24).text
+    assert f"zfs clone -p -o pozol:clone=pitr {snapshot}" in script
+    assert f"zfs snapshot {snapshot}" not in script and f"zfs destroy {snapshot}" not in script
+    assert "is not on this host" in script
+    assert snapshot not in commands.destroy(layout).text
+    assert Layout.from_stored(layout.stored()) == layout
+
+
 def _stored(row) -> dict:
     clone = factories.clone(row)
     stored = Layout.from_stored({

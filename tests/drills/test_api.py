@@ -263,3 +263,59 @@ def test_a_drill_to_a_moment_needs_an_archive_and_draws_its_moment_in_the_window
     DrillRun.objects.update(status=DrillRun.Status.PASSED)
     run = services.run_now(DrillSchedule.objects.get())
     assert run.status == DrillRun.Status.FAILED and "reaches no moment" in run.error
+
+
+def test_a_link_carrying_the_archive_is_drilled_to_a_moment_on_its_target(api, host,
+                                                                           delivered):
+    """Issue 23: the target replays its received snapshot with the copy of the archive
+    the link carried, cloning the received archive snapshot (never taking one)."""
+    from apps.wal.models import WalArchive
+
+    target = factories.host("backup1")
+    link = ReplicationLink.objects.create(
+        name="to-backup", source_host=host, cluster_data_dir="/tank/pg/data/pgdata",
+        sources=["tank/pg/data", "tank/pg/wal"], target_host=target, target_parent="bk")
+    schedule = services.save_schedule(link=link)
+    body = {"at": timezone.now().isoformat()}
+    error = refused(api.post(f"/api/drill-schedules/{schedule.pk}/run/", body,
+                             format="json"), 409)
+    assert error["code"] == "not_archiving"
+    taken = timezone.now() - timedelta(minutes=10)
+    WalArchive.objects.create(
+        cluster=host.clusters.get(), dataset="tank/pozol_wal/pg:data",
+        directory="/tank/pozol_wal/pg:data", state=WalArchive.State.ON, archive_timeout=30)
+    error = refused(api.post(f"/api/drill-schedules/{schedule.pk}/run/", body,
+                             format="json"), 409)
+    assert error["code"] == "not_carried" and "run it once" in error["message"]
+
+    for dataset in ("bk/pg/data", "bk/pg/wal"):
+        factories.snapshot_factories.snapshot(target, f"{dataset}@received1",
+                                              created_at=taken)
+    segments = [[n, taken.timestamp() + 60 * (n - 1)] for n in (2, 3, 4, 5)]
+    ReplicationLink.objects.filter(pk=link.pk).update(
+        archive="tank/pozol_wal/pg:data", archive_snapshot="pozol-carry-to-backup-1",
+        archive_listing={"timeline": 1, "segments": segments},
+        archive_floor=taken.timestamp(), archive_window=[[taken.timestamp() + 1,
+                                                          taken.timestamp() + 240]])
+    late = {"at": (taken + timedelta(hours=1)).isoformat()}
+    error = refused(api.post(f"/api/drill-schedules/{schedule.pk}/run/", late,
+                             format="json"))
+    assert "on the replication target" in error["message"] and "at" in error["fields"]
+    assert not DrillRun.objects.exists()
+
+    moment = taken + timedelta(minutes=2)
+    ran = api.post(f"/api/drill-schedules/{schedule.pk}/run/", {"at": moment.isoformat()},
+                   format="json")
+    assert ran.status_code == 202, ran.content
+    run = DrillRun.objects.get()
+    assert run.host == target and run.snapshot == "received1" and run.archive_timeout == 30
+    assert run.target_time == moment
+    assert run.layout["recovery"] == {"archive": "bk/pozol_wal/pg:data",
+                                      "label": "pozol-carry-to-backup-1", "target": "time",
+                                      "value": moment.isoformat(), "received": True}
+    # A schedule to a random moment draws in the target's window.
+    DrillRun.objects.update(status=DrillRun.Status.PASSED)
+    services.save_schedule(schedule=schedule, target="random_moment")
+    drawn = services.run_now(schedule)
+    assert drawn.status == DrillRun.Status.RUNNING, drawn.error
+    assert taken.timestamp() + 1 <= drawn.target_time.timestamp() <= taken.timestamp() + 240

@@ -98,7 +98,7 @@ echo "pozol-mark started $(date +%s.%N)"
 # the start replay to the target and promote (hot_standby is off, so pg_isready answers
 # only once promoted).
 _RECOVERY = """\
-zfs list {archive_snapshot} > /dev/null 2>&1 || zfs snapshot {archive_snapshot}
+{take_archive_snapshot}
 zfs clone -p {properties} {archive_snapshot} {archive_clone}
 am=$(zfs get -H -o value mountpoint {archive_clone})
 case "$am" in /*) ;; *) echo "{archive_clone} is not mounted" >&2; exit 1;; esac
@@ -116,6 +116,13 @@ until zfs destroy {archive_clone} > /dev/null 2>&1; do
 done
 zfs destroy {archive_snapshot} > /dev/null 2>&1 \
 || echo "the archive clone {archive_clone} stays until the clone is destroyed" >&2"""
+
+# On a replication target the archive's snapshot is the link's: only the clone goes.
+_REPLAYED_RECEIVED = """\
+i=0
+until zfs destroy {archive_clone} > /dev/null 2>&1; do
+  i=$((i + 1)); [ "$i" -ge 40 ] && break; sleep 0.25
+done"""
 
 # Refused before anything is made: a uid someone has. getent asks NSS (passwd, group);
 # ps the processes; find the clones' datasets, where another clone's files would be.
@@ -358,9 +365,18 @@ def _recovery(layout: Layout, options: list[str]) -> dict[str, Command]:
     own_signal = (script("chown {uid}:{uid} recovery.signal postgresql.auto.conf", uid=uid)
                   if uid is not None else script("chown {owner} recovery.signal",
                                                  owner=layout.origin.owner))
+    if layout.recovery.received:
+        take = script('zfs list {s} > /dev/null 2>&1 || {{ echo "{s} is not on this host '
+                      '(a later replication run replaced it): ask again" >&2; exit 1; }}',
+                      s=names["archive_snapshot"])
+        replayed = script(_REPLAYED_RECEIVED, archive_clone=names["archive_clone"])
+    else:
+        take = script("zfs list {s} > /dev/null 2>&1 || zfs snapshot {s}",
+                      s=names["archive_snapshot"])
+        replayed = script(_REPLAYED, **names)
     return {"recovery": script(_RECOVERY, properties=options, own_archive=own_archive,
-                               own_signal=own_signal, **names),
-            "replayed": script(_REPLAYED, **names)}
+                               own_signal=own_signal, take_archive_snapshot=take, **names),
+            "replayed": replayed}
 
 
 def reached(stdout: str) -> float | None:
@@ -445,5 +461,6 @@ def destroy(layout: Layout) -> Command:
                   port=layout.port, archive_snapshot=(
                       script("zfs destroy {s} > /dev/null 2>&1 || true",
                              s=f"{layout.recovery.archive}@{layout.recovery.label}")
-                      if layout.recovery else Command(":")),
+                      if layout.recovery and not layout.recovery.received
+                      else Command(":")),
                   shown=f"stop the clone {layout.name} and destroy {layout.root}")

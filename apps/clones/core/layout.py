@@ -188,6 +188,10 @@ class Recovery:
     label: str  # the archive's snapshot for this clone (after '@')
     target: str  # "time", "lsn" or "name" (a restore point)
     value: str
+    # On a replication target: `archive` is the received copy and `label` a snapshot a
+    # link sent, which the replay clones as it is and never takes nor destroys (a
+    # snapshot made there would make the copy diverge from its source).
+    received: bool = False
 
     def __post_init__(self) -> None:
         try:

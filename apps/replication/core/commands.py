@@ -184,7 +184,7 @@ def recv_wrapper(link: Link, target_caps: ReplicationCapabilities, login: str = 
     zfs rule of its sudoers file (apps.remote.sudo); the wrapper still decides which
     `zfs recv` runs.
     """
-    allowed = "|".join(quote(dataset_name(t)) for t in link.targets().values())
+    allowed = "|".join(quote(dataset_name(t)) for t in link.receiving())
     text = _WRAPPER.format(verb=RECV_VERB, allowed=allowed,
                            sudo="" if os_user(login) == "root" else "sudo -n -- ",
                            flags=" ".join(quote(f) for f in recv_flags(target_caps)))

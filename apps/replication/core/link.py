@@ -12,6 +12,15 @@ target parent do not collide and a cluster arrives as a cluster:
     tank/pg/main/{data,wal}         -> backup/host1/main/{data,wal}
       (root tank/pg/main: the longest common parent of the sources)
 
+A cluster's WAL archive (apps/wal: `<pool>/pozol_wal/<leaf>`, outside the cluster's
+parent) travels on the cluster's link as one more dataset, `archive`, which keeps its
+leaf under `<target parent>/pozol_wal/`, as on the source:
+
+    tank/pozol_wal/pg:main:data     -> backup/host1/pozol_wal/pg:main:data
+
+It is not a source: the link's sources are fixed at creation, and archiving may be
+turned on or off later; each run names the archive it carries.
+
 Every bad value raises `ReplicationError` (a ValueError) naming the field, so a
 form or serializer can attach the message where it belongs. Dataset names go
 through the project's one validator (apps.remote.commands.dataset_name).
@@ -32,6 +41,9 @@ MAX_SOURCES = 8
 MIN_BANDWIDTH = 64 * 1024
 MAX_BANDWIDTH = 100 * 1024**3
 LINK_NAME_MAX = 48
+# The carried archive's parent on the target (apps/wal's on the source) and its snapshots.
+ARCHIVES = "pozol_wal"
+ARCHIVE_PREFIX = "pozol-carry-"
 _LINK_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 
 
@@ -62,6 +74,7 @@ class Link:
     compressed_streams: bool = True
     large_block_streams: bool = True
     large_blocks_sent: bool | None = None  # the -L of the link's first send; None: none yet
+    archive: str | None = None  # the source cluster's WAL archive carried along; None: none
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", _sources(self.sources))
@@ -79,6 +92,13 @@ class Link:
             raise ReplicationError("large_blocks_sent", "large_blocks_sent is true, false "
                                                         "or unknown (null).")
         _bandwidth(self.bandwidth_limit)
+        if self.archive is not None:
+            object.__setattr__(self, "archive", _dataset("archive", self.archive))
+            if self.archive in self.sources or any(
+                    self.archive.startswith(s + "/") or s.startswith(self.archive + "/")
+                    for s in self.sources):
+                raise ReplicationError("archive", f"{self.archive} is the link's own source "
+                                                  "or beside it: a WAL archive lives apart.")
 
     @property
     def root(self) -> str:
@@ -97,6 +117,26 @@ class Link:
     def targets(self) -> dict[str, str]:
         """source dataset -> target dataset, in the order of `sources`."""
         return {source: self.target_of(source) for source in self.sources}
+
+    @property
+    def archive_target(self) -> str | None:
+        """Where the carried WAL archive lands: its leaf under `<target>/pozol_wal/`."""
+        if self.archive is None:
+            return None
+        return f"{self.target_parent}/{ARCHIVES}/{self.archive.rsplit('/', 1)[-1]}"
+
+    def receiving(self) -> tuple[str, ...]:
+        """Every dataset the link receives into: the sources' targets and the archive's."""
+        archive = self.archive_target
+        return (*self.targets().values(), *((archive,) if archive else ()))
+
+    def archive_label(self, stamp: str) -> str:
+        """The archive's snapshot a run takes and sends (`stamp`: %Y%m%dT%H%M%S)."""
+        return f"{ARCHIVE_PREFIX}{self.name}-{stamp}"
+
+    @property
+    def archive_prefix(self) -> str:
+        return f"{ARCHIVE_PREFIX}{self.name}-"
 
     @property
     def hold_tag(self) -> str:

@@ -39,6 +39,13 @@ Decisions, per dataset:
   a receive without -F is then refused by ZFS itself if the target changed
   ("destination has been modified"), so nothing is lost either way.
 
+The carried WAL archive (Link.archive, apps/wal's dataset of the source cluster) is
+planned as one more dataset, by the same rules, with two differences: only its
+snapshots the link took (`pozol-carry-<link>-<stamp>`, one per run) are considered on
+the source, and it goes newest-only (-i) whatever the link's mode, since each of them
+holds every segment the source still keeps; a refusal of the archive refuses the
+link, as any dataset's does.
+
 Sending to: for a cluster, the newest snapshot NAME present on every source
 dataset (one `zfs snapshot -r` makes one), so the target never ends with data
 and WAL from different moments; a single dataset sends its newest snapshot.
@@ -225,6 +232,9 @@ def plan_link(link: Link, sources: Mapping[str, SourceState],
         plans.append(_plan_dataset(link, source, link.target_of(source), sources[source],
                                    targets[source], sending, source_caps, target_caps,
                                    resume_failed))
+    if link.archive is not None:
+        plans.append(_plan_archive(link, sources[link.archive], targets[link.archive],
+                                   source_caps, target_caps, resume_failed))
     plans = [_with_holds(p, sources[p.source], targets[p.source]) for p in plans]
     action = _link_action(plans)
     if action in (Action.REFUSED, Action.BUSY):
@@ -234,9 +244,21 @@ def plan_link(link: Link, sources: Mapping[str, SourceState],
     return LinkPlan(link.name, action, tuple(plans), sending, notes, steps)
 
 
+def _plan_archive(link: Link, src: SourceState, tgt: TargetState,
+                  source_caps: ReplicationCapabilities, target_caps: ReplicationCapabilities,
+                  resume_failed: bool) -> DatasetPlan:
+    archive, target = link.archive, link.archive_target
+    assert archive is not None and target is not None
+    ours = tuple(s for s in src.snapshots if s.name.startswith(link.archive_prefix))
+    newest = ordered(ours)[-1].name if ours else None
+    return _plan_dataset(replace(link, mode=Mode.NEWEST_ONLY), archive, target,
+                         replace(src, snapshots=ours), tgt, newest, source_caps, target_caps,
+                         resume_failed)
+
+
 def _check_inputs(link: Link, sources: Mapping[str, SourceState],
                   targets: Mapping[str, TargetState]) -> None:
-    for source in link.sources:
+    for source in link.sources + ((link.archive,) if link.archive else ()):
         if source not in sources:
             raise ReplicationError("sources", f"No snapshot listing given for {source}.")
         if source not in targets:

@@ -7,9 +7,16 @@ from dataclasses import dataclass
 
 from apps.remote import alter_system
 from apps.remote.cluster import ClusterTarget
-from apps.remote.commands import Command, InvalidValue, dataset_name, os_user, script
+from apps.remote.commands import (
+    Command,
+    InvalidValue,
+    dataset_name,
+    os_user,
+    script,
+    snapshot_label,
+)
 from apps.wal.core import plan as archive_plan
-from apps.wal.core.segments import BadWal, is_segment_name, parse_name
+from apps.wal.core.segments import DEFAULT_SEGMENT_SIZE, BadWal, is_segment_name, parse_name
 from apps.wal.core.window import Archived
 
 REMOVE_CHUNK = 400  # names per rm: far below any ARG_MAX
@@ -204,3 +211,57 @@ def _int(text: str | None) -> int | None:
         return int(text) if text is not None else None
     except ValueError:
         return None
+
+
+# A replication link carries the archive (apps/replication): a snapshot of it, and what
+# that snapshot holds, listed before and after it is taken. A segment in both listings
+# was there when the snapshot was taken (the archive command never rewrites a segment,
+# and a removed one does not come back); one archived meanwhile is left out, which
+# narrows the copy's window by a moment, never widens it.
+_CARRY = """\
+set -e
+[ "$(zfs get -H -o value mounted {dataset})" = yes ] \\
+|| {{ echo "the archive {dataset} is not mounted" >&2; exit 1; }}
+cd "$(zfs get -H -o value mountpoint {dataset})"
+echo '== before'
+find . -maxdepth 1 -type f -printf '%f %T@\\n'
+zfs snapshot {snapshot}
+echo '== after'
+find . -maxdepth 1 -type f -printf '%f %T@\\n'
+"""
+
+
+def carry(dataset: str, label: str) -> Command:
+    """Snapshot the archive as `label` (failing if that snapshot exists: its listing
+    would not be this one) and list what it holds."""
+    dataset_name(dataset)
+    return script(_CARRY, dataset=dataset, snapshot=f"{dataset}@{snapshot_label(label)}",
+                  shown=f"snapshot the WAL archive {dataset} as @{label} and list it")
+
+
+def parse_carried(stdout: str, segment_size: int = DEFAULT_SEGMENT_SIZE
+                  ) -> tuple[int | None, list[Archived]]:
+    """The timeline (the newest listed) and the segments both listings show, by number,
+    with the earlier archive time."""
+    sections = _sections(stdout)
+    listed = [_segments(sections.get(part, []), segment_size) for part in ("before", "after")]
+    after = {a.segment: a for a in listed[1]}
+    both = [a for a in listed[0] if a.segment in after]
+    if not both:
+        return None, []
+    timeline = max(a.segment.timeline for a in both)
+    return timeline, sorted((a for a in both if a.segment.timeline == timeline),
+                            key=lambda a: a.segment.number)
+
+
+def _segments(lines: list[str], segment_size: int) -> list[Archived]:
+    found = []
+    for line in lines:
+        name, _, at = line.partition(" ")
+        if not is_segment_name(name):
+            continue
+        try:
+            found.append(Archived(parse_name(name, segment_size), float(at)))
+        except (BadWal, ValueError):
+            continue
+    return found

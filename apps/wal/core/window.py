@@ -22,6 +22,14 @@ stopping the replay early would leave them inconsistent. So a moment is served b
 the newest snapshot taken before it whose run reaches it. An LSN target needs a
 snapshot whose own WAL position is known and not after it.
 
+A replication target holds a copy of the archive as of the link's last run (apps/
+replication carries it) and the target's own copies of the cluster's snapshots; the
+window there is computed the same way, with one more care: retention on the source
+removes the segments before the oldest source snapshot's start, so a target snapshot
+older than every source snapshot at that run (`floor`) may have lost the segments it
+starts from. Such a snapshot is a base only when the copy holds the segment just
+before its start (then nothing it needs was removed).
+
 Archive times assume the archiver keeps up (its lag below archive_timeout): where it
 lags far behind and a segment is also missing, a claim made here can be too wide, and
 then PostgreSQL itself refuses to promote a replay that ended before its target (the
@@ -110,10 +118,14 @@ def gaps(archived: list[Archived]) -> list[Gap]:
     return found
 
 
-def reach(base: Base, archived: list[Archived]) -> Reach | None:
-    """What a clone of `base` can replay to; None while nothing was archived after it."""
+def reach(base: Base, archived: list[Archived], floor: float | None = None) -> Reach | None:
+    """What a clone of `base` can replay to; None while nothing was archived after it (or,
+    for a base older than `floor`, when the segment before its start is not held)."""
     index = next((i for i, a in enumerate(archived) if _after(a, base.created)), None)
     if index is None:
+        return None
+    if floor is not None and base.created < floor and not (
+            index > 0 and archived[index - 1].segment.number + 1 == archived[index].segment.number):
         return None
     end = index
     while (end + 1 < len(archived)
@@ -126,10 +138,11 @@ def reach(base: Base, archived: list[Archived]) -> Reach | None:
     return Reach(base, archived[index].segment, archived[end].segment, since, until)
 
 
-def window(bases: list[Base], archived: list[Archived]) -> list[Interval]:
+def window(bases: list[Base], archived: list[Archived],
+           floor: float | None = None) -> list[Interval]:
     """Every moment some snapshot and the archive reach, as disjoint intervals, oldest
     first: one interval while the archive is unbroken, more around a gap."""
-    spans = sorted((r.since, r.until) for b in bases if (r := reach(b, archived)))
+    spans = sorted((r.since, r.until) for b in bases if (r := reach(b, archived, floor)))
     merged: list[Interval] = []
     for since, until in spans:
         if merged and since <= merged[-1].until:
@@ -154,17 +167,18 @@ class Choice:
     moment: float | None  # the time asked (None for an LSN target)
 
 
-def for_time(moment: float, now: float, bases: list[Base], archived: list[Archived]) -> Choice:
+def for_time(moment: float, now: float, bases: list[Base], archived: list[Archived],
+             floor: float | None = None) -> Choice:
     """The newest snapshot taken before `moment` whose run of archived WAL reaches it."""
     if moment > now:
         raise Refusal(f"{_at(moment)} is in the future (now is {_at(now)})", "future")
     for base in sorted(bases, key=lambda b: b.created, reverse=True):
         if base.created + CREATION_RESOLUTION > moment:
             continue
-        found = reach(base, archived)
+        found = reach(base, archived, floor)
         if found and found.holds(moment):
             return Choice(found, moment)
-    raise Refusal(_outside(f"{_at(moment)}", moment, bases, archived), "outside_window")
+    raise Refusal(_outside(f"{_at(moment)}", moment, bases, archived, floor), "outside_window")
 
 
 def for_lsn(position: int, bases: list[Base], archived: list[Archived], *,
@@ -192,8 +206,9 @@ def for_lsn(position: int, bases: list[Base], archived: list[Archived], *,
                   "archived) is older than that LSN and reaches it", "outside_window")
 
 
-def _outside(what: str, moment: float, bases: list[Base], archived: list[Archived]) -> str:
-    spans = window(bases, archived)
+def _outside(what: str, moment: float, bases: list[Base], archived: list[Archived],
+             floor: float | None = None) -> str:
+    spans = window(bases, archived, floor)
     if not spans:
         return (f"{what} cannot be reached: no snapshot has archived WAL after it yet "
                 "(take a snapshot, and wait for the archiver)")

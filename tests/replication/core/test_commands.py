@@ -235,3 +235,15 @@ def test_full_plan_commands_on_zfs_fuse_are_plain():
     assert "zfs create -p -o readonly=on -o canmount=off backup/h1/main" in texts
     assert ("zfs set readonly=on backup/h1/main/data && zfs set canmount=noauto "
             "backup/h1/main/data") in texts
+
+
+def test_the_receive_only_key_also_receives_into_the_carried_archives_copy():
+    from apps.replication.core.capabilities import OPENZFS_CAPABILITIES
+    from apps.replication.core.commands import recv_wrapper
+    from apps.replication.core.link import Link
+
+    link = Link("pg", ("tank/pg/data", "tank/pg/wal"), "backup/h1",
+                archive="tank/pozol_wal/pg:data")
+    wrapper = recv_wrapper(link, OPENZFS_CAPABILITIES)
+    assert "backup/h1/pozol_wal/pg:data|" in wrapper or "|backup/h1/pozol_wal/pg:data)" in (
+        wrapper)

@@ -382,3 +382,46 @@ def test_an_openzfs_source_to_a_zfs_fuse_target_is_refused_with_the_reason():
     p = plan(caps=(OZ, FUSE))
     assert p.action is Action.REFUSED and not p.steps
     assert all("stream has unsupported feature" in d.reason for d in p.datasets)
+
+
+class TestCarriedArchive:
+    ARCHIVE = "tank/pozol_wal/pg:main:data"
+
+    def carried(self, arch_src, arch_tgt=MISSING, data_tgt=MISSING):
+        link = cluster(archive=self.ARCHIVE)
+        snaps = chain("a", "b")
+        return plan_link(link, {DATA: source(*snaps), WAL: source(*snaps),
+                                self.ARCHIVE: source(*arch_src)},
+                         {DATA: data_tgt, WAL: data_tgt, self.ARCHIVE: arch_tgt}, OZ, OZ)
+
+    def test_the_archive_lands_beside_the_cluster_under_pozol_wal(self):
+        link = cluster(archive=self.ARCHIVE)
+        assert link.archive_target == "backup/h1/pozol_wal/pg:main:data"
+        assert link.receiving() == ("backup/h1/main/data", "backup/h1/main/wal",
+                                    "backup/h1/pozol_wal/pg:main:data")
+        assert cluster().receiving() == tuple(cluster().targets().values())
+        with pytest.raises(ReplicationError, match="archive"):
+            cluster(archive=DATA)
+
+    def test_only_the_links_own_newest_archive_snapshot_goes_full(self):
+        p = self.carried(chain("pozol-carry-pg-1", "pozol-pitr-x", "pozol-carry-pg-2"))
+        archive = next(d for d in p.datasets if d.source == self.ARCHIVE)
+        assert archive.action is Action.FULL
+        (only,) = [s.send for s in archive.steps if s.send]
+        assert only.snapshot == f"{self.ARCHIVE}@pozol-carry-pg-2" and only.from_snapshot is None
+        assert only.target == "backup/h1/pozol_wal/pg:main:data"
+
+    def test_then_newest_only_from_the_common_one_even_when_the_link_sends_every_snapshot(self):
+        src = chain("pozol-carry-pg-1", "pozol-carry-pg-2", "pozol-carry-pg-3")
+        p = self.carried(src, arch_tgt=target(src[0]), data_tgt=target(*chain("a", "b")))
+        archive = next(d for d in p.datasets if d.source == self.ARCHIVE)
+        (only,) = [s.send for s in archive.steps if s.send]
+        assert (only.from_snapshot, only.snapshot, only.intermediates) == (
+            f"{self.ARCHIVE}@pozol-carry-pg-1", f"{self.ARCHIVE}@pozol-carry-pg-3", False)
+        assert p.action is Action.INCREMENTAL  # the cluster is in sync, the archive is not
+
+    def test_a_diverged_copy_of_the_archive_refuses_the_link(self):
+        src = chain("pozol-carry-pg-1")
+        mine = target(src[0], snap("by-hand", 9, 5))
+        p = self.carried(src, arch_tgt=mine, data_tgt=target(*chain("a", "b")))
+        assert p.refused and any("diverged" in r for r in p.reasons())

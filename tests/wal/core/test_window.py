@@ -95,3 +95,22 @@ def test_a_segment_archived_in_the_snapshots_second_is_kept():
     base = Base("s", T)
     assert reach(base, segments).start == Segment(1, 11)
     assert [a.segment.number for a in removable([base], segments)] == [10]
+
+
+def test_on_a_target_a_snapshot_older_than_the_floor_needs_the_segment_before_its_start():
+    """A copy of the archive (a replication target): retention on the source removed the
+    segments before its oldest snapshot's start, so an older snapshot received earlier
+    may have lost the segment it starts from; it counts only when the one before is held."""
+    segments = archive(5, 6, 7)  # 1-4 removed by the source's retention
+    old, newer = Base("old", T - 600), Base("newer", T + 30)
+    assert reach(old, segments) is not None  # without a floor it would claim 5 is its start
+    assert reach(old, segments, floor=T + 30) is None
+    assert reach(newer, segments, floor=T + 30).start == Segment(1, 6)  # 5 is before it
+    assert [(s.since, s.until) for s in window([old, newer], segments, floor=T + 30)] == [
+        (T + 31, T + 120)]
+    # At or after the floor, a snapshot's first segment after it is its start as before.
+    at_floor = Base("at", T - 30)
+    assert reach(at_floor, segments, floor=T - 30).start == Segment(1, 5)
+    with pytest.raises(Refusal, match="outside the recoverable window"):
+        for_time(T - 300, T + 1000, [old, newer], segments, floor=T + 30)
+    assert for_time(T + 90, T + 1000, [old, newer], segments, floor=T + 30).reach.base == newer
