@@ -12,12 +12,14 @@ wrapper script whether or not the host has systemd:
                    so it is also the claim that makes `start` idempotent
     <unit>.out     the command's stdout      <unit>.err  its stderr
     <unit>.status  its exit code, written atomically (tmp + mv) when it ends
+    <unit>.sh      the wrapper          <unit>.cmd  the command (mode 0600: it may
+                   hold a secret, which a command line would show to every user)
 
 With systemd the wrapper runs as transient unit `pozol-<unit>` (systemd-run),
 so logind's KillUserProcesses cannot reap it when the SSH session ends and it
 is supervised like any service; without systemd `setsid` puts it in its own
-session, away from the SSH session's hang-up. The command runs under `sh -c`
-in `work_dir`, with stdin from /dev/null.
+session, away from the SSH session's hang-up. The command runs under `sh` from
+its file `<unit>.cmd` in `work_dir`, with stdin from /dev/null.
 """
 
 from __future__ import annotations
@@ -49,37 +51,41 @@ class UnitStatus:
     finished_at: datetime | None = None
 
 
-# $1 is the unit, $2 the command text; values reach the wrapper only as
-# arguments, so this text is the same for every unit. TERM/HUP/INT are trapped
-# (not ignored, which children would inherit) so that when `stop` signals the
-# process group the command dies but the wrapper lives to record its status.
+# Run as `sh UNIT.sh UNIT`: $1 is the unit; the command is the file UNIT.cmd. Both are
+# written by _START, so this text is the same for every unit and systemd-run is given no
+# `$` at all (see _LAUNCH_SYSTEMD). TERM/HUP/INT are trapped (not ignored, which
+# children would inherit) so that when `stop` signals the process group the command dies
+# but the wrapper lives to record its status.
 _WRAPPER = """\
 trap : TERM HUP INT
 echo $$ > "$1.pid.tmp" && mv -f "$1.pid.tmp" "$1.pid"
-sh -c "$2" > "$1.out" 2> "$1.err" < /dev/null
+sh "$1.cmd" > "$1.out" 2> "$1.err" < /dev/null
 echo $? > "$1.status.tmp" && mv -f "$1.status.tmp" "$1.status"
 """
 
-# Claims the unit by creating its pid file exclusively (set -C), then launches.
+# Claims the unit by creating its pid file exclusively (set -C), writes the wrapper and
+# the command beside it, then launches.
 _START = """\
 umask 077 && mkdir -p {dir} && cd {dir} || exit 1
 if ! (set -C; : > {pid}) 2>/dev/null; then echo exists; exit 0; fi
+printf '%s' {wrapper} > {unit}.sh && printf '%s\\n' {text} > {unit}.cmd \
+  || {{ rm -f {pid}; exit 1; }}
 {launch}
 echo started
 """
-_LAUNCH_SETSID = "setsid sh -c {wrapper} sh {unit} {text} < /dev/null > /dev/null 2>&1 &"
-# systemd-run returns once the unit runs; if it cannot, release the claim. From systemd
-# 254 it expands $VAR and $$ in the command line it is given (so the wrapper's `echo $$`
-# wrote "$" as its PID, and every unit looked vanished: seen on Debian 13's systemd 257);
-# --expand-environment=no, which arrived with that change, turns it off. Older systemd
-# neither expands nor knows the option.
+_LAUNCH_SETSID = "setsid sh {unit}.sh {unit} < /dev/null > /dev/null 2>&1 &"
+# systemd-run returns once the unit runs; if it cannot, release the claim. systemd
+# expands $VAR and turns $$ into $ in the command line it is given: 252 (Debian 12)
+# always, 254 and later unless --expand-environment=no. Given the command itself, the
+# wrapper's `echo $$` wrote "$" as its PID and every unit looked vanished at once (seen
+# on 252 and 257), and a command's own $VAR would have been emptied; given only two
+# file names, nothing is there to expand, whatever the version.
 _LAUNCH_SYSTEMD = (
-    "x=; systemd-run --help 2>/dev/null | grep -q -- --expand-environment"
-    " && x=--expand-environment=no; "
-    "systemd-run $x --quiet --collect --unit={sd_unit} -p WorkingDirectory={dir}"
-    " -p UMask=0077 -- sh -c {wrapper} sh {unit} {text} < /dev/null > /dev/null"
+    "systemd-run --quiet --collect --unit={sd_unit} -p WorkingDirectory={dir}"
+    " -p UMask=0077 -- sh {unit}.sh {unit} < /dev/null > /dev/null"
     " || {{ rm -f {pid}; exit 1; }}"
 )
+
 
 # Prints: <running|finished|vanished|missing> <exit code|-> <started|-> <finished|->
 # Alive means the PID exists and is still our wrapper for this unit (a PID can
@@ -127,14 +133,19 @@ def start(run: Runner, unit: str, command: Command, work_dir: str, use_systemd: 
     is until `forget`.
     """
     unit, work_dir = unit_name(unit), abs_path(work_dir)
-    values = {"wrapper": _WRAPPER, "unit": unit, "text": command.text, "pid": f"{unit}.pid"}
-    launch = (script(_LAUNCH_SYSTEMD, sd_unit=f"pozol-{unit}", dir=work_dir, **values)
-              if use_systemd else script(_LAUNCH_SETSID, **values))
     # The log shows the command the unit runs, not the wrapper that launches it.
-    started = run(script(_START, dir=work_dir, pid=f"{unit}.pid", launch=launch,
+    started = run(script(_START, **_start_values(unit, command, work_dir, use_systemd),
                          secrets=command.secrets,
                          shown=f"detached {unit}: {command.redacted()}"))
     return started.stdout.strip() == "started"
+
+
+def _start_values(unit: str, command: Command, work_dir: str, use_systemd: bool) -> dict:
+    launch = (script(_LAUNCH_SYSTEMD, sd_unit=f"pozol-{unit}", dir=work_dir, unit=unit,
+                     pid=f"{unit}.pid")
+              if use_systemd else script(_LAUNCH_SETSID, unit=unit))
+    return {"dir": work_dir, "pid": f"{unit}.pid", "unit": unit, "wrapper": _WRAPPER,
+            "text": command.text, "launch": launch}
 
 
 def poll(run: Runner, unit: str, work_dir: str) -> UnitStatus:
@@ -171,12 +182,9 @@ def follow(run: Runner, unit: str, command: Command, work_dir: str, use_systemd:
     a tenth of a second.
     """
     unit, work_dir = unit_name(unit), abs_path(work_dir)
-    values = {"wrapper": _WRAPPER, "unit": unit, "text": command.text, "pid": f"{unit}.pid"}
-    launch = (script(_LAUNCH_SYSTEMD, sd_unit=f"pozol-{unit}", dir=work_dir, **values)
-              if use_systemd else script(_LAUNCH_SETSID, **values))
     tenths = integer(int(seconds * 10), minimum=0, maximum=6000)
     text = script(_FOLLOW,
-                  start=script(_START, dir=work_dir, pid=f"{unit}.pid", launch=launch),
+                  start=script(_START, **_start_values(unit, command, work_dir, use_systemd)),
                   wait=script(_WAIT, dir=work_dir, status=f"{unit}.status", tenths=tenths),
                   poll=script(_POLL, dir=work_dir, pid=f"{unit}.pid", status=f"{unit}.status",
                               unit=unit),
@@ -219,7 +227,7 @@ def forget(run: Runner, unit: str, work_dir: str) -> None:
     if poll(run, unit, work_dir).state == "running":
         raise UnitStillRunning(f"unit {unit} is still running; stop it before forgetting it")
     files = [f"{unit}{suffix}" for suffix in
-             (".pid", ".out", ".err", ".status", ".pid.tmp", ".status.tmp")]
+             (".pid", ".out", ".err", ".status", ".pid.tmp", ".status.tmp", ".sh", ".cmd")]
     run(script("cd {dir} 2>/dev/null || exit 0; rm -f -- {files}", dir=work_dir, files=files,
                shown=f"detached {unit}: forget"))
 
