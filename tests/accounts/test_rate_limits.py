@@ -11,9 +11,18 @@ from django.conf import settings
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from apps.accounts import throttling
 from apps.accounts.models import ApiToken
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def counts_start_afresh():
+    """This process's fallback counts, and its pause before asking Redis again, outlive a
+    test: the next test would find another's wrong guesses there, and no warning."""
+    throttling._counts.local.clear()
+    throttling._counts.away_until = 0.0
 
 
 @pytest.fixture
