@@ -18,15 +18,14 @@ from apps.replication.core.progress import parse_send_estimate
 from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.spec import spec_from_facts
 from apps.tuning.core.advisor import advise
-from tests.remote.fixtures.hosts import FIXTURES, replay_transcript
+from tests.remote.fixtures.hosts import FIXTURES, captured_extra, replay_transcript
 
 CAPTURED = FIXTURES / "openzfs-2.1" / "captured"
 TELEMETRY = FIXTURES.parent.parent / "telemetry" / "fixtures" / "openzfs-2.1"
 
 
 def extra(number: int) -> str:
-    """The output of extra command `number` (after its command and exit code lines)."""
-    return (CAPTURED / "extra" / f"{number}.txt").read_text().split("\n", 2)[2]
+    return captured_extra(CAPTURED, number)
 
 
 @pytest.fixture(scope="module")
