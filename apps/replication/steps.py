@@ -126,7 +126,13 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
             return failure
     core = core_link(link)
     if core.archive:
-        _snapshot_archive(ctx, core)
+        carried = WalArchive.objects.filter(cluster__host=link.source_host,
+                                            dataset=core.archive).select_related("cluster")
+        archive = carried.first()
+        if archive is None:
+            return Fail(f"archiving of {core.archive} was turned off while this run "
+                        "started: run it again", code="refused")
+        _snapshot_archive(ctx, core, archive)
     source_caps, target_caps, chosen, sources = _plan(ctx, link, core)
     ctx.state["plan_action"] = chosen.action.value
     for dataset in chosen.datasets:
@@ -172,15 +178,17 @@ def _carried(link: ReplicationLink) -> str:
     return archive.dataset if archive is not None else ""
 
 
-def _snapshot_archive(ctx: StepContext, core) -> None:
+def _snapshot_archive(ctx: StepContext, core, archive: WalArchive) -> None:
     """Snapshot the carried archive and keep what the snapshot holds for `finish`. A
     repeated step takes another (a second later): its own listing is the one kept."""
     label = core.archive_label(timezone.now().strftime("%Y%m%dT%H%M%S"))
-    out = ctx.runner()(wal_commands.carry(core.archive, label), timeout=300).stdout
-    timeline, segments = wal_commands.parse_carried(out)
+    out = ctx.runner()(wal_commands.carry(archive.cluster.target(), core.archive, label),
+                       timeout=300).stdout
+    carried = wal_commands.parse_carried(out)
     ctx.state["carry"] = {"label": label, "listing": recorded.stored_listing(
-        timeline, segments) if timeline is not None else {}}
-    ctx.log(f"{core.archive}@{label} holds {len(segments)} archived segments")
+        carried.timeline, carried.segments, carried.last_transaction)
+        if carried.timeline is not None else {}}
+    ctx.log(f"{core.archive}@{label} holds {len(carried.segments)} archived segments")
 
 
 def _drop_carry(ctx: StepContext, core) -> None:

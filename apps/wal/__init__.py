@@ -10,8 +10,9 @@ fsyncs and renames, fails when the copy fails and never overwrites a segment.
 The routine check is the `wal.tick` beat (WAL_CHECK_INTERVAL, 60 s), and it is not an
 Operation: like telemetry's collection it reads each due archive over SSH from the
 worker (apps/wal/inspection.py: pg_stat_archiver and the listing in one read-only
-round trip, archives read in threads) and records the listing, the gaps and the
-window (apps/wal/core/window.py computes them, pure, from what apps/wal/recorded.py
+round trip, archives read in threads: with the newest transaction in the newest
+segments, from the cluster's pg_waldump, where the window ends) and records the
+listing, the gaps and the window (apps/wal/core/window.py computes them, pure, from what apps/wal/recorded.py
 reads of the database); a gap or failing archiver opens the host's `wal_archive`
 alert (alerting.py). An Operation a minute per archive would be half a million rows a
 year for one archive, and would hide the operations an operator must see. What changes

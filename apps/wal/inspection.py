@@ -90,7 +90,8 @@ def record(archive: WalArchive, found: Found, *, removed: int = 0) -> str:
     size = status.archiver.segment_size
     kept = found.segments[removed:]
     missing = gaps(kept)
-    spans = window(recorded.bases(archive), kept)
+    last = status.last_transaction
+    spans = window(recorded.bases(archive), kept, last=last)
     archiver = status.archiver
     WalArchive.objects.filter(pk=archive.pk).update(
         checked_at=timezone.now(), archived_count=archiver.archived_count,
@@ -104,7 +105,7 @@ def record(archive: WalArchive, found: Found, *, removed: int = 0) -> str:
         gaps=[{"first": g.first.name(size), "last": g.last.name(size), "after": g.after}
               for g in missing],
         window=[[s.since, s.until] for s in spans], error="", read_error="",
-        listing=recorded.stored_listing(status.timeline, kept),
+        listing=recorded.stored_listing(status.timeline, kept, last),
         removed=archive.removed + removed)
     alerting.update(archive.cluster.host)
     return describe(spans)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from apps.snapshots.models import Snapshot
 from apps.wal.core.segments import Segment, parse_lsn
-from apps.wal.core.window import Archived, Base, Interval
+from apps.wal.core.window import Archived, Base, Interval, LastTransaction
 from apps.wal.models import WalArchive
 
 
@@ -60,5 +60,19 @@ def from_stored(stored: dict | None) -> list[Archived]:
             for number, at in (stored or {}).get("segments", [])]
 
 
-def stored_listing(timeline: int, archived: list[Archived]) -> dict:
-    return {"timeline": timeline, "segments": [[a.segment.number, a.at] for a in archived]}
+def last_transaction(archive: WalArchive) -> LastTransaction | None:
+    """The newest transaction the last check found in the archive, if it found one."""
+    stored = (archive.listing or {}).get("last_transaction")
+    if not stored:
+        return None
+    number, at = stored
+    return LastTransaction(Segment(archive.listing["timeline"], number), at)
+
+
+def stored_listing(timeline: int, archived: list[Archived],
+                   last: LastTransaction | None = None) -> dict:
+    stored: dict = {"timeline": timeline,
+                    "segments": [[a.segment.number, a.at] for a in archived]}
+    if last is not None and last.segment.timeline == timeline:
+        stored["last_transaction"] = [last.segment.number, last.at]
+    return stored

@@ -240,7 +240,11 @@ def choose(cluster: PgCluster, *, at: datetime | None = None, lsn: str | None = 
                 raise _refuse("at", "give the moment with its time zone (e.g. "
                                     "2026-11-20T14:06:00+01:00)")
             current = (now or timezone.now()).timestamp()
-            return core.for_time(at.timestamp(), current, bases, listing), archive
+            # A restore point is a record of its own that a replay stops at: no later
+            # transaction is needed to reach it.
+            last = None if restore_point is not None else recorded.last_transaction(archive)
+            return core.for_time(at.timestamp(), current, bases, listing,
+                                 last=last), archive
         try:
             position = parse_lsn(lsn or "")
         except BadWal as exc:

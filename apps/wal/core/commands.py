@@ -3,7 +3,9 @@ reading of their output. Pure: building text and parsing text."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from apps.remote import alter_system
 from apps.remote.cluster import ClusterTarget
@@ -17,9 +19,17 @@ from apps.remote.commands import (
 )
 from apps.wal.core import plan as archive_plan
 from apps.wal.core.segments import DEFAULT_SEGMENT_SIZE, BadWal, is_segment_name, parse_name
-from apps.wal.core.window import Archived
+from apps.wal.core.window import Archived, LastTransaction
 
 REMOVE_CHUNK = 400  # names per rm: far below any ARG_MAX
+# Segments read back from the newest for the last transaction: a busy cluster has one in
+# the newest; a quiet one archives a segment per archive_timeout only when it wrote.
+LAST_TRANSACTION_LOOKBACK = 8
+# pg_waldump's description of a commit or an abort, under TZ=UTC (src/bin/pg_waldump/
+# compat.c prints local time with its zone name).
+_LAST_TRANSACTION = re.compile(
+    r"^(?P<segment>[0-9A-F]{24}) .*desc: (?:COMMIT|ABORT)(?:_PREPARED \d+:)? "
+    r"(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) UTC\b")
 
 # What the archiver did, where the cluster writes now, and its segment size: one row.
 STATUS_SQL = (
@@ -47,6 +57,19 @@ chmod 700 "$m"
 echo "$m"
 """
 
+# The newest transaction in the archive directory "$m" (the current directory): a replay
+# to a moment after it would run out of WAL before its target, which PostgreSQL refuses.
+# The newest segments first, until one holds a commit or an abort.
+_LAST_TRANSACTION_SH = """\
+echo '== last transaction'
+for f in $(find . -maxdepth 1 -type f -printf '%f\\n' | grep -xE '[0-9A-F]{{24}}' | sort -r \
+           | head -n {looked}); do
+  t=$(runuser -u {owner} -- env TZ=UTC {waldump} -r Transaction "$m/$f" 2> /dev/null \
+      | grep -E 'desc: (COMMIT|ABORT)' | tail -n 1)
+  if [ -n "$t" ]; then echo "$f $t"; break; fi
+done
+"""
+
 _STATUS = """\
 echo '== archiver'
 {status}
@@ -57,7 +80,7 @@ echo '== files'
 # Not mounted, the directory is the parent's: what is there is not in the archive.
 [ "$(zfs get -H -o value mounted {dataset})" = yes ] || exit 0
 cd "$m" && find . -maxdepth 1 -type f -printf '%f %T@\\n'
-"""
+""" + _LAST_TRANSACTION_SH
 
 
 def make_dataset(dataset: str, owner: str, data_dir: str) -> Command:
@@ -98,7 +121,12 @@ def restoring(before: dict[str, dict]) -> dict[str, str | None]:
 
 def status(target: ClusterTarget, dataset: str) -> Command:
     return script(_STATUS, status=target.psql(STATUS_SQL), dataset=dataset_name(dataset),
-                  shown=f"read pg_stat_archiver and list the archive {dataset}")
+                  **_waldump(target), shown=f"read pg_stat_archiver and list the archive {dataset}")
+
+
+def _waldump(target: ClusterTarget) -> dict:
+    return {"owner": target.owner, "waldump": f"{target.bin_dir}/pg_waldump",
+            "looked": LAST_TRANSACTION_LOOKBACK}
 
 
 def mark(target: ClusterTarget) -> Command:
@@ -140,6 +168,8 @@ class Status:
     mountpoint: str
     archived: list[Archived]  # the segment files (other files are left alone)
     mounted: bool = True
+    # The newest commit or abort found in the newest segments, None if none was found.
+    last_transaction: LastTransaction | None = None
 
     @property
     def timeline(self) -> int:
@@ -174,7 +204,25 @@ def parse_status(stdout: str) -> Status:
         except (BadWal, ValueError):
             continue
     return Status(archiver, _int(props.get("used")), _int(props.get("available")),
-                  props.get("mountpoint", ""), archived, props.get("mounted", "yes") == "yes")
+                  props.get("mountpoint", ""), archived, props.get("mounted", "yes") == "yes",
+                  parse_last_transaction(sections.get("last transaction", []), size))
+
+
+def parse_last_transaction(lines: list[str], segment_size: int = DEFAULT_SEGMENT_SIZE
+                           ) -> LastTransaction | None:
+    """The segment and time of pg_waldump's last commit or abort line, as the status
+    script prints it (`<segment> <pg_waldump line>`)."""
+    for line in reversed(lines):
+        found = _LAST_TRANSACTION.match(line)
+        if not found:
+            continue
+        try:
+            segment = parse_name(found["segment"], segment_size)
+        except BadWal:
+            continue
+        at = datetime.fromisoformat(found["at"]).replace(tzinfo=UTC).timestamp()
+        return LastTransaction(segment, at)
+    return None
 
 
 def remove(directory: str, names: list[str]) -> list[Command]:
@@ -222,7 +270,9 @@ _CARRY = """\
 set -e
 [ "$(zfs get -H -o value mounted {dataset})" = yes ] \\
 || {{ echo "the archive {dataset} is not mounted" >&2; exit 1; }}
-cd "$(zfs get -H -o value mountpoint {dataset})"
+m=$(zfs get -H -o value mountpoint {dataset})
+cd "$m"
+""" + _LAST_TRANSACTION_SH + """\
 echo '== before'
 find . -maxdepth 1 -type f -printf '%f %T@\\n'
 zfs snapshot {snapshot}
@@ -231,27 +281,36 @@ find . -maxdepth 1 -type f -printf '%f %T@\\n'
 """
 
 
-def carry(dataset: str, label: str) -> Command:
-    """Snapshot the archive as `label` (failing if that snapshot exists: its listing
-    would not be this one) and list what it holds."""
+def carry(target: ClusterTarget, dataset: str, label: str) -> Command:
+    """Snapshot the archive of `target`'s cluster as `label` (failing if that snapshot
+    exists: its listing would not be this one) and list what it holds. The newest
+    transaction is read first, so its segment is one the listings show (a segment is
+    never rewritten once archived, and retention removes the oldest)."""
     dataset_name(dataset)
     return script(_CARRY, dataset=dataset, snapshot=f"{dataset}@{snapshot_label(label)}",
+                  **_waldump(target),
                   shown=f"snapshot the WAL archive {dataset} as @{label} and list it")
 
 
-def parse_carried(stdout: str, segment_size: int = DEFAULT_SEGMENT_SIZE
-                  ) -> tuple[int | None, list[Archived]]:
-    """The timeline (the newest listed) and the segments both listings show, by number,
-    with the earlier archive time."""
+@dataclass(frozen=True)
+class Carried:
+    timeline: int | None  # the newest listed; None when the snapshot holds no segment
+    segments: list[Archived]  # those both listings show, by number, the earlier time
+    last_transaction: LastTransaction | None
+
+
+def parse_carried(stdout: str, segment_size: int = DEFAULT_SEGMENT_SIZE) -> Carried:
+    """What a carried archive snapshot holds, from `carry`'s output."""
     sections = _sections(stdout)
     listed = [_segments(sections.get(part, []), segment_size) for part in ("before", "after")]
     after = {a.segment: a for a in listed[1]}
     both = [a for a in listed[0] if a.segment in after]
     if not both:
-        return None, []
+        return Carried(None, [], None)
     timeline = max(a.segment.timeline for a in both)
-    return timeline, sorted((a for a in both if a.segment.timeline == timeline),
-                            key=lambda a: a.segment.number)
+    return Carried(timeline, sorted((a for a in both if a.segment.timeline == timeline),
+                                    key=lambda a: a.segment.number),
+                   parse_last_transaction(sections.get("last transaction", []), segment_size))
 
 
 def _segments(lines: list[str], segment_size: int) -> list[Archived]:

@@ -72,6 +72,14 @@ class Base:
 
 
 @dataclass(frozen=True)
+class LastTransaction:
+    """The newest commit or abort the archive holds: where, and when it committed."""
+
+    segment: Segment
+    at: float
+
+
+@dataclass(frozen=True)
 class Reach:
     base: Base
     start: Segment  # the first segment archived after the snapshot
@@ -118,9 +126,15 @@ def gaps(archived: list[Archived]) -> list[Gap]:
     return found
 
 
-def reach(base: Base, archived: list[Archived], floor: float | None = None) -> Reach | None:
+def reach(base: Base, archived: list[Archived], floor: float | None = None,
+          last: LastTransaction | None = None) -> Reach | None:
     """What a clone of `base` can replay to; None while nothing was archived after it (or,
-    for a base older than `floor`, when the segment before its start is not held)."""
+    for a base older than `floor`, when the segment before its start is not held).
+
+    A replay stops at the first transaction after its target; one that runs out of WAL
+    first fails ("recovery ended before configured recovery target was reached"). So
+    where the run holds the archive's `last` transaction, it reaches no further than
+    that: a segment is archived some time after its last commit."""
     index = next((i for i, a in enumerate(archived) if _after(a, base.created)), None)
     if index is None:
         return None
@@ -133,16 +147,19 @@ def reach(base: Base, archived: list[Archived], floor: float | None = None) -> R
         end += 1
     since = base.created + CREATION_RESOLUTION
     until = archived[end].at
+    if last is not None and last.segment.number <= archived[end].segment.number:
+        until = min(until, last.at)
     if until < since:
         return None
     return Reach(base, archived[index].segment, archived[end].segment, since, until)
 
 
-def window(bases: list[Base], archived: list[Archived],
-           floor: float | None = None) -> list[Interval]:
+def window(bases: list[Base], archived: list[Archived], floor: float | None = None,
+           last: LastTransaction | None = None) -> list[Interval]:
     """Every moment some snapshot and the archive reach, as disjoint intervals, oldest
     first: one interval while the archive is unbroken, more around a gap."""
-    spans = sorted((r.since, r.until) for b in bases if (r := reach(b, archived, floor)))
+    spans = sorted((r.since, r.until) for b in bases
+                   if (r := reach(b, archived, floor, last)))
     merged: list[Interval] = []
     for since, until in spans:
         if merged and since <= merged[-1].until:
@@ -168,17 +185,18 @@ class Choice:
 
 
 def for_time(moment: float, now: float, bases: list[Base], archived: list[Archived],
-             floor: float | None = None) -> Choice:
+             floor: float | None = None, last: LastTransaction | None = None) -> Choice:
     """The newest snapshot taken before `moment` whose run of archived WAL reaches it."""
     if moment > now:
         raise Refusal(f"{_at(moment)} is in the future (now is {_at(now)})", "future")
     for base in sorted(bases, key=lambda b: b.created, reverse=True):
         if base.created + CREATION_RESOLUTION > moment:
             continue
-        found = reach(base, archived, floor)
+        found = reach(base, archived, floor, last)
         if found and found.holds(moment):
             return Choice(found, moment)
-    raise Refusal(_outside(f"{_at(moment)}", moment, bases, archived, floor), "outside_window")
+    raise Refusal(_outside(f"{_at(moment)}", moment, bases, archived, floor, last),
+                  "outside_window")
 
 
 def for_lsn(position: int, bases: list[Base], archived: list[Archived], *,
@@ -207,8 +225,8 @@ def for_lsn(position: int, bases: list[Base], archived: list[Archived], *,
 
 
 def _outside(what: str, moment: float, bases: list[Base], archived: list[Archived],
-             floor: float | None = None) -> str:
-    spans = window(bases, archived, floor)
+             floor: float | None = None, last: LastTransaction | None = None) -> str:
+    spans = window(bases, archived, floor, last)
     if not spans:
         return (f"{what} cannot be reached: no snapshot has archived WAL after it yet "
                 "(take a snapshot, and wait for the archiver)")

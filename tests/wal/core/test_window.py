@@ -4,6 +4,7 @@ from apps.wal.core.segments import Segment
 from apps.wal.core.window import (
     Archived,
     Base,
+    LastTransaction,
     Refusal,
     for_lsn,
     for_time,
@@ -28,6 +29,31 @@ def test_a_snapshot_reaches_to_the_last_segment_of_its_unbroken_run():
     assert found.start == Segment(1, 2)  # the first archived after the snapshot
     assert found.end == Segment(1, 4)
     assert (found.since, found.until) == (T + 31, T + 180)
+
+
+def test_a_snapshot_reaches_no_further_than_the_last_transaction_archived():
+    """A replay to a moment after the archive's last commit runs out of WAL before its
+    target, and PostgreSQL fails it: the window ends at that commit, not at the time
+    its segment was archived."""
+    segments = archive(1, 2, 3, 4)
+    last = LastTransaction(Segment(1, 4), T + 170.5)
+    assert reach(Base("s1", T + 30), segments, last=last).until == T + 170.5
+    # Segments after the last transaction's hold none: their archive times reach nothing.
+    assert reach(Base("s1", T + 30), segments, last=LastTransaction(Segment(1, 2), T + 55)
+                 ).until == T + 55
+    # A snapshot after the last transaction reaches nothing yet.
+    assert reach(Base("s2", T + 100), segments, last=LastTransaction(Segment(1, 2), T + 55)
+                 ) is None
+    with pytest.raises(Refusal, match="outside the recoverable window"):
+        for_time(T + 175, T + 1000, [Base("s1", T + 30)], segments, last=last)
+    assert for_time(T + 170, T + 1000, [Base("s1", T + 30)], segments, last=last)
+
+
+def test_a_last_transaction_past_a_gap_leaves_the_run_before_it_alone():
+    segments = archive(1, 2, 4, 5)
+    last = LastTransaction(Segment(1, 5), T + 170)
+    spans = window([Base("old", T - 10), Base("new", T + 100)], segments, last=last)
+    assert [(s.since, s.until) for s in spans] == [(T - 9, T + 60), (T + 101, T + 170)]
 
 
 def test_nothing_archived_after_a_snapshot_reaches_nothing():
