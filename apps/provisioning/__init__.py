@@ -26,17 +26,20 @@ The plan (core/layout.py) is pure, from the host's typed facts:
   Variables, with connections and shared_buffers from the profile or
   PostgreSQL's defaults, since there is no pg_settings row yet.
 
-Starting: pg_ctl as the owner, as clones start; nothing restarts it at boot.
-A host whose clusters are postgresql-common's systemd units would want
-pg_createcluster and a postgresql@ unit; that is not built, and the plan says
-so on such a host rather than pretending.
+A host whose clusters postgresql-common manages (Debian's packages) gets one of
+its own kind: pg_createcluster (as root; it runs initdb as the owner) on PoZoL's
+datasets, configuration under /etc/postgresql/<major>/<name>, started by its
+postgresql@ unit (pg_ctlcluster without systemd), start.conf auto. Elsewhere
+initdb, and pg_ctl as the owner, as clones start; nothing restarts it at boot.
 
 Each step is safe to repeat: datasets are created only when missing, initdb
 only without PG_VERSION, the server started only when pg_ctl status says it is
 down, and discovery ends the operation so the new cluster has its id.
 
 Retiring with an Operation stops (through the cluster's own control: its unit,
-pg_ctlcluster or pg_ctl), takes the final snapshot (one per dataset is
+pg_ctlcluster or pg_ctl; a packaged one kept gets start.conf manual, so the next
+boot does not start it; one destroyed is pg_dropcluster'ed first), takes the final
+snapshot (one per dataset is
 consistent once stopped; `-r` of the parent when that covers exactly the
 cluster), destroys what holds the cluster alone (the parent when data and WAL
 are its only children; never a pool's root, never a dataset another cluster

@@ -47,7 +47,13 @@ class ClusterPlanSerializer(serializers.Serializer):
     settings = serializers.DictField(child=serializers.CharField())
     profile = serializers.CharField(allow_null=True)
     notes = serializers.ListField(child=serializers.CharField())
-    initdb = serializers.ListField(child=serializers.CharField())
+    packaged = serializers.BooleanField(
+        help_text="Made by pg_createcluster as <major>/<name> (the host runs postgresql-"
+                  "common's clusters), else by initdb.")
+    unit = serializers.CharField(allow_null=True,
+                                 help_text="The systemd unit that starts it, if any.")
+    initdb = serializers.ListField(child=serializers.CharField(),
+                                   help_text="initdb's or pg_createcluster's command.")
     start = serializers.CharField()
     snapshot = serializers.CharField()
 

@@ -1,10 +1,11 @@
 """Creating and retiring a cluster as Operations: each step safe to run again.
 
 Create: datasets (the pool's room read again first; their properties set
-before anything is written), initdb (as the owner, checksums on, WAL on its
-dataset), settings (postgresql.auto.conf) and start (pg_ctl, as PoZoL starts
-its clones) in one step, then discovery, so the cluster appears with its id. Retire: stop, a final
-snapshot, destroy the datasets, forget the row; each only when asked.
+before anything is written), initdb (as the owner, or pg_createcluster on a
+packaged host; checksums on, WAL on its dataset), settings (postgresql.auto.conf)
+and start (its unit on a packaged host, else pg_ctl, as PoZoL starts its clones)
+in one step, then discovery, so the cluster appears with its id. Retire: stop, a
+final snapshot, destroy the datasets, forget the row; each only when asked.
 """
 
 from __future__ import annotations
@@ -87,7 +88,21 @@ def stop(ctx: StepContext) -> Next:
             ctx.log(f"stopped the cluster at {ctx.state['data_dir']}")
         else:
             ctx.log("the cluster was not running")
+        if target.packaged_as and not ctx.state.get("destroy"):
+            # Kept, a retired cluster must not come back at the next boot.
+            run(script(_MANUAL, start_conf=_etc(target.packaged_as, "start.conf")))
+            ctx.log(f"start.conf of {target.packaged_as} set to manual: not started at boot")
     return Next("snapshot", progress=30)
+
+
+_MANUAL = "[ ! -f {start_conf} ] || printf 'manual\\n' > {start_conf}"
+# pg_dropcluster refuses a running cluster; it removes /etc/postgresql/<major>/<name>
+# and what is in the data and WAL directories, whose datasets go next anyway.
+_DROPCLUSTER = "[ ! -d {etc} ] || pg_dropcluster {major} {name}"
+
+
+def _etc(packaged_as: str, file: str = "") -> str:
+    return "/".join(["/etc/postgresql", packaged_as, *([file] if file else [])])
 
 
 _SNAPSHOT = "zfs list -H -o name {name} > /dev/null 2>&1 || zfs snapshot {flags} {name}"
@@ -114,6 +129,11 @@ done"""
 
 def destroy(ctx: StepContext) -> Next:
     run = ctx.runner()
+    packaged_as = ctx.state["target"].get("packaged_as")
+    if ctx.state.get("destroy") and packaged_as:
+        major, name = packaged_as.split("/", 1)
+        run(script(_DROPCLUSTER, etc=_etc(packaged_as), major=major, name=name), timeout=120)
+        ctx.log(f"pg_dropcluster {major} {name}: its configuration under /etc/postgresql gone")
     for name in ctx.state.get("destroy") or []:
         run(script(_DESTROY, name=name), timeout=300)
         ctx.log(f"destroyed {name} (with its snapshots)")

@@ -12,8 +12,8 @@ Operation: like telemetry's collection it reads each due archive over SSH from t
 worker (apps/wal/inspection.py: pg_stat_archiver and the listing in one read-only
 round trip, archives read in threads: with the newest transaction in the newest
 segments, from the cluster's pg_waldump, where the window ends) and records the
-listing, the gaps and the window (apps/wal/core/window.py computes them, pure, from what apps/wal/recorded.py
-reads of the database); a gap or failing archiver opens the host's `wal_archive`
+listing, the gaps and the window (apps/wal/core/window.py computes them, pure,
+from what apps/wal/recorded.py reads of the database); a gap or failing archiver opens the host's `wal_archive`
 alert (alerting.py). An Operation a minute per archive would be half a million rows a
 year for one archive, and would hide the operations an operator must see. What changes
 the host is still an Operation: when a read finds segments older than what the oldest

@@ -93,3 +93,43 @@ def test_retire_does_not_stop_a_cluster_that_is_not_running(replayed_host, shell
     assert done.status == Operation.Status.SUCCEEDED, done.error
     assert done.result["snapshot"] == names and done.result["destroyed"] == []
     assert replayed_host.datasets.filter(name="tank/pg/data").exists()
+
+
+def packaged(host):
+    cluster = host.clusters.get()
+    cluster.pg_ctlcluster, cluster.packaged_as = True, "15/main"
+    cluster.save()
+    return cluster
+
+
+def test_retiring_a_packaged_cluster_with_its_datasets_drops_it_first(replayed_host, shell,
+                                                                      delivered):
+    cluster = packaged(replayed_host)
+    operation = services.retire_cluster(replayed_host, cluster.pk, stop=True,
+                                        datasets="destroy")
+    target = ClusterTarget.of(**operation.state["target"])
+    shell.on(target.pg_ctl("status"))
+    shell.on(target.control("stop"))
+    drop = script(steps._DROPCLUSTER, etc="/etc/postgresql/15/main", major="15", name="main")
+    shell.on(drop)
+    shell.on(script(steps._DESTROY, name="tank/pg"))
+    done = drive(operation)
+    assert done.status == Operation.Status.SUCCEEDED, done.error
+    assert shell.calls.index(drop.text) < shell.calls.index(
+        script(steps._DESTROY, name="tank/pg").text)
+    assert "pg_ctlcluster --mode fast 15 main stop" in shell.calls[1]
+
+
+def test_retiring_a_packaged_cluster_keeping_its_datasets_stops_it_starting_at_boot(
+        replayed_host, shell, delivered):
+    cluster = packaged(replayed_host)
+    operation = services.retire_cluster(replayed_host, cluster.pk, stop=True)
+    target = ClusterTarget.of(**operation.state["target"])
+    shell.on(target.pg_ctl("status"))
+    shell.on(target.control("stop"))
+    manual = script(steps._MANUAL, start_conf="/etc/postgresql/15/main/start.conf")
+    shell.on(manual)
+    done = drive(operation)
+    assert done.status == Operation.Status.SUCCEEDED, done.error
+    assert shell.calls[-1] == manual.text
+    assert "printf 'manual\\n' > /etc/postgresql/15/main/start.conf" in manual.text

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from apps.provisioning.core.layout import DATA_BELOW, WAL_BELOW, Plan
+from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import (
     Command,
     InvalidValue,
@@ -46,6 +47,17 @@ if [ ! -f {data_dir}/PG_VERSION ]; then
   cd / && runuser -u {owner} -- {initdb}
 fi
 [ -d {socket_dir} ] || {{ mkdir -p {socket_dir} && chown {owner}: {socket_dir}; }}
+"""
+
+# The same, the host's way: pg_createcluster (as root; it runs initdb as the owner) writes
+# /etc/postgresql/<major>/<name>/ and registers the cluster, which its unit then starts.
+_CREATECLUSTER = """\
+set -e
+chown {owner}: {data_mount} {wal_mount}
+chmod 700 {data_mount} {wal_mount}
+if [ ! -f {conf} ]; then
+  {createcluster} > /dev/null
+fi
 """
 
 _SETTINGS = """\
@@ -96,6 +108,11 @@ def mounts(stdout: str) -> tuple[str, str]:
 def initdb(plan: Plan, data_mount: str, wal_mount: str) -> Command:
     data_dir, wal_dir = f"{data_mount}/{DATA_BELOW}", f"{wal_mount}/{WAL_BELOW}"
     argv = plan.initdb(abs_path(data_dir), abs_path(wal_dir))
+    if plan.packaged:
+        conf = abs_path(f"/etc/postgresql/{int(plan.major)}/{plan.name}/postgresql.conf")
+        return script(_CREATECLUSTER, owner=os_user(plan.owner),
+                      data_mount=abs_path(data_mount), wal_mount=abs_path(wal_mount),
+                      conf=conf, createcluster=argv, shown=" ".join(argv))
     return script(_INITDB, owner=os_user(plan.owner), data_mount=abs_path(data_mount),
                   wal_mount=abs_path(wal_mount), data_dir=abs_path(data_dir), initdb=argv,
                   socket_dir=abs_path(plan.socket_dir),
@@ -125,6 +142,9 @@ def write_settings(plan: Plan, data_dir: str) -> Command:
 
 
 def start(plan: Plan, data_dir: str) -> Command:
+    if plan.packaged:  # systemctl start (or pg_ctlcluster start) of a running one: nothing
+        return ClusterTarget(plan.owner, plan.bin_dir, plan.socket_dir, plan.port, data_dir,
+                             unit=plan.unit, packaged_as=plan.packaged_as).control("start")
     log = f"{data_dir.rsplit('/', 1)[0]}/server.log"
     return script(_START, owner=os_user(plan.owner), pg_ctl=abs_path(f"{plan.bin_dir}/pg_ctl"),
                   data_dir=abs_path(data_dir), log=abs_path(log),

@@ -76,6 +76,11 @@ class Plan:
     settings: dict[str, str]
     profile: str | None
     notes: tuple[str, ...] = field(default=())
+    # The host runs its clusters as postgresql-common's (Debian's packages): this one is
+    # made by pg_createcluster as <major>/<name> and started by its unit (or by
+    # pg_ctlcluster where systemd is not), as the host's own are; else initdb and pg_ctl.
+    packaged: bool = False
+    unit: str | None = None  # postgresql@<major>-<name>.service when systemd runs it
 
     @property
     def data(self) -> str:
@@ -86,13 +91,29 @@ class Plan:
         return f"{self.parent}/wal"
 
     def initdb(self, data_dir: str | None = None, wal_dir: str | None = None) -> list[str]:
-        """initdb's argument vector (as the owner): checksums on, WAL on its dataset."""
-        return [f"{self.bin_dir}/initdb", "-D", data_dir or self.data_dir or "",
-                "-X", wal_dir or self.wal_dir or "", "--data-checksums", "--encoding=UTF8",
-                "--auth-local=peer", "--auth-host=scram-sha-256"]
+        """initdb's argument vector (as the owner), or pg_createcluster's (as root, which
+        runs initdb as the owner): checksums on, WAL on its dataset."""
+        data_dir, wal_dir = data_dir or self.data_dir or "", wal_dir or self.wal_dir or ""
+        options = ["--data-checksums", "--encoding=UTF8", "--auth-local=peer",
+                   "--auth-host=scram-sha-256"]
+        if self.packaged:
+            return ["pg_createcluster", str(self.major), self.name, "-u", self.owner,
+                    "-p", str(self.port), "-d", data_dir, "-s", self.socket_dir,
+                    "--start-conf=auto", "--", f"--waldir={wal_dir}", *options]
+        return [f"{self.bin_dir}/initdb", "-D", data_dir, "-X", wal_dir, *options]
+
+    @property
+    def packaged_as(self) -> str | None:
+        return f"{self.major}/{self.name}" if self.packaged else None
 
     def start(self, data_dir: str | None = None) -> str:
         data_dir = data_dir or self.data_dir
+        if self.unit:
+            return (f"systemctl start {self.unit.removesuffix('.service')}: the host's "
+                    "unit, which starts it at boot (start.conf auto)")
+        if self.packaged:
+            return (f"pg_ctlcluster {self.major} {self.name} start: postgresql-common's, "
+                    "which starts it at boot (start.conf auto)")
         return (f"pg_ctl -D {data_dir} -l {data_dir}/../server.log -w start (as "
                 f"{self.owner}): no unit or pg_ctlcluster knows it, as PoZoL's clones")
 
@@ -107,7 +128,7 @@ class Plan:
 
     @classmethod
     def from_dict(cls, d: dict) -> Plan:
-        values = {k: d[k] for k in cls.__dataclass_fields__}
+        values = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         values["datasets"] = tuple(DatasetPlan(**x) for x in d["datasets"])
         values["notes"] = tuple(d["notes"])
         return cls(**values)
@@ -165,18 +186,21 @@ def plan(facts: HostFacts, request: Request, *, taken_ports: set[int], zfs: dict
                     _mountpoint(facts, f"{parent}/wal")),
     )
     socket_dir, listen = _neighbours(facts)
-    if facts.has_systemd and any(c.systemd_unit or c.pg_ctlcluster for c in facts.clusters):
-        # pg_createcluster and a postgresql@ unit would be this host's way: not built yet.
-        notes.append("this host runs its clusters as postgresql-common's systemd units; this "
-                     "one is made by initdb and started by pg_ctl, which no unit knows: it "
-                     "does not start at boot")
+    # pg_ctlcluster is postgresql-common's, which pg_createcluster comes with.
+    packaged = any(c.pg_ctlcluster for c in facts.clusters)
+    if packaged and any(c.packaged == f"{request.major}/{name}" for c in facts.clusters):
+        raise Refused("name", f"a cluster {request.major}/{name} exists (pg_lsclusters)",
+                      "cluster_exists")
+    unit = f"postgresql@{request.major}-{name}.service" if packaged and facts.has_systemd \
+        else None
     own = {"port": str(port), "listen_addresses": listen, "unix_socket_directories": socket_dir}
     return Plan(
         name=name, major=request.major, port=port, owner=owner, bin_dir=bin_dir, pool=pool,
         parent=parent, datasets=datasets,
         data_dir=_below(datasets[1].mountpoint, DATA_BELOW),
         wal_dir=_below(datasets[2].mountpoint, WAL_BELOW), socket_dir=socket_dir,
-        settings={**(settings or {}), **own}, profile=profile, notes=tuple(notes))
+        settings={**(settings or {}), **own}, profile=profile, notes=tuple(notes),
+        packaged=packaged, unit=unit)
 
 
 def _pool(facts: HostFacts, wanted: str | None) -> str:

@@ -146,9 +146,49 @@ def test_a_setting_value_is_quoted_as_alter_system_writes_it():
     assert text.splitlines()[-2:] == ["listen_addresses = '*'", "port = '5433'"]
 
 
-def test_a_host_whose_clusters_systemd_runs_is_told_this_one_is_not_a_unit():
-    facts = fuse()
-    assert not any("systemd" in n for n in plan(Request(15, "app"), facts).notes)
-    facts.has_systemd = True
-    facts.clusters[0].systemd_unit = "postgresql@15-main.service"
-    assert any("does not start at boot" in n for n in plan(Request(15, "app"), facts).notes)
+def packaged_host():
+    """The real capture of the OpenZFS 2.1 VM host: Debian 12, postgresql-15 as 15/main,
+    run by postgresql@15-main under systemd."""
+    from apps.remote import gather
+    from tests.remote.fixtures.hosts import FIXTURES, replay_transcript
+
+    return gather.discover(replay_transcript(FIXTURES / "openzfs-2.1" / "captured"
+                                             / "transcript.json"))
+
+
+def test_a_packaged_host_gets_pg_createcluster_and_a_unit():
+    made = plan(Request(15, "app"), packaged_host())
+    assert made.packaged and made.unit == "postgresql@15-app.service"
+    assert made.packaged_as == "15/app"
+    argv = made.initdb("/tank/postgres/app/data/pgdata", "/tank/postgres/app/wal/pg_wal")
+    assert argv[:4] == ["pg_createcluster", "15", "app", "-u"]
+    assert argv[argv.index("--") + 1:][:2] == ["--waldir=/tank/postgres/app/wal/pg_wal",
+                                               "--data-checksums"]
+    assert "-p" in argv and argv[argv.index("-p") + 1] == str(made.port)
+    assert made.start().startswith("systemctl start postgresql@15-app:")
+    assert layout.Plan.from_dict(made.to_dict()) == made
+    # On zfs-fuse's initdb-made cluster: initdb and pg_ctl, as before.
+    plain = plan(Request(15, "app"))
+    assert not plain.packaged and plain.unit is None
+    assert plain.initdb()[0].endswith("/initdb")
+
+
+def test_a_packaged_name_that_exists_is_refused():
+    with pytest.raises(Refused) as refused:
+        plan(Request(15, "main"), packaged_host())
+    assert refused.value.code == "cluster_exists" and "15/main" in str(refused.value)
+
+
+def test_a_plan_kept_before_packaged_existed_reads_back_as_initdb():
+    kept = plan(Request(15, "app")).to_dict()
+    del kept["packaged"], kept["unit"]
+    assert not layout.Plan.from_dict(kept).packaged
+
+
+def test_the_packaged_commands_are_guarded_and_start_by_the_unit():
+    made = plan(Request(15, "app"), packaged_host())
+    made_cluster = commands.initdb(made, "/m/data", "/m/wal").text
+    assert "[ ! -f /etc/postgresql/15/app/postgresql.conf ]" in made_cluster
+    assert "pg_createcluster 15 app -u postgres" in made_cluster
+    assert "--waldir=/m/wal/pg_wal" in made_cluster
+    assert "systemctl start postgresql@15-app" in commands.start(made, "/m/data/pgdata").text

@@ -1,0 +1,109 @@
+"""A cluster created through the API on the OpenZFS host as Debian's packaged cluster of
+its major (issue 24 §1): pg_createcluster makes it on PoZoL's datasets, its systemd unit
+starts it (and would at boot), the existing snapshot and restore drill features take it
+as they are, and it is retired twice over: kept (stopped, no longer started at boot) and
+dropped with its datasets (pg_dropcluster, then zfs destroy)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from apps.ops.models import Operation
+from apps.snapshots import services as snapshot_services
+from tests.driving import drive
+from tests.integration.conftest import run_on
+from tests.integration.test_drills import drill, leftovers
+from tests.vm.test_openzfs_host import discovered
+
+pytestmark = [pytest.mark.vm, pytest.mark.django_db(transaction=True)]
+
+
+def create(api, host, name: str):
+    answer = api.post(f"/api/hosts/{host.pk}/clusters/", {"major": 17, "name": name},
+                      format="json")
+    assert answer.status_code == 202, answer.content
+    operation = drive(Operation.objects.get(pk=answer.json()["operation"]["id"]), limit=600)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    return host.clusters.get(pk=operation.result["cluster"]), answer.json()["plan"]
+
+
+def as_owner(vm_host, cluster, sql: str) -> str:
+    return run_on(vm_host, f"cd / && runuser -u postgres -- psql -X -At -p {cluster.port} "
+                           f"-d postgres -c \"{sql}\"").strip()
+
+
+def retire(api, host, cluster, **body) -> Operation:
+    answer = api.post(f"/api/hosts/{host.pk}/retire-cluster/",
+                      {"cluster": cluster.pk, "stop": True, **body}, format="json")
+    assert answer.status_code == 202, answer.content
+    operation = drive(Operation.objects.get(pk=answer.json()["id"]), limit=300)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    return operation
+
+
+@pytest.fixture
+def dropped_after(vm_host):
+    """The clusters the test makes are gone afterwards, whatever happened: the VM host is
+    shared by the group."""
+    yield
+    run_on(vm_host, "for c in orders kept; do [ ! -d /etc/postgresql/17/$c ] || "
+                    "pg_dropcluster --stop 17 $c; done; "
+                    "! zfs list tank/postgres > /dev/null 2>&1 || zfs destroy -r tank/postgres")
+
+
+def test_a_packaged_cluster_is_created_snapshotted_drilled_and_retired(vm_host, api,
+                                                                      delivered, dropped_after):
+    host = discovered(vm_host)
+    taken = api.post(f"/api/hosts/{host.pk}/clusters/", {"major": 17, "name": "main"},
+                     format="json")
+    assert taken.status_code == 409 and taken.json()["error"]["code"] == "cluster_exists"
+
+    cluster, plan = create(api, host, "orders")
+    assert plan["packaged"] and plan["unit"] == "postgresql@17-orders.service"
+    assert plan["initdb"][0] == "pg_createcluster"
+    assert cluster.packaged_as == "17/orders" and cluster.pg_ctlcluster
+    assert cluster.systemd_unit == "postgresql@17-orders.service" and cluster.running
+    assert cluster.config_file == "/etc/postgresql/17/orders/postgresql.conf"
+    assert cluster.data_dataset.name == "tank/postgres/orders/data"
+    assert run_on(vm_host, "systemctl is-active postgresql@17-orders").strip() == "active"
+    listed = run_on(vm_host, "pg_lsclusters -h").split("\n")
+    assert any(line.split()[:3] == ["17", "orders", str(cluster.port)] for line in listed)
+    assert run_on(vm_host, "grep -v '^#' /etc/postgresql/17/orders/start.conf").strip() == "auto"
+    assert as_owner(vm_host, cluster, "show data_checksums") == "on"
+    assert run_on(vm_host, f"readlink -f {cluster.data_dir}/pg_wal").strip() == \
+        "/tank/postgres/orders/wal/pg_wal"
+    assert run_on(vm_host, "zfs get -H -o value recordsize tank/postgres/orders/data"
+                  ).strip() == "16K"
+    as_owner(vm_host, cluster, "CREATE TABLE made AS SELECT generate_series(1, 24) AS id")
+
+    time.sleep(1.1)  # snapshot names and creation times have a one-second resolution
+    snapshot = drive(snapshot_services.snapshot_now(host, cluster=cluster))
+    assert snapshot.status == Operation.Status.SUCCEEDED, snapshot.error
+    name = snapshot.state["snapshot"]
+    assert f"tank/postgres/orders/data@{name}" in run_on(
+        vm_host, "zfs list -H -t snapshot -o name -r tank/postgres/orders")
+    schedule = api.post("/api/drill-schedules/", {"host": host.pk, "cluster": cluster.pk},
+                        format="json")
+    assert schedule.status_code == 201, schedule.content
+    passed = drill(api, schedule.json()["id"])
+    assert passed["status"] == "passed", (passed["error"], passed["log_tail"])
+    assert leftovers(vm_host, "pozol-drill") == ""
+    assert api.delete(f"/api/drill-schedules/{schedule.json()['id']}/").status_code == 204
+
+    kept, _ = create(api, host, "kept")
+    retired = retire(api, host, kept, final_snapshot=True)
+    assert retired.result["destroyed"] == [] and retired.result["snapshot"]
+    assert run_on(vm_host, "systemctl is-active postgresql@17-kept || true").strip() != "active"
+    assert run_on(vm_host, "cat /etc/postgresql/17/kept/start.conf").strip() == "manual"
+    assert "tank/postgres/kept/data" in run_on(vm_host, "zfs list -H -o name -r tank")
+
+    retired = retire(api, host, cluster, datasets="destroy")
+    assert retired.result["destroyed"] == ["tank/postgres/orders"]
+    assert "orders" not in run_on(vm_host, "pg_lsclusters -h")
+    assert run_on(vm_host, "test -e /etc/postgresql/17/orders && echo there || true"
+                  ).strip() == ""
+    assert "tank/postgres/orders" not in run_on(vm_host, "zfs list -H -o name -r tank")
+    # The host's own cluster is untouched.
+    assert run_on(vm_host, "systemctl is-active postgresql@17-main").strip() == "active"
