@@ -9,23 +9,23 @@ fsyncs and renames, fails when the copy fails and never overwrites a segment.
 
 The routine check is the `wal.tick` beat (WAL_CHECK_INTERVAL, 60 s), and it is not an
 Operation: like telemetry's collection it reads each due archive over SSH from the
-worker (apps/wal/inspection.py: pg_stat_archiver and the listing in one read-only
-round trip, archives read in threads: with the newest transaction in the newest
-segments, from the cluster's pg_waldump, where the window ends) and records the
-listing, the gaps and the window (apps/wal/core/window.py computes them, pure,
-from what apps/wal/recorded.py reads of the database); a gap or failing archiver opens the host's `wal_archive`
-alert (alerting.py). An Operation a minute per archive would be half a million rows a
-year for one archive, and would hide the operations an operator must see. What changes
-the host is still an Operation: when a read finds segments older than what the oldest
-kept snapshot needs, or replay snapshots a removed clone left, the tick starts a
-`wal.check` Operation that reads again, removes them (each `rm` and `zfs destroy` in
-its log) and records; that happens when a snapshot ages out, not every minute. A read
-that fails (host unreachable) is logged by the worker and leaves the archive as its
-last check recorded it: `read_error` (on the WAL tab and in the API) says when the read
-failed, why, and how old the shown window is, until a read succeeds. It opens no alert
-of its own; the host's unreachable alert already does. "Check now" (API, page) is
-always a `wal.check` Operation, since an operator asked for it. PostgreSQL settings
-are read and written through apps/remote/alter_system.py, which tuning shares.
+worker (apps/wal/inspection.py: pg_stat_archiver and the listing in one read-only round
+trip, archives read in threads: with the newest transaction in the newest segments, from
+the cluster's pg_waldump, where the window ends) and records the listing, the gaps and
+the window (apps/wal/core/window.py computes them, pure, from what apps/wal/recorded.py
+reads of the database); a gap or failing archiver opens the host's `wal_archive` alert
+(alerting.py). An Operation a minute per archive would be half a million rows a year for
+one archive, and would hide the operations an operator must see. What changes the host
+is still an Operation: when a read finds segments older than what the oldest kept
+snapshot needs, or replay snapshots a removed clone left, the tick starts a `wal.check`
+Operation that reads again, removes them (each `rm` and `zfs destroy` in its log) and
+records; that happens when a snapshot ages out, not every minute. A read that fails
+(host unreachable) is logged by the worker and leaves the archive as its last check
+recorded it: `read_error` (on the WAL tab and in the API) says when the read failed,
+why, and how old the shown window is, until a read succeeds. It opens no alert of its
+own; the host's unreachable alert already does. "Check now" (API, page) is always a
+`wal.check` Operation, since an operator asked for it. PostgreSQL settings are read and
+written through apps/remote/alter_system.py, which tuning shares.
 
 A snapshot PoZoL takes of an archiving cluster is marked with the WAL position read
 right after it (`WalMark`, through the snapshot engine's `protection.TAKEN`
