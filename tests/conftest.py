@@ -66,8 +66,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
     yield
-    items.sort(key=lambda item: FIRST.index(group) if (
-        group := xdist_group_of(item)) in FIRST else len(FIRST))
+    items.sort(key=lambda item: (FIRST.index(group) if (
+        group := xdist_group_of(item)) in FIRST else len(FIRST), _on_the_21_guest(item)))
+
+
+def _on_the_21_guest(item: pytest.Item) -> bool:
+    """The OpenZFS 2.1 guest's tests after the 2.3 one's: each guest is shut down after
+    its last test (tests/vm/conftest.py), so the two are never up together."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return params.get("vm") == "zfs21" or "vm21_host" in getattr(item, "fixturenames", ())
 
 
 @pytest.fixture

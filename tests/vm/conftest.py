@@ -51,40 +51,105 @@ def why_no_vm(recipe=None) -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def vm_host():
-    """The booted, provisioned OpenZFS 2.3 host (an apps.demo.fleet Host)."""
+# The guests booted so far, by kind. An idle guest under software emulation still takes
+# about a third of a core, so each is shut down after the last test that uses it
+# (pytest_runtest_teardown below) rather than at the session's end; tests/conftest.py
+# runs the 2.3 host's tests first, then the 2.1 host's, so the two never idle together.
+_GUESTS: dict[str, Guest] = {}
+ZFS23, ZFS21 = "zfs23", "zfs21"
+
+
+@dataclasses.dataclass(frozen=True)
+class Guest:
+    host: Host | None
+    state: Path | None  # None: a host already up (POZOL_TEST_VM_JSON), not ours to stop
+    skipped: str | None = None  # why the machine cannot boot it
+    failed: str | None = None  # why its boot failed: the later tests fail at once
+
+
+def guest(kind: str) -> Host:
+    """The booted, provisioned host of that kind (an apps.demo.fleet Host), booted on
+    first use; skipped with the reason where the machine cannot boot it."""
     from apps.demo.vm import image
 
-    if running := os.environ.get("POZOL_TEST_VM_JSON"):
-        yield Host(**json.loads(Path(running).read_text())[0])
-        return
-    yield from _booted(image.TRIXIE, VM_ADDRESS, aliases=(VM_ALIAS,))
+    if kind not in _GUESTS:
+        running = os.environ.get("POZOL_TEST_VM_JSON" if kind == ZFS23 else "POZOL_TEST_VM21_JSON")
+        try:
+            if running:
+                _GUESTS[kind] = Guest(Host(**json.loads(Path(running).read_text())[0]), None)
+            elif kind == ZFS23:
+                _GUESTS[kind] = _booted(image.TRIXIE, VM_ADDRESS, aliases=(VM_ALIAS,))
+            else:
+                _GUESTS[kind] = _booted(image.BOOKWORM, VM21_ADDRESS)
+        except Exception as exc:
+            _GUESTS[kind] = Guest(None, None, failed=f"{type(exc).__name__}: {exc}")
+            raise
+    found = _GUESTS[kind]
+    if found.skipped:
+        pytest.skip(found.skipped)
+    if found.failed:
+        pytest.fail(f"the {kind} guest did not boot: {found.failed}")
+    return found.host
 
 
-@pytest.fixture(scope="session")
-def vm21_host():
-    """The OpenZFS 2.1 host: Debian 12 with its packaged PostgreSQL 15, booted the first
-    time a test asks for it (the tests that run on both versions)."""
-    from apps.demo.vm import image
-
-    if running := os.environ.get("POZOL_TEST_VM21_JSON"):
-        yield Host(**json.loads(Path(running).read_text())[0])
-        return
-    yield from _booted(image.BOOKWORM, VM21_ADDRESS)
+def kinds_of(item: pytest.Item | None) -> set[str]:
+    """The guests a test uses: by its fixtures, or the `vm` parameter it runs with."""
+    if item is None:
+        return set()
+    names = set(getattr(item, "fixturenames", ()))
+    found = {ZFS23} if names & {"vm_host", "vm_second_name"} else set()
+    param = getattr(getattr(item, "callspec", None), "params", {}).get("vm")
+    return found | ({param} if param else set())
 
 
-@pytest.fixture(params=["zfs23", "zfs21"])
-def vm(request):
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    try:
+        return (yield)  # the test's own fixtures clean up on the guest first
+    finally:
+        for kind in set(_GUESTS) - kinds_of(nextitem):
+            shut_down(kind)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for kind in list(_GUESTS):
+        shut_down(kind)
+
+
+def shut_down(kind: str) -> None:
+    from apps.demo.vm import machine
+
+    state = _GUESTS.pop(kind).state
+    if state is not None:
+        machine.shutdown(state)
+        shutil.rmtree(state, ignore_errors=True)
+        print(f"\nOpenZFS VM host {kind}: shut down after its last test", file=sys.stderr)
+
+
+@pytest.fixture
+def vm_host() -> Host:
+    """The OpenZFS 2.3 host: Debian 13 with its packaged PostgreSQL 17."""
+    return guest(ZFS23)
+
+
+@pytest.fixture
+def vm21_host() -> Host:
+    """The OpenZFS 2.1 host: Debian 12 with its packaged PostgreSQL 15 (the tests that
+    run on both versions)."""
+    return guest(ZFS21)
+
+
+@pytest.fixture(params=[ZFS23, ZFS21])
+def vm(request) -> Host:
     """Each OpenZFS version's host in turn, for a test that must hold on both."""
-    return request.getfixturevalue("vm_host" if request.param == "zfs23" else "vm21_host")
+    return guest(request.param)
 
 
-def _booted(recipe, address: str, aliases: tuple[str, ...] = ()):
+def _booted(recipe, address: str, aliases: tuple[str, ...] = ()) -> Guest:
     from apps.demo.vm import image, machine
 
     if reason := why_no_vm(recipe):
-        pytest.skip(f"OpenZFS VM group skipped: {reason}")
+        return Guest(None, None, skipped=f"OpenZFS VM group skipped: {reason}")
     started = time.monotonic()
     built = image.ensure(recipe)
     built_at = time.monotonic()
@@ -93,16 +158,17 @@ def _booted(recipe, address: str, aliases: tuple[str, ...] = ()):
         host = machine.boot(built, state, address, aliases=aliases)
         booted_at = time.monotonic()
         machine.provision(host, built.recipe.pg_major, aliases=aliases)
-        print(f"\nOpenZFS VM host ({built.versions}): image {built_at - started:.0f}s, "
-              f"boot {booted_at - built_at:.0f}s, provision {time.monotonic() - booted_at:.0f}s",
-              file=sys.stderr)
-        yield host
-    finally:
+    except BaseException:
         machine.shutdown(state)
         shutil.rmtree(state, ignore_errors=True)
+        raise
+    print(f"\nOpenZFS VM host ({built.versions}): image {built_at - started:.0f}s, "
+          f"boot {booted_at - built_at:.0f}s, provision {time.monotonic() - booted_at:.0f}s",
+          file=sys.stderr)
+    return Guest(host, state)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def vm_second_name(vm_host):
     """The same guest under its second address: registered as another host, it makes
     a link between two OpenZFS hosts possible with one VM."""
