@@ -61,3 +61,11 @@ def test_without_the_file_or_variables_manage_py_names_what_is_missing(tmp_path)
     assert result.returncode != 0
     assert "POZOL_SECRET_KEY (or POZOL_SECRET_KEY_FILE) must be set" in result.stderr
     assert Path(BASE_DIR / ".pozol" / "env").exists() is False
+
+
+def test_make_run_s_one_collector_serves_every_shard_s_queue(tmp_path, monkeypatch):
+    monkeypatch.setattr(demo, "STATE", tmp_path)  # where its logs would go
+    services = demo.services({"POZOL_TELEMETRY_SHARDS": "3"}).services
+    [collector] = [service.argv for service in services if service.name == "telemetry"]
+    assert collector[collector.index("-Q") + 1] == "telemetry,telemetry-1,telemetry-2"
+    assert demo.collector_queues({}) == "telemetry"
