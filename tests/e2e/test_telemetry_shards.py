@@ -44,12 +44,13 @@ def rounds_logged(worker: Worker, index: int) -> list[str]:
                       worker.output())
 
 
-def queue_depth(queue: str) -> float:
+def scraped(name: str, label: str, value: str) -> float:
+    """One sample of /metrics, as a scraper reads it."""
     answer = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert answer.status_code == 200
-    found = re.search(rf'^pozol_queue_depth{{queue="{queue}"}} (\S+)$',
+    found = re.search(rf'^{name}{{{label}="{re.escape(value)}"}} (\S+)$',
                       answer.content.decode(), re.MULTILINE)
-    assert found, f"/metrics lists no queue {queue}"
+    assert found, f"/metrics has no {name}{{{label}={value!r}}}"
     return float(found.group(1))
 
 
@@ -93,13 +94,16 @@ def test_two_workers_on_two_queues_each_sample_only_their_shard(
         second.stop()
         stopped_count, stopped_at = samples(by_shard[1]), last_sampled(by_shard[1])
         kept = samples(by_shard[0])
-        assert wait_until(lambda: samples(by_shard[0]) >= kept + 4, 60, 1), first.output()[-3000:]
+        assert wait_until(lambda: samples(by_shard[0]) >= kept + 5, 60, 1), first.output()[-3000:]
         assert samples(by_shard[1]) == stopped_count
         assert last_sampled(by_shard[1]) == stopped_at
         assert last_sampled(by_shard[0]) > stopped_at
-        # Its rounds wait in its queue, and /metrics says how many.
-        assert queue_depth("telemetry-1") >= 3
-        assert queue_depth("telemetry") <= 1
+        # /metrics shows it: that host's sample ages, its rounds wait in its queue.
+        age = {index: scraped("pozol_host_sample_age_seconds", "host", by_shard[index].name)
+               for index in (0, 1)}
+        assert age[1] > 3 * INTERVAL > age[0], age
+        assert scraped("pozol_queue_depth", "queue", "telemetry-1") >= 3
+        assert scraped("pozol_queue_depth", "queue", "telemetry") <= 1
         backlog = timing.client().llen("telemetry-1")
 
         # Back: the rounds that expired are dropped, not run one after another.
