@@ -10,10 +10,11 @@ fleet by host id mod N (apps/telemetry/shards.py, the rule of /metrics' shards):
 one beat entry per shard sends `telemetry.collect(k, N)`, routed to shard k's
 queue (`telemetry` for 0, `telemetry-k`), each served by one worker process on
 any machine with the same database and Redis. Each such process samples every
-discovered pinned host of its shard in `POZOL_TELEMETRY_THREADS` threads, one SSH round trip each (the script of
-apps/telemetry/core/command.py, for what discovery found the host offers), over
-its pooled connection, so the collector holds one connection per host whatever
-the number of workers, and a slow host holds a thread, not the round. Threads
+discovered pinned host of its shard in `POZOL_TELEMETRY_THREADS` threads, one
+SSH round trip each (the script of apps/telemetry/core/command.py, for what
+discovery found the host offers), over its pooled connection, so the collectors
+hold one connection per host whatever the number of workers, and a slow host
+holds a thread, not the round. Threads
 only talk SSH and parse; the task's thread writes. A failure is kept on the
 host's `HostTelemetry` (last error, code, time), never raised. A host that
 cannot be got into (no answer, refused, authentication) is marked unreachable
