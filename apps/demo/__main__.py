@@ -189,11 +189,11 @@ def services(env: dict[str, str]) -> Supervisor:
 
 def collector_queues(env: dict[str, str]) -> str:
     """`telemetry`, and `telemetry-1`... when POZOL_TELEMETRY_SHARDS splits the fleet
-    (migrate, run before, has refused a bad value)."""
-    from apps.telemetry.shards import queue
-
+    (migrate, run before, has refused a bad value). The names of
+    apps.telemetry.shards.queue, written here because demo imports only remote
+    (ARCHITECTURE.md); tests/pozol/test_demo_env.py checks that they agree."""
     count = int(env.get("POZOL_TELEMETRY_SHARDS", "").strip() or 1)
-    return ",".join(queue(index) for index in range(count))
+    return ",".join(["telemetry", *(f"telemetry-{index}" for index in range(1, count))])
 
 
 def stop(supervisor: Supervisor | None, fleet: bool, env: dict[str, str]) -> None:

@@ -69,3 +69,12 @@ def test_make_run_s_one_collector_serves_every_shard_s_queue(tmp_path, monkeypat
     [collector] = [service.argv for service in services if service.name == "telemetry"]
     assert collector[collector.index("-Q") + 1] == "telemetry,telemetry-1,telemetry-2"
     assert demo.collector_queues({}) == "telemetry"
+
+
+@pytest.mark.parametrize("count", [1, 2, 5])
+def test_make_run_names_the_shards_queues_as_the_router_does(settings, count):
+    from apps.telemetry import shards
+
+    settings.POZOL = {**settings.POZOL, "TELEMETRY_SHARDS": count}
+    assert demo.collector_queues({"POZOL_TELEMETRY_SHARDS": str(count)}).split(",") == \
+        shards.queues()
