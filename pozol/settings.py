@@ -415,7 +415,7 @@ POZOL = {
     # default threshold of apps/alerts' pool_capacity rule, which operators edit.
     "POOL_CAPACITY_ALERT": env_int("POOL_CAPACITY_ALERT", 80, minimum=1),
     # Telemetry: a sample of every reachable pinned host this often, sampled by
-    # this many threads of the one collector process (a slow host holds one thread).
+    # this many threads of each collector process (a slow host holds one thread).
     "TELEMETRY_INTERVAL": env_int("TELEMETRY_INTERVAL", 60, minimum=5),
     "TELEMETRY_THREADS": env_int("TELEMETRY_THREADS", 16, minimum=1),
     # Collector shards: hosts with id mod N == k are sampled by the worker serving
