@@ -5,10 +5,10 @@ operations table): `collect_fleet` is called by a plain beat task on the
 `telemetry` queue, served by one worker process (or, split into shards, on each
 shard's queue by its own process: apps.telemetry.shards). It samples every
 pinned host (of its shard) in `POZOL_TELEMETRY_THREADS` threads, one SSH round
-trip each over that process's pooled connection (apps.remote.ssh: reconnects with the pinned
-key when the connection dropped), so the collector holds one connection per
-host and a slow host holds one thread, not the round. Threads only talk SSH
-and parse; the database is written by the calling thread. A failure is
+trip each over that process's pooled connection (apps.remote.ssh: reconnects
+with the pinned key when the connection dropped), so the collectors hold one
+connection per host and a slow host holds one thread, not the round. Threads
+only talk SSH and parse; the database is written by the calling thread. A failure is
 recorded on the host's HostTelemetry (last error, when) and never raised.
 """
 
