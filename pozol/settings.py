@@ -74,7 +74,7 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"POZOL_{name}={value!r}: expected true/false, yes/no, 1/0")
 
 
-def env_int(name: str, default: int, minimum: int = 0) -> int:
+def env_int(name: str, default: int, minimum: int = 0, maximum: int | None = None) -> int:
     value = env_str(name, "").strip()
     if value == "":
         return default
@@ -84,6 +84,8 @@ def env_int(name: str, default: int, minimum: int = 0) -> int:
         raise ImproperlyConfigured(f"POZOL_{name}={value!r}: expected a whole number") from None
     if number < minimum:
         raise ImproperlyConfigured(f"POZOL_{name}={number}: must be at least {minimum}")
+    if maximum is not None and number > maximum:
+        raise ImproperlyConfigured(f"POZOL_{name}={number}: must be at most {maximum}")
     return number
 
 
@@ -386,7 +388,10 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # Telemetry's collector runs on a queue of its own, served by one worker process
 # (docker-compose `telemetry`, `make run`): that process alone holds the pooled
 # SSH connections sampling needs, one per host, however many workers there are.
-CELERY_TASK_ROUTES = {"telemetry.collect": {"queue": "telemetry"}}
+# With POZOL_TELEMETRY_SHARDS=N each shard's round goes to its own queue
+# (`telemetry`, `telemetry-1`, ...), each served by one process, on any machine:
+# the router reads the shard from the task's arguments (apps.telemetry.shards).
+CELERY_TASK_ROUTES = ("apps.telemetry.shards.route",)
 
 POZOL = {
     "DISCOVERY_INTERVAL": env_int("DISCOVERY_INTERVAL", 900, minimum=60),
@@ -410,9 +415,12 @@ POZOL = {
     # default threshold of apps/alerts' pool_capacity rule, which operators edit.
     "POOL_CAPACITY_ALERT": env_int("POOL_CAPACITY_ALERT", 80, minimum=1),
     # Telemetry: a sample of every reachable pinned host this often, sampled by
-    # this many threads of the one collector process (a slow host holds one thread).
+    # this many threads of each collector process (a slow host holds one thread).
     "TELEMETRY_INTERVAL": env_int("TELEMETRY_INTERVAL", 60, minimum=5),
     "TELEMETRY_THREADS": env_int("TELEMETRY_THREADS", 16, minimum=1),
+    # Collector shards: hosts with id mod N == k are sampled by the worker serving
+    # shard k's queue (apps.telemetry.shards); 1 is the single collector.
+    "TELEMETRY_SHARDS": env_int("TELEMETRY_SHARDS", 1, minimum=1, maximum=1024),
     # How long each resolution is kept (raw, 5-minute, hourly), and how often
     # rollups are made and old data pruned.
     "TELEMETRY_RAW_HOURS": env_int("TELEMETRY_RAW_HOURS", 48, minimum=1),

@@ -175,15 +175,25 @@ def services(env: dict[str, str]) -> Supervisor:
                 "--workers", "2", "--access-logfile", "-"],
         "worker": [PY, "-m", "celery", "-A", "pozol", "worker", "-l", "info",
                    "--concurrency", "4", "-n", f"demo-{os.getpid()}@%h", *quiet],
-        # Telemetry's collector: one process holds the pooled connections (settings).
+        # Telemetry's collector: one process holds the pooled connections (settings),
+        # serving every shard's queue here (one machine; apps.telemetry.shards).
         "telemetry": [PY, "-m", "celery", "-A", "pozol", "worker", "-l", "info", "-Q",
-                      "telemetry", "--concurrency", "1", "-n", f"telemetry-{os.getpid()}@%h",
-                      *quiet],
+                      collector_queues(env), "--concurrency", "1",
+                      "-n", f"telemetry-{os.getpid()}@%h", *quiet],
         "beat": [PY, "-m", "celery", "-A", "pozol", "beat", "-l", "info",
                  "-s", str(STATE / "celerybeat-schedule")],
     }
     return Supervisor([Service(name, argv, log_dir / f"{name}.log")
                        for name, argv in commands.items()], cwd=ROOT, env=env, say=say)
+
+
+def collector_queues(env: dict[str, str]) -> str:
+    """`telemetry`, and `telemetry-1`... when POZOL_TELEMETRY_SHARDS splits the fleet
+    (migrate, run before, has refused a bad value). The names of
+    apps.telemetry.shards.queue, written here because demo imports only remote
+    (ARCHITECTURE.md); tests/pozol/test_demo_env.py checks that they agree."""
+    count = int(env.get("POZOL_TELEMETRY_SHARDS", "").strip() or 1)
+    return ",".join(["telemetry", *(f"telemetry-{index}" for index in range(1, count))])
 
 
 def stop(supervisor: Supervisor | None, fleet: bool, env: dict[str, str]) -> None:

@@ -3,8 +3,9 @@ change it in the admin; created (or re-timed to the configured interval) after
 every migrate.
 
 Each app declares its own beat tasks on its AppConfig, as `periodic`, a tuple of
-`Periodic`; ensure_periodic_tasks() reads them from Django's app registry, so
-this engine imports no feature app:
+`Periodic` (a property where settings decide how many: telemetry's shards);
+ensure_periodic_tasks() reads them from Django's app registry, so this engine
+imports no feature app:
 
     class DrillsConfig(AppConfig):
         periodic = (Periodic("pozol: run due restore drills", "drills.tick",
@@ -35,6 +36,11 @@ class Periodic:
     name: str
     task: str  # the Celery task's name
     setting: str  # the settings.POZOL key holding the interval in seconds
+    args: tuple = ()  # the task's arguments (a telemetry shard's index and count)
+
+
+# Entries PoZoL made are named with this; others (an operator's own) are never touched.
+PREFIX = "pozol: "
 
 
 def declared() -> list[Periodic]:
@@ -46,13 +52,19 @@ def declared() -> list[Periodic]:
 def ensure_periodic_tasks(**_kwargs) -> None:
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-    for periodic in declared():
+    wanted = declared()
+    for periodic in wanted:
         every = settings.POZOL[periodic.setting]
         interval, _ = IntervalSchedule.objects.get_or_create(
             every=every, period=IntervalSchedule.SECONDS)
         PeriodicTask.objects.update_or_create(
             name=periodic.name,
-            defaults={"task": periodic.task, "interval": interval, "args": json.dumps([])})
+            defaults={"task": periodic.task, "interval": interval,
+                      "args": json.dumps(list(periodic.args))})
+    # An entry of ours declared no more (a telemetry shard past a lowered
+    # POZOL_TELEMETRY_SHARDS) would go on sending its task: deleted.
+    (PeriodicTask.objects.filter(name__startswith=PREFIX, task__in={p.task for p in wanted})
+     .exclude(name__in={p.name for p in wanted}).delete())
 
 
 def due(last: datetime | None, every: timedelta, now: datetime) -> bool:

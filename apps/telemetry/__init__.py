@@ -5,11 +5,16 @@ Telemetry reaches hosts without an Operation, as clones' usage sampling
 operations table. The beat task
 `telemetry.collect` (every `POZOL_TELEMETRY_INTERVAL`, 60 s) is routed to the
 `telemetry` queue, which one single-process worker serves (docker-compose
-`telemetry`, `make run`): that process samples every discovered pinned host in
-`POZOL_TELEMETRY_THREADS` threads, one SSH round trip each (the script of
-apps/telemetry/core/command.py, for what discovery found the host offers), over
-its pooled connection, so the collector holds one connection per host whatever
-the number of workers, and a slow host holds a thread, not the round. Threads
+`telemetry`, `make run`). Past one machine, `POZOL_TELEMETRY_SHARDS=N` splits the
+fleet by host id mod N (apps/telemetry/shards.py, the rule of /metrics' shards):
+one beat entry per shard sends `telemetry.collect(k, N)`, routed to shard k's
+queue (`telemetry` for 0, `telemetry-k`), each served by one worker process on
+any machine with the same database and Redis. Each such process samples every
+discovered pinned host of its shard in `POZOL_TELEMETRY_THREADS` threads, one
+SSH round trip each (the script of apps/telemetry/core/command.py, for what
+discovery found the host offers), over its pooled connection, so the collectors
+hold one connection per host whatever the number of workers, and a slow host
+holds a thread, not the round. Threads
 only talk SSH and parse; the task's thread writes. A failure is kept on the
 host's `HostTelemetry` (last error, code, time), never raised. A host that
 cannot be got into (no answer, refused, authentication) is marked unreachable
@@ -20,7 +25,7 @@ host that answered is a missing sample, not an outage. A raw row (`RawSample`)
 is the sample in apps/telemetry/core/series.py's stored form: nested JSON by
 source, pools, datasets and clusters keyed by name, counters raw (the txg
 history, a ring buffer, is turned into per-interval figures when sampled).
-A round is written in a constant
+A round (one shard's) is written in a constant
 number of queries (apps/telemetry/store.py): the raw rows with one COPY, the
 hosts' states with one COPY into a temporary table and one UPDATE, errors
 likewise; each host's last sample stays in the collector's memory for the next

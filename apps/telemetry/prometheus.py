@@ -37,14 +37,13 @@ from __future__ import annotations
 import gc
 import logging
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 
 import redis
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, F, OuterRef, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Subquery
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -55,10 +54,12 @@ from apps.ops import timing
 from apps.ops.models import Operation
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import Snapshot
+from apps.telemetry import shards
 from apps.telemetry.core.pgstats import PgStats
 from apps.telemetry.core.rates import rates
 from apps.telemetry.core.sample import Arc, Cluster, Sample
 from apps.telemetry.models import HostTelemetry
+from apps.telemetry.shards import WHOLE, Shard
 
 logger = logging.getLogger("pozol.telemetry")
 
@@ -218,40 +219,6 @@ class _Fixed(Collector):
         yield from self.families
 
 
-MAX_SHARDS = 1024
-
-
-@dataclass(frozen=True)
-class Shard:
-    """The hosts whose id is `index` modulo `count`: the shards 0..count-1 of one count
-    split the fleet, every host in exactly one (an id never changes, so a host stays in
-    its shard while the count stays). The control plane's own series are on shard 0."""
-
-    index: int
-    count: int
-
-    def __post_init__(self) -> None:
-        if not (1 <= self.count <= MAX_SHARDS and 0 <= self.index < self.count):
-            raise ValueError(f"a shard is 0 <= shard < shards <= {MAX_SHARDS}")
-
-    def holds(self, host_id: int) -> bool:
-        return host_id % self.count == self.index
-
-    def filter(self, rows: QuerySet, field: str) -> QuerySet:
-        if self.count == 1:
-            return rows.all()
-        return rows.alias(_shard=F(field) % self.count).filter(_shard=self.index)
-
-    def sql(self, column: str) -> tuple[str, list[int]]:
-        """A WHERE condition and its parameters (the column's name comes from code)."""
-        if self.count == 1:
-            return "TRUE", []
-        return f"{column} %% %s = %s", [self.count, self.index]
-
-
-WHOLE = Shard(0, 1)
-
-
 class FleetCollector(Collector):
     """Built per scrape, reading the database as it is now: the whole fleet, or one
     shard of it (Shard)."""
@@ -409,11 +376,15 @@ class FleetCollector(Collector):
 
 
 def _queues() -> list[str]:
-    """Celery's default queue and every queue a task is routed to."""
-    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()
+    """Celery's default queue, every queue a task is routed to by name, and every
+    telemetry shard's (routed by the shard in the task's arguments)."""
+    routes = settings.CELERY_TASK_ROUTES
+    maps = [routes] if isinstance(routes, Mapping) else [r for r in routes
+                                                         if isinstance(r, Mapping)]
+    routed = {route["queue"] for mapping in maps for route in mapping.values()
               if "queue" in route}
     default = getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "celery")
-    return sorted({default, *routed})
+    return sorted({default, *routed, *shards.queues()})
 
 
 # -- the database reads ---------------------------------------------------------------

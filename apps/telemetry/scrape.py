@@ -23,7 +23,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from apps.accounts.roles import members_allowed
 from apps.accounts.throttling import client_ip
-from apps.telemetry.prometheus import MAX_SHARDS, WHOLE, FleetCollector, Shard
+from apps.telemetry.prometheus import FleetCollector
+from apps.telemetry.shards import MAX_SHARDS, WHOLE, Shard
 
 OFF = ("/metrics is off: set POZOL_METRICS_TOKEN (a bearer token for the scraper) or "
        "POZOL_METRICS_ALLOWED_CIDRS (the scraper's addresses).\n")

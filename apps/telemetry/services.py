@@ -2,12 +2,13 @@
 
 Sampling is not an Operation (a sample a minute per host would flood the
 operations table): `collect_fleet` is called by a plain beat task on the
-`telemetry` queue, served by one worker process. It samples every reachable
-pinned host in `POZOL_TELEMETRY_THREADS` threads, one SSH round trip each over
-that process's pooled connection (apps.remote.ssh: reconnects with the pinned
-key when the connection dropped), so the collector holds one connection per
-host and a slow host holds one thread, not the round. Threads only talk SSH
-and parse; the database is written by the calling thread. A failure is
+`telemetry` queue, served by one worker process (or, split into shards, on each
+shard's queue by its own process: apps.telemetry.shards). It samples every
+pinned host (of its shard) in `POZOL_TELEMETRY_THREADS` threads, one SSH round
+trip each over that process's pooled connection (apps.remote.ssh: reconnects
+with the pinned key when the connection dropped), so the collectors hold one
+connection per host and a slow host holds one thread, not the round. Threads
+only talk SSH and parse; the database is written by the calling thread. A failure is
 recorded on the host's HostTelemetry (last error, when) and never raised.
 """
 
@@ -41,6 +42,7 @@ from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR, Retention
 from apps.telemetry.core.sample import NOT_AVAILABLE, Sample
 from apps.telemetry.core.spec import SampleSpec, spec_from_facts
 from apps.telemetry.models import HostTelemetry, RawSample, Rollup
+from apps.telemetry.shards import WHOLE, Shard
 from apps.telemetry.upkeep import ROLLUP_GRACE, Maintained, prune, retention  # noqa: F401
 
 logger = logging.getLogger("pozol.telemetry")
@@ -63,11 +65,13 @@ class Taken:
     failure: RemoteError | None = None  # what SSH raised, when it did
 
 
-def collect_fleet() -> list[Taken]:
+def collect_fleet(shard: Shard = WHOLE) -> list[Taken]:
+    """One round of the shard's hosts (the whole fleet by default), written as one batch."""
     # Facts (tens of KB a host) are read only when the host was discovered again.
     # Unreachable hosts are tried too: the sample that answers again ends their outage
     # a minute after it ends, not at the next discovery.
-    hosts = list(Host.objects.filter(host_key_state=Host.KeyState.PINNED)
+    started = time.monotonic()
+    hosts = list(shard.filter(Host.objects, "pk").filter(host_key_state=Host.KeyState.PINNED)
                  .exclude(facts={}).defer("facts"))
     if not hosts:
         return []
@@ -77,6 +81,10 @@ def collect_fleet() -> list[Taken]:
     with ThreadPoolExecutor(threads, thread_name_prefix="telemetry") as pool:
         taken = list(pool.map(lambda job: take(*job), jobs))
     record_all(taken, {pk: list(spec.skipped) for pk, spec in specs.items()})
+    # Which worker sampled which shard, in that worker's log.
+    logger.info("telemetry shard %d of %d: %d of %d hosts sampled in %.1f s", shard.index,
+                shard.count, sum(1 for t in taken if t.sample is not None), len(taken),
+                time.monotonic() - started)
     return taken
 
 

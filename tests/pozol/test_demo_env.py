@@ -61,3 +61,20 @@ def test_without_the_file_or_variables_manage_py_names_what_is_missing(tmp_path)
     assert result.returncode != 0
     assert "POZOL_SECRET_KEY (or POZOL_SECRET_KEY_FILE) must be set" in result.stderr
     assert Path(BASE_DIR / ".pozol" / "env").exists() is False
+
+
+def test_make_run_s_one_collector_serves_every_shard_s_queue(tmp_path, monkeypatch):
+    monkeypatch.setattr(demo, "STATE", tmp_path)  # where its logs would go
+    services = demo.services({"POZOL_TELEMETRY_SHARDS": "3"}).services
+    [collector] = [service.argv for service in services if service.name == "telemetry"]
+    assert collector[collector.index("-Q") + 1] == "telemetry,telemetry-1,telemetry-2"
+    assert demo.collector_queues({}) == "telemetry"
+
+
+@pytest.mark.parametrize("count", [1, 2, 5])
+def test_make_run_names_the_shards_queues_as_the_router_does(settings, count):
+    from apps.telemetry import shards
+
+    settings.POZOL = {**settings.POZOL, "TELEMETRY_SHARDS": count}
+    assert demo.collector_queues({"POZOL_TELEMETRY_SHARDS": str(count)}).split(",") == \
+        shards.queues()

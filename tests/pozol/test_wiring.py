@@ -23,6 +23,8 @@ def python(code: str, **env: str) -> subprocess.CompletedProcess:
     ("POZOL_DEBUG", "maybe", "POZOL_DEBUG='maybe': expected true/false"),
     ("POZOL_DISCOVERY_INTERVAL", "15m", "POZOL_DISCOVERY_INTERVAL='15m': expected a whole"),
     ("POZOL_DISCOVERY_INTERVAL", "5", "must be at least 60"),
+    ("POZOL_TELEMETRY_SHARDS", "0", "POZOL_TELEMETRY_SHARDS=0: must be at least 1"),
+    ("POZOL_TELEMETRY_SHARDS", "1025", "POZOL_TELEMETRY_SHARDS=1025: must be at most 1024"),
     ("POZOL_DATABASE_URL", "mysql://x/y", "expected postgres://... or sqlite:///path"),
     ("POZOL_SECRET_KEY_FILE", "/nonexistent/secret", "POZOL_SECRET_KEY_FILE: cannot read"),
     ("POZOL_METRICS_ALLOWED_CIDRS", "10.0.0.0/8,10.0.0.300",
