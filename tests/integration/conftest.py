@@ -28,7 +28,8 @@ def show(fleet_host, setting: str) -> str:
 def register(fleet_host, **changes) -> Host:
     arguments = {
         "name": fleet_host.name, "address": fleet_host.address, "port": fleet_host.port,
-        "user": fleet_host.user, "work_dir": fleet_host.work_dir,
+        # The login PoZoL uses, where a test host has one beside root (tests/vm's 2.1 guest).
+        "user": getattr(fleet_host, "login", fleet_host.user), "work_dir": fleet_host.work_dir,
         "authorized_keys_file": fleet_host.authorized_keys_path or "",
         "private_key": Path(fleet_host.private_key_path).read_text(),
         "expected_fingerprint": fleet_host.host_key_fingerprint,

@@ -3,7 +3,9 @@
 A Debian 13 guest (OpenZFS 2.3 kernel module, Debian's postgresql-17 in its packaged
 layout under systemd) from the image apps.demo.vm builds and caches outside the
 checkout, and a Debian 12 guest (OpenZFS 2.1, postgresql-15 packaged) for the tests that
-run on both versions (`vm`). The first run on a machine builds the images
+run on both versions (`vm`). PoZoL reaches the 2.3 guest as root and the 2.1 guest as
+`pozol`, an ordinary user with the sudoers file PoZoL prints, so every test on both
+proves both logins. The first run on a machine builds the images
 (about 20 minutes each on two cores); later runs only boot them (about a minute each
 under software emulation). Where the
 machine cannot build or boot it, every test here is skipped with the reason, which
@@ -18,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -76,11 +79,12 @@ def guest(kind: str) -> Host:
         running = os.environ.get("POZOL_TEST_VM_JSON" if kind == ZFS23 else "POZOL_TEST_VM21_JSON")
         try:
             if running:
-                _GUESTS[kind] = Guest(Host(**json.loads(Path(running).read_text())[0]), None)
+                found = Guest(Host(**json.loads(Path(running).read_text())[0]), None)
+                _GUESTS[kind] = found if kind == ZFS23 else _through_sudo(found)
             elif kind == ZFS23:
                 _GUESTS[kind] = _booted(image.TRIXIE, VM_ADDRESS, aliases=(VM_ALIAS,))
             else:
-                _GUESTS[kind] = _booted(image.BOOKWORM, VM21_ADDRESS)
+                _GUESTS[kind] = _through_sudo(_booted(image.BOOKWORM, VM21_ADDRESS))
         except Exception as exc:
             _GUESTS[kind] = Guest(None, None, failed=f"{type(exc).__name__}: {exc}")
             raise
@@ -90,6 +94,31 @@ def guest(kind: str) -> Host:
     if found.failed:
         pytest.fail(f"the {kind} guest did not boot: {found.failed}")
     return found.host
+
+
+@dataclasses.dataclass
+class SudoLogin(Host):
+    """A guest PoZoL reaches as `login`, an ordinary user with the sudoers file PoZoL
+    prints; the tests' own checks (run_on) still log in as root."""
+
+    login: str = "pozol"
+
+
+def _through_sudo(found: Guest) -> Guest:
+    """The 2.1 guest is reached through a sudo login (issue 21 §3: everything on the real
+    host works through it) and the 2.3 one as root, so both ways are proven on a real
+    host at no extra boot."""
+    from apps.remote import sudo
+    from tests.integration.conftest import run_on
+
+    if found.host is None:
+        return found
+    host = found.host
+    text = sudo.sudoers(SudoLogin.login, [sudo.Cluster(host.pg_os_user, host.pg_bin_dir)])
+    path = "/etc/sudoers.d/pozol"
+    run_on(host, f"printf %s {shlex.quote(text)} > {path}.tmp && visudo -cqf {path}.tmp && "
+                 f"chmod 0440 {path}.tmp && mv {path}.tmp {path}")
+    return dataclasses.replace(found, host=SudoLogin(**dataclasses.asdict(host)))
 
 
 def kinds_of(item: pytest.Item | None) -> set[str]:
