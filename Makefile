@@ -19,7 +19,7 @@ run: deps node
 # (tests/conftest.py says which and why), the rest filling in around them.
 # TEST_WORKERS=0 runs everything in this process. The slowest tests are listed at the
 # end: the suite must stay under 20 minutes on CI's two cores.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 4
 test: deps node
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 	  --durations=25 $(PYTEST_ARGS)

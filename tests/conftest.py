@@ -21,15 +21,16 @@ from tests.redis_server import redis_server  # noqa: F401  a fixture for every t
 # pytest-xdist worker of one run (gw0 keeps the subnet, gw1 takes the next one).
 TEST_FLEET_SUBNET = worker_subnet(os.environ.get("POZOL_TEST_FLEET_SUBNET", "127.0.88"))
 
-# Tests on real hosts run in two groups, each on one xdist worker, in order, with a
-# fleet of its own: those that change or read the kernel's vm.* sysctls, which every
-# test host shares with this machine (two at once would read each other's values), and
-# the others. Both groups go first, one to each worker (`--no-loadscope-reorder` keeps
-# this order); the other tests are grouped by file, so a module's fixtures are set up
-# once, and fill in around them.
-KERNEL_GROUP, HOSTS_GROUP = "real-hosts-kernel", "real-hosts"
-# The OpenZFS VM host (tests/vm/): one boot per run, its tests together on one worker.
-VM_GROUP = "real-hosts-vm"
+# Tests on real hosts that change or read the kernel's vm.* sysctls, which every test
+# host shares with this machine (two at once would read each other's values), form one
+# group, run in order on one xdist worker. Every other module (on real hosts or not) is
+# a group of its own, so a module's fixtures are set up once; each worker boots its own
+# fleet (a session fixture, on its own subnet) the first time it runs a module that
+# needs one.
+KERNEL_GROUP = "real-hosts-kernel"
+# The OpenZFS VM hosts (tests/vm/): one group per guest, so that the two may run on two
+# workers, each booting its guest once.
+VM_GROUP, VM21_GROUP = "real-hosts-vm", "real-hosts-vm21"
 SHARED_KERNEL_MODULES = {
     "tests/benchmarks/test_run_on_a_host.py",
     "tests/demo/fleet/test_fleet.py",
@@ -42,9 +43,12 @@ SHARED_KERNEL_MODULES = {
     "tests/integration/test_tuning.py",
     "tests/pozol/test_readme.py",
 }
-# Then the groups that take minutes on their own (the fuzzer: 8 to 11 minutes): pytest-
-# django puts transactional tests last, and the fuzzer started last ran alone at the end.
-FIRST = (KERNEL_GROUP, HOSTS_GROUP, VM_GROUP, "tests/accounts/test_api_fuzz.py")
+# The groups that take longest go first, longest first (a worker takes the next group
+# when it runs out, so the long ones must not start last: `--no-loadscope-reorder`
+# keeps this order): the 2.3 guest's tests (about 20 minutes under emulation), the
+# fuzzer (8 to 13), the 2.1 guest's (about 9), the kernel group (about 5). Then the
+# other modules on real hosts, then the rest.
+FIRST = (VM_GROUP, "tests/accounts/test_api_fuzz.py", VM21_GROUP, KERNEL_GROUP)
 
 
 def xdist_group_of(item: pytest.Item) -> str:
@@ -52,27 +56,36 @@ def xdist_group_of(item: pytest.Item) -> str:
     if path in SHARED_KERNEL_MODULES:
         return KERNEL_GROUP
     if path.startswith("tests/vm/"):
-        return VM_GROUP
-    if "fleet_hosts" in getattr(item, "fixturenames", ()) or item.get_closest_marker("fleet"):
-        return HOSTS_GROUP
+        return VM21_GROUP if _on_the_21_guest(item) else VM_GROUP
     return path
+
+
+def _on_real_hosts(item: pytest.Item) -> bool:
+    return "fleet_hosts" in getattr(item, "fixturenames", ()) or bool(
+        item.get_closest_marker("fleet"))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     """Mark each test's xdist group before xdist reads the marks (--dist loadgroup), and
-    once every plugin has ordered the tests, put the two host groups first and the
-    long groups next (a stable sort: pytest-django's order stays within each part)."""
+    once every plugin has ordered the tests, put the long groups first, then the modules
+    on real hosts (a stable sort: pytest-django's order stays within each part)."""
     for item in items:
         item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
     yield
-    items.sort(key=lambda item: (FIRST.index(group) if (
-        group := xdist_group_of(item)) in FIRST else len(FIRST), _on_the_21_guest(item)))
+    items.sort(key=_rank)
+
+
+def _rank(item: pytest.Item) -> int:
+    group = xdist_group_of(item)
+    if group in FIRST:
+        return FIRST.index(group)
+    return len(FIRST) + (0 if _on_real_hosts(item) else 1)
 
 
 def _on_the_21_guest(item: pytest.Item) -> bool:
-    """The OpenZFS 2.1 guest's tests after the 2.3 one's: each guest is shut down after
-    its last test (tests/vm/conftest.py), so the two are never up together."""
+    """A test on the OpenZFS 2.1 guest: a group of its own (each guest is shut down after
+    its last test: tests/vm/conftest.py)."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     return params.get("vm") == "zfs21" or "vm21_host" in getattr(item, "fixturenames", ())
 
