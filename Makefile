@@ -15,10 +15,11 @@ DEBS := zfs-fuse openssh-server sudo postgresql-15 postgresql-client-15 redis-se
 run: deps node
 	$(PY) -m apps.demo
 
-# Two pytest-xdist workers, each starting with one group of the tests on real hosts
-# (tests/conftest.py says which and why), the rest filling in around them.
-# TEST_WORKERS=0 runs everything in this process. The slowest tests are listed at the
-# end: the suite must stay under 20 minutes on CI's two cores.
+# Four pytest-xdist workers on two cores: most of the suite waits on SSH, zfs and
+# PostgreSQL, not on a core. The longest groups go first (tests/conftest.py says which
+# and why), the modules fill in around them. TEST_WORKERS=0 runs everything in this
+# process. The slowest tests are listed at the end: the suite must stay under 30
+# minutes on two cores.
 TEST_WORKERS ?= 4
 test: deps node
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
