@@ -186,6 +186,7 @@ INSTALLED_APPS = [
     "apps.audit",
     "apps.experiments",
     "apps.provisioning",
+    "apps.rollouts",
     "axes",
     "csp",
 ]
