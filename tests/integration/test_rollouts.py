@@ -1,0 +1,151 @@
+"""Rollouts on the real test hosts: one that reaches every host, one whose canary fails
+and is rolled back (read back over SSH), and one that skips a host changed by hand.
+
+The profiles here touch ZFS properties and PostgreSQL settings only: sysctls are the
+kernel's, which every test host shares, so a canary's sysctl would read as a change by
+hand on the others.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from apps.ops import engine
+from apps.ops.models import Operation
+from apps.rollouts import services
+from apps.rollouts.models import Rollout
+from apps.tuning import services as tuning
+from apps.tuning.models import Plan
+from tests.driving import drive
+from tests.integration.conftest import register, run_on, show
+
+pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
+
+
+def zfs_get(fleet_host, prop: str) -> str:
+    return run_on(fleet_host, f"zfs get -H -o value {prop} {fleet_host.pg_data_dataset}").strip()
+
+
+def discovered(fleet_host):
+    host = register(fleet_host)
+    assert drive(host.operations.get()).status == "succeeded"
+    host.refresh_from_db()
+    return host
+
+
+def drive_rollout(rollout: Rollout, *, until=None, limit: int = 200) -> Operation:
+    """Run the rollout's steps as a worker would, and every child it started between
+    them (the test's `delivered` keeps Celery out of it). `until(rollout)` stops early."""
+    operation = rollout.operation
+    for _ in range(limit):
+        operation.refresh_from_db()
+        if not operation.is_active:
+            return operation
+        if until and until(Rollout.objects.get(pk=rollout.pk)):
+            return operation
+        for child in Operation.objects.filter(status__in=Operation.ACTIVE).exclude(
+                pk=operation.pk).order_by("id"):
+            drive(child)
+        Operation.objects.filter(pk=operation.pk, wake_at__isnull=False).update(
+            wake_at=timezone.now())
+        engine.run_step(operation.pk, owner="test-driver")
+    raise AssertionError(f"{rollout} did not end in {limit} steps")
+
+
+def states(rollout: Rollout) -> dict[str, str]:
+    return {row.host.name: row.state for row in rollout.hosts.select_related("host")}
+
+
+def flipped(value: str) -> str:
+    return "off" if value == "on" else "on"
+
+
+def roll_back_everything(rollout: Rollout) -> None:
+    """Leave the shared test hosts as the test found them."""
+    for row in rollout.hosts.filter(rollback_plan=None).exclude(plan=None):
+        plan = Plan.objects.get(pk=row.plan_id)
+        if plan.can_roll_back:
+            assert drive(tuning.rollback(plan)[1]).status == "succeeded"
+
+
+def test_a_rollout_that_passes_reaches_every_host(fleet_hosts, delivered):
+    hosts = [discovered(fleet_host) for fleet_host in fleet_hosts]
+    before = {fh.name: (zfs_get(fh, "atime"), show(fh, "work_mem")) for fh in fleet_hosts}
+    atime = flipped(before[fleet_hosts[0].name][0])
+    profile = tuning.create_profile(name="Rolled", settings={
+        "zfs": {"data": {"atime": atime}}, "module": {}, "sysctl": {},
+        "postgres": {"work_mem": "12MB"}})
+    rollout = services.start_rollout(profile.current, hosts, wave_size=1)
+    try:
+        operation = drive_rollout(rollout)
+        rollout.refresh_from_db()
+        assert operation.status == "succeeded", (operation.error, states(rollout))
+        assert rollout.status == Rollout.Status.SUCCEEDED
+        assert states(rollout) == {h.name: "done" for h in hosts}
+        assert [row.reason for row in rollout.hosts.all()] == ["applied and validated"] * 2
+        for fleet_host in fleet_hosts:
+            assert zfs_get(fleet_host, "atime") == atime
+            assert show(fleet_host, "work_mem") == "12MB"
+        logged = "\n".join(operation.log_lines.values_list("text", flat=True))
+        assert "select 1" in logged and "the canary passed" in logged
+        assert "wave 1 passed" in logged
+    finally:
+        roll_back_everything(rollout)
+    for fleet_host in fleet_hosts:
+        assert (zfs_get(fleet_host, "atime"), show(fleet_host, "work_mem")) == \
+            before[fleet_host.name]
+
+
+def test_a_failing_canary_stops_and_is_rolled_back(fleet_hosts, delivered):
+    hosts = [discovered(fleet_host) for fleet_host in fleet_hosts]
+    canary, other = hosts[1], hosts[0]
+    before = {fh.name: zfs_get(fh, "atime") for fh in fleet_hosts}
+    profile = tuning.create_profile(name="Half good", settings={
+        "zfs": {"data": {"atime": flipped(before[canary.name])}}, "module": {}, "sysctl": {},
+        # Inside pg_settings' range, but the server refuses it: max_stack_depth must stay
+        # below the stack limit (ulimit -s 8192). The atime before it is applied.
+        "postgres": {"max_stack_depth": "100MB"}})
+    rollout = services.start_rollout(profile.current, hosts, wave_size=1, canary=canary)
+    try:
+        operation = drive_rollout(rollout)
+        rollout.refresh_from_db()
+        assert (operation.status, operation.error_code) == ("failed", "rollout_stopped")
+        assert rollout.status == Rollout.Status.STOPPED
+        assert rollout.stop_reason.startswith(f"the canary: {canary.name} failed: apply failed")
+        assert "max_stack_depth" in rollout.stop_reason
+        assert states(rollout) == {canary.name: "rolled_back", other.name: "ready"}
+        row = rollout.hosts.get(host=canary)
+        assert row.plan.changes.get(key="atime").status == "rolled_back"
+        assert Plan.objects.get(pk=row.rollback_plan_id).status == Plan.Status.APPLIED
+        assert other.plans.count() == 0  # the second wave never started
+    finally:
+        roll_back_everything(rollout)
+    for fleet_host in fleet_hosts:  # read over SSH: as before
+        assert zfs_get(fleet_host, "atime") == before[fleet_host.name]
+
+
+def test_a_host_changed_by_hand_during_the_rollout_is_skipped(fleet_hosts, delivered):
+    hosts = [discovered(fleet_host) for fleet_host in fleet_hosts]
+    before = {fh.name: zfs_get(fh, "atime") for fh in fleet_hosts}
+    profile = tuning.create_profile(name="Logbias", settings={
+        "zfs": {"data": {"atime": flipped(before[hosts[0].name])}}, "module": {},
+        "sysctl": {}, "postgres": {}})
+    rollout = services.start_rollout(profile.current, hosts, wave_size=1)
+    late = fleet_hosts[1]
+    try:
+        drive_rollout(rollout, until=lambda r: r.wave == 1)
+        assert states(rollout)[hosts[0].name] == "done"
+        # By hand, after the rollout read it: to the profile's own value, even.
+        run_on(late, f"zfs set atime={flipped(before[late.name])} {late.pg_data_dataset}")
+        operation = drive_rollout(rollout)
+        assert operation.status == "succeeded", operation.error
+        row = rollout.hosts.get(host=hosts[1])
+        assert row.state == "skipped" and row.plan_id is None
+        assert row.reason.startswith("changed by hand during the rollout: zfs ")
+        assert f"atime: {before[late.name]!r} -> " in row.reason
+    finally:
+        roll_back_everything(rollout)
+        run_on(late, f"zfs set atime={before[late.name]} {late.pg_data_dataset}")
+    for fleet_host in fleet_hosts:
+        assert zfs_get(fleet_host, "atime") == before[fleet_host.name]
