@@ -1,5 +1,6 @@
 """Rollouts on the real test hosts: one that reaches every host, one whose canary fails
-and is rolled back (read back over SSH), and one that skips a host changed by hand.
+and is rolled back (read back over SSH), one that skips a host changed by hand, and
+one whose worker is killed midway.
 
 The profiles here touch ZFS properties and PostgreSQL settings only: sysctls are the
 kernel's, which every test host shares, so a canary's sysctl would read as a change by
@@ -19,6 +20,8 @@ from apps.tuning import services as tuning
 from apps.tuning.models import Plan
 from tests.driving import drive
 from tests.integration.conftest import register, run_on, show
+from tests.waiting import wait_for
+from tests.workers import Worker
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 
@@ -149,3 +152,50 @@ def test_a_host_changed_by_hand_during_the_rollout_is_skipped(fleet_hosts, deliv
         run_on(late, f"zfs set atime={before[late.name]} {late.pg_data_dataset}")
     for fleet_host in fleet_hosts:
         assert zfs_get(fleet_host, "atime") == before[fleet_host.name]
+
+
+LEASE = "3"
+
+
+def test_a_rollout_survives_its_worker_killed_midway(fleet_hosts, settings, tmp_path):
+    """A real worker runs the rollout and its children and is SIGKILLed while the second
+    wave's host is under way; another worker, fed by the sweeper, ends it, and no host
+    got a second plan or apply."""
+    settings.POZOL = {**settings.POZOL, "OPERATION_LEASE": int(LEASE)}
+    hosts = [discovered(fleet_host) for fleet_host in fleet_hosts]
+    before = {fh.name: show(fh, "work_mem") for fh in fleet_hosts}
+    profile = tuning.create_profile(name="Survives", settings={
+        "zfs": {}, "module": {}, "sysctl": {}, "postgres": {"work_mem": "14MB"}})
+    second = hosts[1]
+    doomed = Worker("tests.worker_app", "doomed", tmp_path, POZOL_OPERATION_LEASE=LEASE)
+    try:
+        rollout = services.start_rollout(profile.current, hosts, wave_size=1)
+        wait_for(lambda: rollout.hosts.get(host=second).state in
+                 {"checking", "applying", "verifying"}, 120, "the second wave to start")
+        doomed.kill()
+    finally:
+        doomed.stop()
+    midway = states(rollout)
+    assert midway[hosts[0].name] == "done" and midway[second.name] != "done", midway
+
+    rescuer = Worker("tests.worker_app", "rescuer", tmp_path, POZOL_OPERATION_LEASE=LEASE)
+    try:
+        def ended():
+            engine.sweep()
+            return not (op := Operation.objects.get(pk=rollout.operation_id)).is_active and op
+
+        operation = wait_for(ended, 180, "the rescuing worker to end the rollout", interval=1)
+    finally:
+        rescuer.stop()
+    try:
+        assert operation.status == "succeeded", (operation.error, rescuer.output()[-3000:])
+        assert states(rollout) == {h.name: "done" for h in hosts}
+        for host in hosts:
+            assert host.plans.filter(kind=Plan.Kind.APPLY).count() == 1
+            assert host.operations.filter(kind="tuning.apply").count() == 1
+        for fleet_host in fleet_hosts:
+            assert show(fleet_host, "work_mem") == "14MB"
+    finally:
+        roll_back_everything(rollout)
+    for fleet_host in fleet_hosts:
+        assert show(fleet_host, "work_mem") == before[fleet_host.name]
