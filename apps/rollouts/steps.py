@@ -111,8 +111,10 @@ def baseline(ctx: StepContext) -> Next | Wait:
 
 # ---- a wave ------------------------------------------------------------------------
 
-def wave(ctx: StepContext) -> Next | Wait | Done:
+def wave(ctx: StepContext) -> Next | Wait | Done | Fail:
     rollout = _rollout(ctx)
+    if rollout.status != Rollout.Status.RUNNING:
+        return _ended(rollout)  # it ended in a run whose outcome was not recorded
     rows = _rows(rollout, wave=rollout.wave)
     for row in rows:
         if row.state == State.READY and rollout.paused:
@@ -129,16 +131,28 @@ def wave(ctx: StepContext) -> Next | Wait | Done:
     if not verdict.passed:
         return _stop(ctx, rollout, f"{name}: {verdict.reason}")
     ctx.log(f"{name} passed: " + ", ".join(f"{r.host.name} {r.state}" for r in rows))
-    WAVE_DONE.emit(_about(rollout), wave=rollout.wave,
-                   hosts={row.host.name: row.state for row in rows})
-    if rollout.wave + 1 >= rollout.waves:
-        _end(rollout, Rollout.Status.SUCCEEDED)
-        return Done({"rollout": rollout.pk, "waves": rollout.waves},
-                    message=f"rolled out to {len(rollout.hosts.filter(state=State.DONE))} "
-                            "host(s)")
-    Rollout.objects.filter(pk=rollout.pk).update(wave=rollout.wave + 1)
+    last = rollout.wave + 1 >= rollout.waves
+    with transaction.atomic():  # the event exactly when the wave is recorded as passed
+        WAVE_DONE.emit(_about(rollout), wave=rollout.wave,
+                       hosts={row.host.name: row.state for row in rows})
+        if last:
+            _end(rollout, Rollout.Status.SUCCEEDED)
+        else:
+            Rollout.objects.filter(pk=rollout.pk).update(wave=rollout.wave + 1)
+    if last:
+        return _ended(Rollout.objects.get(pk=rollout.pk))
     return Next("wave", f"{name} passed",
                 progress=5 + 90 * (rollout.wave + 1) // rollout.waves)
+
+
+def _ended(rollout: Rollout) -> Done | Fail:
+    if rollout.status == Rollout.Status.SUCCEEDED:
+        done = rollout.hosts.filter(state=State.DONE).count()
+        return Done({"rollout": rollout.pk, "waves": rollout.waves, "done": done},
+                    message=f"rolled out to {done} host(s)")
+    rolled = [row.host.name for row in _rows(rollout, state=State.ROLLED_BACK)]
+    return Fail(f"{rollout.stop_reason}; rolled back: {', '.join(rolled) or 'nothing'}",
+                "rollout_stopped")
 
 
 def _advance(ctx: StepContext, rollout: Rollout, row: RolloutHost) -> None:
@@ -235,8 +249,10 @@ def _stop(ctx: StepContext, rollout: Rollout, reason: str) -> Next:
     return Next("roll_back", "stopping; rolling back")
 
 
-def roll_back(ctx: StepContext) -> Wait | Fail:
+def roll_back(ctx: StepContext) -> Wait | Done | Fail:
     rollout = _rollout(ctx)
+    if rollout.status != Rollout.Status.RUNNING:
+        return _ended(rollout)
     layout = _layout(rollout)
     chosen = waves.to_roll_back(layout, rollout.wave, earlier_too=rollout.rollback_earlier_waves)
     rows = {row.host_id: row for row in _rows(rollout, host_id__in=chosen)}
@@ -245,12 +261,12 @@ def roll_back(ctx: StepContext) -> Wait | Fail:
     running = rollout.hosts.filter(state=State.ROLLING_BACK).count()
     if running:
         return Wait(POLL_SECONDS, message=f"rolling back {running} host(s)")
-    _end(rollout, Rollout.Status.STOPPED)
     rolled = [row.host.name for row in _rows(rollout, state=State.ROLLED_BACK)]
-    STOPPED.emit(_about(rollout), wave=rollout.wave, reason=rollout.stop_reason,
-                 rolled_back=rolled)
-    return Fail(f"{rollout.stop_reason}; rolled back: {', '.join(rolled) or 'nothing'}",
-                "rollout_stopped")
+    with transaction.atomic():
+        _end(rollout, Rollout.Status.STOPPED)
+        STOPPED.emit(_about(rollout), wave=rollout.wave, reason=rollout.stop_reason,
+                     rolled_back=rolled)
+    return _ended(Rollout.objects.get(pk=rollout.pk))
 
 
 def _roll_back_one(row: RolloutHost, rollout: Rollout) -> None:

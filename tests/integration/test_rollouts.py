@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from apps.alerts.alert_kinds import POOL_HEALTH
 from apps.ops import engine
 from apps.ops.models import Operation
 from apps.rollouts import services
@@ -199,3 +200,32 @@ def test_a_rollout_survives_its_worker_killed_midway(fleet_hosts, settings, tmp_
         roll_back_everything(rollout)
     for fleet_host in fleet_hosts:
         assert show(fleet_host, "work_mem") == before[fleet_host.name]
+
+
+def test_an_alert_in_a_later_wave_stops_it_and_rolls_every_wave_back_when_asked(
+        fleet_hosts, delivered):
+    """The second wave's host applies, then an alert opens on it before it is validated
+    (a pool turning DEGRADED, raised as discovery would): the validation fails, and with
+    rollback_earlier_waves the canary that had passed is rolled back too."""
+    hosts = [discovered(fleet_host) for fleet_host in fleet_hosts]
+    before = {fh.name: zfs_get(fh, "atime") for fh in fleet_hosts}
+    profile = tuning.create_profile(name="Alerted", settings={
+        "zfs": {"data": {"atime": flipped(before[hosts[0].name])}}, "module": {},
+        "sysctl": {}, "postgres": {}})
+    rollout = services.start_rollout(profile.current, hosts, wave_size=1,
+                                     rollback_earlier_waves=True)
+    late = hosts[1]
+    try:
+        drive_rollout(rollout, until=lambda r: r.hosts.get(host=late).state == "verifying")
+        POOL_HEALTH.raise_once(late, "pool tank is DEGRADED")
+        operation = drive_rollout(rollout)
+        rollout.refresh_from_db()
+        assert (operation.status, operation.error_code) == ("failed", "rollout_stopped")
+        assert rollout.stop_reason.startswith(f"wave 1: {late.name} failed: validation failed")
+        assert "alert pool_health opened: pool tank is DEGRADED" in rollout.stop_reason
+        assert states(rollout) == {h.name: "rolled_back" for h in hosts}
+        assert rollout.hosts.get(host=hosts[0]).reason == "applied and validated; rolled back"
+    finally:
+        roll_back_everything(rollout)
+    for fleet_host in fleet_hosts:  # read over SSH: both as before
+        assert zfs_get(fleet_host, "atime") == before[fleet_host.name]
