@@ -82,3 +82,31 @@ def test_bad_form_input_is_refused_back_on_the_list(signed_in, replayed_host, da
     assert page.redirect_chain[-1][0] == "/rollouts/"
     assert says in page.content.decode()
     assert not Rollout.objects.exists()
+
+
+def _queries(fetch) -> list[str]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        assert fetch().status_code == 200
+    return [q["sql"] for q in captured.captured_queries]
+
+
+def _more_rollouts(hosts, count: int) -> None:
+    version = Profile.objects.get(slug="oltp-safe").current
+    for _ in range(count):
+        services.start_rollout(version, hosts, wave_size=1)
+        Rollout.objects.update(status=Rollout.Status.SUCCEEDED)
+
+
+def test_the_lists_cost_a_fixed_number_of_queries_and_read_no_facts(
+        signed_in, api, replayed_host, second_host, delivered):
+    fetches = [lambda: signed_in.get("/rollouts/"), lambda: api.get("/api/rollouts/")]
+    _more_rollouts([replayed_host, second_host], 2)
+    small = [_queries(fetch) for fetch in fetches]
+    _more_rollouts([replayed_host, second_host], 5)
+    large = [_queries(fetch) for fetch in fetches]
+    for few, many in zip(small, large, strict=True):
+        assert len(few) == len(many), "\n".join(many)
+        assert not [sql for sql in many if '"fleet_host"."facts"' in sql]
