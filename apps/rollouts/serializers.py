@@ -15,7 +15,7 @@ from apps.tuning.models import Profile
 
 class RolloutCreateSerializer(serializers.Serializer):
     profile = StrictPrimaryKeyRelatedField(queryset=Profile.objects.all())
-    version = StrictIntegerField(required=False, allow_null=True, min_value=1,
+    version = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1,
                                  help_text="The profile's version number; its newest if left out.")
     hosts = serializers.ListField(child=StrictPrimaryKeyRelatedField(queryset=Host.objects.all()),
                                   allow_empty=False, max_length=1000,

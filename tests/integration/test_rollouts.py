@@ -38,9 +38,11 @@ def discovered(fleet_host):
     return host
 
 
-def drive_rollout(rollout: Rollout, *, until=None, limit: int = 200) -> Operation:
+def drive_rollout(rollout: Rollout, *, until=None, limit: int = 200,
+                  must_end: bool = True) -> Operation:
     """Run the rollout's steps as a worker would, and every child it started between
-    them (the test's `delivered` keeps Celery out of it). `until(rollout)` stops early."""
+    them (the test's `delivered` keeps Celery out of it). `until(rollout)` stops early;
+    without `must_end`, `limit` steps are all it runs."""
     operation = rollout.operation
     for _ in range(limit):
         operation.refresh_from_db()
@@ -54,7 +56,10 @@ def drive_rollout(rollout: Rollout, *, until=None, limit: int = 200) -> Operatio
         Operation.objects.filter(pk=operation.pk, wake_at__isnull=False).update(
             wake_at=timezone.now())
         engine.run_step(operation.pk, owner="test-driver")
-    raise AssertionError(f"{rollout} did not end in {limit} steps")
+    if must_end:
+        raise AssertionError(f"{rollout} did not end in {limit} steps")
+    operation.refresh_from_db()
+    return operation
 
 
 def states(rollout: Rollout) -> dict[str, str]:
@@ -82,6 +87,14 @@ def test_a_rollout_that_passes_reaches_every_host(fleet_hosts, delivered):
         "postgres": {"work_mem": "12MB"}})
     rollout = services.start_rollout(profile.current, hosts, wave_size=1)
     try:
+        # Paused once the canary passed: steps still run, and no host starts.
+        drive_rollout(rollout, until=lambda r: r.wave == 1)
+        services.pause(rollout)
+        drive_rollout(rollout, limit=3, until=lambda r: False, must_end=False)
+        assert states(rollout)[hosts[1].name] == "ready"
+        assert rollout.operation.message == "paused before wave 1"
+        assert show(fleet_hosts[1], "work_mem") == before[fleet_hosts[1].name][1]
+        services.resume(rollout)
         operation = drive_rollout(rollout)
         rollout.refresh_from_db()
         assert operation.status == "succeeded", (operation.error, states(rollout))
