@@ -22,9 +22,11 @@ Per host:
 - validation, `health` (the default): discovered again, then every running
   cluster answers `select 1`, every applied value reads back as planned (tuning's
   own readers and comparison), no critical advisor finding that was not there at
-  the baseline and no alert opened on the host since its turn began; `none`
-  trusts the apply's own read-back. The before/after pgbench of apps/benchmarks
-  is not offered yet.
+  the baseline and no alert opened on the host since its turn began; `pgbench`
+  adds apps/benchmarks' runs (tpcb, 2 clients, `pgbench_seconds` each, on the
+  database `pgbench`, which must exist) before the apply and after the health
+  check, and fails the host when TPS fell by more than `max_tps_drop_percent`;
+  `none` trusts the apply's own read-back.
 
 A wave is judged when all its hosts ended: any failure (discovery, plan, apply,
 validation) stops the rollout, and so does a canary that was skipped. A stop

@@ -18,5 +18,7 @@ class NewRolloutForm(forms.Form):
                                     required=False, empty_label="the first host")
     wave_size = forms.IntegerField(min_value=1, max_value=1000, initial=2)
     validation = forms.ChoiceField(choices=Rollout.Validation.choices)
+    pgbench_seconds = forms.IntegerField(min_value=1, max_value=600, initial=10)
+    max_tps_drop_percent = forms.IntegerField(min_value=0, max_value=100, initial=10)
     rollback_earlier_waves = forms.BooleanField(required=False)
     allow_restart = forms.BooleanField(required=False)

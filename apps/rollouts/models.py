@@ -23,12 +23,18 @@ class Rollout(models.Model):
 
     class Validation(models.TextChoices):
         HEALTH = "health", "health: a query answers, the settings read back as planned"
+        PGBENCH = "pgbench", "health, and pgbench before and after: TPS may not fall too far"
         NONE = "none", "none: the apply's own read-back only"
 
     profile_version = models.ForeignKey("tuning.ProfileVersion", on_delete=models.PROTECT,
                                         related_name="+")
     wave_size = models.PositiveIntegerField()
     validation = models.CharField(max_length=16, choices=Validation, default=Validation.HEALTH)
+    pgbench_seconds = models.PositiveIntegerField(
+        default=10, help_text="pgbench validation: seconds per run (tpcb, 2 clients, on "
+                              "the database pgbench).")
+    max_tps_drop_percent = models.PositiveIntegerField(
+        default=10, help_text="pgbench validation: how far TPS may fall after the apply.")
     rollback_earlier_waves = models.BooleanField(
         default=False, help_text="On a stop, roll back the waves that passed too.")
     acknowledged = models.JSONField(default=list, blank=True, help_text=(
@@ -78,8 +84,10 @@ class RolloutHost(models.Model):
         BASELINE = waves.BASELINE, "reading its values as the rollout starts"
         READY = waves.READY, "waiting for its wave"
         CHECKING = waves.CHECKING, "checking for changes by hand"
+        BENCH_BEFORE = waves.BENCH_BEFORE, "pgbench before the apply"
         APPLYING = waves.APPLYING
         VERIFYING = waves.VERIFYING, "validating"
+        BENCH_AFTER = waves.BENCH_AFTER, "pgbench after the apply"
         DONE = waves.DONE
         SKIPPED = waves.SKIPPED
         FAILED = waves.FAILED
@@ -102,6 +110,10 @@ class RolloutHost(models.Model):
                              related_name="+")
     rollback_plan = models.ForeignKey("tuning.Plan", null=True, blank=True,
                                       on_delete=models.SET_NULL, related_name="+")
+    bench_before = models.ForeignKey("benchmarks.Benchmark", null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="+")
+    bench_after = models.ForeignKey("benchmarks.Benchmark", null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
     operation = models.ForeignKey("ops.Operation", null=True, blank=True,
                                   on_delete=models.SET_NULL, related_name="+",
                                   help_text="The child operation it waits for now.")

@@ -11,4 +11,5 @@ def rollouts() -> QuerySet:
     ).defer("operation__state").prefetch_related(
         Prefetch("hosts", RolloutHost.objects.select_related("host").only(
             "rollout_id", "host__name", "host_id", "wave", "state", "reason", "plan_id",
-            "rollback_plan_id", "operation_id", "updated_at", "position")))
+            "rollback_plan_id", "operation_id", "updated_at", "position", "bench_before_id",
+            "bench_after_id")))

@@ -27,6 +27,11 @@ class RolloutCreateSerializer(serializers.Serializer):
                                           help_text="One of the hosts; the first if left out.")
     validation = serializers.ChoiceField(choices=Rollout.Validation.choices, required=False,
                                          default=Rollout.Validation.HEALTH)
+    pgbench_seconds = StrictIntegerField(required=False, default=10, min_value=1, max_value=600,
+                                         help_text="pgbench validation: seconds per run.")
+    max_tps_drop_percent = StrictIntegerField(
+        required=False, default=10, min_value=0, max_value=100,
+        help_text="pgbench validation: how far TPS may fall after the apply, in percent.")
     rollback_earlier_waves = StrictBooleanField(required=False, default=False)
     allow_restart = StrictBooleanField(required=False, default=False)
     acknowledge = serializers.ListField(child=StrictCharField(max_length=64), required=False,
@@ -40,11 +45,13 @@ class RolloutHostSerializer(ModelSerializer):
     plan = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
     rollback_plan = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
     operation = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+    bench_before = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+    bench_after = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
 
     class Meta:
         model = RolloutHost
         fields = ["host", "host_name", "wave", "state", "reason", "plan", "rollback_plan",
-                  "operation", "updated_at"]
+                  "bench_before", "bench_after", "operation", "updated_at"]
         read_only_fields = fields
 
 
@@ -62,7 +69,8 @@ class RolloutSerializer(ModelSerializer):
     class Meta:
         model = Rollout
         fields = ["id", "profile", "version", "status", "paused", "wave", "waves", "wave_size",
-                  "validation", "rollback_earlier_waves", "allow_restart", "acknowledged",
+                  "validation", "pgbench_seconds", "max_tps_drop_percent",
+                  "rollback_earlier_waves", "allow_restart", "acknowledged",
                   "stop_reason", "hosts", "operation", "created_by", "created_at",
                   "finished_at"]
         read_only_fields = fields

@@ -39,6 +39,7 @@ def version_of(profile: Profile, number: int | None) -> ProfileVersion:
 @transaction.atomic
 def start_rollout(version: ProfileVersion, hosts: Sequence[Host], *, wave_size: int,
                   canary: Host | None = None, validation: str = Rollout.Validation.HEALTH,
+                  pgbench_seconds: int = 10, max_tps_drop_percent: int = 10,
                   rollback_earlier_waves: bool = False, allow_restart: bool = False,
                   acknowledge: Sequence[str] = (), trigger: str = Operation.Trigger.API,
                   by=None) -> Rollout:
@@ -47,6 +48,7 @@ def start_rollout(version: ProfileVersion, hosts: Sequence[Host], *, wave_size: 
     _check_hosts(version, hosts)
     rollout = Rollout.objects.create(
         profile_version=version, wave_size=wave_size, validation=validation,
+        pgbench_seconds=pgbench_seconds, max_tps_drop_percent=max_tps_drop_percent,
         rollback_earlier_waves=rollback_earlier_waves, allow_restart=allow_restart,
         acknowledged=sorted(set(acknowledge)), waves=len(layout),
         created_by=by if by and by.is_authenticated else None)

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.alerts.models import Alert
+from apps.benchmarks import services as benchmarks
 from apps.common import events
 from apps.fleet import services as fleet
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
@@ -49,7 +50,8 @@ def _rollout(ctx: StepContext) -> Rollout:
 
 def _rows(rollout: Rollout, **filters) -> list[RolloutHost]:
     return list(rollout.hosts.filter(**filters)
-                .select_related("host", "operation", "plan").order_by("position"))
+                .select_related("host", "operation", "plan", "bench_before", "bench_after")
+                .order_by("position"))
 
 
 def _set(row: RolloutHost, state: str, reason: str | None = None, **fields) -> None:
@@ -159,17 +161,16 @@ def _advance(ctx: StepContext, rollout: Rollout, row: RolloutHost) -> None:
     """One host one step further, as far as its children allow now."""
     if row.state == State.READY:
         _start(row, State.CHECKING, _discover(row), turn_started_at=timezone.now())
-    elif row.state in (State.CHECKING, State.APPLYING, State.VERIFYING):
+    elif row.state in NEXT:
         child = _child(row)
         if child is None:
             return
         if child.status != Operation.Status.SUCCEEDED:
-            what = "apply" if row.state == State.APPLYING else "discovery"
+            what = CHILDREN.get(row.state, "discovery")
             _set(row, State.FAILED, f"{what} {child.status}: {_failed(child)}")
             return
         row.host.refresh_from_db()
-        {State.CHECKING: _check_and_apply, State.APPLYING: _applied,
-         State.VERIFYING: _validate}[row.state](ctx, rollout, row)
+        NEXT[row.state](ctx, rollout, row)
 
 
 def _check_and_apply(ctx: StepContext, rollout: Rollout, row: RolloutHost) -> None:
@@ -180,6 +181,26 @@ def _check_and_apply(ctx: StepContext, rollout: Rollout, row: RolloutHost) -> No
         _set(row, State.SKIPPED, "changed by hand during the rollout: " + "; ".join(changed))
         ctx.log(f"{row.host.name} skipped: {row.reason}")
         return
+    if rollout.validation == Rollout.Validation.PGBENCH:
+        _bench(row, State.BENCH_BEFORE, rollout, "bench_before")
+    else:
+        _apply(ctx, rollout, row)
+
+
+def _bench(row: RolloutHost, state: str, rollout: Rollout, field: str) -> None:
+    """pgbench on the host's cluster as a child; a host it cannot run on fails."""
+    params = {"duration": rollout.pgbench_seconds, "clients": 2, "threads": 1}
+    try:
+        with transaction.atomic():
+            bench = benchmarks.run_benchmark(row.host, None, params,
+                                             trigger=Operation.Trigger.SYSTEM)
+            _set(row, state, operation=bench.operation, **{field: bench})
+    except benchmarks.BenchmarkError as exc:
+        _set(row, State.FAILED, f"pgbench could not run: {exc.message}")
+
+
+def _apply(ctx: StepContext, rollout: Rollout, row: RolloutHost) -> None:
+    version = rollout.profile_version
     try:
         with transaction.atomic():
             plan = tuning.make_plan(row.host, version=version)
@@ -217,8 +238,21 @@ def _validate(ctx: StepContext, rollout: Rollout, row: RolloutHost) -> None:
     if problems:
         _set(row, State.FAILED, "validation failed: " + "; ".join(problems))
         ctx.log(f"{row.host.name}: {row.reason}")
+    elif rollout.validation == Rollout.Validation.PGBENCH:
+        _bench(row, State.BENCH_AFTER, rollout, "bench_after")
     else:
         _set(row, State.DONE, "applied and validated")
+
+
+def _compared(ctx: StepContext, rollout: Rollout, row: RolloutHost) -> None:
+    before, after = row.bench_before, row.bench_after
+    worse = waves.tps_drop(before.tps, after.tps, rollout.max_tps_drop_percent)
+    if worse:
+        _set(row, State.FAILED, f"validation failed: {worse}")
+        ctx.log(f"{row.host.name}: {row.reason}")
+    else:
+        _set(row, State.DONE, f"applied and validated; pgbench TPS {before.tps:.1f} -> "
+                              f"{after.tps:.1f}")
 
 
 def _on_host(row: RolloutHost) -> list[str]:
@@ -239,6 +273,15 @@ def _on_host(row: RolloutHost) -> list[str]:
     except (RemoteError, InvalidValue) as exc:
         problems.append(str(exc).partition("\n")[0])
     return problems
+
+
+# What a host does when its child succeeded, by the state it waited in; and what the
+# child was, to say what failed.
+NEXT = {State.CHECKING: _check_and_apply, State.BENCH_BEFORE: _apply,
+        State.APPLYING: _applied, State.VERIFYING: _validate,
+        State.BENCH_AFTER: _compared}
+CHILDREN = {State.BENCH_BEFORE: "pgbench before the apply", State.APPLYING: "apply",
+            State.BENCH_AFTER: "pgbench after the apply"}
 
 
 # ---- stopping ------------------------------------------------------------------------

@@ -39,7 +39,9 @@ def create(request) -> HttpResponse:
     version = services.version_of(data["profile"], None)
     rollout = services.start_rollout(
         version, list(data["hosts"]), wave_size=data["wave_size"], canary=data["canary"],
-        validation=data["validation"], rollback_earlier_waves=data["rollback_earlier_waves"],
+        validation=data["validation"], pgbench_seconds=data["pgbench_seconds"],
+        max_tps_drop_percent=data["max_tps_drop_percent"],
+        rollback_earlier_waves=data["rollback_earlier_waves"],
         allow_restart=data["allow_restart"], trigger=Operation.Trigger.UI, by=request.user)
     return redirect("rollouts:rollout", rollout.pk)
 

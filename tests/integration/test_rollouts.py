@@ -242,3 +242,29 @@ def test_an_alert_in_a_later_wave_stops_it_and_rolls_every_wave_back_when_asked(
         roll_back_everything(rollout)
     for fleet_host in fleet_hosts:  # read over SSH: both as before
         assert zfs_get(fleet_host, "atime") == before[fleet_host.name]
+
+
+def test_the_pgbench_validation_measures_before_and_after_on_each_host(fleet_hosts, delivered):
+    hosts = [discovered(fleet_host) for fleet_host in fleet_hosts]
+    before = {fh.name: zfs_get(fh, "atime") for fh in fleet_hosts}
+    profile = tuning.create_profile(name="Measured", settings={
+        "zfs": {"data": {"atime": flipped(before[hosts[0].name])}}, "module": {},
+        "sysctl": {}, "postgres": {}})
+    # zfs-fuse's TPS varies run to run: the test allows any drop; the rule's own edges
+    # are tests/rollouts/core's.
+    rollout = services.start_rollout(profile.current, hosts, wave_size=1,
+                                     validation=Rollout.Validation.PGBENCH,
+                                     pgbench_seconds=3, max_tps_drop_percent=100)
+    try:
+        operation = drive_rollout(rollout, limit=400)
+        assert operation.status == "succeeded", (operation.error, states(rollout))
+        for row in rollout.hosts.select_related("bench_before", "bench_after"):
+            assert row.state == "done"
+            assert row.bench_before.tps > 0 and row.bench_after.tps > 0
+            assert row.bench_before.operation.finished_at <= row.plan.operation.started_at
+            assert row.bench_after.operation.started_at >= row.plan.operation.finished_at
+            assert row.reason.startswith("applied and validated; pgbench TPS ")
+    finally:
+        roll_back_everything(rollout)
+    for fleet_host in fleet_hosts:
+        assert zfs_get(fleet_host, "atime") == before[fleet_host.name]

@@ -95,6 +95,9 @@ def test_an_undiscovered_host_is_refused(api, replayed_host):
     ({"validation": "pgbench-please"}, "validation"),
     ({"canary": 999999}, "canary"),
     ({"rollback_earlier_waves": "yes"}, "rollback_earlier_waves"),
+    ({"pgbench_seconds": 0}, "pgbench_seconds"),
+    ({"max_tps_drop_percent": 101}, "max_tps_drop_percent"),
+    ({"version": 2**31}, "version"),
 ])
 def test_bad_input_is_a_400_naming_the_field(api, replayed_host, second_host, change, field):
     request = {**body(Profile.objects.get(slug="oltp-safe"), [replayed_host]), **change}

@@ -63,20 +63,25 @@ def test_the_form_starts_a_rollout(signed_in, replayed_host, second_host, delive
     page = signed_in.post("/rollouts/new/", {
         "profile": Profile.objects.get(slug="oltp-safe").pk,
         "hosts": [replayed_host.pk, second_host.pk], "canary": second_host.pk,
-        "wave_size": 1, "validation": "health"})
+        "wave_size": 1, "validation": "pgbench", "pgbench_seconds": 5,
+        "max_tps_drop_percent": 20})
     rollout = Rollout.objects.get()
     assert page.status_code == 302 and page.url == f"/rollouts/{rollout.pk}/"
     assert rollout.hosts.get(wave=0).host == second_host
+    assert (rollout.validation, rollout.pgbench_seconds, rollout.max_tps_drop_percent) == \
+        ("pgbench", 5, 20)
 
 
 @pytest.mark.parametrize(("data", "says"), [
     ({"wave_size": 0}, "wave_size"),
     ({"hosts": []}, "hosts"),
     ({"canary": "x"}, "canary"),
+    ({"pgbench_seconds": 0}, "pgbench_seconds"),
 ])
 def test_bad_form_input_is_refused_back_on_the_list(signed_in, replayed_host, data, says):
     form = {"profile": Profile.objects.get(slug="oltp-safe").pk, "hosts": [replayed_host.pk],
-            "wave_size": 1, "validation": "health", **data}
+            "wave_size": 1, "validation": "health", "pgbench_seconds": 10,
+            "max_tps_drop_percent": 10, **data}
     page = signed_in.post("/rollouts/new/", form, follow=True)
     assert page.status_code == 200
     assert page.redirect_chain[-1][0] == "/rollouts/"

@@ -15,8 +15,10 @@ WAITING = "waiting"          # not its turn yet
 BASELINE = "baseline"        # read as the rollout starts, to notice hand changes later
 READY = "ready"              # baseline taken; waits for its wave
 CHECKING = "checking"        # read again at its turn: changed by hand since?
+BENCH_BEFORE = "bench_before"  # pgbench before the apply (the pgbench validation)
 APPLYING = "applying"        # tuning's apply runs
 VERIFYING = "verifying"      # read after the apply, then validated
+BENCH_AFTER = "bench_after"  # pgbench after it, compared with the one before
 DONE = "done"
 SKIPPED = "skipped"
 FAILED = "failed"
@@ -25,7 +27,8 @@ ROLLED_BACK = "rolled_back"
 ROLLBACK_FAILED = "rollback_failed"
 
 ENDED = frozenset({DONE, SKIPPED, FAILED})
-IN_FLIGHT = frozenset({BASELINE, CHECKING, APPLYING, VERIFYING, ROLLING_BACK})
+IN_FLIGHT = frozenset({BASELINE, CHECKING, BENCH_BEFORE, APPLYING, VERIFYING, BENCH_AFTER,
+                       ROLLING_BACK})
 
 # A value the baseline did not list: the host had the profile's value then.
 AS_PROFILE = "(the profile's value)"
@@ -97,3 +100,15 @@ def changed_by_hand(baseline: Mapping[str, str | None],
 def new_findings(before: Sequence[str], after: Sequence[str]) -> list[str]:
     """Critical findings present after the apply and not before it."""
     return sorted(set(after) - set(before))
+
+
+def tps_drop(before: float | None, after: float | None, max_drop_percent: int) -> str | None:
+    """Why the run after the apply is worse than allowed (None: it is not): its TPS
+    fell by more than `max_drop_percent` of the run before."""
+    if not before or after is None:
+        return "pgbench gave no TPS to compare"
+    drop = 100 * (before - after) / before
+    if drop > max_drop_percent:
+        return (f"pgbench TPS fell {drop:.1f}% ({before:.1f} -> {after:.1f}), more than "
+                f"the {max_drop_percent}% allowed")
+    return None

@@ -80,3 +80,14 @@ def test_a_change_by_hand_is_any_value_that_moved_since_the_baseline():
 def test_only_critical_findings_new_since_the_baseline_count():
     assert new_findings(["a host"], ["a host", "b tank"]) == ["b tank"]
     assert new_findings(["a host", "b tank"], ["a host"]) == []
+
+
+def test_pgbench_fails_a_host_only_when_tps_fell_more_than_allowed():
+    assert waves.tps_drop(1000.0, 950.0, 10) is None
+    assert waves.tps_drop(1000.0, 1200.0, 0) is None
+    worse = waves.tps_drop(1000.0, 850.0, 10)
+    assert worse == "pgbench TPS fell 15.0% (1000.0 -> 850.0), more than the 10% allowed"
+    assert waves.tps_drop(1000.0, 900.0, 10) is None  # exactly the limit passes
+    assert waves.tps_drop(None, 900.0, 10) == "pgbench gave no TPS to compare"
+    assert waves.tps_drop(0.0, 900.0, 10) == "pgbench gave no TPS to compare"
+    assert waves.tps_drop(1000.0, None, 10) == "pgbench gave no TPS to compare"
