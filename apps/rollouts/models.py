@@ -96,7 +96,9 @@ class RolloutHost(models.Model):
         ROLLBACK_FAILED = waves.ROLLBACK_FAILED, "rollback failed"
 
     rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="hosts")
-    host = models.ForeignKey("fleet.Host", on_delete=models.PROTECT, related_name="+")
+    # A host forgotten (fleet's remove_host) leaves the rollout with it: forgetting
+    # means everything PoZoL recorded of it, and nothing on it is waited for any more.
+    host = models.ForeignKey("fleet.Host", on_delete=models.CASCADE, related_name="+")
     position = models.PositiveIntegerField()
     wave = models.PositiveIntegerField(help_text="0: the canary.")
     state = models.CharField(max_length=16, choices=State, default=State.WAITING)

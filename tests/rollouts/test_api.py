@@ -125,3 +125,12 @@ def test_an_archived_profile_is_refused(api, replayed_host):
     assert tuning.delete_profile(profile) == "archived"
     answer = api.post("/api/rollouts/", body(profile, [replayed_host]), format="json")
     assert answer.status_code == 409 and "archived" in answer.json()["error"]["message"]
+
+
+def test_a_host_forgotten_leaves_its_rollouts(api, replayed_host, second_host, delivered):
+    profile = Profile.objects.get(slug="oltp-safe")
+    rollout = api.post("/api/rollouts/", body(profile, [replayed_host, second_host]),
+                       format="json").json()
+    assert api.delete(f"/api/hosts/{second_host.pk}/").status_code == 204
+    hosts = api.get(f"/api/rollouts/{rollout['id']}/").json()["hosts"]
+    assert [h["host_name"] for h in hosts] == ["db1"]

@@ -58,7 +58,7 @@ class Migration(migrations.Migration):
                 ('updated_at', models.DateTimeField(auto_now=True)),
                 ('bench_after', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='benchmarks.benchmark')),
                 ('bench_before', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='benchmarks.benchmark')),
-                ('host', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='fleet.host')),
+                ('host', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='fleet.host')),
                 ('operation', models.ForeignKey(blank=True, help_text='The child operation it waits for now.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='ops.operation')),
                 ('plan', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='tuning.plan')),
                 ('rollback_plan', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='tuning.plan')),
