@@ -40,6 +40,7 @@ STOPPED = events.register(events.EventKind(
     "rollout.stopped", "A rollout stopped on a failure and rolled its hosts back"))
 
 POLL_SECONDS = 2
+PAUSED_POLL_SECONDS = 60
 State = RolloutHost.State
 
 
@@ -127,9 +128,10 @@ def wave(ctx: StepContext) -> Next | Wait | Done | Fail:
                                canary=rollout.wave == 0)
     name = "the canary" if rollout.wave == 0 else f"wave {rollout.wave}"
     if not verdict.decided:
-        paused = rollout.paused and not any(r.state in waves.IN_FLIGHT for r in rows)
-        return Wait(POLL_SECONDS, message=f"paused before {name}" if paused
-                    else f"{name} under way")
+        if rollout.paused and not any(r.state in waves.IN_FLIGHT for r in rows):
+            # Nothing to follow: resume wakes it, so the wait may be long.
+            return Wait(PAUSED_POLL_SECONDS, message=f"paused before {name}")
+        return Wait(POLL_SECONDS, message=f"{name} under way")
     if not verdict.passed:
         return _stop(ctx, rollout, f"{name}: {verdict.reason}")
     ctx.log(f"{name} passed: " + ", ".join(f"{r.host.name} {r.state}" for r in rows))

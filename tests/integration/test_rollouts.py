@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 
 from apps.alerts.alert_kinds import POOL_HEALTH
+from apps.events.models import Event
 from apps.ops import engine
 from apps.ops.models import Operation
 from apps.rollouts import services
@@ -107,6 +108,9 @@ def test_a_rollout_that_passes_reaches_every_host(fleet_hosts, delivered):
         logged = "\n".join(operation.log_lines.values_list("text", flat=True))
         assert "select 1" in logged and "the canary passed" in logged
         assert "wave 1 passed" in logged
+        told = Event.objects.filter(subject__type="rollout", subject__id=rollout.pk)
+        assert sorted((e.kind, e.data["wave"]) for e in told) == [
+            ("rollout.wave_done", 0), ("rollout.wave_done", 1)]
     finally:
         roll_back_everything(rollout)
     for fleet_host in fleet_hosts:
@@ -136,6 +140,9 @@ def test_a_failing_canary_stops_and_is_rolled_back(fleet_hosts, delivered):
         assert row.plan.changes.get(key="atime").status == "rolled_back"
         assert Plan.objects.get(pk=row.rollback_plan_id).status == Plan.Status.APPLIED
         assert other.plans.count() == 0  # the second wave never started
+        told = Event.objects.get(subject__type="rollout", subject__id=rollout.pk)
+        assert (told.kind, told.data["rolled_back"]) == ("rollout.stopped", [canary.name])
+        assert told.data["reason"] == rollout.stop_reason
     finally:
         roll_back_everything(rollout)
     for fleet_host in fleet_hosts:  # read over SSH: as before
