@@ -134,3 +134,13 @@ def test_a_host_forgotten_leaves_its_rollouts(api, replayed_host, second_host, d
     assert api.delete(f"/api/hosts/{second_host.pk}/").status_code == 204
     hosts = api.get(f"/api/rollouts/{rollout['id']}/").json()["hosts"]
     assert [h["host_name"] for h in hosts] == ["db1"]
+
+
+def test_a_repeated_idempotency_key_starts_one_rollout(api, replayed_host, delivered):
+    request = body(Profile.objects.get(slug="oltp-safe"), [replayed_host])
+    first = api.post("/api/rollouts/", request, format="json", HTTP_IDEMPOTENCY_KEY="ro-1")
+    again = api.post("/api/rollouts/", request, format="json", HTTP_IDEMPOTENCY_KEY="ro-1")
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert again.json()["id"] == first.json()["id"]
+    assert Rollout.objects.count() == 1
+    assert Operation.objects.filter(kind="rollout.run").count() == 1
