@@ -37,6 +37,10 @@ with code `rollout_stopped` and the reason. The rollout does not change hosts'
 profile assignments: it applies a version, as `POST /api/hosts/{id}/plan/` with a
 version does.
 
+Cancelling the operation (the engine's cancel: the kind does not wind down) ends the
+rollout as `cancelled` (Rollout.outcome reads it from the operation): no host starts,
+nothing is rolled back, children under way finish on their own.
+
 Pause sets `paused_at`: the children under way end, no host starts; the wave
 step keeps waiting (a Wait is not a retry, so a long pause costs nothing but the
 operation's 7-day deadline). Resume clears it and wakes the operation. The

@@ -20,6 +20,9 @@ class Rollout(models.Model):
         SUCCEEDED = "succeeded"
         STOPPED = "stopped", "stopped (a stop condition; rolled back)"
         FAILED = "failed"
+        # Its operation cancelled (POST /api/operations/{id}/cancel/): nothing more
+        # starts and nothing is rolled back; what ran on the hosts stays.
+        CANCELLED = "cancelled"
 
     class Validation(models.TextChoices):
         HEALTH = "health", "health: a query answers, the settings read back as planned"
@@ -69,12 +72,14 @@ class Rollout(models.Model):
 
     @property
     def outcome(self) -> str:
-        """Its status, or failed when its operation ended without saying (a deadline,
-        a step that kept failing): the row is then left as it was."""
+        """Its status; or, when its operation ended without saying (cancelled, a
+        deadline, a step that kept failing: the row is then left as it was), cancelled
+        or failed."""
         operation = self.operation
         if self.status == self.Status.RUNNING and operation is not None \
                 and not operation.is_active:
-            return self.Status.FAILED
+            return (self.Status.CANCELLED if operation.status == operation.Status.CANCELLED
+                    else self.Status.FAILED)
         return self.status
 
 

@@ -117,7 +117,7 @@ def resume(rollout: Rollout) -> Rollout:
 
 def _running(rollout: Rollout, verb: str) -> None:
     if not rollout.is_active:
-        raise Conflict(f"rollout #{rollout.pk} is {rollout.status}; it cannot be {verb}")
+        raise Conflict(f"rollout #{rollout.pk} is {rollout.outcome}; it cannot be {verb}")
 
 
 def _wake(operation: Operation | None) -> None:

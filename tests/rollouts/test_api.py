@@ -144,3 +144,15 @@ def test_a_repeated_idempotency_key_starts_one_rollout(api, replayed_host, deliv
     assert again.json()["id"] == first.json()["id"]
     assert Rollout.objects.count() == 1
     assert Operation.objects.filter(kind="rollout.run").count() == 1
+
+
+def test_cancelling_its_operation_ends_the_rollout_as_cancelled(api, replayed_host, delivered):
+    request = body(Profile.objects.get(slug="oltp-safe"), [replayed_host])
+    rollout = api.post("/api/rollouts/", request, format="json").json()
+    cancelled = api.post(f"/api/operations/{rollout['operation']['id']}/cancel/")
+    assert cancelled.status_code in (200, 202), cancelled.content
+    assert api.get(f"/api/rollouts/{rollout['id']}/").json()["status"] == "cancelled"
+    refused = api.post(f"/api/rollouts/{rollout['id']}/pause/")
+    assert refused.status_code == 409 and "is cancelled" in refused.json()["error"]["message"]
+    # Its hosts are free for the next rollout.
+    assert api.post("/api/rollouts/", request, format="json").status_code == 201
