@@ -188,6 +188,7 @@ INSTALLED_APPS = [
     "apps.audit",
     "apps.experiments",
     "apps.provisioning",
+    "apps.rollouts",
     "axes",
     "csp",
 ]
@@ -342,7 +343,9 @@ SPECTACULAR_SETTINGS = {
                             "DeliveryStatusEnum": "apps.alerts.models.Delivery.Status",
                             "DeliveryEventEnum": "apps.alerts.models.Delivery.Event",
                             "ChannelKindEnum": "apps.alerts.models.Channel.Kind",
-                            "AlertKindEnum": "apps.common.alert_kinds.choices"},
+                            "AlertKindEnum": "apps.common.alert_kinds.choices",
+                            "RolloutStatusEnum": "apps.rollouts.models.Rollout.Status",
+                            "RolloutHostStateEnum": "apps.rollouts.models.RolloutHost.State"},
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "apps.api.schema.add_error_responses"],
     # Never send the schema URL to swagger.io's validator.

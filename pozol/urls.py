@@ -22,6 +22,7 @@ from apps.fleet.api import HostPoolReservesView, HostPoolReserveView, HostViewSe
 from apps.ops.api import OperationViewSet
 from apps.provisioning import api as provisioning_api
 from apps.replication.api import ReplicationLinkViewSet
+from apps.rollouts.api import RolloutViewSet
 from apps.snapshots.api import (
     HostSnapshotsView,
     PolicyAssignmentViewSet,
@@ -69,6 +70,7 @@ api.register("scrub-schedules", alerts_api.ScrubScheduleViewSet, basename="scrub
 api.register("event-subscriptions", events_api.SubscriptionViewSet,
              basename="event-subscription")
 api.register("events", events_api.EventViewSet, basename="event")
+api.register("rollouts", RolloutViewSet, basename="rollout")
 api.register("event-deliveries", events_api.DeliveryViewSet, basename="event-delivery")
 
 urlpatterns = [
@@ -102,6 +104,7 @@ urlpatterns = [
     path("replication/", include("apps.replication.urls")),
     path("clones/", include("apps.clones.urls")),
     path("provisioning/", include("apps.provisioning.urls")),
+    path("rollouts/", include("apps.rollouts.urls")),
     path("wal/", include("apps.wal.urls")),
     path("drills/", include("apps.drills.urls")),
     path("audit/", include("apps.audit.urls")),

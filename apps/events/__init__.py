@@ -35,6 +35,7 @@ channels, every body is signed (core/signing.py): X-PoZoL-Timestamp and
 X-PoZoL-Signature = `v1=` HMAC-SHA256 of "<timestamp>.<body>" under the
 subscription's secret, which the API shows once (on creation and on rotate-secret).
 
-Not done: a page for subscriptions (the API is the front door for automation);
-rollout events (the rollout feature does not exist yet).
+Rollouts announce `rollout.wave_done` and `rollout.stopped` (apps/rollouts/steps.py).
+
+Not done: a page for subscriptions (the API is the front door for automation).
 """

@@ -285,6 +285,33 @@ def _problems_on(host: Host, settings: ProfileSettings) -> list[str]:
     return evaluate.problems(facts, settings) if facts else []
 
 
+def problems_with(host: Host, version: ProfileVersion) -> list[str]:
+    """Why `version` could not be planned on this host now ([] when it could): what a
+    rollout asks of every host before it starts."""
+    return _problems_on(host, settings_of(version))
+
+
+def values_to_change(host: Host, version: ProfileVersion) -> dict[str, str | None] | None:
+    """'layer target key' -> the host's current value, for every supported value the
+    version would change, from the host's last discovery (None: never discovered). A
+    rollout compares two of these to notice a host changed by hand meanwhile."""
+    facts = host.typed_facts()
+    if facts is None:
+        return None
+    settings = settings_of(version)
+    changes = compute_changes(facts, settings, evidence.winners(host, facts, settings))
+    return {f"{c.layer} {c.target} {c.key}": c.current for c in changes if c.supported}
+
+
+def critical_findings(host: Host) -> list[str]:
+    """The host's critical findings now ('rule subject'), from its last discovery."""
+    facts = host.typed_facts()
+    if facts is None:
+        return []
+    return sorted(f"{f.id} {f.subject}" for f in advisor.advise(facts)
+                  if f.severity == "critical")
+
+
 def refresh_drift(host: Host) -> None:
     assignment = Assignment.objects.filter(host=host).select_related("profile").first()
     settings = _assigned_settings(host)

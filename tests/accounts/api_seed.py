@@ -12,6 +12,7 @@ from apps.fleet.models import Host
 from apps.fleet.steps import record_facts
 from apps.ops.models import Operation
 from apps.remote.gather import discover
+from apps.rollouts.models import Rollout, RolloutHost
 from apps.tenants import services as tenants
 from apps.tuning import services as tuning
 from apps.tuning.models import Profile
@@ -55,8 +56,16 @@ def seed(user) -> tuple[str, dict[str, int]]:
            "CLONE": clone, "SPARE_CLONE": spare_clone, **tenants,
            "TOKEN": ApiToken.objects.issue(user, "fuzz spare")[0],
            "AUDIT_EVENT": audit.record(action="seed", outcome="success", user=user),
-           **_alerting(host), "WAL_ARCHIVE": _archive(host)}
+           **_alerting(host), "WAL_ARCHIVE": _archive(host),
+           "ROLLOUT": _rollout(profile, host)}
     return token, {name: row.pk for name, row in ids.items()}
+
+
+def _rollout(profile: Profile, host: Host) -> Rollout:
+    """A running rollout of one host (no operation: nothing runs it), to pause and resume."""
+    rollout = Rollout.objects.create(profile_version=profile.current, wave_size=1)
+    RolloutHost.objects.create(rollout=rollout, host=host, position=0, wave=0)
+    return rollout
 
 
 def _archive(host: Host) -> WalArchive:

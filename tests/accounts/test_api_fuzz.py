@@ -58,6 +58,7 @@ ID_PARAMETERS = [
     ("^/api/alert-silences/\\{id\\}/", "", "SILENCE"),
     ("^/api/scrub-schedules/\\{id\\}/", "", "SCRUB"),
     ("^/api/wal-archives/\\{id\\}/", "", "WAL_ARCHIVE"),
+    ("^/api/rollouts/\\{id\\}/", "", "ROLLOUT"),
 ]
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 

@@ -24,6 +24,7 @@ from apps.clones.models import Clone
 from apps.drills.models import DrillRun, DrillSchedule
 from apps.ops.models import LogLine, Operation
 from apps.replication.models import ReplicationLink
+from apps.rollouts.models import Rollout, RolloutHost
 from apps.snapshots.models import PolicyAssignment, SnapshotPolicy
 from apps.telemetry.models import HostTelemetry, RawSample
 from apps.tenants import services as tenants
@@ -63,6 +64,8 @@ PAGES = {
     "validation": ("/benchmarks/validations/{validation}/", True),
     "experiments": ("/experiments/", True),
     "experiment": ("/experiments/{experiment}/", True),
+    "rollouts": ("/rollouts/", True),
+    "rollout": ("/rollouts/{rollout}/", True),
     "add-host": ("/hosts/add/", True),
     "snapshot-policies": ("/snapshots/policies/", True),
     "snapshot-policy": ("/snapshots/policies/{policy}/", True),
@@ -171,7 +174,24 @@ def site(replayed_host) -> dict:
             "policy": policy.pk, "link": link.pk, "opted_in": opted_in.pk,
             "tenant": tenant.pk, "member": member.pk,
             "experiment": finished_experiment(host).pk,
-            "drill": drill.pk, "cluster": archive.cluster_id, "archive": archive.pk}
+            "drill": drill.pk, "cluster": archive.cluster_id, "archive": archive.pk,
+            "rollout": _rollout(plan, operation, fresh).pk}
+
+
+def _rollout(plan, operation, fresh) -> Rollout:
+    """A stopped rollout: its canary rolled back with a long reason, a host never reached."""
+    rollout = Rollout.objects.create(
+        profile_version=plan.profile_version, wave_size=5, waves=2,
+        status=Rollout.Status.STOPPED, operation=operation, finished_at=timezone.now(),
+        stop_reason="the canary: db1 failed: apply failed: invalid value for parameter "
+                    '"max_stack_depth": "100MB"; Stopped at postgres /tmp/pozol-fleet/host1/'
+                    "mnt/pg/data/pgdata max_stack_depth")
+    RolloutHost.objects.create(rollout=rollout, host=plan.host, position=0, wave=0,
+                               state="rolled_back", plan=plan, operation=operation,
+                               reason="apply failed: invalid value for parameter "
+                                      '"max_stack_depth": "100MB"; rolled back')
+    RolloutHost.objects.create(rollout=rollout, host=fresh, position=1, wave=1, state="ready")
+    return rollout
 
 
 def _wal(host) -> WalArchive:

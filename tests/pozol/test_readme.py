@@ -30,7 +30,7 @@ README = ROOT / "README.md"
 README_ORIGIN = "http://127.0.0.1:8000"
 
 RUN = {"REST API", "Snapshots", "Snapshot policies", "Replication", "Clones",
-       "Prometheus and Grafana", "Experiments"}
+       "Prometheus and Grafana", "Experiments", "Rollouts"}
 NOT_RUN = {
     "Two commands": "`make run` is what the test starts (python -m apps.demo, after "
                     "`make deps`); `make test` is the suite this test is part of",
@@ -171,6 +171,11 @@ def _templates(result: Result, shell: NewShell) -> None:
     assert "full-page-writes" in result.stdout and "recordsize" in result.stdout, result.stdout
 
 
+def _rolled_out(result: Result, shell: NewShell) -> None:
+    _status("succeeded")(result, shell)
+    assert {row["state"] for row in result.json["hosts"]} == {"done"}, result.json["hosts"]
+
+
 EXPECTED = [
     Expect("a token from manage.py in a new shell", r"manage\.py create_api_token", _token),
     Expect("adding a host (201)", r"-X POST \S+/api/hosts/ ", _http(201)),
@@ -205,6 +210,11 @@ EXPECTED = [
     Expect("destroying the clone (202)", r"-X DELETE .*/api/clones/\$CLONE/", _http(202)),
     Expect("/metrics with the scrape token, a host reachable", r"/metrics", _scraped),
     Expect("the experiment templates", r"/api/experiments/templates/", _templates),
+    Expect("starting a rollout (201)", r"-X POST .*/api/rollouts/ ", _http(201)),
+    Expect("pausing a rollout", r"/api/rollouts/\$ROLLOUT/pause/", _http(200)),
+    Expect("resuming a rollout", r"/api/rollouts/\$ROLLOUT/resume/", _http(200)),
+    Expect("a rollout, read until it reached every host", r"^curl .*/api/rollouts/\$ROLLOUT/ ",
+           _rolled_out),
 ]
 
 

@@ -1,0 +1,1 @@
+"""The pure part of a rollout: no Django, no database, no SSH."""
