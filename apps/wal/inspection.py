@@ -99,7 +99,8 @@ def record(archive: WalArchive, found: Found, *, removed: int = 0) -> str:
         last_archived_at=_when(archiver.last_archived_at),
         last_failed_wal=archiver.last_failed_wal, last_failed_at=_when(archiver.last_failed_at),
         current_wal=archiver.current_wal, lag_segments=status.lag_segments(),
-        segment_size=size, space_used=status.used, segments=len(kept),
+        segment_size=size, space_used=status.used, space_available=status.available,
+        segments=len(kept),
         first_segment=kept[0].segment.name(size) if kept else "",
         last_segment=kept[-1].segment.name(size) if kept else "",
         gaps=[{"first": g.first.name(size), "last": g.last.name(size), "after": g.after}

@@ -61,3 +61,99 @@ def test_a_failing_archive_command_is_alerted_and_loses_no_wal(host):  # noqa: F
     archive.refresh_from_db()
     assert not archive.gaps and archive.last_archived_wal >= stuck
     assert not Alert.objects.filter(host=row, kind=alerting.KIND, resolved_at=None).exists()
+
+
+FILL = "pozol_wal_fill"
+# One mebibyte of random bytes per row (incompressible, as the archive compresses).
+RANDOM_MIB = ("INSERT INTO pozol_wal_fill SELECT decode(string_agg(md5(random()::text), ''), "
+              "'hex') FROM generate_series(1, 65536) GROUP BY 1 = 1")
+
+
+def zfs_number(fleet_host, prop: str, dataset: str) -> int:
+    return int(run_on(fleet_host, f"zfs get -Hp -o value {prop} {dataset}").strip())
+
+
+def test_a_full_archive_is_alerted_with_its_cause_and_loses_no_wal(host):  # noqa: F811
+    """An operator's quota (or a full pool) leaves the archive less room than a segment
+    while the cluster writes: the archive command fails without leaving a partial
+    segment under a segment's name, PostgreSQL keeps the segments, the alert says there
+    is no space, the window stays at what was archived; once the quota is lifted the
+    segments are archived, no gap, and the alert resolves."""
+    import os
+    import time
+
+    from apps.remote import ssh as product_ssh
+    from apps.snapshots import services as snapshot_services
+    from apps.wal.core import commands
+    from tests.integration.test_wal import new_segment
+
+    fleet_host, row = host
+    cluster = row.clusters.get()
+    archive, operation = services.enable(cluster, 10)
+    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
+    archive.refresh_from_db()
+    psql(fleet_host, f"CREATE TABLE IF NOT EXISTS {FILL} (b bytea)")
+    taken = drive(snapshot_services.snapshot_now(row, cluster=cluster))  # the window's base
+    assert taken.status == Operation.Status.SUCCEEDED, taken.error
+    try:
+        first = new_segment(fleet_host, 10)
+        wait_for(lambda: first in archived(fleet_host, archive.directory), 60,
+                 "the first segment to be archived")
+        drive(services.check(archive))
+        archive.refresh_from_db()
+        before = archive.window[-1][1]
+        # Room for a few mebibytes more, then twenty of random WAL: a segment cannot fit.
+        used = zfs_number(fleet_host, "used", archive.dataset)
+        run_on(fleet_host, f"zfs set quota={used + 2 * 2**20} {archive.dataset}")
+        filled_at = time.time()
+        for _ in range(20):
+            psql(fleet_host, RANDOM_MIB)
+        psql(fleet_host, "SELECT pg_switch_wal()")
+        wait_for(lambda: failed_count(fleet_host) > 0, 90, "the archive command to fail")
+        stuck = psql(fleet_host, "SELECT last_failed_wal FROM pg_stat_archiver")
+        # Nothing partial under a segment's name: every segment file is whole.
+        sizes = run_on(fleet_host, f"cd {archive.directory} && stat -c '%n %s' *")
+        print(f"\nthe full archive holds: {sizes.strip()}")
+        for name, size in (line.split() for line in sizes.splitlines()):
+            assert len(name) != 24 or int(size) == 16 * 2**20, (name, size)
+        assert stuck not in archived(fleet_host, archive.directory)
+        wal_dir = f"{fleet_host.pg_data_dir}/pg_wal"
+        kept = run_on(fleet_host, f"ls {wal_dir} {wal_dir}/archive_status")
+        assert stuck in kept and f"{stuck}.ready" in kept
+
+        # What the read sees, as the parser gets it (POZOL_WAL_CAPTURE: keep it).
+        run = product_ssh.session(row.ssh_target())
+        out = run(commands.status(cluster.target(), archive.dataset)).stdout
+        if os.environ.get("POZOL_WAL_CAPTURE"):
+            with open(os.environ["POZOL_WAL_CAPTURE"], "w") as kept_file:
+                kept_file.write(out)
+        status = commands.parse_status(out)
+        assert status.available is not None and status.available < 16 * 2**20
+
+        checked = drive(services.check(archive))
+        assert checked.status == Operation.Status.SUCCEEDED, checked.error
+        archive.refresh_from_db()
+        assert archive.failed_count > 0 and archive.last_failed_wal == stuck
+        assert archive.space_available < archive.segment_size
+        # The window ends at what was archived, before the writes that did not fit.
+        assert archive.window and archive.window[-1][1] < filled_at
+        assert archive.window[-1][1] >= before
+        alert = Alert.objects.get(host=row, kind=alerting.KIND, resolved_at=None)
+        assert f"{stuck} could not be archived" in alert.message
+        assert "no space" in alert.message and "quota" in alert.message
+        print(f"alert while full: {alert.message}")
+    finally:
+        run_on(fleet_host, f"zfs set quota=none {archive.dataset}")
+
+    # Room again: a new segment wakes the archiver, which archives the stuck one first.
+    last = new_segment(fleet_host, 1)
+    wait_for(lambda: last in archived(fleet_host, archive.directory), 120,
+             "the held segments to be archived")
+    assert stuck in archived(fleet_host, archive.directory)
+    checked = drive(services.check(archive))
+    assert checked.status == Operation.Status.SUCCEEDED, checked.error
+    archive.refresh_from_db()
+    assert not archive.gaps and archive.last_archived_wal >= last
+    assert archive.window[-1][1] > filled_at
+    assert not Alert.objects.filter(host=row, kind=alerting.KIND, resolved_at=None).exists()
+    psql(fleet_host, f"DROP TABLE {FILL}")
