@@ -64,9 +64,15 @@ def test_a_failing_archive_command_is_alerted_and_loses_no_wal(host):  # noqa: F
 
 
 FILL = "pozol_wal_fill"
-# One mebibyte of random bytes per row (incompressible, as the archive compresses).
-RANDOM_MIB = ("INSERT INTO pozol_wal_fill SELECT decode(string_agg(md5(random()::text), ''), "
-              "'hex') FROM generate_series(1, 65536) GROUP BY 1 = 1")
+
+
+def random_mib(count: int) -> str:
+    """`count` rows of a mebibyte of random bytes each (incompressible, as the archive
+    compresses): WAL that fills the archive as fast as it is written."""
+    # The inner query names the outer row, so it runs once per row, not once in all.
+    return (f"INSERT INTO {FILL} SELECT (SELECT decode(string_agg(md5(random()::text || g), "
+            f"''), 'hex') FROM generate_series(1, 65536) g WHERE r > 0) "
+            f"FROM generate_series(1, {count}) r")
 
 
 def zfs_number(fleet_host, prop: str, dataset: str) -> int:
@@ -95,6 +101,7 @@ def test_a_full_archive_is_alerted_with_its_cause_and_loses_no_wal(host):  # noq
     psql(fleet_host, f"CREATE TABLE IF NOT EXISTS {FILL} (b bytea)")
     taken = drive(snapshot_services.snapshot_now(row, cluster=cluster))  # the window's base
     assert taken.status == Operation.Status.SUCCEEDED, taken.error
+    time.sleep(1.1)  # a window starts a second after its snapshot (creation's resolution)
     try:
         first = new_segment(fleet_host, 10)
         wait_for(lambda: first in archived(fleet_host, archive.directory), 60,
@@ -106,8 +113,7 @@ def test_a_full_archive_is_alerted_with_its_cause_and_loses_no_wal(host):  # noq
         used = zfs_number(fleet_host, "used", archive.dataset)
         run_on(fleet_host, f"zfs set quota={used + 2 * 2**20} {archive.dataset}")
         filled_at = time.time()
-        for _ in range(20):
-            psql(fleet_host, RANDOM_MIB)
+        psql(fleet_host, random_mib(20))
         psql(fleet_host, "SELECT pg_switch_wal()")
         wait_for(lambda: failed_count(fleet_host) > 0, 90, "the archive command to fail")
         stuck = psql(fleet_host, "SELECT last_failed_wal FROM pg_stat_archiver")
@@ -157,3 +163,93 @@ def test_a_full_archive_is_alerted_with_its_cause_and_loses_no_wal(host):  # noq
     assert archive.window[-1][1] > filled_at
     assert not Alert.objects.filter(host=row, kind=alerting.KIND, resolved_at=None).exists()
     psql(fleet_host, f"DROP TABLE {FILL}")
+
+
+def test_a_worker_killed_during_a_point_in_time_replay_leaves_nothing_behind(
+        host, settings, tmp_path, api):  # noqa: F811
+    """The worker making a clone to a moment is SIGKILLed while the clone's startup
+    process replays archived WAL; the API answers meanwhile; the sweeper re-delivers
+    the step to a new worker, which ends the clone ready at the moment (or failed with
+    its reason), one postmaster, and neither the archive's clone nor its
+    `@pozol-pitr-` snapshot left once it is done."""
+    import time
+    from datetime import UTC, datetime
+
+    from apps.clones import services as clones
+    from apps.clones.models import Clone
+    from apps.ops import engine
+    from apps.remote import ssh as product_ssh
+    from apps.remote.commands import cmd
+    from apps.snapshots import services as snapshot_services
+    from tests.integration.test_clones import connect
+    from tests.integration.test_drills import leftovers
+    from tests.integration.test_wal import TABLE, new_segment
+    from tests.workers import Worker
+
+    lease = "3"
+    settings.POZOL = {**settings.POZOL, "OPERATION_LEASE": int(lease)}
+    fleet_host, row = host
+    cluster = row.clusters.get()
+    archive, operation = services.enable(cluster, 10)
+    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
+    archive.refresh_from_db()
+    taken = drive(snapshot_services.snapshot_now(row, cluster=cluster))
+    assert taken.status == Operation.Status.SUCCEEDED, taken.error
+    psql(fleet_host, f"CREATE TABLE IF NOT EXISTS {FILL} (b bytea)")
+    try:
+        psql(fleet_host, random_mib(32))  # WAL for the replay to take a moment over
+    finally:
+        psql(fleet_host, f"DROP TABLE {FILL}")
+    psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (1)")
+    time.sleep(0.5)
+    moment = datetime.fromtimestamp(float(psql(
+        fleet_host, "SELECT extract(epoch from clock_timestamp())")), UTC)
+    time.sleep(0.5)
+    last = new_segment(fleet_host, 1)  # row 2, after the moment
+    wait_for(lambda: last in archived(fleet_host, archive.directory), 120, "the segments")
+    assert drive(services.check(archive)).status == Operation.Status.SUCCEEDED
+
+    watch = product_ssh.session(row.ssh_target())
+    doomed = Worker("tests.worker_app", "doomed", tmp_path, POZOL_OPERATION_LEASE=lease)
+    try:
+        clone, operation, password = clones.create_clone(row, cluster, name="replaykill",
+                                                         at=moment)
+        wait_for(lambda: "startup recovering" in watch(cmd("ps", "-eo", "args="),
+                                                       check=False).stdout,
+                 90, "the clone's startup process to replay", interval=0.02)
+        doomed.kill()
+    finally:
+        doomed.stop()
+    print(f"\nkilled while replaying; on the host: {leftovers(fleet_host, 'replaykill')!r}")
+    assert Operation.objects.get(pk=operation.pk).status == Operation.Status.RUNNING
+    for path in (f"/api/clones/{clone.pk}/", "/api/clones/", "/api/wal-archives/",
+                 f"/api/operations/{operation.pk}/"):
+        assert api.get(path).status_code == 200, path
+
+    rescuer = Worker("tests.worker_app", "rescuer", tmp_path, POZOL_OPERATION_LEASE=lease)
+    try:
+        time.sleep(int(lease) + 0.5)  # the lease must run out before a sweep takes it
+        assert operation.pk in wait_for(engine.sweep, 30, "the sweeper to find the step")
+        done = wait_for(lambda: (op := Operation.objects.get(pk=operation.pk)).is_active
+                        is False and op, 180, "the rescuing worker to finish")
+    finally:
+        rescuer.stop()
+    clone.refresh_from_db()
+    print(f"after the rescue: {done.status} in {done.attempts} attempts, clone {clone.state}"
+          f" {clone.error[-300:]!r}, reached {clone.reached_at}")
+    assert done.attempts == 2
+    assert done.log_lines.filter(text__contains="expired; re-running step").exists()
+    datasets = run_on(fleet_host, "zfs list -H -t all -o name")
+    assert "pozol_clones/replaykill/wal_archive" not in datasets
+    assert "@pozol-pitr-replaykill" not in datasets
+    if done.status == Operation.Status.SUCCEEDED:
+        assert clone.state == Clone.State.READY
+        assert leftovers(fleet_host, "replaykill").count("bin/postgres") == 1
+        assert connect(clone, password, f"SELECT string_agg(id::text, ',' ORDER BY id) FROM "
+                                        f"{TABLE} WHERE id IN (1, 2)") == "1"
+        assert clone.reached_at is not None and clone.reached_at <= moment
+        assert drive(clones.destroy_clone(clone)).status == Operation.Status.SUCCEEDED
+    else:
+        assert clone.state == Clone.State.FAILED and clone.error, rescuer.output()[-3000:]
+    assert leftovers(fleet_host, "replaykill") == ""
+    assert api.get(f"/api/clones/{clone.pk}/").status_code == 200
