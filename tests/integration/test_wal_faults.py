@@ -253,3 +253,47 @@ def test_a_worker_killed_during_a_point_in_time_replay_leaves_nothing_behind(
         assert clone.state == Clone.State.FAILED and clone.error, rescuer.output()[-3000:]
     assert leftovers(fleet_host, "replaykill") == ""
     assert api.get(f"/api/clones/{clone.pk}/").status_code == 200
+
+
+BUSY_REPLAY = "tank/pozol_wal_busy_replay"
+
+
+def test_replay_snapshots_left_behind_go_unless_a_clone_still_reads_them(
+        host, monkeypatch):  # noqa: F811
+    """A point-in-time clone's `@pozol-pitr-<clone>` snapshot outlives its replay when the
+    clone's worker died and the orphan reconciler removed the clone: once older than
+    STALE_REPLAY the check destroys it. One an archive clone still reads (a replay whose
+    clean-up found the mount busy) is kept, and does not start a check every tick."""
+    import time
+
+    from django.utils import timezone
+
+    from apps.remote import ssh as product_ssh
+    from apps.snapshots import inventory
+    from apps.wal import inspection
+
+    fleet_host, row = host
+    cluster = row.clusters.get()
+    archive, operation = services.enable(cluster, 10)
+    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
+    archive.refresh_from_db()
+    gone, busy = f"{archive.dataset}@pozol-pitr-gone", f"{archive.dataset}@pozol-pitr-busy"
+    run_on(fleet_host, f"zfs snapshot {gone} && zfs snapshot {busy}")
+    inventory.refresh(row, product_ssh.session(row.ssh_target()))
+    # Cloned after the listing: the inventory does not know yet that a clone reads it.
+    run_on(fleet_host, f"zfs clone {busy} {BUSY_REPLAY}")
+    try:
+        time.sleep(1.1)
+        monkeypatch.setattr(inspection, "STALE_REPLAY", timezone.timedelta(0))
+        checked = drive(services.check(archive))
+        assert checked.status == Operation.Status.SUCCEEDED, checked.error
+        snapshots = run_on(fleet_host, f"zfs list -H -t snapshot -o name -r {archive.dataset}")
+        assert gone not in snapshots and busy in snapshots
+        logged = " ".join(line.text for line in checked.log_lines.all())
+        print(f"\nthe check: {logged[-600:]}")
+        assert f"destroyed {gone}" in logged and f"kept {busy}" in logged
+        # The one a clone reads is no reason for another check, tick after tick.
+        assert services.tick(timezone.now() + timezone.timedelta(hours=1)) == []
+    finally:  # zfs-fuse holds a new mount busy for a moment
+        run_on(fleet_host, f"i=0; until zfs destroy {BUSY_REPLAY}; do i=$((i+1)); "
+                           "[ $i -ge 40 ] && exit 1; sleep 0.25; done")
