@@ -1,8 +1,11 @@
-"""WAL archiving when the archive command fails on the host (issue 23's faults), on a
-real test host: the archive's directory made unwritable for PostgreSQL's user. The failure is
-alerted with the segment it concerns, PostgreSQL keeps that segment and retries, and
-once the archive is writable again the segment is archived: nothing is lost, no gap,
-the alert resolves. Checked with plain psql, zfs and ls over OpenSSH."""
+"""WAL archiving's faults (issue 23) on a real test host, checked with plain psql, zfs
+and ls over OpenSSH: the archive command failing (the archive's directory made
+unwritable for PostgreSQL's user) and the archive full (an operator's quota): each is
+alerted with the segment it concerns (and, when full, that there is no space),
+PostgreSQL keeps the segments and retries, and once fixed they are archived: nothing
+is lost, no gap, the alert resolves. A worker killed while a point-in-time clone
+replays is survived without leftovers, and replay snapshots left behind go unless a
+clone still reads them."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from apps.wal.models import WalArchive
 from tests.driving import drive
 from tests.integration.conftest import run_on
 from tests.integration.test_snapshots import psql
-from tests.integration.test_wal import archived, host  # noqa: F401 (the fixture)
+from tests.integration.test_wal import archived, host, new_segment  # noqa: F401 (fixture)
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
@@ -53,10 +56,11 @@ def test_a_failing_archive_command_is_alerted_and_loses_no_wal(host):  # noqa: F
     finally:
         run_on(fleet_host, f"chmod 700 {archive.directory}")
 
-    # Writable again: PostgreSQL's retry archives the very segment; no gap, resolved.
-    wait_for(lambda: stuck in archived(fleet_host, archive.directory), 120,
+    # Writable again: PostgreSQL's retry archives the very segment; no gap, resolved. A
+    # new segment wakes the archiver, which after three failures waits a minute else.
+    last = new_segment(fleet_host, 1)
+    wait_for(lambda: {stuck, last} <= set(archived(fleet_host, archive.directory)), 120,
              "the retried segment to be archived")
-    psql(fleet_host, "SELECT pg_switch_wal()")
     drive(services.check(archive))
     archive.refresh_from_db()
     assert not archive.gaps and archive.last_archived_wal >= stuck
@@ -91,7 +95,6 @@ def test_a_full_archive_is_alerted_with_its_cause_and_loses_no_wal(host):  # noq
     from apps.remote import ssh as product_ssh
     from apps.snapshots import services as snapshot_services
     from apps.wal.core import commands
-    from tests.integration.test_wal import new_segment
 
     fleet_host, row = host
     cluster = row.clusters.get()
@@ -183,7 +186,7 @@ def test_a_worker_killed_during_a_point_in_time_replay_leaves_nothing_behind(
     from apps.snapshots import services as snapshot_services
     from tests.integration.test_clones import connect
     from tests.integration.test_drills import leftovers
-    from tests.integration.test_wal import TABLE, new_segment
+    from tests.integration.test_wal import TABLE
     from tests.workers import Worker
 
     lease = "3"
