@@ -14,11 +14,13 @@ trip, archives read in threads: with the newest transaction in the newest segmen
 the cluster's pg_waldump, where the window ends) and records the listing, the gaps and
 the window (apps/wal/core/window.py computes them, pure, from what apps/wal/recorded.py
 reads of the database); a gap or failing archiver opens the host's `wal_archive` alert
-(alerting.py). An Operation a minute per archive would be half a million rows a year for
-one archive, and would hide the operations an operator must see. What changes the host
-is still an Operation: when a read finds segments older than what the oldest kept
-snapshot needs, or replay snapshots a removed clone left, the tick starts a `wal.check`
-Operation that reads again, removes them (each `rm` and `zfs destroy` in its log) and
+(alerting.py), which names a full archive (its `available` below a segment: a quota
+or a full pool) as the cause. An Operation a minute per archive would be half a
+million rows a year for one archive, and would hide the operations an operator must
+see. What changes the host is still an Operation: when a read finds segments older
+than what the oldest kept snapshot needs, or replay snapshots a removed clone left
+(older than STALE_REPLAY, and no clone of them on record), the tick starts a
+`wal.check` Operation that reads again, removes them (each `rm` and `zfs destroy` in its log) and
 records; that happens when a snapshot ages out, not every minute. A read that fails
 (host unreachable) is logged by the worker and leaves the archive as its last check
 recorded it: `read_error` (on the WAL tab and in the API) says when the read failed,

@@ -1,11 +1,15 @@
 """The host's `wal_archive` alert (apps/wal/alert_kinds.py), in one function (issue 23).
 
 Open while an archive of the host has a gap (a missing segment: the window shrank) or
-failed attempts newer than its last success; resolved once none has.
+failed attempts newer than its last success; resolved once none has. pg_stat_archiver
+counts failures but never says why (that is in the server log); the one cause the read
+can tell is a full archive: the dataset's `available` below one segment, which a
+quota or a full pool gives and which fails every copy until someone makes room.
 """
 
 from __future__ import annotations
 
+from apps.common.formatting import human_bytes
 from apps.fleet.models import Host
 from apps.wal.alert_kinds import WAL_ARCHIVE
 
@@ -30,5 +34,16 @@ def update(host: Host) -> None:
                 archive.last_archived_at is None
                 or archive.last_failed_at > archive.last_archived_at):
             found.append(f"archiving {where} fails: {archive.last_failed_wal} could not be "
-                         f"archived ({archive.failed_count} failed attempts)")
+                         f"archived ({archive.failed_count} failed attempts)"
+                         + _full(archive))
     WAL_ARCHIVE.raise_or_resolve(host, "; ".join(found) if found else None)
+
+
+def _full(archive) -> str:
+    """Why the archiver fails, when the read can tell: no space left in the archive."""
+    room, size = archive.space_available, archive.segment_size
+    if room is None or not size or room >= size:
+        return ""
+    return (f": no space, {archive.dataset} has {human_bytes(room)} available, less than "
+            f"one {human_bytes(size)} segment (raise its quota, or free its pool; "
+            "PostgreSQL keeps the segments in pg_wal and retries)")

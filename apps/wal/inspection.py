@@ -37,7 +37,9 @@ THREADS = 8  # archives read at once: a host that does not answer holds one thre
 # A point-in-time clone's creation (one script, at most 300 s) snapshots the archive as
 # `@pozol-pitr-<clone>` and destroys that snapshot once replayed, or its destroy does.
 # One older than this was left by a clone the orphan reconciler removed: it only pins
-# WAL retention has removed.
+# WAL retention has removed. Not one the inventory says is cloned: an archive clone
+# still reads it (a replay whose clean-up found the mount busy) and the clone's destroy
+# takes both; trying it anyway would start a failing check every tick.
 STALE_REPLAY = timedelta(minutes=15)
 
 
@@ -68,7 +70,7 @@ def assess(archive: WalArchive, status: commands.Status) -> Found:
     segments = ordered(status.archived, status.timeline)
     stale = list(Snapshot.objects.filter(
         host=archive.cluster.host, dataset=archive.dataset, name__startswith=PITR_PREFIX,
-        created_at__lt=timezone.now() - STALE_REPLAY))
+        created_at__lt=timezone.now() - STALE_REPLAY, clones=[]))
     return Found(status, segments, removable(recorded.bases(archive), segments), stale)
 
 
@@ -99,7 +101,8 @@ def record(archive: WalArchive, found: Found, *, removed: int = 0) -> str:
         last_archived_at=_when(archiver.last_archived_at),
         last_failed_wal=archiver.last_failed_wal, last_failed_at=_when(archiver.last_failed_at),
         current_wal=archiver.current_wal, lag_segments=status.lag_segments(),
-        segment_size=size, space_used=status.used, segments=len(kept),
+        segment_size=size, space_used=status.used, space_available=status.available,
+        segments=len(kept),
         first_segment=kept[0].segment.name(size) if kept else "",
         last_segment=kept[-1].segment.name(size) if kept else "",
         gaps=[{"first": g.first.name(size), "last": g.last.name(size), "after": g.after}

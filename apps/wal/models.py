@@ -50,6 +50,9 @@ class WalArchive(models.Model):
     lag_segments = models.IntegerField(null=True, blank=True)
     segment_size = models.PositiveBigIntegerField(null=True, blank=True)
     space_used = models.BigIntegerField(null=True, blank=True)
+    # The archive dataset's `available` (its quota's or its pool's room): less than a
+    # segment while the archiver fails is why it fails (apps/wal/alerting.py).
+    space_available = models.BigIntegerField(null=True, blank=True)
     segments = models.IntegerField(null=True, blank=True)
     first_segment = models.CharField(max_length=64, blank=True)
     last_segment = models.CharField(max_length=64, blank=True)

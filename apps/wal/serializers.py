@@ -50,8 +50,8 @@ class WalArchiveSerializer(ModelSerializer):
                   "archive_timeout", "state", "error", "enabled_at", "checked_at", "read_error",
                   "archived_count", "failed_count", "last_archived_wal", "last_archived_at",
                   "last_failed_wal", "last_failed_at", "current_wal", "lag_segments",
-                  "space_used", "segments", "first_segment", "last_segment", "gaps",
-                  "window", "removed", "restore_points", "last_operation"]
+                  "space_used", "space_available", "segments", "first_segment",
+                  "last_segment", "gaps", "window", "removed", "restore_points", "last_operation"]
         read_only_fields = fields
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))

@@ -27,6 +27,7 @@ from apps.ops import remote_jobs
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote.cluster import ClusterTarget
 from apps.remote.errors import RemoteError
+from apps.snapshots import inventory
 from apps.snapshots.core import commands as snapshot_commands
 from apps.wal import alerting, inspection
 from apps.wal.core import commands
@@ -192,6 +193,7 @@ def check(ctx: StepContext) -> Done | Fail:
     if not status.mounted:
         return Fail(inspection.not_mounted(archive), code="not_mounted")
     found = inspection.assess(archive, status)
+    refused = False
     for row in found.stale_replays:
         result = run(snapshot_commands.destroy(row.full_name), check=False)
         if result.ok:
@@ -199,6 +201,12 @@ def check(ctx: StepContext) -> Done | Fail:
             row.delete()
         else:
             ctx.log(f"kept {row.full_name}: {result.stderr.strip()[-200:]}", "warning")
+            refused = True
+    if refused:
+        # The host listed again (a snapshot's clones are read from the datasets'
+        # origins): a clone of a kept one, the usual reason, is then on record, and the
+        # tick leaves it to that clone's destroy instead of trying every minute.
+        inventory.refresh(ctx.host, run)
     size = status.archiver.segment_size
     for command in commands.remove(archive.directory or status.mountpoint,
                                    [a.segment.name(size) for a in found.going]):

@@ -49,6 +49,8 @@ def host(fleet_hosts):
             psql(fleet_host, f"ALTER SYSTEM RESET {name}")
         restart_as_owner(fleet_host)
     psql(fleet_host, f"DROP TABLE IF EXISTS {TABLE}")
+    # The archiver's counters outlive a restart: a fault test's failures are not the next's.
+    psql(fleet_host, "SELECT pg_stat_reset_shared('archiver')")
     run_on(fleet_host, "i=0; while zfs list tank/pozol_wal > /dev/null 2>&1; do "
                        "zfs destroy -r tank/pozol_wal && break; i=$((i+1)); "
                        "[ $i -ge 40 ] && exit 1; sleep 0.25; done")

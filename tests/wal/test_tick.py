@@ -112,3 +112,30 @@ def test_an_unpinned_host_or_a_stopped_cluster_is_not_read(monkeypatch):
                               state=WalArchive.State.ON)
     monkeypatch.setattr(inspection.ssh, "session", lambda target, **kwargs: FakeShell())
     assert services.tick() == []
+
+
+def test_a_full_archive_is_alerted_as_full(monkeypatch, archive):
+    """Output of the status script on a zfs-fuse test host (PostgreSQL 15) whose archive
+    an operator's quota left no room (tests/integration/test_wal_faults.py writes it
+    with POZOL_WAL_CAPTURE set): the copy of 05 failed, half of it is in a .tmp."""
+    from tests.wal.core.test_commands import captured
+
+    out = captured("status-quota-full-zfs-fuse-pg15.txt")
+    status = commands.parse_status(out)
+    assert status.available == 0 and status.archiver.failed_count == 6
+    assert [a.segment.number for a in status.archived] == [4]  # not the partial .tmp
+    answering(monkeypatch, archive, out)
+    assert services.tick() == []
+    archive.refresh_from_db()
+    assert archive.space_available == 0 and archive.last_failed_wal.endswith("05")
+    alert = Alert.objects.get(host=archive.cluster.host, kind="wal_archive", resolved_at=None)
+    assert ("000000010000000000000005 could not be archived (6 failed attempts): no space, "
+            "tank/pozol_wal/pg:data has 0 B available, less than one 16.0 MiB segment"
+            ) in alert.message
+
+    # Room again, as the next read finds it: the failure alone is said, without a cause.
+    roomy = out.replace("available\t0", f"available\t{64 * 2**20}")
+    answering(monkeypatch, archive, roomy)
+    services.tick(timezone.now() + timedelta(hours=1))
+    still = Alert.objects.get(host=archive.cluster.host, kind="wal_archive", resolved_at=None)
+    assert "05 could not be archived" in still.message and "no space" not in still.message
