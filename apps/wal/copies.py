@@ -41,7 +41,8 @@ class Copy:
         return [core.Base(name, at.timestamp()) for name, at in labels.items()]
 
     def window(self) -> list[core.Interval]:
-        return core.window(self.bases(), recorded.from_stored(self.listing), self.floor)
+        return core.window(self.bases(), recorded.from_stored(self.listing), self.floor,
+                           recorded.last_in(self.listing))
 
 
 def choose(copy: Copy, at: datetime, *, now: datetime | None = None) -> core.Choice:
@@ -52,7 +53,8 @@ def choose(copy: Copy, at: datetime, *, now: datetime | None = None) -> core.Cho
                          fields={"at": ["give the moment with its time zone"]})
     try:
         return core.for_time(at.timestamp(), (now or timezone.now()).timestamp(),
-                             copy.bases(), recorded.from_stored(copy.listing), copy.floor)
+                             copy.bases(), recorded.from_stored(copy.listing), copy.floor,
+                             recorded.last_in(copy.listing))
     except core.Refusal as exc:
         text = f"on the replication target, {exc}"
         raise WalRefused(f"at: {text}", fields={"at": [text]}, code=exc.code) from None

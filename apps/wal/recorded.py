@@ -62,11 +62,16 @@ def from_stored(stored: dict | None) -> list[Archived]:
 
 def last_transaction(archive: WalArchive) -> LastTransaction | None:
     """The newest transaction the last check found in the archive, if it found one."""
-    stored = (archive.listing or {}).get("last_transaction")
-    if not stored:
+    return last_in(archive.listing)
+
+
+def last_in(stored: dict | None) -> LastTransaction | None:
+    """The newest transaction a listing in stored_listing's form names, if any."""
+    found = (stored or {}).get("last_transaction")
+    if not found:
         return None
-    number, at = stored
-    return LastTransaction(Segment(archive.listing["timeline"], number), at)
+    number, at = found
+    return LastTransaction(Segment(stored["timeline"], number), at)
 
 
 def stored_listing(timeline: int, archived: list[Archived],

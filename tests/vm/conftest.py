@@ -5,10 +5,10 @@ layout under systemd) from the image apps.demo.vm builds and caches outside the
 checkout, and a Debian 12 guest (OpenZFS 2.1, postgresql-15 packaged) for the tests that
 run on both versions (`vm`). PoZoL reaches the 2.3 guest as root and the 2.1 guest as
 `pozol`, an ordinary user with the sudoers file PoZoL prints, so every test on both
-proves both logins. The first run on a machine builds the images
-(4-5 minutes each on a quiet two-core machine, 20 or more on a loaded one); later runs only boot them (about a minute each
-under software emulation). Where the
-machine cannot build or boot it, every test here is skipped with the reason, which
+proves both logins. The first run on a machine builds the images (4-5 minutes each on a
+quiet two-core machine, 20 or more on a loaded one); later runs only boot them (about a
+minute each under software emulation). Where the machine cannot build or boot it, every
+test here is skipped with the reason, which
 `-ra` prints in the summary. POZOL_TEST_VM=skip skips the group on purpose;
 POZOL_TEST_VM_JSON=<file> uses a host already up (`python -m apps.demo.vm up --json`,
 with --alias for vm_second_name) instead of booting one; POZOL_TEST_VM21_JSON, the same
