@@ -93,8 +93,6 @@ def record(archive: WalArchive, found: Found, *, removed: int = 0) -> str:
     kept = found.segments[removed:]
     missing = gaps(kept)
     last = status.last_transaction
-    if last is not None and last.segment.timeline != status.timeline:
-        last = None  # another timeline's: its segment numbers say nothing of this one's
     spans = window(recorded.bases(archive), kept, last=last)
     archiver = status.archiver
     WalArchive.objects.filter(pk=archive.pk).update(

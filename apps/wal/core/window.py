@@ -134,7 +134,8 @@ def reach(base: Base, archived: list[Archived], floor: float | None = None,
     A replay stops at the first transaction after its target; one that runs out of WAL
     first fails ("recovery ended before configured recovery target was reached"). So
     where the run holds the archive's `last` transaction, it reaches no further than
-    that: a segment is archived some time after its last commit."""
+    that: a segment is archived some time after its last commit. One on another
+    timeline says nothing of this run."""
     index = next((i for i, a in enumerate(archived) if _after(a, base.created)), None)
     if index is None:
         return None
@@ -147,7 +148,8 @@ def reach(base: Base, archived: list[Archived], floor: float | None = None,
         end += 1
     since = base.created + CREATION_RESOLUTION
     until = archived[end].at
-    if last is not None and last.segment.number <= archived[end].segment.number:
+    if last is not None and last.segment.timeline == archived[end].segment.timeline \
+            and last.segment.number <= archived[end].segment.number:
         until = min(until, last.at)
     if until < since:
         return None

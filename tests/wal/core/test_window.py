@@ -49,6 +49,12 @@ def test_a_snapshot_reaches_no_further_than_the_last_transaction_archived():
     assert for_time(T + 170, T + 1000, [Base("s1", T + 30)], segments, last=last)
 
 
+def test_a_last_transaction_on_another_timeline_caps_nothing():
+    segments = archive(1, 2, 3, 4)
+    other = LastTransaction(Segment(2, 3), T + 100)
+    assert reach(Base("s1", T + 30), segments, last=other).until == T + 180
+
+
 def test_a_last_transaction_past_a_gap_leaves_the_run_before_it_alone():
     segments = archive(1, 2, 4, 5)
     last = LastTransaction(Segment(1, 5), T + 170)
