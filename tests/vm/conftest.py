@@ -109,16 +109,25 @@ def _through_sudo(found: Guest) -> Guest:
     host works through it) and the 2.3 one as root, so both ways are proven on a real
     host at no extra boot."""
     from apps.remote import sudo
-    from tests.integration.conftest import run_on
 
     if found.host is None:
         return found
     host = found.host
-    text = sudo.sudoers(SudoLogin.login, [sudo.Cluster(host.pg_os_user, host.pg_bin_dir)])
-    path = "/etc/sudoers.d/pozol"
-    run_on(host, f"printf %s {shlex.quote(text)} > {path}.tmp && visudo -cqf {path}.tmp && "
-                 f"chmod 0440 {path}.tmp && mv {path}.tmp {path}")
+    install_sudoers(host, sudo.sudoers(SudoLogin.login,
+                                       [sudo.Cluster(host.pg_os_user, host.pg_bin_dir)]))
     return dataclasses.replace(found, host=SudoLogin(**dataclasses.asdict(host)))
+
+
+SUDOERS = "/etc/sudoers.d/pozol"
+
+
+def install_sudoers(vm_host: Host, text: str) -> None:
+    """As root, over OpenSSH: checked by visudo, then put in place (root, 0440)."""
+    from tests.integration.conftest import run_on
+
+    run_on(vm_host, f"printf %s {shlex.quote(text)} > {SUDOERS}.tmp && "
+                    f"visudo -cqf {SUDOERS}.tmp && chmod 0440 {SUDOERS}.tmp && "
+                    f"mv {SUDOERS}.tmp {SUDOERS}")
 
 
 def kinds_of(item: pytest.Item | None) -> set[str]:

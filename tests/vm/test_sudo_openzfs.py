@@ -5,7 +5,6 @@ does, a snapshot works, and a rule taken away is named."""
 from __future__ import annotations
 
 import dataclasses
-import shlex
 
 import pytest
 
@@ -14,19 +13,12 @@ from apps.ops.models import Operation
 from apps.snapshots import services as snapshots
 from tests.driving import drive
 from tests.integration.conftest import register, run_on
+from tests.vm.conftest import SUDOERS, install_sudoers
 from tests.vm.test_openzfs_host import discovered
 
 pytestmark = [pytest.mark.vm, pytest.mark.django_db(transaction=True)]
 
 LOGIN = "pozol"
-SUDOERS = "/etc/sudoers.d/pozol"
-
-
-def install_sudoers(vm_host, text: str) -> None:
-    """As root, over OpenSSH: checked by visudo, then put in place (root, 0440)."""
-    run_on(vm_host, f"printf %s {shlex.quote(text)} > {SUDOERS}.tmp && "
-                    f"visudo -cqf {SUDOERS}.tmp && chmod 0440 {SUDOERS}.tmp && "
-                    f"mv {SUDOERS}.tmp {SUDOERS}")
 
 
 @pytest.fixture
