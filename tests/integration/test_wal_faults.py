@@ -22,6 +22,8 @@ from tests.integration.test_wal import archived, host, new_segment  # noqa: F401
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
+# Until a startup process replays ([s]: not this command's own line).
+WATCH_REPLAY = "until ps -eo args= | grep -q '[s]tartup recovering'; do sleep 0.005; done"
 
 
 def failed_count(fleet_host) -> int:
@@ -220,7 +222,9 @@ def test_a_worker_killed_during_a_point_in_time_replay_leaves_nothing_behind(
 
         def replaying() -> bool:
             engine.sweep()  # as beat does: a delivery lost on a loaded machine comes again
-            return "startup recovering" in watch(cmd("ps", "-eo", "args="), check=False).stdout
+            # Watched on the host, every few milliseconds for up to two seconds: a replay
+            # can be over between two SSH round trips on a loaded machine.
+            return watch(cmd("timeout", "2", "sh", "-c", WATCH_REPLAY), check=False).ok
 
         wait_for(replaying, 90, "the clone's startup process to replay", interval=0.02)
         doomed.kill()
