@@ -191,6 +191,16 @@ def deliver(operation_id: int, countdown: float = 0) -> None:
                     operation_id, exc)
 
 
+def wake(operation_id: int) -> bool:
+    """Its next step now rather than at the end of the wait it chose; False when it is
+    not waiting (running a step now, or ended), and its own poll stays the fallback."""
+    woken = Operation.objects.filter(pk=operation_id, status=Operation.Status.WAITING) \
+        .update(wake_at=timezone.now())
+    if woken:
+        transaction.on_commit(lambda: deliver(operation_id))
+    return bool(woken)
+
+
 def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -433,6 +443,8 @@ def _finish(operation: Operation, status: str, *, result: dict | None = None,
     operation.save()
     if error:
         LogLine.objects.create(operation=operation, level=LogLine.Level.ERROR, text=error)
+    if operation.waiter_id:
+        wake(operation.waiter_id)
     # Every end passes here (steps, refusals, cancels, deadlines): the one place to say so.
     OPERATION_FINISHED.emit(
         {"type": "operation", "id": operation.pk, "name": operation.subject},

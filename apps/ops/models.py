@@ -55,6 +55,10 @@ class Operation(models.Model):
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     wake_at = models.DateTimeField(null=True, blank=True)
+    # An operation that waits for this one (a rollout for its children): woken the
+    # moment this one ends rather than at its next poll.
+    waiter = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="+")
     attempts = models.PositiveIntegerField(default=0, help_text="Tries of the current step.")
     deadline = models.DateTimeField(null=True, blank=True)
     trigger = models.CharField(max_length=16, choices=Trigger, default=Trigger.SYSTEM)

@@ -122,9 +122,5 @@ def _running(rollout: Rollout, verb: str) -> None:
 
 def _wake(operation: Operation | None) -> None:
     """Its next step now rather than after the wait it was told to sleep."""
-    if operation is None:
-        return
-    woken = Operation.objects.filter(pk=operation.pk, status=Operation.Status.WAITING) \
-        .update(wake_at=timezone.now())
-    if woken:
-        transaction.on_commit(lambda: engine.deliver(operation.pk))
+    if operation is not None:
+        engine.wake(operation.pk)

@@ -56,6 +56,9 @@ def _rows(rollout: Rollout, **filters) -> list[RolloutHost]:
 
 
 def _set(row: RolloutHost, state: str, reason: str | None = None, **fields) -> None:
+    child = fields.get("operation")
+    if child is not None:  # its end wakes the rollout, which then need not poll
+        Operation.objects.filter(pk=child.pk).update(waiter=row.rollout.operation_id)
     row.state = state
     if reason is not None:
         row.reason = reason[:4000]

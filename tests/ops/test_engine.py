@@ -228,3 +228,30 @@ def test_waiting_is_not_failing_but_retrying_is(delivered, settings):
         engine._record(claimed, engine.Wait(1))
     operation.refresh_from_db()
     assert (operation.status, operation.attempts) == ("waiting", 0)
+
+
+def test_an_operation_that_ends_wakes_its_waiter_at_once(delivered):
+    waiter = engine.start("test.story", subject="waits")
+    engine.run_step(waiter.pk)
+    assert engine.run_step(waiter.pk).startswith("wait")  # asleep for 30 s
+    child = engine.start("test.refuses", subject="child")
+    Operation.objects.filter(pk=child.pk).update(waiter=waiter)
+    delivered.clear()
+
+    engine.run_step(child.pk)
+
+    assert Operation.objects.get(pk=child.pk).status == "failed"
+    assert delivered == [waiter.pk]
+    assert engine.run_step(waiter.pk).startswith("done")
+
+
+def test_a_waiter_running_a_step_is_not_woken_and_keeps_its_poll(delivered):
+    waiter = engine.start("test.story", subject="busy")
+    child = engine.start("test.refuses", subject="child")
+    Operation.objects.filter(pk=child.pk).update(waiter=waiter)
+    delivered.clear()
+
+    engine.run_step(child.pk)  # the waiter is pending, not waiting: nothing to wake
+
+    assert delivered == []
+    assert Operation.objects.get(pk=waiter.pk).wake_at is None
