@@ -22,6 +22,7 @@ from apps.remote.commands import script
 from apps.remote.gather import discover
 
 INITDB_TIMEOUT = 300
+START_TIMEOUT = 180
 
 
 def _plan(ctx: StepContext) -> Plan:
@@ -42,14 +43,11 @@ def datasets(ctx: StepContext) -> Next | Fail:
 
 
 def initdb(ctx: StepContext) -> Next:
-    """initdb, the settings, the start: three commands, one step (a step's hop costs
-    about as much as a command; each command is safe to repeat)."""
+    """initdb, the settings, the start: one round trip (each part safe to repeat)."""
     plan, run = _plan(ctx), ctx.runner()
     data_mount, wal_mount = ctx.state["mounts"]
-    data_dir = f"{data_mount}/{DATA_BELOW}"
-    run(commands.initdb(plan, data_mount, wal_mount), timeout=INITDB_TIMEOUT)
-    run(commands.write_settings(plan, data_dir))
-    run(commands.start(plan, data_dir), timeout=180)
+    run(commands.initialise_and_start(plan, data_mount, wal_mount),
+        timeout=INITDB_TIMEOUT + START_TIMEOUT)
     return Next("discover", "initialised with data checksums, settings written, started",
                 progress=80)
 

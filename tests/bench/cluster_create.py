@@ -1,10 +1,11 @@
 """A new cluster answering a query: PoZoL against the floor of the bare tools, side by side.
 
     .venv/bin/python -m tests.bench.cluster_create [--rounds 5] [--subnet 127.0.93]
+        [--database pozol_createbench_<pid>] [--redis-url URL]
 
 Not a test: it prints figures and the issue's goal next to them (PoZoL within 1.5x of
 the floor, issue 24). It brings up one fresh test host and a real Celery worker on a
-throwaway control-plane database (pozol_createbench, dropped at the end); then,
+throwaway control-plane database (one per run, dropped at the end); then,
 interleaved, --rounds times:
 
 - floor: one `ssh host '...'` (OpenSSH, new connection) doing what a cluster needs at
@@ -29,7 +30,6 @@ import time
 from tests.bench.clone_ready import api_client
 from tests.bench.fresh import on_fresh_hosts, register, wait
 
-DATABASE = "pozol_createbench"
 FLOOR_PORT = 6998
 GOAL_FLOOR_FACTOR = 1.5
 PROPERTIES = "-o recordsize={rs} -o compression=on -o atime=off -o logbias=latency"
@@ -37,7 +37,11 @@ PROPERTIES = "-o recordsize={rs} -o compression=on -o atime=off -o logbias=laten
 
 def main() -> None:
     args = _arguments()
-    on_fresh_hosts(DATABASE, 1, args.subnet, lambda hosts: _measure(hosts[0], args))
+    if args.redis_url:
+        os.environ["POZOL_REDIS_URL"] = args.redis_url  # tests/django_settings.py reads it
+    print(f"database {args.database}, subnet {args.subnet}; load before: "
+          f"{', '.join(f'{n:.1f}' for n in os.getloadavg())}", flush=True)
+    on_fresh_hosts(args.database, 1, args.subnet, lambda hosts: _measure(hosts[0], args))
 
 
 def _measure(fleet_host, args) -> None:
@@ -111,7 +115,9 @@ def _floor(fleet_host, name: str) -> float:
 
 def _print(floor: list[float], pozol: list[float]) -> None:
     print(f"\nhost: a zfs-fuse test host, one Celery worker; {len(floor)} clusters each, "
-          "seconds from the request to the new cluster answering a query")
+          "seconds from the request to the new cluster answering a query; "
+          f"{os.cpu_count()} CPUs, load average "
+          f"{', '.join(f'{n:.1f}' for n in os.getloadavg())}")
     print(f"\n{'':58}{'p50':>7}{'min':>7}{'max':>7}")
     for label, values in (("floor: one ssh: 3 zfs create, initdb, pg_ctl, query", floor),
                           ("PoZoL: POST /api/hosts/{id}/clusters/, then query", pozol)):
@@ -127,6 +133,10 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5, help="clusters of each kind")
     parser.add_argument("--subnet", default=os.environ.get("POZOL_BENCH_SUBNET", "127.0.93"),
                         help="loopback /24 of the bench's test host (127.0.93)")
+    parser.add_argument("--database", default=f"pozol_createbench_{os.getpid()}",
+                        help="the throwaway control-plane database (one per process)")
+    parser.add_argument("--redis-url", default=os.environ.get("POZOL_BENCH_REDIS_URL"),
+                        help="the Redis database of the bench's Celery broker")
     return parser.parse_args()
 
 

@@ -12,7 +12,7 @@ from apps.ops.engine import StepContext
 from apps.ops.models import Operation
 from apps.provisioning import services, steps
 from apps.provisioning.core import commands
-from apps.provisioning.core.layout import DATA_BELOW, Plan
+from apps.provisioning.core.layout import Plan
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import script
 from tests.driving import drive
@@ -39,19 +39,18 @@ def test_create_reads_the_room_then_makes_initialises_and_starts(replayed_host, 
     operation, plan = started(replayed_host, delivered)
     shell.on(room.read_command("tank"), f"{GiB}\n{4 * GiB}\n")
     shell.on(commands.create_datasets(plan), "/m/data\n/m/wal\n")
-    shell.on(commands.initdb(plan, "/m/data", "/m/wal"))
-    shell.on(commands.write_settings(plan, f"/m/data/{DATA_BELOW}"))
-    shell.on(commands.start(plan, f"/m/data/{DATA_BELOW}"))
+    shell.on(commands.initialise_and_start(plan, "/m/data", "/m/wal"))
     engine.run_step(operation.pk, owner="test")
     engine.run_step(operation.pk, owner="test")
     operation.refresh_from_db()
     assert operation.step == "discover" and operation.is_active
     assert shell.calls == [c.text for c in (
         room.read_command("tank"), commands.create_datasets(plan),
-        commands.initdb(plan, "/m/data", "/m/wal"),
-        commands.write_settings(plan, f"/m/data/{DATA_BELOW}"),
-        commands.start(plan, f"/m/data/{DATA_BELOW}"))]
-    assert "--data-checksums" in shell.calls[2]
+        commands.initialise_and_start(plan, "/m/data", "/m/wal"))]
+    initialise = shell.calls[2]
+    assert "--data-checksums" in initialise
+    assert initialise.index("initdb") < initialise.index("postgresql.auto.conf") < \
+        initialise.index("-w -t 120 start")
 
 
 def test_create_stops_before_making_anything_when_the_pool_filled_up(replayed_host, shell,

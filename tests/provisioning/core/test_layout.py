@@ -192,3 +192,34 @@ def test_the_packaged_commands_are_guarded_and_start_by_the_unit():
     assert "pg_createcluster 15 app -u postgres" in made_cluster
     assert "--waldir=/m/wal/pg_wal" in made_cluster
     assert "systemctl start postgresql@15-app" in commands.start(made, "/m/data/pgdata").text
+
+
+
+@pytest.mark.parametrize(("init", "settings", "start", "ran", "ok"), [
+    ("echo init", "echo settings", "echo start", "init settings start", True),
+    # initdb skipped (PG_VERSION there) and a server already running: `exit 0` ends
+    # only its own part
+    ("echo init; exit 0; echo never", "echo settings", "exit 0", "init settings", True),
+    ("set -e\nfalse\necho never", "echo settings", "echo start", "", False),
+    ("echo init", "echo settings", "echo start; exit 1", "init settings start", False),
+])
+def test_initialise_and_start_runs_its_parts_in_turn_and_stops_at_a_failure(
+        monkeypatch, init, settings, start, ran, ok):
+    import subprocess
+
+    from apps.remote.commands import Command
+
+    monkeypatch.setattr(commands, "initdb", lambda *a: Command(init))
+    monkeypatch.setattr(commands, "write_settings", lambda *a: Command(settings))
+    monkeypatch.setattr(commands, "start", lambda *a: Command(start))
+    joined = commands.initialise_and_start(plan(Request(15, "app")), "/m/data", "/m/wal")
+    done = subprocess.run(["sh", "-c", joined.text], capture_output=True, text=True)
+    assert done.stdout.split() == ran.split()
+    assert (done.returncode == 0) is ok
+
+
+def test_initialise_and_start_shows_its_three_parts():
+    shown = commands.initialise_and_start(plan(Request(15, "app")), "/m/data", "/m/wal").shown
+    assert shown.startswith("/usr/lib/postgresql/15/bin/initdb -D /m/data/pgdata")
+    assert "; then write /m/data/pgdata/postgresql.auto.conf" in shown
+    assert "; then pg_ctl -D /m/data/pgdata" in shown
