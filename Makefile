@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 DEBS := zfs-fuse openssh-server sudo postgresql-15 postgresql-client-15 redis-server chromium \
 	qemu-system-x86 qemu-utils debootstrap lz4 zstd
 
-.PHONY: run test bench bench-scale bench-snapshots bench-streams bench-clones bench-create bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables compose-check clean
+.PHONY: run test bench bench-scale bench-snapshots bench-streams bench-clones bench-create bench-rollouts bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables compose-check clean
 
 run: deps node
 	$(PY) -m apps.demo
@@ -66,6 +66,12 @@ bench-clones: deps
 # bare ssh doing the same (a fresh test host, a real worker, a database of its own).
 bench-create: deps
 	$(PY) -m tests.bench.cluster_create $(BENCH_ARGS)
+
+# Figures, not a test: a rollout over 20 lightweight SSH hosts with no validation, from the
+# API request to its end with a real worker, beside the same discoveries done directly in
+# the same waves: the control plane's own overhead per host (a database of its own).
+bench-rollouts: deps
+	$(PY) -m tests.bench.rollout_overhead $(BENCH_ARGS)
 
 # Figures, not a test: a telemetry round of two fresh test hosts against a bare
 # `ssh host true`, and reading a 48-hour graph (a database of its own); a round of

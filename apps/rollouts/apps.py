@@ -6,4 +6,5 @@ class RolloutsConfig(AppConfig):
     label = "rollouts"
 
     def ready(self) -> None:
-        from apps.rollouts import steps  # noqa: F401  registers the kind and the events
+        from apps.rollouts import host_page, steps  # noqa: F401  registers the kind, events
+        host_page.register()

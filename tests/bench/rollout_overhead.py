@@ -1,7 +1,7 @@
 """A rollout over lightweight hosts with no validation: the control plane's own cost per host.
 
     .venv/bin/python -m tests.bench.rollout_overhead [--hosts 20] [--wave-size 5]
-        [--rounds 3] [--concurrency 2] [--subnet 127.0.85]
+        [--rounds 5] [--concurrency 2] [--subnet 127.0.85]
         [--database pozol_rolloutbench_<pid>] [--redis-url URL]
 
 Not a test: it prints figures side by side (issue 24: "a rollout over 20 lightweight
@@ -162,7 +162,7 @@ def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hosts", type=int, default=20, help="lightweight hosts (20)")
     parser.add_argument("--wave-size", type=int, default=5, help="hosts per wave (5)")
-    parser.add_argument("--rounds", type=int, default=3, help="rollouts and floors (3)")
+    parser.add_argument("--rounds", type=int, default=5, help="rollouts and floors (5)")
     parser.add_argument("--concurrency", type=int, default=2,
                         help="the worker's processes and the floor's threads (2)")
     parser.add_argument("--subnet", default=os.environ.get("POZOL_BENCH_SUBNET", "127.0.85"),

@@ -49,7 +49,7 @@ PAGES = {
     **{f"host-{section}": (f"/hosts/{{host}}/{section}/", True)
        for section in ("metrics", "datasets", "postgresql", "tuning", "benchmarks",
                        "snapshots", "operations", "replication", "clones", "drills",
-                       "wal", "new-cluster")},
+                       "wal", "new-cluster", "rollouts")},
     "wal-enable": ("/wal/clusters/{cluster}/enable/", True),
     "wal-disable": ("/wal/{archive}/disable/", True),
     "host-never-reached": ("/hosts/{fresh}/", True),

@@ -23,7 +23,8 @@ from tests.html import parse
 pytestmark = pytest.mark.django_db
 
 SECTIONS = ("overview", "metrics", "datasets", "postgresql", "new-cluster", "tuning",
-            "snapshots", "replication", "clones", "drills", "wal", "benchmarks", "operations")
+            "rollouts", "snapshots", "replication", "clones", "drills", "wal", "benchmarks",
+            "operations")
 NOT_KNOWN = "Not known: the host has not been reached"
 FACT_LOOKING_EMPTIES = ("No pools found", "No datasets found", "No running PostgreSQL found",
                         "No findings", "No disks reported")
@@ -61,7 +62,8 @@ def test_a_host_never_reached_says_so_in_every_section(signed_in):
         for empty in FACT_LOOKING_EMPTIES:
             assert empty not in html, (section, empty)
         # Sections of records of their own say nothing of facts.
-        if section not in ("overview", "replication", "clones", "drills", "operations"):
+        if section not in ("overview", "replication", "clones", "drills", "rollouts",
+                           "operations"):
             assert NOT_KNOWN in page.find("section", class_="host-section").text, section
     summary = header(page)
     assert summary["ZFS"] == summary["PostgreSQL"] == summary["Pool capacity"] == "not known"

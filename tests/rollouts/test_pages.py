@@ -115,3 +115,31 @@ def test_the_lists_cost_a_fixed_number_of_queries_and_read_no_facts(
     for few, many in zip(small, large, strict=True):
         assert len(few) == len(many), "\n".join(many)
         assert not [sql for sql in many if '"fleet_host"."facts"' in sql]
+
+
+def test_the_host_page_shows_the_rollouts_the_host_is_in(signed_in, rollout, replayed_host,
+                                                         second_host):
+    rollout.hosts.filter(host=second_host).update(state="skipped",
+                                                  reason="changed by hand: atime")
+    mine = signed_in.get(f"/hosts/{replayed_host.pk}/rollouts/").content.decode()
+    theirs = signed_in.get(f"/hosts/{second_host.pk}/rollouts/").content.decode()
+    assert f'href="/rollouts/{rollout.pk}/"' in mine and "the canary" in mine
+    assert "changed by hand" not in mine
+    assert "changed by hand: atime" in theirs and 'class="status skipped"' in theirs
+
+
+def test_the_host_page_of_a_host_in_no_rollout_says_so(signed_in, replayed_host):
+    page = signed_in.get(f"/hosts/{replayed_host.pk}/rollouts/")
+    assert page.status_code == 200
+    assert "has not been part of a rollout" in page.content.decode()
+
+
+def test_the_host_tab_costs_a_fixed_number_of_queries(signed_in, replayed_host, second_host,
+                                                      delivered):
+    def fetch():
+        return signed_in.get(f"/hosts/{replayed_host.pk}/rollouts/")
+
+    _more_rollouts([replayed_host, second_host], 2)
+    few = _queries(fetch)
+    _more_rollouts([replayed_host, second_host], 5)
+    assert len(_queries(fetch)) == len(few)
