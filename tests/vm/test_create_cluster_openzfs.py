@@ -1,23 +1,29 @@
 """A cluster created through the API on the OpenZFS host as Debian's packaged cluster of
 its major (issue 24 §1): pg_createcluster makes it on PoZoL's datasets, its systemd unit
-starts it (and would at boot), the existing snapshot and restore drill features take it
-as they are, and it is retired twice over: kept (stopped, no longer started at boot) and
-dropped with its datasets (pg_dropcluster, then zfs destroy)."""
+starts it (and would at boot), the existing snapshot, clone, replication and restore drill
+features take it as they are (the link goes from the guest to itself under its second
+name: two OpenZFS ends), and it is retired twice over: kept (stopped, no longer started
+at boot) and dropped with its datasets (pg_dropcluster, then zfs destroy)."""
 
 from __future__ import annotations
 
+import shlex
 import time
 
 import pytest
 
 from apps.ops.models import Operation
+from apps.replication import services as replication
 from apps.snapshots import services as snapshot_services
 from tests.driving import drive
 from tests.integration.conftest import run_on
 from tests.integration.test_drills import drill, leftovers
+from tests.integration.test_replication import run_link
 from tests.vm.test_openzfs_host import discovered
+from tests.vm.test_replication_openzfs import cleanup, snapshots_of
 
 pytestmark = [pytest.mark.vm, pytest.mark.django_db(transaction=True)]
+COPIES = "tank/orders_copies"
 
 
 def create(api, host, name: str):
@@ -48,13 +54,52 @@ def dropped_after(vm_host):
     """The clusters the test makes are gone afterwards, whatever happened: the VM host is
     shared by the group."""
     yield
+    cleanup(vm_host, COPIES)
     run_on(vm_host, "for c in orders kept; do [ ! -d /etc/postgresql/17/$c ] || "
                     "pg_dropcluster --stop 17 $c; done; "
                     "! zfs list tank/postgres > /dev/null 2>&1 || zfs destroy -r tank/postgres")
 
 
-def test_a_packaged_cluster_is_created_snapshotted_drilled_and_retired(vm_host, api,
-                                                                      delivered, dropped_after):
+def cloned_through_the_api(api, vm_host, host, cluster, snapshot: str) -> None:
+    """A customer's clone of the new cluster: ready, holding its rows, destroyed."""
+    made = api.post("/api/clones/", {"host": host.pk, "cluster": cluster.pk,
+                                     "snapshot": snapshot, "name": "ordersclone"},
+                    format="json")
+    assert made.status_code == 202, made.content
+    answer = made.json()
+    operation = drive(Operation.objects.get(pk=answer["operation"]["id"]), limit=600)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    shown = api.get(f"/api/clones/{answer['clone']['id']}/").json()
+    url = shown["connection_string"].replace(f"{shown['role']}@",
+                                             f"{shown['role']}:{answer['password']}@")
+    # Inside the guest: only its sshd is forwarded to this machine.
+    assert run_on(vm_host, f"cd / && psql {shlex.quote(url)} -XAt -c "
+                           "'SELECT count(*) FROM made'").strip() == "24"
+    gone = api.delete(f"/api/clones/{shown['id']}/")
+    assert gone.status_code == 202, gone.content
+    assert drive(Operation.objects.get(pk=gone.json()["id"]), limit=300).status == \
+        Operation.Status.SUCCEEDED
+    assert leftovers(vm_host, "ordersclone") == ""
+
+
+def replicated(vm_host, vm_second_name, host, cluster, snapshot: str) -> None:
+    """A link of the new cluster to the guest under its second name: a full send lands
+    its data and WAL datasets with the snapshot; deleting the link releases its holds."""
+    target = discovered(vm_second_name)
+    link = replication.create_link(name="orders-copy", source_host=host, target_host=target,
+                                   target_parent=COPIES, cluster_data_dir=cluster.data_dir,
+                                   interval_minutes=0)
+    sent = run_link(link)
+    assert sent.status == Operation.Status.SUCCEEDED, sent.error
+    assert sent.result["action"] == "full"
+    for copy in (f"{COPIES}/orders/data", f"{COPIES}/orders/wal"):
+        assert snapshot in snapshots_of(vm_host, copy), copy
+    removed = drive(replication.delete_link(link), limit=300)
+    assert removed.status == Operation.Status.SUCCEEDED, removed.error
+
+
+def test_a_packaged_cluster_is_created_snapshotted_cloned_replicated_drilled_and_retired(
+        vm_host, vm_second_name, api, delivered, dropped_after):
     host = discovered(vm_host)
     taken = api.post(f"/api/hosts/{host.pk}/clusters/", {"major": 17, "name": "main"},
                      format="json")
@@ -84,6 +129,8 @@ def test_a_packaged_cluster_is_created_snapshotted_drilled_and_retired(vm_host, 
     name = snapshot.state["snapshot"]
     assert f"tank/postgres/orders/data@{name}" in run_on(
         vm_host, "zfs list -H -t snapshot -o name -r tank/postgres/orders")
+    cloned_through_the_api(api, vm_host, host, cluster, name)
+    replicated(vm_host, vm_second_name, host, cluster, name)
     schedule = api.post("/api/drill-schedules/", {"host": host.pk, "cluster": cluster.pk},
                         format="json")
     assert schedule.status_code == 201, schedule.content
