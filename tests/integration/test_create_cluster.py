@@ -1,9 +1,10 @@
 """A cluster made through the API on a real test host by a real Celery worker: its
 datasets carry the planned properties before the first write, it answers queries with
 checksums on, the existing snapshot feature snapshots it (one `zfs snapshot -r` of its
-parent) and the clone feature clones that snapshot (retiring is refused meanwhile),
-and it is retired twice over: with a final snapshot (its datasets kept), and
-stopped with its datasets destroyed."""
+parent), the clone feature clones that snapshot (retiring is refused meanwhile), a
+restore drill passes on it and a replication link sends it to a second host, all
+through the API with no step by hand; and it is retired twice over: with a final
+snapshot (its datasets kept), and stopped with its datasets destroyed."""
 
 from __future__ import annotations
 
@@ -23,17 +24,23 @@ from tests.workers import Worker
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 
-# Far above the session fleet's hosts and the other modules' own (18, 21).
+# Far above the session fleet's hosts and the other modules' own (18, 21, 22).
 INDEX = 24
 
 
 @pytest.fixture(scope="module")
-def fleet_host():
+def fleet_hosts():
+    """The cluster's host (.24) and a link's target (.25)."""
     state_dir = Path(tempfile.mkdtemp(prefix="pozol-test-create-"))
     try:
-        yield up(1, state_dir=state_dir, subnet=TEST_FLEET_SUBNET, first=INDEX)[0]
+        yield up(2, state_dir=state_dir, subnet=TEST_FLEET_SUBNET, first=INDEX)
     finally:
         down(state_dir)
+
+
+@pytest.fixture(scope="module")
+def fleet_host(fleet_hosts):
+    return fleet_hosts[0]
 
 
 @pytest.fixture
@@ -72,7 +79,42 @@ def create(api, host: Host, worker: Worker, name: str, **extra):
     return host.clusters.get(pk=operation.result["cluster"]), answer.json()["plan"]
 
 
-def test_a_cluster_is_created_queried_snapshotted_and_retired(api, fleet_host, worker):
+def drilled(api, host: Host, cluster, worker: Worker) -> None:
+    made = api.post("/api/drill-schedules/", {"host": host.pk, "cluster": cluster.pk},
+                    format="json")
+    assert made.status_code == 201, made.content
+    started = api.post(f"/api/drill-schedules/{made.json()['id']}/run/")
+    assert started.status_code == 202, started.content
+    finished(started.json()["operation"], worker, timeout=300)
+    run = api.get(f"/api/drills/{started.json()['id']}/").json()
+    assert run["status"] == "passed", (run["error"], run["log_tail"])
+    assert api.delete(f"/api/drill-schedules/{made.json()['id']}/").status_code == 204
+
+
+def replicated(api, fleet_hosts, host: Host, cluster, snapshot: str, worker: Worker) -> None:
+    """A link to the second host: a full send lands the snapshot of data and WAL there;
+    deleting the link releases its holds (the retire below destroys the datasets)."""
+    target = register(fleet_hosts[1])
+    finished(target.operations.get().pk, worker)
+    made = api.post("/api/replication-links/", {
+        "name": "orders-copy", "source_host": host.pk, "target_host": target.pk,
+        "target_parent": "tank/copies", "cluster_data_dir": cluster.data_dir},
+        format="json")
+    assert made.status_code == 201, made.content
+    link = made.json()["id"]
+    sent = api.post(f"/api/replication-links/{link}/run/")
+    assert sent.status_code == 202, sent.content
+    assert finished(sent.json()["id"], worker, timeout=300).result["action"] == "full"
+    received = run_on(fleet_hosts[1], "zfs list -H -t snapshot -o name -r tank/copies")
+    for copy in ("tank/copies/orders/data", "tank/copies/orders/wal"):
+        assert f"{copy}@{snapshot}" in received.split(), received
+    removed = api.delete(f"/api/replication-links/{link}/")
+    assert removed.status_code == 202, removed.content
+    finished(removed.json()["id"], worker)
+
+
+def test_a_cluster_is_created_queried_snapshotted_cloned_drilled_replicated_and_retired(
+        api, fleet_hosts, fleet_host, worker):
     host = register(fleet_host)
     finished(host.operations.get().pk, worker)
     refused = api.post(f"/api/hosts/{host.pk}/clusters/",
@@ -132,6 +174,8 @@ def test_a_cluster_is_created_queried_snapshotted_and_retired(api, fleet_host, w
     gone = api.delete(f"/api/clones/{shown['id']}/")
     assert gone.status_code == 202, gone.content
     finished(gone.json()["id"], worker)
+    drilled(api, host, cluster, worker)
+    replicated(api, fleet_hosts, host, cluster, snapshot, worker)
 
     kept, _ = create(api, host, worker, "kept")
     running = api.post(url, {"cluster": kept.pk, "datasets": "destroy"}, format="json")
