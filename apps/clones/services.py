@@ -183,15 +183,15 @@ def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
     new one when None, keeping its name, port, role and password."""
     with transaction.atomic():
         clone = Clone.objects.select_for_update().select_related("host").get(pk=clone.pk)
+        if clone.on_target:
+            raise Conflict(f"clone {clone.name} was made on a replication target from the "
+                           "copies a link received: destroy it and make another to a moment",
+                           code="on_target")
         if clone.state not in (Clone.State.READY, Clone.State.FAILED):
             raise Conflict(f"clone {clone.name} is {clone.state}: it can be reset when ready "
                            "or failed", code=clone.state)
         if _running(clone):
             raise Conflict(f"clone {clone.name} is busy", code="busy")
-        if clone.on_target:
-            raise Conflict(f"clone {clone.name} was made on a replication target from the "
-                           "copies a link received: destroy it and make another to a moment",
-                           code="on_target")
         host = clone.host
         cluster = host.clusters.filter(data_dir=clone.cluster_data_dir).select_related(
             "data_dataset", "wal_dataset").first()
