@@ -144,3 +144,39 @@ def test_the_source_may_be_down(api, world):
     world["cluster"].save()
     answer = make(api, world, at=(world["taken"] + timedelta(minutes=2)).isoformat())
     assert answer.status_code == 202, answer.content
+
+
+def test_the_link_keeps_the_archive_snapshot_a_clone_being_made_replays_from(
+        api, world, monkeypatch):
+    """The next run's finish destroys the older carried snapshots on both sides, except
+    on the target one a clone being made will clone (its script has not run yet)."""
+    from types import SimpleNamespace
+
+    from apps.replication import steps
+    from apps.replication.link_rows import core_link
+
+    answer = make(api, world, at=(world["taken"] + timedelta(minutes=2)).isoformat())
+    assert answer.status_code == 202, answer.content
+    destroyed, logged = [], []
+
+    def run(command, **_):
+        destroyed.append(command.text)
+        return SimpleNamespace(ok=True, stderr="")
+
+    monkeypatch.setattr(steps, "_on", lambda host: run)
+    newer = "pozol-carry-to-backup-2"
+    held = SimpleNamespace(snapshots=[SimpleNamespace(name=CARRIED),
+                                      SimpleNamespace(name=newer)])
+    ctx = SimpleNamespace(state={"carry": {"label": newer}}, runner=lambda: run,
+                          log=lambda text, *_: logged.append(text))
+    link = world["link"]
+    steps._forget_carried(ctx, link, core_link(link), {"tank/pozol_wal/pg:data": held},
+                          {"bk/pozol_wal/pg:data": held})
+    assert destroyed == [f"zfs destroy tank/pozol_wal/pg:data@{CARRIED}"]
+    assert logged == [f"kept bk/pozol_wal/pg:data@{CARRIED} for now: a clone being made "
+                      "replays from it"]
+    Clone.objects.update(state=Clone.State.READY)
+    destroyed.clear()
+    steps._forget_carried(ctx, link, core_link(link), {"tank/pozol_wal/pg:data": held},
+                          {"bk/pozol_wal/pg:data": held})
+    assert destroyed[-1] == f"zfs destroy bk/pozol_wal/pg:data@{CARRIED}"
