@@ -71,6 +71,14 @@ pg_last_xact_replay_timestamp() (`Clone.reached_at`, with a note when it is furt
 from the moment than archive_timeout) and destroys the archive's clone. A reset
 copies a newer snapshot as it is, without the replay.
 
+On a replication link's target (operators: `link` in the request, `Clone.link`), a
+clone to a moment is made from the snapshots the link received and the copy of the
+archive it carried (services.origin_on_target, moment_on_target: apps.wal.copies
+chooses, with the source archive's marks and restore points; drills on a target ask
+the same two). The archive's received snapshot is cloned for the replay, never taken
+or destroyed (`Recovery.received`); the link's next run keeps it while a clone being
+made will clone it (`replaying`). Such a clone is never reset (409 `on_target`).
+
 Clones have a tenant (apps/clones/tenancy.py): the tenant the origin cluster
 was assigned to when the clone was made, kept on the row (`Clone.tenant`), so a
 later reassignment does not hand existing clones over. `visible_clones`,

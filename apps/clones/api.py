@@ -71,8 +71,10 @@ class CloneViewSet(IdempotentPosts, mixins.ListModelMixin, mixins.RetrieveModelM
         body = CloneCreateSerializer(data=request.data, user=request.user)
         body.is_valid(raise_exception=True)
         data = body.validated_data
+        link = data.get("link")
         clone, operation, password = services.create_clone(
-            data.get("host") or data["cluster"].host, data["cluster"],
+            data.get("host") or (link.target_host if link else data["cluster"].host),
+            data["cluster"], link=link,
             snapshot=data.get("snapshot"), name=data["name"],
             ttl=services.minutes(data["ttl_minutes"]),
             protected_for=services.minutes(data["protected_minutes"]),

@@ -114,6 +114,11 @@ class Clone(models.Model):
         "The commit time of the last transaction the replay applied."))
     archive_timeout = models.PositiveIntegerField(null=True, blank=True, help_text=(
         "The origin's archive_timeout when the clone was made (seconds)."))
+    link = models.ForeignKey(
+        "replication.ReplicationLink", null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="clones", help_text=(
+            "Made on this link's target host from the copies it received (the cluster is "
+            "the link's source); empty for a clone on the cluster's own host."))
 
     class Meta:
         ordering = ["-created_at"]
@@ -137,6 +142,12 @@ class Clone(models.Model):
     @property
     def point_in_time(self) -> bool:
         return self.target_time is not None or bool(self.target_lsn or self.target_name)
+
+    @property
+    def on_target(self) -> bool:
+        """Made on a replication target (its link may be deleted since)."""
+        return self.link_id is not None or bool((self.layout.get("recovery") or {})
+                                                .get("received"))
 
     @property
     def reached_note(self) -> str:

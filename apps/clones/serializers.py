@@ -15,6 +15,7 @@ from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.accounts.roles import is_operator
 from apps.api.fields import (
     ModelSerializer,
     StrictCharField,
@@ -34,6 +35,7 @@ from apps.clones.core.layout import (
 from apps.clones.models import Clone, CloneHostSettings
 from apps.fleet.models import Host, PgCluster
 from apps.ops.serializers import OperationSerializer
+from apps.replication.models import ReplicationLink
 
 MAX_MINUTES = int(services.MAX_TTL.total_seconds() // 60)
 # For the schema, so clients (and the fuzzer) know the shapes; the service checks again.
@@ -53,6 +55,9 @@ class CloneSerializer(ModelSerializer):
         "Bytes the clone's datasets use (grows as it diverges); null until the clones tick "
         "or a listing of the host has read them."))
     tenant = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True)
+    link = StrictPrimaryKeyRelatedField(read_only=True, allow_null=True, help_text=(
+        "The replication link on whose target host the clone was made from the copies it "
+        "received; null for a clone on the cluster's own host."))
     reached_note = serializers.CharField(read_only=True, help_text=(
         "For a clone to a moment: said when the last transaction replayed is further from "
         "the moment asked than the origin's archive_timeout; else empty."))
@@ -66,7 +71,7 @@ class CloneSerializer(ModelSerializer):
                   "role", "state", "connection_string", "expires_at", "protected_until",
                   "protected", "used", "error", "ready_at", "created_at", "created_by",
                   "tenant", "last_operation", "operation", "target_time", "target_lsn",
-                  "target_name", "reached_at", "reached_note"]
+                  "target_name", "reached_at", "reached_note", "link"]
         read_only_fields = fields
 
 
@@ -99,7 +104,8 @@ class AwareDateTimeField(serializers.DateTimeField):
 
 class CloneCreateSerializer(serializers.Serializer):
     host = StrictPrimaryKeyRelatedField(queryset=Host.objects.all(), required=False, help_text=(
-        "The cluster's host (id); left out: the cluster's own."))
+        "The cluster's host (id), or with `link` the link's target host; left out: that "
+        "host."))
     cluster = StrictPrimaryKeyRelatedField(
         queryset=PgCluster.objects.all(), help_text=(
             "A PostgreSQL cluster (id): for a tenant's member, one of its tenant's."))
@@ -112,9 +118,17 @@ class CloneCreateSerializer(serializers.Serializer):
             self.fields["cluster"].queryset = clusters
             self.fields["host"].queryset = Host.objects.filter(
                 pk__in=clusters.values("host_id"))
+            if not is_operator(user):  # links are the operators'
+                self.fields["link"].queryset = ReplicationLink.objects.none()
     snapshot = StrictCharField(required=False, max_length=255, trim_whitespace=False, help_text=(
         "The part after '@' of a snapshot of the cluster's data (and WAL) dataset; left out: "
         "a fresh snapshot is taken first (\"now\")."))
+    link = StrictPrimaryKeyRelatedField(
+        queryset=ReplicationLink.objects.all(), required=False, help_text=(
+            "Operators: make the clone on this replication link's target host, from the "
+            "snapshots it received and the copy of the WAL archive it carried, to a moment "
+            "(at, lsn or restore_point; `cluster` is the link's source cluster). Refused "
+            "(400/409, the target's window in the message) when the copy does not reach it."))
     name = StrictCharField(required=False, allow_blank=True, default="", max_length=NAME_MAX,
                            trim_whitespace=False, validators=[NAME_SHAPE],
                            help_text="a-z 0-9 - starting with a letter; empty: one is made up.")

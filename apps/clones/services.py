@@ -42,13 +42,16 @@ from apps.fleet.models import Host, PgCluster
 from apps.ops import engine
 from apps.ops.models import Operation
 from apps.remote.commands import InvalidValue, pg_identifier
+from apps.replication.link_rows import core_link
+from apps.replication.models import ReplicationLink
 from apps.snapshots import services as snapshot_services
 from apps.snapshots.core import naming
 from apps.snapshots.models import Snapshot
 from apps.tenants.models import Tenant
+from apps.wal import copies
 from apps.wal import services as wal_services
 from apps.wal.core.plan import PITR_PREFIX
-from apps.wal.core.segments import format_lsn, parse_lsn
+from apps.wal.core.segments import DEFAULT_SEGMENT_SIZE, format_lsn, parse_lsn
 
 MAX_TTL = timedelta(days=30)
 # Restore drills clone under the same parent dataset (apps.drills): their names.
@@ -68,14 +71,18 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
                  name: str = "", ttl: timedelta | None = None,
                  protected_for: timedelta | None = None, role: str = "dev", by=None,
                  trigger: str = Operation.Trigger.API, at: datetime | None = None,
-                 lsn: str | None = None, restore_point: str | None = None
-                 ) -> tuple[Clone, Operation, str]:
+                 lsn: str | None = None, restore_point: str | None = None,
+                 link: ReplicationLink | None = None) -> tuple[Clone, Operation, str]:
     """Start making a clone of `cluster` from its snapshot `snapshot` (the part after '@'),
     or from a new one when None, or for a moment (`at`, a time with its zone, `lsn`, or
     a `restore_point` PoZoL made):
     the newest snapshot before it, replayed forward with the archived WAL (apps.wal).
-    Returns the clone, its operation and its password."""
-    if cluster.host_id != host.pk:
+    With `link`, on the link's target host (`host`) to a moment, from the copies the
+    link received (`moment_on_target`). Returns the clone, its operation and its
+    password."""
+    if link is not None:
+        _check_link(host, cluster, link)
+    elif cluster.host_id != host.pk:
         raise _refuse("cluster", "that cluster is not on this host")
     name = _name(host, name)
     try:
@@ -87,9 +94,17 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
                               "an application role, or leave the default")
     ttl = _span("ttl", ttl)
     protected_for = _span("protected_for", protected_for)
-    origin = origin_of(host, cluster)
-    moment = moment_for(cluster, name, snapshot=snapshot, at=at, lsn=lsn,
-                        restore_point=restore_point)
+    if link is not None:
+        if snapshot is not None:
+            raise _refuse("snapshot", "a clone on a replication target is made to a moment "
+                                      "(at, lsn or restore_point), not from a snapshot")
+        origin = origin_on_target(link, cluster)
+        moment = moment_on_target(link, cluster, name, at=at, lsn=lsn,
+                                  restore_point=restore_point)
+    else:
+        origin = origin_of(host, cluster)
+        moment = moment_for(cluster, name, snapshot=snapshot, at=at, lsn=lsn,
+                            restore_point=restore_point)
     if moment is not None:
         snapshot, state = moment.snapshot, {}
         _check_snapshot(host, origin, snapshot)
@@ -97,7 +112,9 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
         snapshot, state = _source_snapshot(host, cluster, origin, snapshot, name)
     password = _password()
     with transaction.atomic():
-        tenant = tenancy.tenant_of_cluster(host, cluster.data_dir)
+        # On a link's target too, the clone is a copy of the source cluster's data: its
+        # tenant's, within its quotas.
+        tenant = tenancy.tenant_of_cluster(cluster.host, cluster.data_dir)
         if tenant is not None:
             tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
             # A tenant's clone always ends: with no TTL asked and no TTL quota, the longest
@@ -110,7 +127,7 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
         layout = _layout(host, origin, name, snapshot, port, role,
                          moment.recovery if moment else None)
         now = timezone.now()
-        clone = Clone(host=host, cluster_data_dir=cluster.data_dir, name=name,
+        clone = Clone(host=host, cluster_data_dir=cluster.data_dir, name=name, link=link,
                       snapshot=snapshot, port=port, role=role,
                       password_encrypted=credentials.encrypt(password),
                       layout=layout.stored(),
@@ -166,6 +183,10 @@ def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
     new one when None, keeping its name, port, role and password."""
     with transaction.atomic():
         clone = Clone.objects.select_for_update().select_related("host").get(pk=clone.pk)
+        if clone.on_target:
+            raise Conflict(f"clone {clone.name} was made on a replication target from the "
+                           "copies a link received: destroy it and make another to a moment",
+                           code="on_target")
         if clone.state not in (Clone.State.READY, Clone.State.FAILED):
             raise Conflict(f"clone {clone.name} is {clone.state}: it can be reset when ready "
                            "or failed", code=clone.state)
@@ -259,8 +280,10 @@ def _span(field: str, value: timedelta | None) -> timedelta | None:
     return value
 
 
-def origin_of(host: Host, cluster: PgCluster) -> Origin:
-    if cluster.down_reason:
+def origin_of(host: Host, cluster: PgCluster, *, running: bool = True) -> Origin:
+    """What a clone of `cluster` is made from; `running`: refused while the cluster is
+    down (a copy on a replication target does not need it up)."""
+    if running and cluster.down_reason:
         raise _refuse("cluster", f"your cluster is down: {cluster.down_reason}; it can be "
                                  "cloned again once it runs", code="cluster_down", status=409)
     if cluster.data_dataset is None:
@@ -416,6 +439,123 @@ def moment_for(cluster: PgCluster, name: str, *, snapshot: str | None = None,
         raise _refuse(exc.field, str(exc)) from None
     time = datetime.fromtimestamp(choice.moment, UTC) if choice.moment is not None else None
     return Moment(choice.reach.base.label, recovery, archive.archive_timeout, time)
+
+
+# ---- on a replication target --------------------------------------------------------------
+# A link's target holds received copies of the cluster's snapshots and (issue 23) a copy
+# of its WAL archive as the link's last run carried it. A clone there is made from those
+# as on the source, with two differences: the archive's snapshot is the link's (cloned
+# for the replay, never taken nor destroyed: apps.clones.core.layout.Recovery.received),
+# and the cluster's configuration files outside its data directory stay on the source.
+# The clone holds its received snapshot as any clone does (the target's keep rules skip a
+# snapshot with clones, and the link receives without -F, so a clone neither blocks the
+# next receive nor is rolled back); while it replays, the link keeps the archive snapshot
+# it reads (apps.replication.steps._forget_carried asks `replaying`).
+
+
+def _check_link(host: Host, cluster: PgCluster, link: ReplicationLink) -> None:
+    if host.pk != link.target_host_id:
+        raise _refuse("host", f"a clone on link {link.name}'s target is made on "
+                              f"{link.target_host.name}, not on {host.name}")
+    if cluster.host_id != link.source_host_id or cluster.data_dir != link.cluster_data_dir:
+        raise _refuse("link", f"link {link.name} copies {link.cluster_data_dir} of "
+                              f"{link.source_host.name}, not that cluster")
+
+
+def origin_on_target(link: ReplicationLink, cluster: PgCluster) -> Origin:
+    """The source cluster's origin with its datasets as the link's target holds them.
+    The source may be down: its copy is what a clone on the target is for."""
+    origin = origin_of(link.source_host, cluster, running=False)
+    targets = _link_targets(link)
+    try:
+        # The origin's configuration files are on the source host, not on the target.
+        return Origin(**{**origin.__dict__, "config_file": None, "ident_file": None,
+                         "data_dataset": targets[origin.data_dataset],
+                         "wal_dataset": (targets[origin.wal_dataset] if origin.wal_dataset
+                                         else None)})
+    except KeyError as exc:
+        raise _refuse("link", f"link {link.name} does not copy {exc.args[0]}") from None
+    except (CloneError, InvalidValue) as exc:
+        raise _refuse("link", str(exc)) from None
+
+
+def moment_on_target(link: ReplicationLink, cluster: PgCluster, name: str, *,
+                     at: datetime | None = None, lsn: str | None = None,
+                     restore_point: str | None = None) -> Moment:
+    """The received snapshot and the carried archive's received snapshot that reach a
+    moment on the link's target (apps.wal.copies), and the replay's settings; refused
+    (4xx, the target's window in the message) as moment_for refuses on the source. A
+    drill on the target (apps.drills) asks it too."""
+    asked = [x for x in (at, lsn, restore_point) if x is not None]
+    if len(asked) != 1:
+        raise _refuse("at", "ask for one of a moment (at), an LSN (lsn) or a restore point "
+                            "(restore_point)")
+    archive = wal_services.archive_of(cluster)
+    core = _link_core(link)
+    if archive is None or not (core.archive and link.archive_snapshot):
+        raise _refuse("target", f"link {link.name} has not carried the WAL archive of "
+                                f"{link.cluster_data_dir} yet: run it once archiving is on",
+                      code="not_carried", status=409)
+    copy = _copy(link, cluster, core, archive)
+    try:
+        point = (wal_services.restore_point_named(archive, restore_point)
+                 if restore_point is not None else None)
+        choice = copies.choose(copy, at, lsn=lsn, point=point)
+    except DomainError as exc:
+        raise CloneRefused(str(exc), fields=exc.fields, code=exc.code,
+                           status=exc.status) from None
+    if at is not None:
+        target, value, time = "time", at.isoformat(), at
+    elif lsn is not None:
+        target, value, time = "lsn", format_lsn(parse_lsn(lsn)), None
+    else:
+        target, value, time = "name", restore_point, point.created_at
+    try:
+        recovery = Recovery(archive=copy.archive, label=copy.snapshot, target=target,
+                            value=value, received=True)
+    except CloneError as exc:
+        raise _refuse(exc.field, str(exc)) from None
+    return Moment(choice.reach.base.label, recovery, archive.archive_timeout, time)
+
+
+def replaying(host: Host, archive_copy: str) -> set[str]:
+    """The snapshots of the archive's copy on `host` that a clone being made there (or a
+    running restore drill's) replays from: each is cloned when its script runs, so it
+    must stay until then."""
+    from apps.drills.models import DrillRun
+
+    label = "layout__recovery__label"
+    making = Clone.objects.filter(host=host, state=Clone.State.CREATING,
+                                  layout__recovery__archive=archive_copy)
+    drilling = DrillRun.objects.filter(host=host, status=DrillRun.Status.RUNNING,
+                                       layout__recovery__archive=archive_copy)
+    return {found for rows in (making, drilling)
+            for found in rows.values_list(label, flat=True) if found}
+
+
+def _link_core(link: ReplicationLink):
+    try:
+        return core_link(link)
+    except DomainError as exc:
+        raise _refuse("link", str(exc)) from None
+
+
+def _link_targets(link: ReplicationLink) -> dict[str, str]:
+    return _link_core(link).targets()
+
+
+def _copy(link: ReplicationLink, cluster: PgCluster, core, archive) -> copies.Copy:
+    targets = core.targets()
+    data = targets.get(cluster.data_dataset.name) if cluster.data_dataset_id else None
+    if data is None:
+        raise _refuse("link", f"link {link.name} does not copy the data dataset of "
+                              f"{cluster.data_dir}", code="conflict", status=409)
+    wal = (targets.get(cluster.wal_dataset.name) if cluster.wal_dataset_id
+           and cluster.wal_dataset_id != cluster.data_dataset_id else None)
+    marks = dict(archive.marks.values_list("snapshot", "lsn"))
+    return copies.Copy(link.target_host_id, data, wal, core.archive_target,
+                       link.archive_snapshot, link.archive_listing, link.archive_floor,
+                       marks=marks, segment_size=archive.segment_size or DEFAULT_SEGMENT_SIZE)
 
 
 def _layout(host: Host, origin: Origin, name: str, snapshot: str, port: int,

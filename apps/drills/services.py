@@ -41,10 +41,8 @@ from apps.ops import engine
 from apps.ops.models import Operation
 from apps.ops.schedule import due
 from apps.remote.commands import InvalidValue
-from apps.replication.link_rows import core_link
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import Snapshot
-from apps.wal import copies
 from apps.wal.models import WalArchive
 
 MAX_INTERVAL_HOURS = 24 * 90
@@ -250,32 +248,13 @@ def _moment(schedule: DrillSchedule, run: DrillRun,
 def _moment_on_target(link: ReplicationLink, archive: WalArchive,
                       run: DrillRun) -> tuple[str, Recovery]:
     """The received snapshot and the carried archive's received snapshot that reach the
-    run's moment on the link's target (apps.wal.copies)."""
-    core = core_link(link)
-    if not (core.archive and link.archive_snapshot):
-        raise _refuse("target", f"link {link.name} has not carried the WAL archive of "
-                                f"{link.cluster_data_dir} yet: run it once archiving is on",
-                      code="not_carried", status=409)
-    cluster = archive.cluster
-    targets = core.targets()
-    data = targets.get(cluster.data_dataset.name) if cluster.data_dataset_id else None
-    if data is None:
-        raise _refuse("link", f"link {link.name} does not copy the data dataset of "
-                              f"{cluster.data_dir}", code="conflict", status=409)
-    wal = (targets.get(cluster.wal_dataset.name) if cluster.wal_dataset_id
-           and cluster.wal_dataset_id != cluster.data_dataset_id else None)
-    copy = copies.Copy(link.target_host_id, data, wal,
-                       core.archive_target, link.archive_snapshot, link.archive_listing,
-                       link.archive_floor)
+    run's moment on the link's target (apps.clones' clone on a target, apps.wal.copies)."""
     try:
-        choice = copies.choose(copy, run.target_time)
-        recovery = Recovery(archive=copy.archive, label=copy.snapshot, target="time",
-                            value=run.target_time.isoformat(), received=True)
+        moment = clone_services.moment_on_target(link, archive.cluster, run.clone_name,
+                                                 at=run.target_time)
     except DomainError as exc:
         raise DrillError(str(exc), fields=exc.fields, code=exc.code, status=exc.status) from None
-    except CloneError as exc:
-        raise _refuse("at", str(exc)) from None
-    return choice.reach.base.label, recovery
+    return moment.snapshot, moment.recovery
 
 
 def _origin(schedule: DrillSchedule) -> tuple[Origin, list[str]]:
@@ -286,21 +265,14 @@ def _origin(schedule: DrillSchedule) -> tuple[Origin, list[str]]:
     if cluster is None:
         raise _refuse("cluster", f"no cluster at {schedule.cluster_data_dir} on "
                                  f"{source_host.name} (run discovery)")
-    origin = clone_services.origin_of(source_host, cluster)
     if link is None:
-        datasets = [origin.data_dataset] + ([origin.wal_dataset] if origin.wal_dataset else [])
-        return origin, datasets
-    targets = core_link(link).targets()
-    try:
-        # The origin's configuration files are on the source host, not on the target.
-        origin = Origin(**{**origin.__dict__, "config_file": None, "ident_file": None,
-                           "data_dataset": targets[origin.data_dataset],
-                           "wal_dataset": (targets[origin.wal_dataset] if origin.wal_dataset
-                                           else None)})
-    except KeyError as exc:
-        raise _refuse("link", f"link {link.name} does not copy {exc.args[0]}") from None
-    except (CloneError, InvalidValue) as exc:
-        raise _refuse("link", str(exc)) from None
+        origin = clone_services.origin_of(source_host, cluster)
+    else:
+        try:
+            origin = clone_services.origin_on_target(link, cluster)
+        except DomainError as exc:
+            raise DrillError(str(exc), fields=exc.fields, code=exc.code,
+                             status=exc.status) from None
     datasets = [origin.data_dataset] + ([origin.wal_dataset] if origin.wal_dataset else [])
     return origin, datasets
 

@@ -481,10 +481,14 @@ def _forget_carried(ctx: StepContext, link: ReplicationLink, core, sources: dict
                     on_target: dict) -> None:
     """Destroy the link's older snapshots of the archive on both sides once this run's
     arrived: each would pin WAL the source's retention removed. One a replay on the
-    target still clones stays until a later run (its destroy fails, harmlessly)."""
+    target still clones stays until a later run (its destroy fails, harmlessly), and so
+    does one a clone being made there will clone (apps.clones.services.replaying)."""
+    from apps.clones.services import replaying
+
     kept = _received_carry(ctx, core, on_target)
     if kept is None:
         return
+    wanted = replaying(link.target_host, core.archive_target)
     for run, dataset, snaps in (
             (ctx.runner(), core.archive, sources[core.archive].snapshots),
             (_on(link.target_host), core.archive_target,
@@ -492,6 +496,9 @@ def _forget_carried(ctx: StepContext, link: ReplicationLink, core, sources: dict
         old = [f"{dataset}@{s.name}" for s in snaps
                if s.name.startswith(core.archive_prefix) and s.name != kept]
         for name in old:
+            if dataset == core.archive_target and name.split("@", 1)[1] in wanted:
+                ctx.log(f"kept {name} for now: a clone being made replays from it")
+                continue
             result = run(cmd("zfs", "destroy", snapshot_name(name)), timeout=120, check=False)
             if not result.ok:
                 ctx.log(f"kept {name} for now: {result.stderr.strip()[-300:]}",

@@ -20,7 +20,7 @@ def bases(archive: WalArchive) -> list[Base]:
            and cluster.wal_dataset_id != cluster.data_dataset_id else None)
     labels = snapshots_on(cluster.host_id, cluster.data_dataset.name, wal)
     marks = dict(archive.marks.filter(snapshot__in=list(labels)).values_list("snapshot", "lsn"))
-    return [Base(name, at.timestamp(), _lsn(marks.get(name))) for name, at in labels.items()]
+    return [Base(name, at.timestamp(), lsn_of(marks.get(name))) for name, at in labels.items()]
 
 
 def snapshots_on(host_id: int, data: str, wal: str | None) -> dict:
@@ -36,7 +36,8 @@ def snapshots_on(host_id: int, data: str, wal: str | None) -> dict:
     return labels
 
 
-def _lsn(text: str | None) -> int | None:
+def lsn_of(text: str | None) -> int | None:
+    """A mark's WAL position as a number; None when there is none (or it is unreadable)."""
     try:
         return parse_lsn(text) if text else None
     except ValueError:

@@ -23,7 +23,7 @@ from apps.wal import inspection, recorded, steps
 from apps.wal.core import plan as archive_plan
 from apps.wal.core import window as core
 from apps.wal.core.segments import BadWal, parse_lsn
-from apps.wal.models import WalArchive
+from apps.wal.models import RestorePoint, WalArchive
 
 
 class WalRefused(DomainError):
@@ -229,11 +229,7 @@ def choose(cluster: PgCluster, *, at: datetime | None = None, lsn: str | None = 
     bases = recorded.bases(archive)
     listing = _listing(archive)
     if restore_point is not None:
-        point = archive.restore_points.filter(name=restore_point).first()
-        if point is None:
-            raise _refuse("restore_point", f"PoZoL made no restore point named "
-                                           f"{restore_point!r} for {cluster.data_dir}")
-        at = point.created_at
+        at = restore_point_named(archive, restore_point).created_at
     try:
         if at is not None:
             if at.tzinfo is None:
@@ -253,6 +249,16 @@ def choose(cluster: PgCluster, *, at: datetime | None = None, lsn: str | None = 
                             segment_size=archive.segment_size or 16 * 2**20), archive
     except core.Refusal as exc:
         raise _refuse(field, str(exc), code=exc.code) from None
+
+
+def restore_point_named(archive: WalArchive, name: str) -> RestorePoint:
+    """The restore point PoZoL made under `name` for the archive's cluster; refused
+    (400) when it made none."""
+    point = archive.restore_points.filter(name=name).first()
+    if point is None:
+        raise _refuse("restore_point", f"PoZoL made no restore point named {name!r} for "
+                                       f"{archive.cluster.data_dir}")
+    return point
 
 
 def _listing(archive: WalArchive) -> list[core.Archived]:

@@ -1,16 +1,20 @@
 """A replication link carries the cluster's WAL archive, and the target replays to a
 moment (issue 23), on two real test hosts: host1 archives, its link sends the cluster
 and the archive to host2, and on host2 a restore drill to a moment between two rows
-shows exactly the rows committed before it, after the table was dropped on host1.
+shows exactly the rows committed before it, after the table was dropped on host1; and
+standing clones on host2 to an LSN, a restore point and a time do too.
 Checked with plain zfs and psql over OpenSSH where the product's record could lie."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from apps.clones import services
+from apps.clones.models import Clone
 from apps.drills.models import DrillRun, DrillSchedule
 from apps.ops.models import Operation
 from apps.replication.models import ReplicationLink
@@ -148,3 +152,109 @@ def test_the_link_carries_the_archive_and_the_target_replays_to_a_moment(pair, a
     assert refused.status == Operation.Status.FAILED and refused.error_code == "refused"
     assert "diverged" in refused.error and COPY in refused.error
     assert snapshots_of(source, ARCHIVE) == [link.archive_snapshot]
+
+
+def rows_of(answer: dict) -> str:
+    """The ids of the clone's table, through the clone's own role and password."""
+    clone = answer["clone"]
+    url = clone["connection_string"].replace(f"{clone['role']}@",
+                                             f"{clone['role']}:{answer['password']}@")
+    done = subprocess.run(["psql", url, "-XAtc", f"SELECT coalesce(string_agg(id::text, ',' "
+                                                 f"ORDER BY id), 'none') FROM {TABLE}"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_standing_clones_on_the_target_reach_an_lsn_a_restore_point_and_a_time(pair, api):
+    """On host2, from what one link run carried: a clone to an LSN, one to a restore
+    point and one to a time each show the rows committed before their moment; the one
+    to a time stays up, answering, across the link's next run."""
+    source, target, (host1, host2) = pair
+    cluster = host1.clusters.get()
+    archive, operation = wal.enable(cluster, 10)
+    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
+    archive.refresh_from_db()
+    psql(source, f"CREATE TABLE {TABLE} (id int, at timestamptz DEFAULT clock_timestamp())")
+    snapshot(host1, cluster)
+    time.sleep(1.1)
+    psql(source, f"INSERT INTO {TABLE} (id) VALUES (1)")
+    lsn = psql(source, "SELECT pg_current_wal_insert_lsn()")
+    psql(source, f"INSERT INTO {TABLE} (id) VALUES (2)")
+    point = drive(wal.create_restore_point(archive, "after-two"))
+    assert point.status == Operation.Status.SUCCEEDED, point.error
+    psql(source, f"INSERT INTO {TABLE} (id) VALUES (3)")
+    time.sleep(1.1)
+    moment = now_on(source)
+    time.sleep(1.1)
+    psql(source, f"INSERT INTO {TABLE} (id) VALUES (4)")
+    last = psql(source, "SELECT pg_walfile_name(pg_switch_wal())")
+    wait_for(lambda: last in archived(source, archive.directory), 90, "the segment")
+    link = make_link((host1, host2))
+    carried = run_link(link)
+    assert carried.status == Operation.Status.SUCCEEDED, carried.error
+    link.refresh_from_db()
+    # Made after the run: the copy on host2 does not hold it.
+    late = drive(wal.create_restore_point(archive, "too-late"))
+    assert late.status == Operation.Status.SUCCEEDED, late.error
+
+    def ask(name: str, **moment_asked):
+        return api.post("/api/clones/", {"cluster": cluster.pk, "link": link.pk, "name": name,
+                                         "ttl_minutes": 60, **moment_asked}, format="json")
+
+    refused = ask("late", restore_point="too-late")
+    assert refused.status_code == 409, refused.content
+    error = refused.json()["error"]
+    assert error["code"] == "not_carried" and "recoverable window is any moment" in \
+        error["message"]
+    beyond = ask("beyond", lsn="FF/0")
+    assert beyond.status_code == 400 and "on the replication target" in \
+        beyond.json()["error"]["message"], beyond.content
+
+    made = {}
+    try:
+        for name, asked, expected in (("to-lsn", {"lsn": lsn}, "1"),
+                                      ("to-point", {"restore_point": "after-two"}, "1,2"),
+                                      ("to-time", {"at": moment.isoformat()}, "1,2,3")):
+            answer = ask(name, **asked)
+            assert answer.status_code == 202, answer.content
+            made[name] = answer = answer.json()
+            done = drive(Operation.objects.get(pk=answer["operation"]["id"]))
+            assert done.status == Operation.Status.SUCCEEDED, done.error
+            answer["clone"] = api.get(f"/api/clones/{answer['clone']['id']}/").json()
+            assert answer["clone"]["host"] == host2.pk and answer["clone"]["link"] == link.pk
+            assert answer["clone"]["state"] == "ready", answer["clone"]
+            assert rows_of(answer) == expected, name
+            print(f"\n{name} on host2 ({asked}): rows {expected}, reached "
+                  f"{answer['clone']['reached_at']}")
+        # The carried archive's snapshot is not written on the target: only the link's.
+        assert snapshots_of(target, COPY) == [link.archive_snapshot]
+
+        for name in ("to-lsn", "to-point"):
+            gone = api.delete(f"/api/clones/{made[name]['clone']['id']}/")
+            assert gone.status_code == 202, gone.content
+            assert drive(Operation.objects.get(pk=gone.json()["id"])).status == \
+                Operation.Status.SUCCEEDED
+            assert leftovers(target, name) == ""
+
+        # The link's next run receives into the dataset whose snapshot the standing
+        # clone holds, and replaces the archive's snapshot it replayed from.
+        psql(source, f"INSERT INTO {TABLE} (id) VALUES (5)")
+        time.sleep(1.1)
+        newer = snapshot(host1, cluster)
+        again = run_link(link)
+        assert again.status == Operation.Status.SUCCEEDED, again.error
+        link.refresh_from_db()
+        assert link.common_snapshot == newer
+        assert snapshots_of(target, COPY) == [link.archive_snapshot]
+        standing = api.get(f"/api/clones/{made['to-time']['clone']['id']}/").json()
+        assert standing["state"] == "ready"
+        assert rows_of(made["to-time"]) == "1,2,3"
+        reset = api.post(f"/api/clones/{standing['id']}/reset/", {}, format="json")
+        assert reset.status_code == 409 and reset.json()["error"]["code"] == "on_target"
+    finally:
+        for answer in made.values():
+            clone = Clone.objects.get(pk=answer["clone"]["id"])
+            if clone.state != Clone.State.DESTROYED:
+                drive(services.destroy_clone(clone))
+    assert leftovers(target, "to-time") == ""

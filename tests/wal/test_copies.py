@@ -9,6 +9,7 @@ import pytest
 
 from apps.snapshots.models import Snapshot
 from apps.wal.copies import Copy, choose
+from apps.wal.models import RestorePoint
 from apps.wal.services import WalRefused
 
 pytestmark = pytest.mark.django_db
@@ -39,3 +40,40 @@ def test_a_copy_carried_before_the_last_transaction_was_read_keeps_its_file_time
         replayed_host):
     [span] = copy(replayed_host).window()
     assert span.until == T + 90
+
+
+SIZE = 16 * 2**20
+
+
+def marked(host, **listing) -> Copy:
+    carried = copy(host, **listing)
+    return Copy(**{**carried.__dict__, "marks": {"base": "0/2000100"}, "segment_size": SIZE})
+
+
+def test_an_lsn_on_the_copy_picks_the_received_snapshot_by_its_sources_mark(replayed_host):
+    carried = marked(replayed_host)
+    assert choose(carried, lsn="0/3000010").reach.base.label == "base"
+    with pytest.raises(WalRefused, match="beyond the end of the archive.*the target's "
+                                         "recoverable window is any moment from") as beyond:
+        choose(carried, lsn="0/5000000")
+    assert beyond.value.code == "beyond_end" and "lsn" in beyond.value.fields
+    with pytest.raises(WalRefused, match="known WAL position") as unmarked:
+        choose(Copy(**{**carried.__dict__, "marks": {}}), lsn="0/3000010")
+    assert unmarked.value.fields == {"lsn": [unmarked.value.message.removeprefix("lsn: ")]}
+    with pytest.raises(WalRefused, match="lsn"):
+        choose(carried, lsn="3000010")
+
+
+def test_a_restore_point_is_served_once_the_copy_holds_its_segment(replayed_host):
+    carried = marked(replayed_host)
+    point = RestorePoint(name="before", lsn="0/3000100",
+                         created_at=datetime.fromtimestamp(T + 50, UTC))
+    assert choose(carried, point=point,
+                  now=datetime.fromtimestamp(T + 1000, UTC)).reach.base.label == "base"
+    later = RestorePoint(name="later", lsn="0/4000100",
+                         created_at=datetime.fromtimestamp(T + 100, UTC))
+    with pytest.raises(WalRefused, match="has not carried yet .*run the link again") as late:
+        choose(carried, point=later, now=datetime.fromtimestamp(T + 1000, UTC))
+    assert (late.value.status, late.value.code) == (409, "not_carried")
+    with pytest.raises(WalRefused, match="one of"):
+        choose(carried, datetime.fromtimestamp(T + 50, UTC), point=point)

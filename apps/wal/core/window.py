@@ -202,9 +202,10 @@ def for_time(moment: float, now: float, bases: list[Base], archived: list[Archiv
 
 
 def for_lsn(position: int, bases: list[Base], archived: list[Archived], *,
-            segment_size: int = DEFAULT_SEGMENT_SIZE) -> Choice:
+            segment_size: int = DEFAULT_SEGMENT_SIZE, floor: float | None = None) -> Choice:
     """The newest snapshot whose WAL position is known and not after `position`, whose
-    run of archived WAL holds the segment `position` is in."""
+    run of archived WAL holds the segment `position` is in (`floor` as `reach` takes it,
+    on a replication target)."""
     if not archived:
         raise Refusal("nothing is archived yet", "outside_window")
     timeline = archived[-1].segment.timeline
@@ -215,7 +216,7 @@ def for_lsn(position: int, bases: list[Base], archived: list[Archived], *,
                       f"{last.name(segment_size)})", "beyond_end")
     known = [b for b in bases if b.lsn is not None and b.lsn <= position]
     for base in sorted(known, key=lambda b: b.lsn or 0, reverse=True):
-        found = reach(base, archived)
+        found = reach(base, archived, floor)
         if found and found.start <= wanted <= found.end:
             return Choice(found, None)
     missing = [g for g in gaps(archived) if g.first <= wanted]

@@ -146,3 +146,17 @@ def test_on_a_target_a_snapshot_older_than_the_floor_needs_the_segment_before_it
     with pytest.raises(Refusal, match="outside the recoverable window"):
         for_time(T - 300, T + 1000, [old, newer], segments, floor=T + 30)
     assert for_time(T + 90, T + 1000, [old, newer], segments, floor=T + 30).reach.base == newer
+
+
+def test_on_a_target_an_lsn_is_not_served_by_a_snapshot_older_than_the_floor():
+    """An LSN moment on a copy takes the floor as a time does: the old snapshot's
+    start may be gone, so the LSN goes to the newer one or is refused."""
+    size = 16 * 2**20
+    segments = archive(5, 6, 7)
+    old = Base("old", T - 600, lsn=1 * size)
+    newer = Base("newer", T + 30, lsn=5 * size + 100)
+    assert for_lsn(5 * size + 50, [old], segments).reach.base == old  # no floor: claimed
+    with pytest.raises(Refusal, match="no snapshot with a known WAL position"):
+        for_lsn(5 * size + 50, [old, newer], segments, floor=T + 30)
+    assert for_lsn(6 * size + 5, [old, newer], segments,
+                   floor=T + 30).reach.base == newer

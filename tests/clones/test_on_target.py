@@ -1,0 +1,182 @@
+"""Clones on a replication link's target (issue 23) without a host: `POST /api/clones/`
+with a link makes the clone on the target host from the snapshots it received, replayed
+with the copy of the archive the link carried to a time, an LSN or a restore point; what
+the copy does not reach is a 4xx with the target's window; the clone is a normal one but
+is never reset; the link keeps an archive snapshot a clone being made replays from."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.clones import services
+from apps.clones.models import Clone
+from apps.ops.models import Operation
+from apps.replication.models import ReplicationLink
+from apps.tenants import services as tenant_services
+from apps.wal.models import WalArchive
+from tests.clones import factories
+from tests.tenants import factories as tenants
+
+pytestmark = [pytest.mark.django_db]
+
+SIZE = 16 * 2**20
+CARRIED = "pozol-carry-to-backup-1"
+
+
+@pytest.fixture
+def world():
+    """db1 archives; its link sent a snapshot taken 10 minutes ago and the archive's
+    segments 2-5 (archived a minute apart from then) to backup1."""
+    source = factories.host()
+    cluster = factories.cluster(source)
+    target = factories.host("backup1")
+    taken = timezone.now() - timedelta(minutes=10)
+    archive = WalArchive.objects.create(
+        cluster=cluster, dataset="tank/pozol_wal/pg:data",
+        directory="/tank/pozol_wal/pg:data", state=WalArchive.State.ON, archive_timeout=30,
+        segment_size=SIZE)
+    archive.marks.create(snapshot="received1", lsn="0/2000100", taken_at=taken)
+    for dataset in ("bk/pg/data", "bk/pg/wal"):
+        factories.snapshot_factories.snapshot(target, f"{dataset}@received1",
+                                              created_at=taken)
+    link = ReplicationLink.objects.create(
+        name="to-backup", source_host=source, cluster_data_dir=cluster.data_dir,
+        sources=["tank/pg/data", "tank/pg/wal"], target_host=target, target_parent="bk",
+        archive="tank/pozol_wal/pg:data", archive_snapshot=CARRIED,
+        archive_listing={"timeline": 1, "segments": [
+            [n, taken.timestamp() + 60 * (n - 1)] for n in (2, 3, 4, 5)]},
+        archive_floor=taken.timestamp())
+    return {"source": source, "target": target, "cluster": cluster, "link": link,
+            "archive": archive, "taken": taken}
+
+
+def make(api, world, name="far", **moment):
+    body = {"cluster": world["cluster"].pk, "link": world["link"].pk, "name": name, **moment}
+    return api.post("/api/clones/", body, format="json")
+
+
+@pytest.mark.parametrize(("moment", "target", "value"), [
+    ({"lsn": "0/3000010"}, "lsn", "0/3000010"),
+    ({"restore_point": "before-migration"}, "name", "before-migration"),
+    ({"at": "time"}, "time", None)])
+def test_a_clone_on_the_target_replays_the_received_snapshot_with_the_carried_archive(
+        api, world, moment, target, value):
+    world["archive"].restore_points.create(name="before-migration", lsn="0/4000100",
+                                           created_at=world["taken"] + timedelta(minutes=3))
+    if "at" in moment:
+        moment = {"at": (world["taken"] + timedelta(minutes=2)).isoformat()}
+        value = moment["at"]
+    answer = make(api, world, **moment)
+    assert answer.status_code == 202, answer.content
+    clone = Clone.objects.get()
+    assert (clone.host, clone.link, clone.snapshot) == (world["target"], world["link"],
+                                                        "received1")
+    assert clone.cluster_data_dir == world["cluster"].data_dir and clone.on_target
+    assert answer.json()["clone"]["link"] == world["link"].pk
+    layout = clone.decoded_layout()
+    assert (layout.origin.data_dataset, layout.origin.wal_dataset) == ("bk/pg/data",
+                                                                       "bk/pg/wal")
+    assert layout.origin.config_file is None
+    assert (layout.recovery.archive, layout.recovery.label, layout.recovery.target,
+            layout.recovery.value, layout.recovery.received) == (
+        "bk/pozol_wal/pg:data", CARRIED, target, value, True)
+    assert Operation.objects.get().host == world["target"]
+    assert services.replaying(world["target"], "bk/pozol_wal/pg:data") == {CARRIED}
+    Clone.objects.update(state=Clone.State.READY)
+    reset = api.post(f"/api/clones/{clone.pk}/reset/", {}, format="json")
+    assert reset.status_code == 409 and reset.json()["error"]["code"] == "on_target"
+    assert services.replaying(world["target"], "bk/pozol_wal/pg:data") == set()
+
+
+@pytest.mark.parametrize(("moment", "status", "code", "words"), [
+    ({"lsn": "0/9000000"}, 400, "beyond_end", "beyond the end of the archive"),
+    ({"lsn": "0/1000000"}, 400, "outside_window", "known WAL position"),
+    ({"restore_point": "late"}, 409, "not_carried", "has not carried yet"),
+    ({"restore_point": "nameless"}, 400, "invalid", "no restore point named"),
+    ({"at": "early"}, 400, "outside_window", "outside the recoverable window"),
+])
+def test_what_the_copy_does_not_reach_is_refused_with_the_targets_window(
+        api, world, moment, status, code, words):
+    world["archive"].restore_points.create(name="late", lsn="0/6000100",
+                                           created_at=timezone.now())
+    if "at" in moment:
+        moment = {"at": (world["taken"] - timedelta(hours=1)).isoformat()}
+    answer = make(api, world, **moment)
+    assert answer.status_code == status, answer.content
+    error = answer.json()["error"]
+    assert error["code"] == code and words in error["message"], error
+    if code != "invalid":
+        assert "on the replication target" in error["message"]
+        assert "window is any moment from" in error["message"] or \
+            "recoverable window: any moment from" in error["message"]
+    assert not Clone.objects.exists() and not Operation.objects.exists()
+
+
+def test_a_link_is_refused_for_another_cluster_host_a_snapshot_or_before_it_carried(
+        api, world):
+    moment = {"at": (world["taken"] + timedelta(minutes=2)).isoformat()}
+    answer = make(api, world, snapshot="received1", **moment)
+    assert answer.status_code == 400 and "snapshot" in answer.json()["error"]["fields"]
+    answer = make(api, world, host=world["source"].pk, **moment)
+    assert answer.status_code == 400 and "host" in answer.json()["error"]["fields"]
+    other = factories.host("db3")
+    answer = api.post("/api/clones/", {"cluster": factories.cluster(other).pk,
+                                       "link": world["link"].pk, **moment}, format="json")
+    assert answer.status_code == 400 and "link" in answer.json()["error"]["fields"]
+    ReplicationLink.objects.update(archive_snapshot="")
+    answer = make(api, world, **moment)
+    assert answer.status_code == 409 and answer.json()["error"]["code"] == "not_carried"
+    assert not Clone.objects.exists()
+
+
+def test_a_tenants_member_cannot_name_a_link(world):
+    acme = tenants.tenant("Acme")
+    tenant_services.assign_cluster(acme, world["source"], world["cluster"].data_dir)
+    member = tenants.api_as(tenants.member(acme, "ana"))
+    answer = make(member, world, at=(world["taken"] + timedelta(minutes=2)).isoformat())
+    assert answer.status_code == 400 and "link" in answer.json()["error"]["fields"]
+    assert not Clone.objects.exists()
+
+
+def test_the_source_may_be_down(api, world):
+    world["cluster"].running = False
+    world["cluster"].save()
+    answer = make(api, world, at=(world["taken"] + timedelta(minutes=2)).isoformat())
+    assert answer.status_code == 202, answer.content
+
+
+def test_the_link_keeps_the_archive_snapshot_a_clone_being_made_replays_from(
+        api, world, monkeypatch):
+    """The next run's finish destroys the older carried snapshots on both sides, except
+    on the target one a clone being made will clone (its script has not run yet)."""
+    from types import SimpleNamespace
+
+    from apps.replication import steps
+    from apps.replication.link_rows import core_link
+
+    answer = make(api, world, at=(world["taken"] + timedelta(minutes=2)).isoformat())
+    assert answer.status_code == 202, answer.content
+    destroyed, logged = [], []
+
+    def run(command, **_):
+        destroyed.append(command.text)
+        return SimpleNamespace(ok=True, stderr="")
+
+    monkeypatch.setattr(steps, "_on", lambda host: run)
+    newer = "pozol-carry-to-backup-2"
+    held = SimpleNamespace(snapshots=[SimpleNamespace(name=CARRIED),
+                                      SimpleNamespace(name=newer)])
+    ctx = SimpleNamespace(state={"carry": {"label": newer}}, runner=lambda: run,
+                          log=lambda text, *_: logged.append(text))
+    link = world["link"]
+    steps._forget_carried(ctx, link, core_link(link), {"tank/pozol_wal/pg:data": held},
+                          {"bk/pozol_wal/pg:data": held})
+    assert destroyed == [f"zfs destroy tank/pozol_wal/pg:data@{CARRIED}"]
+    assert logged == [f"kept bk/pozol_wal/pg:data@{CARRIED} for now: a clone being made "
+                      "replays from it"]
+    Clone.objects.update(state=Clone.State.READY)
+    destroyed.clear()
+    steps._forget_carried(ctx, link, core_link(link), {"tank/pozol_wal/pg:data": held},
+                          {"bk/pozol_wal/pg:data": held})
+    assert destroyed[-1] == f"zfs destroy bk/pozol_wal/pg:data@{CARRIED}"
