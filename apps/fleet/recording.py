@@ -57,6 +57,18 @@ def record_rows(host: Host, facts: dict, now: datetime) -> dict[str, int]:
             "disks": len(disk_pairs)}
 
 
+def record_cluster(host: Host, cluster: dict, datasets: list[dict], now: datetime) -> None:
+    """One cluster and its datasets onto their rows (made or updated), every other row
+    of the host left as it is: a cluster PoZoL has just made (apps.provisioning)."""
+    pools = {row.name: row for row in host.pools.all()}
+    rows = {row.name: row for row in host.datasets.filter(
+        name__in=[fact["name"] for fact in datasets])}
+    saved = {fact["name"]: _save(rows.get(fact["name"]) or Dataset(host=host),
+                                 _dataset_values(pools, fact)) for fact in datasets}
+    row = host.clusters.filter(data_dir=cluster["data_dir"]).first()
+    _save(row or PgCluster(host=host), {**_cluster_values(saved, cluster), "last_seen_at": now})
+
+
 def _record_clusters(host: Host, facts: dict, datasets: dict[str, Dataset],
                      now: datetime) -> int:
     pairs, missing = match(host.clusters.all(), facts.get("clusters") or [],

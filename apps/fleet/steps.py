@@ -19,11 +19,11 @@ from apps.fleet.alert_kinds import CLUSTER_DOWN, POOL_CAPACITY
 from apps.fleet.capacity import pool_capacity_message
 from apps.fleet.capacity import threshold as capacity_threshold
 from apps.fleet.models import Host
-from apps.fleet.recording import record_rows
+from apps.fleet.recording import record_cluster, record_rows
 from apps.fleet.signals import discovered, facts_recorded
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.remote.errors import CommandFailed, HostKeyMismatch, RemoteError, SudoRefused
-from apps.remote.gather import discover
+from apps.remote.gather import discover, under
 
 
 def check_host_key(ctx: StepContext) -> Next | Done | Fail:
@@ -116,6 +116,26 @@ def record_facts(host: Host, facts: dict) -> dict[str, int]:
     check_clusters(host)
     transaction.on_commit(lambda: facts_recorded.send(sender=Host, host=host))
     return summary
+
+
+@transaction.atomic
+def record_new_cluster(host: Host, cluster: dict, datasets: list[dict], parent: str) -> None:
+    """A cluster PoZoL has just made, and its datasets (`parent` and below), added to the
+    host's rows and to its facts as its last discovery recorded them (read again under
+    the lock, so a discovery that recorded meanwhile is kept); the rest waits for the
+    host's next discovery."""
+    host.hold_discovered_rows()
+    host.refresh_from_db(fields=["facts"])
+    facts = dict(host.facts or {})
+    facts["datasets"] = [d for d in facts.get("datasets") or []
+                         if not under(d["name"], parent)] + datasets
+    facts["clusters"] = [c for c in facts.get("clusters") or []
+                         if c["data_dir"] != cluster["data_dir"]] + [cluster]
+    record_cluster(host, cluster, datasets, timezone.now())
+    host.facts = facts
+    host.save(update_fields=["facts"])
+    check_clusters(host)
+    transaction.on_commit(lambda: facts_recorded.send(sender=Host, host=host))
 
 
 def _check_pool_capacity(host: Host) -> None:

@@ -57,7 +57,7 @@ def plan_cluster(host: Host, *, major: int, name: str, port: int | None = None,
                                 fields={exc.field: [str(exc)]}) from None
     shortage = reserves.refusal(host, plan.pool, layout.ROOM_NEEDED, f"cluster {name}")
     if shortage:
-        raise Conflict(str(shortage), code="no_room", fields={"pool": [str(shortage)]})
+        raise Conflict(shortage.message, code="no_room", fields={"pool": [shortage.message]})
     if notes:
         plan = layout.Plan(**{**plan.__dict__, "notes": (*notes, *plan.notes)})
     return plan

@@ -1,14 +1,17 @@
 """Creating and retiring a cluster as Operations: each step safe to run again.
 
-Create: datasets (the pool's room read again first; their properties set
-before anything is written), initdb (as the owner, or pg_createcluster on a
-packaged host; checksums on, WAL on its dataset), settings (postgresql.auto.conf)
-and start (its unit on a packaged host, else pg_ctl, as PoZoL starts its clones)
-in one step, then discovery, so the cluster appears with its id. Retire: stop, a
-final snapshot, destroy the datasets, forget the row; each only when asked.
+Create: the pool's room read again, the datasets (their properties set before
+anything is written), initdb (as the owner, or pg_createcluster on a packaged
+host; checksums on, WAL on its dataset), settings (postgresql.auto.conf) and start
+(its unit on a packaged host, else pg_ctl, as PoZoL starts its clones), all in one
+round trip; then the new cluster and its datasets read as discovery reads them (one
+more), so the cluster appears with its id. Retire: stop, a final snapshot, destroy
+the datasets, forget the row; each only when asked.
 """
 
 from __future__ import annotations
+
+from dataclasses import asdict
 
 from django.db import transaction
 
@@ -19,8 +22,10 @@ from apps.provisioning.core import commands
 from apps.provisioning.core.layout import DATA_BELOW, WAL_BELOW, Plan
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import script
-from apps.remote.gather import discover
+from apps.remote.facts.host import Cluster
+from apps.remote.gather import discover, discover_cluster
 
+DATASETS_TIMEOUT = 120
 INITDB_TIMEOUT = 300
 START_TIMEOUT = 180
 
@@ -29,15 +34,36 @@ def _plan(ctx: StepContext) -> Plan:
     return Plan.from_dict(ctx.state["plan"])
 
 
+def make(ctx: StepContext) -> Next | Fail:
+    """The room check, the datasets, initdb, the settings and the start: one round trip
+    (commands.make_and_start; each part safe to repeat). A plan that does not know
+    where the datasets will be mounted goes step by step (`datasets`, `initdb`)."""
+    plan, room = _plan(ctx), ctx.state.get("room")
+    command = commands.make_and_start(plan, reserves.guard_in_script(ctx.host, room))
+    if command is None:
+        return datasets(ctx)
+    made = ctx.runner()(command, timeout=DATASETS_TIMEOUT + INITDB_TIMEOUT + START_TIMEOUT,
+                        check=False)
+    if not made.ok:
+        shortage = reserves.refusal_in_output(ctx.host, room, made.stdout) if room else None
+        if shortage:
+            return Fail(shortage.message, code="no_room")
+        made.check()
+    ctx.state["mounts"] = list(commands.planned_mounts(plan))
+    ctx.state["pid"] = commands.started_pid(made.stdout)
+    return Next("discover", f"{plan.parent} made; initialised with data checksums, "
+                            "settings written, started", progress=80)
+
+
 def datasets(ctx: StepContext) -> Next | Fail:
     """The pool read again (room above its reserve), then the datasets."""
     run = ctx.runner()
     shortage = reserves.refusal_in_step(run, ctx.host, ctx.state.get("room"))
     if shortage:
-        return Fail(str(shortage), code="no_room")
+        return Fail(shortage.message, code="no_room")
     plan = _plan(ctx)
     data_mount, wal_mount = commands.mounts(
-        run(commands.create_datasets(plan), timeout=120).stdout)
+        run(commands.create_datasets(plan), timeout=DATASETS_TIMEOUT).stdout)
     ctx.state["mounts"] = [data_mount, wal_mount]
     return Next("initdb", f"{plan.parent} with data and wal made", progress=30)
 
@@ -46,31 +72,58 @@ def initdb(ctx: StepContext) -> Next:
     """initdb, the settings, the start: one round trip (each part safe to repeat)."""
     plan, run = _plan(ctx), ctx.runner()
     data_mount, wal_mount = ctx.state["mounts"]
-    run(commands.initialise_and_start(plan, data_mount, wal_mount),
-        timeout=INITDB_TIMEOUT + START_TIMEOUT)
+    started = run(commands.initialise_and_start(plan, data_mount, wal_mount),
+                  timeout=INITDB_TIMEOUT + START_TIMEOUT)
+    ctx.state["pid"] = commands.started_pid(started.stdout)
     return Next("discover", "initialised with data checksums, settings written, started",
                 progress=80)
 
 
 def rediscover(ctx: StepContext) -> Done | Fail:
-    data_dir = f"{ctx.state['mounts'][0]}/{DATA_BELOW}"
+    """The new cluster and its datasets read as discovery reads them, in one round trip,
+    so the cluster appears with its id the moment it answers. The rest of the host's
+    facts wait for its next discovery: only the pool's free space moved, which every
+    room check reads again anyway. Not a whole discovery started here: one that read
+    the host before a retire that follows at once would record the retired cluster
+    again after it."""
+    plan = _plan(ctx)
+    data_mount, wal_mount = ctx.state["mounts"]
+    data_dir, wal_dir = f"{data_mount}/{DATA_BELOW}", f"{wal_mount}/{WAL_BELOW}"
+    facts = ctx.host.typed_facts()
+    if facts is None or "pid" not in ctx.state:  # an operation started before there was one
+        return _discovered_whole(ctx, data_dir, wal_dir)
+    expected = Cluster(pid=ctx.state["pid"], version=str(plan.major), server_version_num=None,
+                       port=plan.port, data_dir=data_dir, wal_dir=wal_dir,
+                       socket_dir=plan.socket_dir, bin_dir=plan.bin_dir, owner=plan.owner,
+                       data_checksums=None)
+    cluster, datasets = discover_cluster(ctx.runner(), facts, expected, plan.parent)
+    fleet_steps.record_new_cluster(ctx.host, asdict(cluster), [asdict(d) for d in datasets],
+                                   plan.parent)
+    return _found(ctx, data_dir, wal_dir)
+
+
+def _discovered_whole(ctx: StepContext, data_dir: str, wal_dir: str) -> Done | Fail:
     ctx.state["facts"] = discover(ctx.runner(), login=ctx.host.user).to_dict()
     # Discovery's own record step: the rows, and what listens to discovery (the
     # snapshot inventory, the advisor's counts) hears of the new cluster.
     fleet_steps.record(ctx)
+    return _found(ctx, data_dir, wal_dir)
+
+
+def _found(ctx: StepContext, data_dir: str, wal_dir: str) -> Done | Fail:
     cluster = ctx.host.clusters.filter(data_dir=data_dir).first()
     if cluster is None:
         return Fail(f"the cluster at {data_dir} started but discovery did not find it",
                     code="not_found")
     return Done({"cluster": cluster.pk, "data_dir": data_dir, "port": cluster.port,
-                 "wal_dir": f"{ctx.state['mounts'][1]}/{WAL_BELOW}"},
+                 "wal_dir": wal_dir},
                 message=f"cluster {_plan(ctx).name} is running on port {cluster.port}")
 
 
 CREATE = register(Kind(
     name="provisioning.create_cluster",
-    steps={"datasets": datasets, "initdb": initdb, "discover": rediscover},
-    first_step="datasets",
+    steps={"make": make, "datasets": datasets, "initdb": initdb, "discover": rediscover},
+    first_step="make",
     mutating=True,
 ))
 

@@ -102,6 +102,52 @@ def discover(run: Runner, login: str = sudo.ROOT) -> HostFacts:
     return facts
 
 
+def discover_cluster(run: Runner, facts: HostFacts, expected: Cluster,
+                     parent: str) -> tuple[Cluster, list[Dataset]]:
+    """One cluster just started and the datasets of `parent` (it and those below it), read
+    in one round trip as discovery reads them: for a cluster PoZoL made
+    (apps.provisioning), whose postmaster's pid, port, socket and binaries it knows.
+
+    The postmaster is read as discovery reads it (its /proc, postmaster.pid and cgroup);
+    its settings through psql on the port and socket `expected` names. `facts`, the
+    host's last discovery, gives the ZFS dialect and the mountpoints of the rest."""
+    if facts.zfs is None:
+        raise InvalidValue("host facts", None, "no ZFS was discovered on the host")
+    seen = dataclasses.replace(facts, datasets=list(facts.datasets), skipped=[])
+    data = ask(run, {
+        **postmaster_probes([postgres.Process(expected.pid, 1, expected.owner or "", "")]),
+        "pg_common": PG_COMMON_PROBE,
+        **psql_probes([expected], seen),
+        **dataset_probes(facts.zfs, [commands.dataset_name(parent)]),
+    })
+    below = [d for d in _datasets(data, seen) if under(d.name, parent)]
+    if not below:
+        raise InvalidValue("datasets", parent, "zfs listed nothing there")
+    seen.datasets = [d for d in seen.datasets if not under(d.name, parent)] + below
+    common = postgres.parse_postgresql_common(_text(data, "pg_common"))
+    found = _with_layout(_with_settings(_cluster(expected.pid, data), data, seen), common)
+    return found, below
+
+
+def dataset_probes(facts: ZfsFacts, roots: list[str]) -> dict[str, Command]:
+    """The listing and properties of `roots` (pools or datasets) and every dataset below."""
+    fuse = facts.dialect == zfs.ZFS_FUSE
+    get = ["zfs", "get", "-Hp", "-r", *([] if fuse else ["-t", "filesystem,volume"]),
+           "-o", zfs.GET_FIELDS]
+    return {
+        "zfs_list": cmd("zfs", "list", "-Hp" if facts.capabilities.list_parsable else "-H",
+                        "-r", "-t", "filesystem,volume", "-o", ",".join(zfs.LIST_FIELDS),
+                        *roots),
+        "zfs_get": cmd(*get, ",".join(DATASET_PROPERTIES), *roots),
+        **{f"zfs_get_{prop}": cmd(*get, prop, *roots) for prop in OPTIONAL_PROPERTIES},
+    }
+
+
+def under(name: str, parent: str) -> bool:
+    """Whether dataset `name` is `parent` or below it."""
+    return name == parent or name.startswith(parent + "/")
+
+
 # -- a login other than root: its sudoers rules ---------------------------------
 
 def _sudo_listing(run: Runner, login: str) -> SudoListing | None:
@@ -393,8 +439,6 @@ def zfs_data_probes(facts: ZfsFacts, pools: list[str]) -> dict[str, Command]:
         return probes
     columns = zpool.list_columns(caps.zpool_fragmentation)
     exact = "-Hp" if caps.zpool_list_parsable else "-H"
-    get = ["zfs", "get", "-Hp", "-r", *([] if fuse else ["-t", "filesystem,volume"]),
-           "-o", zfs.GET_FIELDS]
     return probes | {
         "zpool_list": cmd("zpool", "list", exact, "-o", ",".join(columns), *pools),
         "zpool_get": cmd("zpool", "get", *([] if fuse else ["-Hp"]), "ashift,version", *pools),
@@ -404,10 +448,7 @@ def zfs_data_probes(facts: ZfsFacts, pools: list[str]) -> dict[str, Command]:
                             "zpool_get_block_cloning": cmd("zpool", "get", "-Hp",
                                                            BLOCK_CLONING, *pools)}),
         "zpool_status": cmd("zpool", "status", *pools),
-        "zfs_list": cmd("zfs", "list", "-Hp" if caps.list_parsable else "-H", "-r",
-                        "-t", "filesystem,volume", "-o", ",".join(zfs.LIST_FIELDS), *pools),
-        "zfs_get": cmd(*get, ",".join(DATASET_PROPERTIES), *pools),
-        **{f"zfs_get_{prop}": cmd(*get, prop, *pools) for prop in OPTIONAL_PROPERTIES},
+        **dataset_probes(facts, pools),
     }
 
 

@@ -13,7 +13,7 @@ import pytest
 from apps.benchmarks.models import Benchmark
 from apps.fleet.models import Host
 from apps.fleet.recording import match
-from apps.fleet.steps import record_facts
+from apps.fleet.steps import record_facts, record_new_cluster
 from tests.benchmarks.factories import finished
 
 
@@ -152,3 +152,36 @@ def test_values_cut_to_fit_still_find_their_rows(replayed_host):
     record_facts(replayed_host, copy.deepcopy(facts))
     assert _ids(replayed_host) == before
     assert replayed_host.clusters.filter(data_dir="", running=True).count() == 1
+
+
+def _renamed(fact: dict, old: str, new: str) -> dict:
+    return {**fact, "name": new + fact["name"].removeprefix(old)}
+
+
+def test_a_made_cluster_is_added_beside_the_rows_and_facts_of_the_last_discovery(
+        replayed_host):
+    """What provisioning records after making a cluster: its rows and facts added, no
+    other row touched; a cluster retired since the last discovery (its row gone, its
+    facts still there) does not come back."""
+    facts = replayed_host.facts
+    old = replayed_host.clusters.get()
+    fact = next(c for c in facts["clusters"] if c["data_dir"] == old.data_dir)
+    datasets = [_renamed(d, "tank/pg", "tank/postgres/app") for d in facts["datasets"]
+                if d["name"] == "tank/pg" or d["name"].startswith("tank/pg/")]
+    made = {**fact, "data_dir": "/tank/postgres/app/data/pgdata", "port": 5499,
+            "data_dataset": "tank/postgres/app/data", "wal_dataset": "tank/postgres/app/wal"}
+    before = set(replayed_host.datasets.values_list("name", flat=True))
+    old.delete()  # retired meanwhile
+
+    record_new_cluster(replayed_host, made, datasets, "tank/postgres/app")
+
+    row = replayed_host.clusters.get()
+    assert (row.data_dir, row.port) == ("/tank/postgres/app/data/pgdata", 5499)
+    assert (row.data_dataset.name, row.wal_dataset.name) == ("tank/postgres/app/data",
+                                                             "tank/postgres/app/wal")
+    after = set(replayed_host.datasets.values_list("name", flat=True))
+    assert after == before | {d["name"] for d in datasets}
+    replayed_host.refresh_from_db()
+    assert [c["data_dir"] for c in replayed_host.facts["clusters"]] == [
+        old.data_dir, "/tank/postgres/app/data/pgdata"]
+    assert {d["name"] for d in datasets} <= {d["name"] for d in replayed_host.facts["datasets"]}

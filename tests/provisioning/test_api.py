@@ -72,6 +72,9 @@ def test_a_pool_without_room_is_refused(api, replayed_host):
     answer = api.post(f"/api/hosts/{replayed_host.pk}/clusters/",
                       {"major": 15, "name": "app"}, format="json")
     assert answer.status_code == 409 and answer.json()["error"]["code"] == "no_room"
+    # Said in words, not as the refusal's repr.
+    assert "(99% of the pool)" in answer.json()["error"]["message"]
+    assert "Shortage(" not in answer.content.decode()
 
 
 def test_a_port_a_clone_holds_is_not_offered(api, replayed_host):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from apps.fleet import reserves
 from apps.fleet.core import room
 from apps.ops import engine
 from apps.ops.engine import StepContext
@@ -34,32 +35,60 @@ def started(host, delivered) -> tuple[Operation, Plan]:
     return operation, Plan.from_dict(operation.state["plan"])
 
 
-def test_create_reads_the_room_then_makes_initialises_and_starts(replayed_host, shell,
-                                                                 delivered):
+def one_trip(host, plan: Plan, operation: Operation):
+    return commands.make_and_start(plan, reserves.guard_in_script(host,
+                                                                   operation.state["room"]))
+
+
+def test_create_checks_the_room_makes_initialises_and_starts_in_one_round_trip(
+        replayed_host, shell, delivered):
     operation, plan = started(replayed_host, delivered)
-    shell.on(room.read_command("tank"), f"{GiB}\n{4 * GiB}\n")
-    shell.on(commands.create_datasets(plan), "/m/data\n/m/wal\n")
-    shell.on(commands.initialise_and_start(plan, "/m/data", "/m/wal"))
-    engine.run_step(operation.pk, owner="test")
+    data_mount, wal_mount = commands.planned_mounts(plan)
+    shell.on(one_trip(replayed_host, plan, operation),
+             f"pozol-room tank {GiB} {4 * GiB}\n{data_mount}\n{wal_mount}\nSuccess.\n"
+             "postmaster pid: 4242\n")
     engine.run_step(operation.pk, owner="test")
     operation.refresh_from_db()
     assert operation.step == "discover" and operation.is_active
-    assert shell.calls == [c.text for c in (
-        room.read_command("tank"), commands.create_datasets(plan),
-        commands.initialise_and_start(plan, "/m/data", "/m/wal"))]
-    initialise = shell.calls[2]
-    assert "--data-checksums" in initialise
-    assert initialise.index("initdb") < initialise.index("postgresql.auto.conf") < \
-        initialise.index("-w -t 120 start")
+    assert operation.state["pid"] == 4242
+    assert operation.state["mounts"] == [data_mount, wal_mount]
+    assert len(shell.calls) == 1
+    made = shell.calls[0]
+    assert made.index("pozol-room") < made.index("zfs create") < made.index("initdb") < \
+        made.index("postgresql.auto.conf") < made.index("-w -t 120 start") < \
+        made.index("postmaster.pid")
+    assert "--data-checksums" in made
 
 
 def test_create_stops_before_making_anything_when_the_pool_filled_up(replayed_host, shell,
                                                                      delivered):
-    operation, _ = started(replayed_host, delivered)
-    shell.on(room.read_command("tank"), f"{GiB}\n{2**20}\n")
+    operation, plan = started(replayed_host, delivered)
+    shell.on(one_trip(replayed_host, plan, operation), f"pozol-room tank {GiB} {2**20}\n",
+             exit_code=1)
     failed = drive(operation)
     assert failed.status == Operation.Status.FAILED and failed.error_code == "no_room"
+    assert "a reserve of" in failed.error
     assert len(shell.calls) == 1
+
+
+def test_a_plan_that_does_not_know_the_mountpoints_goes_step_by_step(replayed_host, shell,
+                                                                     delivered):
+    operation, plan = started(replayed_host, delivered)
+    state = operation.state
+    state["plan"] = {**state["plan"], "data_dir": None, "wal_dir": None}
+    Operation.objects.filter(pk=operation.pk).update(state=state)
+    plan = Plan.from_dict(state["plan"])
+    shell.on(room.read_command("tank"), f"{GiB}\n{4 * GiB}\n")
+    shell.on(commands.create_datasets(plan), "/m/data\n/m/wal\n")
+    shell.on(commands.initialise_and_start(plan, "/m/data", "/m/wal"),
+             "postmaster pid: 4242\n")
+    engine.run_step(operation.pk, owner="test")
+    engine.run_step(operation.pk, owner="test")
+    operation.refresh_from_db()
+    assert operation.step == "discover" and operation.state["pid"] == 4242
+    assert shell.calls == [c.text for c in (
+        room.read_command("tank"), commands.create_datasets(plan),
+        commands.initialise_and_start(plan, "/m/data", "/m/wal"))]
 
 
 def test_retire_stops_destroys_and_forgets(replayed_host, shell, delivered):

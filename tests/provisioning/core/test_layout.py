@@ -214,8 +214,11 @@ def test_initialise_and_start_runs_its_parts_in_turn_and_stops_at_a_failure(
     monkeypatch.setattr(commands, "start", lambda *a: Command(start))
     joined = commands.initialise_and_start(plan(Request(15, "app")), "/m/data", "/m/wal")
     done = subprocess.run(["sh", "-c", joined.text], capture_output=True, text=True)
-    assert done.stdout.split() == ran.split()
+    lines = done.stdout.splitlines()
+    pid_read = [line for line in lines if line.startswith("postmaster pid:")]
+    assert [line for line in lines if line not in pid_read] == ran.split()
     assert (done.returncode == 0) is ok
+    assert bool(pid_read) is ok  # read last, only when every part passed
 
 
 def test_initialise_and_start_shows_its_three_parts():
@@ -223,3 +226,49 @@ def test_initialise_and_start_shows_its_three_parts():
     assert shown.startswith("/usr/lib/postgresql/15/bin/initdb -D /m/data/pgdata")
     assert "; then write /m/data/pgdata/postgresql.auto.conf" in shown
     assert "; then pg_ctl -D /m/data/pgdata" in shown
+
+
+def test_the_started_postmasters_pid_is_read_from_the_last_line_that_gives_it():
+    assert commands.started_pid("initdb says things\npostmaster pid: 77\n") == 77
+    for bad in ("", "postmaster pid: \n", "postmaster pid: 1\n", "postmaster pid: 7;x\n"):
+        with pytest.raises(InvalidValue):
+            commands.started_pid(bad)
+
+
+def test_initialise_and_start_prints_the_postmasters_pid_last(tmp_path):
+    import subprocess
+
+    data = tmp_path / "data"
+    (data / "pgdata").mkdir(parents=True)
+    (data / "pgdata" / "postmaster.pid").write_text("4321\n/data/pgdata\n")
+    joined = commands.initialise_and_start(plan(Request(15, "app")), str(data), "/m/wal")
+    pid_part = joined.text.rsplit("(\n", 1)[1].rsplit("\n)", 1)[0]
+    printed = subprocess.run(["sh", "-c", pid_part], capture_output=True, text=True).stdout
+    assert commands.started_pid(printed) == 4321
+
+
+@pytest.mark.parametrize(("elsewhere", "ok"), [
+    (False, True),
+    (True, False),  # mounted somewhere the plan's initdb does not name
+])
+def test_make_and_start_goes_on_only_where_the_plan_put_the_datasets(monkeypatch, elsewhere,
+                                                                     ok):
+    import subprocess
+
+    from apps.remote.commands import Command
+
+    made = plan(Request(15, "app"))
+    data, wal = commands.planned_mounts(made)
+    mounted = "/elsewhere/data" if elsewhere else data
+    monkeypatch.setattr(commands, "create_datasets",
+                        lambda plan: Command(f"set -e\necho {mounted}\necho {wal}"))
+    for name in ("initdb", "write_settings", "start"):
+        monkeypatch.setattr(commands, name, lambda *a, name=name: Command(f"echo {name}"))
+    whole = commands.make_and_start(made, room=Command("echo room"))
+    done = subprocess.run(["sh", "-c", whole.text], capture_output=True, text=True)
+    ran = [line for line in done.stdout.splitlines() if not line.startswith("postmaster")]
+    if ok:
+        assert ran == ["room", data, wal, "initdb", "write_settings", "start"]
+    else:
+        assert ran == ["room"] and done.returncode != 0
+        assert "not where the plan put them" in done.stderr
