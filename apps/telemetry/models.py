@@ -80,6 +80,9 @@ class RollupMark(models.Model):
     resolution = models.CharField(max_length=2, primary_key=True)
     rolled_to = models.DateTimeField(null=True, blank=True)
     raw_id = models.BigIntegerField(default=0)
+    # Buckets starting before this are in RollupChunk rows (those made again later
+    # for late rows excepted): apps.telemetry.upkeep's compaction.
+    compacted_to = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.resolution} rolled up to {self.rolled_to}"
@@ -105,3 +108,25 @@ class Rollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.resolution} rollup of host #{self.host_id} at {self.start:%Y-%m-%d %H:%M}"
+
+
+class RollupChunk(models.Model):
+    """One host's buckets of one resolution over a whole span, packed together
+    (apps.telemetry.core.packing.pack_chunk): 5-minute buckets by the hour, hourly
+    ones by the day (UTC), `start` the span's. A Rollup row of the same host,
+    resolution and bucket start (a bucket made again for a late sample) is newer
+    and is read instead of the chunk's bucket."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    resolution = models.CharField(max_length=2, choices=Rollup.Resolution)
+    start = models.DateTimeField()
+    layout = models.ForeignKey(Layout, on_delete=models.PROTECT, related_name="+")
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "resolution", "start"],
+                                               name="telemetry_chunk_once")]
+        indexes = [models.Index(fields=["resolution", "start"], name="telemetry_chunk_time")]
+
+    def __str__(self) -> str:
+        return f"{self.resolution} chunk of host #{self.host_id} from {self.start:%Y-%m-%d %H:%M}"

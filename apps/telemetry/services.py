@@ -41,7 +41,7 @@ from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR, Retention
 from apps.telemetry.core.sample import NOT_AVAILABLE, Sample
 from apps.telemetry.core.spec import SampleSpec, spec_from_facts
-from apps.telemetry.models import HostTelemetry, RawSample, Rollup
+from apps.telemetry.models import HostTelemetry, RawSample, Rollup, RollupChunk
 from apps.telemetry.shards import WHOLE, Shard
 from apps.telemetry.upkeep import ROLLUP_GRACE, Maintained, prune, retention  # noqa: F401
 
@@ -342,19 +342,28 @@ def _raw_rows(host: Host, metric: metrics.Metric, start: datetime,
 
 def _rolled_rows(host: Host, metric: metrics.Metric, resolution: str, start: datetime,
                  end: datetime) -> list[metrics.Row]:
-    """Packed rows unpacked to the metric's fields; JSON ones (written before packing)
-    cut in the database as raw rows are."""
+    """Buckets of chunks (apps.telemetry.upkeep: closed spans) and of rows: packed ones
+    unpacked to the metric's fields; JSON ones (written before packing) cut in the
+    database as raw rows are. A row is newer than a chunk's bucket of the same start."""
+    keep = _reads(metric)
+    found: dict[datetime, dict | None] = {}
+    chunks = (RollupChunk.objects.filter(host=host, resolution=resolution,
+                                         start__gt=start - upkeep.SPANS[resolution],
+                                         start__lte=end)
+              .order_by("start").values_list("start", "layout_id", "data"))
+    for at, layout, data in chunks:
+        for bucket in store.chunk_buckets(at, layout, data):
+            if start <= bucket.start <= end:
+                found[bucket.start] = packing.values(bucket, keep).get(metric.source)
     rows = (Rollup.objects.filter(host=host, resolution=resolution, start__gte=start,
                                   start__lte=end)
             .order_by("start").values_list("start", _only(metric), "layout_id", "data"))
-    keep = _reads(metric)
-    found = []
     for at, source, layout, data in rows:
         if data is not None:
             source = packing.values(store.bucket(at, None, layout, data), keep).get(
                 metric.source)
-        found.append((at, {metric.source: _cut(metric, source)}))
-    return found
+        found[at] = source
+    return [(at, {metric.source: _cut(metric, found[at])}) for at in sorted(found)]
 
 
 def _reads(metric: metrics.Metric):

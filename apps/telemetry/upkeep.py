@@ -10,12 +10,26 @@ since. A raw row that arrives after its bucket was made (a round that took longe
 than ROLLUP_GRACE) has a higher id than the mark's `raw_id`: its host's bucket is
 made again, and that hour's hourly bucket too. Pruning deletes by time ranges
 (the (taken_at) and (resolution, start) indexes), never past a mark.
+
+Then compaction: a bucket is one row (`Rollup`) only while its span is open.
+Once an hour's 5-minute buckets are merged into its hourly one, and once a UTC
+day's hourly buckets are all made, every host's buckets of that span go into
+one `RollupChunk` row (apps.telemetry.core.packing.pack_chunk: a path's values
+side by side across the span compress to about 750 bytes a bucket against 1.3
+KB alone, and one row and index entry a span instead of 12 or 24) and their
+rows are deleted. A `compacted_to` mark per resolution says how far; a tick
+compacts at most a day of hours and a week of days, oldest first, so rows
+written before chunks existed are compacted a few ticks after the upgrade, never
+in one long tick, and are read as they are until then. A bucket made again for
+a late row after its span was compacted stays a row, which readers take over
+the chunk's bucket (`buckets`). Chunks are pruned whole: hourly buckets up to a
+day past their retention.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -26,7 +40,7 @@ from django.db.models import Max, Min
 from apps.telemetry import store
 from apps.telemetry.core import packing, rollup
 from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR, Retention
-from apps.telemetry.models import RawSample, Rollup, RollupMark
+from apps.telemetry.models import RawSample, Rollup, RollupChunk, RollupMark
 
 FIVE, HOURLY = Rollup.Resolution.FIVE_MINUTE.value, Rollup.Resolution.HOURLY.value
 # A sample is stamped when its answer arrives and written when the whole round
@@ -36,6 +50,12 @@ ROLLUP_GRACE = timedelta(minutes=5)
 # Raw rows are read this much at a time (ordered by host, so one host's are together).
 _CHUNK = timedelta(minutes=15)
 _FETCH = 2000
+DAY = timedelta(days=1)
+# The span of one RollupChunk row, by resolution; and how many spans a tick compacts
+# at most (a day of hours, a week of days: the catch-up after an upgrade is spread).
+SPANS = {FIVE: HOUR, HOURLY: DAY}
+_COMPACT_PER_TICK = {FIVE: 24, HOURLY: 7}
+_CHUNKS_PER_COPY = 500
 
 
 def retention() -> Retention:
@@ -64,6 +84,9 @@ def maintain(now: datetime) -> Maintained:
         hourly = _mark(HOURLY)
         made_5m, touched = _roll_up_raw(five, rollup.closed_before(settled, FIVE_MINUTES))
         made_1h = _roll_up_hourly(hourly, rollup.closed_before(settled, HOUR), touched)
+        if hourly.rolled_to is not None:  # a span is compacted once its buckets are made
+            compact(five, hourly.rolled_to)
+            compact(hourly, rollup.bucket_start(hourly.rolled_to, DAY))
     return Maintained(made_5m, made_1h, prune(now))
 
 
@@ -147,8 +170,7 @@ def _merged_windows(since: datetime,
     start = since
     while start < until:
         end = min(start + HOUR, until)
-        yield list(_merged(Rollup.objects.filter(resolution=FIVE, start__gte=start,
-                                                 start__lt=end)))
+        yield list(_merged(buckets(FIVE, start, end)))
         start = end
 
 
@@ -157,19 +179,99 @@ def _merged_again(again: set[tuple[int, datetime]]) -> Iterator[tuple[int, packi
     for host, hour in again:
         by_hour.setdefault(hour, []).append(host)
     for hour, hosts in sorted(by_hour.items()):
-        yield from _merged(Rollup.objects.filter(resolution=FIVE, host_id__in=hosts,
-                                                 start__gte=hour, start__lt=hour + HOUR))
+        yield from _merged(buckets(FIVE, hour, hour + HOUR, hosts))
 
 
-def _merged(rows) -> Iterator[tuple[int, packing.Bucket]]:
-    ordered = (rows.order_by("host_id", "start")
-               .values_list("host_id", "start", "values", "layout_id", "data")
-               .iterator(chunk_size=_FETCH))
-    for host, group in itertools.groupby(ordered, key=lambda row: row[0]):
-        parts = [store.bucket(start, values, layout, data)
-                 for _, start, values, layout, data in group]
+def _merged(by_host: Iterable[tuple[int, list[packing.Bucket]]],
+            ) -> Iterator[tuple[int, packing.Bucket]]:
+    for host, parts in by_host:
         for bucket in packing.merge(parts, HOUR):
             yield host, bucket
+
+
+# -- stored buckets: rows and chunks --------------------------------------------------------
+
+def buckets(resolution: str, start: datetime, end: datetime, hosts: list[int] | None = None,
+            ) -> Iterator[tuple[int, list[packing.Bucket]]]:
+    """Every host's (or `hosts`') buckets starting in [start, end), host after host, each
+    host's in time order: those of chunks and of rows, a row taken over a chunk's bucket
+    of the same start (it was made again later). One host's are in memory at a time."""
+    span = SPANS[resolution]
+    chunks = RollupChunk.objects.filter(resolution=resolution, start__gt=start - span,
+                                        start__lt=end)
+    rows = Rollup.objects.filter(resolution=resolution, start__gte=start, start__lt=end)
+    if hosts is not None:
+        chunks, rows = chunks.filter(host_id__in=hosts), rows.filter(host_id__in=hosts)
+    chunked = _grouped(chunks.order_by("host_id", "start")
+                       .values_list("host_id", "start", "layout_id", "data")
+                       .iterator(chunk_size=_FETCH // 10))
+    single = _grouped(rows.order_by("host_id", "start")
+                      .values_list("host_id", "start", "values", "layout_id", "data")
+                      .iterator(chunk_size=_FETCH))
+    for host, in_chunks, in_rows in _joined(chunked, single):
+        found = {b.start: b for _, at, layout, data in in_chunks
+                 for b in store.chunk_buckets(at, layout, data) if start <= b.start < end}
+        found.update((at, store.bucket(at, values, layout, data))
+                     for _, at, values, layout, data in in_rows)
+        yield host, [found[at] for at in sorted(found)]
+
+
+def _grouped(rows: Iterator[tuple]) -> Iterator[tuple[int, list[tuple]]]:
+    for host, group in itertools.groupby(rows, key=lambda row: row[0]):
+        yield host, list(group)
+
+
+def _joined(a: Iterator[tuple[int, list]], b: Iterator[tuple[int, list]],
+            ) -> Iterator[tuple[int, list, list]]:
+    """Two streams of (host, rows) in host order, as (host, a's rows, b's rows)."""
+    x, y = next(a, None), next(b, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x[0] < y[0]):
+            yield x[0], x[1], []
+            x = next(a, None)
+        elif x is None or y[0] < x[0]:
+            yield y[0], [], y[1]
+            y = next(b, None)
+        else:
+            yield x[0], x[1], y[1]
+            x, y = next(a, None), next(b, None)
+
+
+# -- compaction -------------------------------------------------------------------------------
+
+def compact(mark: RollupMark, until: datetime) -> int:
+    """The mark's resolution's spans before `until` (a span start) put into chunks, the
+    oldest first and at most _COMPACT_PER_TICK of them; returns the chunks written."""
+    resolution, span = mark.resolution, SPANS[mark.resolution]
+    since = mark.compacted_to
+    if since is None:
+        first = Rollup.objects.filter(resolution=resolution).aggregate(at=Min("start"))["at"]
+        since = rollup.bucket_start(first, span) if first else until
+    made, start = 0, since
+    for _ in range(_COMPACT_PER_TICK[resolution]):
+        if start + span > until:
+            break
+        made += _compact_span(resolution, start, start + span)
+        start += span
+    if start != mark.compacted_to:
+        mark.compacted_to = start
+        mark.save(update_fields=["compacted_to"])
+    return made
+
+
+def _compact_span(resolution: str, start: datetime, end: datetime) -> int:
+    """Every host's buckets of one span as one chunk each (a chunk there already, made
+    by an interrupted catch-up, is read in and replaced), then the span's rows deleted."""
+    made, packed = 0, []
+    for host, found in buckets(resolution, start, end):
+        if found:
+            packed.append((host, start, *packing.pack_chunk(start, found)))
+        if len(packed) >= _CHUNKS_PER_COPY:
+            made += store.save_chunks(resolution, packed)
+            packed = []
+    made += store.save_chunks(resolution, packed)
+    Rollup.objects.filter(resolution=resolution, start__gte=start, start__lt=end).delete()
+    return made
 
 
 # -- retention --------------------------------------------------------------------------------
@@ -183,7 +285,12 @@ def prune(now: datetime) -> int:
         deleted += RawSample.objects.filter(
             taken_at__lt=min(cut.raw, rolled[FIVE])).delete()[0]
     if rolled.get(HOURLY):
-        deleted += Rollup.objects.filter(
-            resolution=FIVE, start__lt=min(cut.five_minute, rolled[HOURLY])).delete()[0]
+        five = min(cut.five_minute, rolled[HOURLY])
+        deleted += Rollup.objects.filter(resolution=FIVE, start__lt=five).delete()[0]
+        deleted += RollupChunk.objects.filter(resolution=FIVE,
+                                              start__lte=five - SPANS[FIVE]).delete()[0]
     deleted += Rollup.objects.filter(resolution=HOURLY, start__lt=cut.hourly).delete()[0]
+    # A day's chunk goes once all of it is past: up to 23 hours kept beyond the retention.
+    deleted += RollupChunk.objects.filter(resolution=HOURLY,
+                                          start__lte=cut.hourly - SPANS[HOURLY]).delete()[0]
     return deleted
