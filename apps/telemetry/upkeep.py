@@ -15,20 +15,24 @@ Then compaction: a bucket is one row (`Rollup`) only while its span is open.
 Once an hour's 5-minute buckets are merged into its hourly one, and once a UTC
 day's hourly buckets are all made, every host's buckets of that span go into
 one `RollupChunk` row (apps.telemetry.core.packing.pack_chunk: a path's values
-side by side across the span compress to about 750 bytes a bucket against 1.3
+side by side across the span compress to about 770 bytes a bucket against 1.3
 KB alone, and one row and index entry a span instead of 12 or 24) and their
-rows are deleted. A `compacted_to` mark per resolution says how far; a tick
-compacts at most a day of hours and a week of days, oldest first, so rows
-written before chunks existed are compacted a few ticks after the upgrade, never
-in one long tick, and are read as they are until then. A bucket made again for
-a late row after its span was compacted stays a row, which readers take over
-the chunk's bucket (`buckets`). Chunks are pruned whole: hourly buckets up to a
-day past their retention.
+rows are deleted. The tick that merged an hour (the heaviest) leaves that
+hour's compaction to the next tick, which only makes a 5-minute bucket. A
+`compacted_to` mark per resolution says how far; a tick compacts oldest first,
+at most a day of hours and a week of days, and starts no further span once
+_COMPACT_SHARE of the rollup interval is spent, so rows written before chunks
+existed are compacted over the ticks after the upgrade, never in one long
+tick, and are read as they are until then. A bucket made again for a late row
+after its span was compacted stays a row, which readers take over the chunk's
+bucket (`buckets`). Chunks are pruned whole: hourly buckets up to a day past
+their retention.
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -55,6 +59,9 @@ DAY = timedelta(days=1)
 # at most (a day of hours, a week of days: the catch-up after an upgrade is spread).
 SPANS = {FIVE: HOUR, HOURLY: DAY}
 _COMPACT_PER_TICK = {FIVE: 24, HOURLY: 7}
+# A tick starts compacting another span only within this share of the rollup interval
+# (one span at least): catching up on a big fleet's old rows takes more ticks.
+_COMPACT_SHARE = 0.05
 _CHUNKS_PER_COPY = 500
 
 
@@ -85,8 +92,13 @@ def maintain(now: datetime) -> Maintained:
         made_5m, touched = _roll_up_raw(five, rollup.closed_before(settled, FIVE_MINUTES))
         made_1h = _roll_up_hourly(hourly, rollup.closed_before(settled, HOUR), touched)
         if hourly.rolled_to is not None:  # a span is compacted once its buckets are made
-            compact(five, hourly.rolled_to)
-            compact(hourly, rollup.bucket_start(hourly.rolled_to, DAY))
+            # ... but not by the tick that merged an hour (the heaviest): the next one,
+            # which makes a 5-minute bucket only, compacts it.
+            ready = hourly.rolled_to - (HOUR if made_1h else timedelta(0))
+            budget = time.monotonic() + _COMPACT_SHARE * settings.POZOL[
+                "TELEMETRY_ROLLUP_INTERVAL"]
+            compact(five, rollup.bucket_start(ready, HOUR), budget)
+            compact(hourly, rollup.bucket_start(ready, DAY), budget)
     return Maintained(made_5m, made_1h, prune(now))
 
 
@@ -239,17 +251,18 @@ def _joined(a: Iterator[tuple[int, list]], b: Iterator[tuple[int, list]],
 
 # -- compaction -------------------------------------------------------------------------------
 
-def compact(mark: RollupMark, until: datetime) -> int:
+def compact(mark: RollupMark, until: datetime, budget: float | None = None) -> int:
     """The mark's resolution's spans before `until` (a span start) put into chunks, the
-    oldest first and at most _COMPACT_PER_TICK of them; returns the chunks written."""
+    oldest first, at most _COMPACT_PER_TICK of them and none started after `budget`
+    (time.monotonic()) but the first; returns the chunks written."""
     resolution, span = mark.resolution, SPANS[mark.resolution]
     since = mark.compacted_to
     if since is None:
         first = Rollup.objects.filter(resolution=resolution).aggregate(at=Min("start"))["at"]
         since = rollup.bucket_start(first, span) if first else until
     made, start = 0, since
-    for _ in range(_COMPACT_PER_TICK[resolution]):
-        if start + span > until:
+    for n in range(_COMPACT_PER_TICK[resolution]):
+        if start + span > until or (n and budget is not None and time.monotonic() > budget):
             break
         made += _compact_span(resolution, start, start + span)
         start += span

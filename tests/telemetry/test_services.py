@@ -367,7 +367,7 @@ def test_a_sample_arriving_after_its_bucket_was_made_has_the_bucket_made_again()
     bucket, hour = start + timedelta(minutes=55), start
     assert _arc_size(host, "5m", bucket) == (1055.0, 1059.0, 5)  # one a minute
     untouched = _bucket(other, "5m", bucket)
-    assert not Rollup.objects.filter(resolution="5m", start__lt=start + timedelta(hours=2)
+    assert not Rollup.objects.filter(resolution="5m", start__lt=start + timedelta(hours=1)
                                      ).exists()  # in chunks
     # A sample of 00:59:30 written long after (a round that took far too long).
     RawSample.objects.create(host=host, taken_at=bucket + timedelta(minutes=4, seconds=30),
@@ -433,7 +433,7 @@ def test_closed_spans_go_into_chunks_and_every_read_draws_the_same_points(monkey
         HostTelemetry.objects.create(host=host)
         _minute_rows(host, start, 27 * 60)
     now = start + timedelta(hours=27, minutes=6)
-    monkeypatch.setattr(upkeep, "compact", lambda mark, until: 0)  # rows, as before chunks
+    monkeypatch.setattr(upkeep, "compact", lambda mark, until, budget=None: 0)  # as before
     services.maintain(now)
     before = {host.pk: _reads(host, now) for host in hosts}
     stored = _rollups()
@@ -486,3 +486,28 @@ def test_chunks_are_pruned_whole_once_their_span_is_past_its_retention():
     assert _stored(host, "1h")[0].start == start
     upkeep.prune(start + timedelta(days=401))
     assert _stored(host, "1h")[0].start == start + timedelta(days=1)
+
+
+def test_the_tick_that_merged_an_hour_leaves_its_chunk_to_the_next_tick():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 2 * 60 + 10)
+    assert services.maintain(start + timedelta(hours=2, minutes=6)).hourly == 2
+    assert RollupMark.objects.get(resolution="5m").compacted_to == start + timedelta(hours=1)
+    assert services.maintain(start + timedelta(hours=2, minutes=11)).hourly == 0
+    assert RollupMark.objects.get(resolution="5m").compacted_to == start + timedelta(hours=2)
+    assert RollupChunk.objects.filter(resolution="5m").count() == 2
+
+
+def test_a_tick_starts_no_second_span_past_its_time_budget(monkeypatch):
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 5 * 60)
+    monkeypatch.setattr(upkeep, "compact", lambda mark, until, budget=None: 0)
+    services.maintain(start + timedelta(hours=5, minutes=6))
+    monkeypatch.undo()
+    monkeypatch.setattr(upkeep, "_COMPACT_SHARE", -1)  # spent before it starts
+    services.maintain(start + timedelta(hours=5, minutes=7))
+    assert RollupMark.objects.get(resolution="5m").compacted_to == start + timedelta(hours=1)
