@@ -81,8 +81,10 @@ class RollupMark(models.Model):
     rolled_to = models.DateTimeField(null=True, blank=True)
     raw_id = models.BigIntegerField(default=0)
     # Buckets starting before this are in RollupChunk rows (those made again later
-    # for late rows excepted): apps.telemetry.upkeep's compaction.
+    # for late rows excepted), and those of the span from it of hosts up to
+    # `compacted_host`: apps.telemetry.upkeep's compaction.
     compacted_to = models.DateTimeField(null=True, blank=True)
+    compacted_host = models.BigIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"{self.resolution} rolled up to {self.rolled_to}"

@@ -59,8 +59,9 @@ DAY = timedelta(days=1)
 # at most (a day of hours, a week of days: the catch-up after an upgrade is spread).
 SPANS = {FIVE: HOUR, HOURLY: DAY}
 _COMPACT_PER_TICK = {FIVE: 24, HOURLY: 7}
-# A tick starts compacting another span only within this share of the rollup interval
-# (one span at least): catching up on a big fleet's old rows takes more ticks.
+# A tick compacts another batch of hosts only within this share of the rollup interval
+# (one batch at least): a big fleet's day, or its rows from before chunks, take more
+# ticks, never one long one.
 _COMPACT_SHARE = 0.05
 _CHUNKS_PER_COPY = 500
 
@@ -76,7 +77,8 @@ def retention() -> Retention:
 class Maintained:
     five_minute: int  # rollup rows made
     hourly: int
-    pruned: int  # rows deleted, every resolution
+    pruned: int  # rows deleted, every resolution (a chunk is one)
+    compacted: int = 0  # chunks written
 
 
 def marks() -> dict[str, datetime | None]:
@@ -91,15 +93,16 @@ def maintain(now: datetime) -> Maintained:
         hourly = _mark(HOURLY)
         made_5m, touched = _roll_up_raw(five, rollup.closed_before(settled, FIVE_MINUTES))
         made_1h = _roll_up_hourly(hourly, rollup.closed_before(settled, HOUR), touched)
+        chunks = 0
         if hourly.rolled_to is not None:  # a span is compacted once its buckets are made
             # ... but not by the tick that merged an hour (the heaviest): the next one,
             # which makes a 5-minute bucket only, compacts it.
             ready = hourly.rolled_to - (HOUR if made_1h else timedelta(0))
             budget = time.monotonic() + _COMPACT_SHARE * settings.POZOL[
                 "TELEMETRY_ROLLUP_INTERVAL"]
-            compact(five, rollup.bucket_start(ready, HOUR), budget)
-            compact(hourly, rollup.bucket_start(ready, DAY), budget)
-    return Maintained(made_5m, made_1h, prune(now))
+            chunks = compact(five, rollup.bucket_start(ready, HOUR), budget)
+            chunks += compact(hourly, rollup.bucket_start(ready, DAY), budget)
+    return Maintained(made_5m, made_1h, prune(now), chunks)
 
 
 def _mark(resolution: str) -> RollupMark:
@@ -204,7 +207,7 @@ def _merged(by_host: Iterable[tuple[int, list[packing.Bucket]]],
 # -- stored buckets: rows and chunks --------------------------------------------------------
 
 def buckets(resolution: str, start: datetime, end: datetime, hosts: list[int] | None = None,
-            ) -> Iterator[tuple[int, list[packing.Bucket]]]:
+            *, after_host: int = 0) -> Iterator[tuple[int, list[packing.Bucket]]]:
     """Every host's (or `hosts`') buckets starting in [start, end), host after host, each
     host's in time order: those of chunks and of rows, a row taken over a chunk's bucket
     of the same start (it was made again later). One host's are in memory at a time."""
@@ -214,6 +217,8 @@ def buckets(resolution: str, start: datetime, end: datetime, hosts: list[int] | 
     rows = Rollup.objects.filter(resolution=resolution, start__gte=start, start__lt=end)
     if hosts is not None:
         chunks, rows = chunks.filter(host_id__in=hosts), rows.filter(host_id__in=hosts)
+    if after_host:
+        chunks, rows = chunks.filter(host_id__gt=after_host), rows.filter(host_id__gt=after_host)
     chunked = _grouped(chunks.order_by("host_id", "start")
                        .values_list("host_id", "start", "layout_id", "data")
                        .iterator(chunk_size=_FETCH // 10))
@@ -253,37 +258,60 @@ def _joined(a: Iterator[tuple[int, list]], b: Iterator[tuple[int, list]],
 
 def compact(mark: RollupMark, until: datetime, budget: float | None = None) -> int:
     """The mark's resolution's spans before `until` (a span start) put into chunks, the
-    oldest first, at most _COMPACT_PER_TICK of them and none started after `budget`
-    (time.monotonic()) but the first; returns the chunks written."""
+    oldest first, hosts in batches of _CHUNKS_PER_COPY: at most _COMPACT_PER_TICK spans,
+    and no batch begun after `budget` (time.monotonic()) but the first; the mark says
+    where the next call goes on (a span, and the last host done in it). Returns the
+    chunks written."""
     resolution, span = mark.resolution, SPANS[mark.resolution]
-    since = mark.compacted_to
-    if since is None:
+    start, after = mark.compacted_to, mark.compacted_host
+    if start is None:
         first = Rollup.objects.filter(resolution=resolution).aggregate(at=Min("start"))["at"]
-        since = rollup.bucket_start(first, span) if first else until
-    made, start = 0, since
+        start, after = (rollup.bucket_start(first, span) if first else until), 0
+    made = 0
     for n in range(_COMPACT_PER_TICK[resolution]):
-        if start + span > until or (n and budget is not None and time.monotonic() > budget):
+        if start + span > until or (n and _spent(budget)):
             break
-        made += _compact_span(resolution, start, start + span)
-        start += span
-    if start != mark.compacted_to:
-        mark.compacted_to = start
-        mark.save(update_fields=["compacted_to"])
+        chunks, stopped_at = _compact_span(resolution, start, start + span, after, budget)
+        made += chunks
+        if stopped_at is not None:  # out of time inside the span
+            after = stopped_at
+            break
+        start, after = start + span, 0
+    if (start, after) != (mark.compacted_to, mark.compacted_host):
+        mark.compacted_to, mark.compacted_host = start, after
+        mark.save(update_fields=["compacted_to", "compacted_host"])
     return made
 
 
-def _compact_span(resolution: str, start: datetime, end: datetime) -> int:
-    """Every host's buckets of one span as one chunk each (a chunk there already, made
-    by an interrupted catch-up, is read in and replaced), then the span's rows deleted."""
+def _spent(budget: float | None) -> bool:
+    return budget is not None and time.monotonic() > budget
+
+
+def _compact_span(resolution: str, start: datetime, end: datetime, after_host: int,
+                  budget: float | None) -> tuple[int, int | None]:
+    """The span's hosts after `after_host`, a batch at a time: each host's buckets as one
+    chunk (a chunk there already, of an interrupted run, read in and replaced), then
+    their rows deleted. Returns the chunks written, and the last host done when time
+    ran out before the span was (None when it is done)."""
     made, packed = 0, []
-    for host, found in buckets(resolution, start, end):
+    for host, found in buckets(resolution, start, end, after_host=after_host):
+        if len(packed) >= _CHUNKS_PER_COPY:  # a full batch, and more hosts after it
+            made += _written(resolution, start, end, packed)
+            last, packed = packed[-1][0], []
+            if _spent(budget):
+                return made, last
         if found:
             packed.append((host, start, *packing.pack_chunk(start, found)))
-        if len(packed) >= _CHUNKS_PER_COPY:
-            made += store.save_chunks(resolution, packed)
-            packed = []
-    made += store.save_chunks(resolution, packed)
-    Rollup.objects.filter(resolution=resolution, start__gte=start, start__lt=end).delete()
+    if packed:
+        made += _written(resolution, start, end, packed)
+    return made, None
+
+
+def _written(resolution: str, start: datetime, end: datetime, packed: list) -> int:
+    """A batch of hosts' chunks saved, and those hosts' rows of the span deleted."""
+    made = store.save_chunks(resolution, packed)
+    Rollup.objects.filter(resolution=resolution, start__gte=start, start__lt=end,
+                          host_id__gte=packed[0][0], host_id__lte=packed[-1][0]).delete()
     return made
 
 

@@ -500,14 +500,25 @@ def test_the_tick_that_merged_an_hour_leaves_its_chunk_to_the_next_tick():
     assert RollupChunk.objects.filter(resolution="5m").count() == 2
 
 
-def test_a_tick_starts_no_second_span_past_its_time_budget(monkeypatch):
-    host = pinned()
-    HostTelemetry.objects.create(host=host)
+def test_out_of_time_a_tick_stops_after_a_batch_of_hosts_and_the_next_goes_on(monkeypatch):
+    hosts = [pinned(f"db{n}") for n in range(3)]
     start = datetime(2026, 11, 20, 0, tzinfo=UTC)
-    _minute_rows(host, start, 5 * 60)
+    for host in hosts:
+        HostTelemetry.objects.create(host=host)
+        _minute_rows(host, start, 2 * 60)
     monkeypatch.setattr(upkeep, "compact", lambda mark, until, budget=None: 0)
-    services.maintain(start + timedelta(hours=5, minutes=6))
+    services.maintain(start + timedelta(hours=2, minutes=6))
     monkeypatch.undo()
-    monkeypatch.setattr(upkeep, "_COMPACT_SHARE", -1)  # spent before it starts
-    services.maintain(start + timedelta(hours=5, minutes=7))
-    assert RollupMark.objects.get(resolution="5m").compacted_to == start + timedelta(hours=1)
+    stored = _rollups()
+    monkeypatch.setattr(upkeep, "_COMPACT_SHARE", -1)  # out of time before it starts
+    monkeypatch.setattr(upkeep, "_CHUNKS_PER_COPY", 1)
+    marks = []
+    for n in range(4):
+        done = services.maintain(start + timedelta(hours=2, minutes=7 + n))
+        mark = RollupMark.objects.get(resolution="5m")
+        marks.append((done.compacted, mark.compacted_to - start, mark.compacted_host))
+        assert _rollups() == stored  # every bucket readable, in a row or in a chunk
+    hour = timedelta(hours=1)
+    assert marks == [(1, 0 * hour, hosts[0].pk), (1, 0 * hour, hosts[1].pk),
+                     (1, 1 * hour, 0), (1, 1 * hour, hosts[0].pk)]
+    assert not Rollup.objects.filter(resolution="5m", start__lt=start + hour).exists()

@@ -41,6 +41,11 @@ class Migration(migrations.Migration):
             name='compacted_to',
             field=models.DateTimeField(blank=True, null=True),
         ),
+        migrations.AddField(
+            model_name='rollupmark',
+            name='compacted_host',
+            field=models.BigIntegerField(default=0),
+        ),
         migrations.CreateModel(
             name='RollupChunk',
             fields=[
