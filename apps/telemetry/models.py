@@ -3,10 +3,12 @@
 A raw row is one sample in apps.telemetry.core.series' stored form (counters
 raw, pools, datasets and clusters keyed by name), read back by source with
 `values -> 'arc'` so a 48-hour graph reads 2,880 small values through the
-(host, taken_at) index. A rollup is one row per host, bucket and resolution,
-packed (apps.telemetry.core.packing: its `Layout` of paths stored once, its
-numbers a deflated bytea of about 1.2 KB instead of 9 KB of JSON); rows written
-before packing keep their JSON `values` and are read as they were.
+(host, taken_at) index. A rollup is one row per host, bucket and resolution
+while its span is open, packed (apps.telemetry.core.packing: its `Layout` of
+paths stored once, its numbers a deflated bytea of about 1.3 KB instead of 9 KB
+of JSON), then one `RollupChunk` per host and span (apps.telemetry.upkeep's
+compaction: about 770 bytes a bucket); rows written before packing keep their
+JSON `values` and are read as they were.
 """
 
 from __future__ import annotations
