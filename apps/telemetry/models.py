@@ -62,6 +62,25 @@ class RawSample(models.Model):
         return f"sample of host #{self.host_id} at {self.taken_at:%Y-%m-%d %H:%M:%S}"
 
 
+class RawChunk(models.Model):
+    """One host's raw rows of a closed UTC hour, packed together
+    (apps.telemetry.core.rawpack), `start` the hour's. A RawSample row of the hour
+    (one written late) is read beside it."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    start = models.DateTimeField()
+    layout = models.ForeignKey("Layout", on_delete=models.PROTECT, related_name="+")
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "start"],
+                                               name="telemetry_rawchunk_once")]
+        indexes = [models.Index(fields=["start"], name="telemetry_rawchunk_time")]
+
+    def __str__(self) -> str:
+        return f"raw samples of host #{self.host_id} from {self.start:%Y-%m-%d %H:%M}"
+
+
 class Layout(models.Model):
     """The paths a packed rollup holds (apps.telemetry.core.packing.Layout.to_json),
     shared by every bucket of the same shape."""

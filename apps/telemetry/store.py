@@ -14,7 +14,7 @@ from datetime import datetime
 
 from django.db import connection
 
-from apps.telemetry.core import packing
+from apps.telemetry.core import packing, rawpack
 from apps.telemetry.models import Layout
 
 _layouts: dict[int, packing.Layout] = {}
@@ -117,3 +117,26 @@ def save_chunks(resolution: str,
         ON CONFLICT (host_id, resolution, start) DO UPDATE
         SET layout_id = EXCLUDED.layout_id, data = EXCLUDED.data""", [resolution])
     return len(chunks)
+
+
+def save_raw_chunks(chunks: Sequence[tuple[int, datetime, packing.Layout, bytes]]) -> int:
+    """Insert (or replace) packed hours of raw samples (host, hour, layout, bytes),
+    with one COPY."""
+    if not chunks:
+        return 0
+    ids = layout_ids(layout for _, _, layout, _ in chunks)
+    temporary("raw_chunk_in", "host_id bigint, start timestamptz, layout_id bigint, data bytea")
+    copy("raw_chunk_in", ("host_id", "start", "layout_id", "data"),
+         ((host, start, ids[layout], data) for host, start, layout, data in chunks))
+    execute("""
+        INSERT INTO telemetry_rawchunk (host_id, start, layout_id, data)
+        SELECT host_id, start, layout_id, data FROM raw_chunk_in
+        ON CONFLICT (host_id, start) DO UPDATE
+        SET layout_id = EXCLUDED.layout_id, data = EXCLUDED.data""")
+    return len(chunks)
+
+
+def raw_samples(start: datetime, layout_pk: int, data: bytes | memoryview,
+                keep=None) -> list[tuple[datetime, dict, dict]]:
+    """A stored RawChunk's samples (taken at, values, missing)."""
+    return rawpack.unpack_samples(layout(layout_pk), start, bytes(data), keep)

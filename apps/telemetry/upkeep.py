@@ -42,9 +42,9 @@ from django.db import transaction
 from django.db.models import Max, Min
 
 from apps.telemetry import store
-from apps.telemetry.core import packing, rollup
+from apps.telemetry.core import packing, rawpack, rollup
 from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR, Retention
-from apps.telemetry.models import RawSample, Rollup, RollupChunk, RollupMark
+from apps.telemetry.models import RawChunk, RawSample, Rollup, RollupChunk, RollupMark
 
 FIVE, HOURLY = Rollup.Resolution.FIVE_MINUTE.value, Rollup.Resolution.HOURLY.value
 # A sample is stamped when its answer arrives and written when the whole round
@@ -57,8 +57,13 @@ _FETCH = 2000
 DAY = timedelta(days=1)
 # The span of one RollupChunk row, by resolution; and how many spans a tick compacts
 # at most (a day of hours, a week of days: the catch-up after an upgrade is spread).
-SPANS = {FIVE: HOUR, HOURLY: DAY}
-_COMPACT_PER_TICK = {FIVE: 24, HOURLY: 7}
+# Raw rows' compaction has a mark of its own, and stays this far behind the 5-minute
+# mark: the last hours stay rows for what reads the newest samples in SQL (alerts,
+# /metrics, the tick's own rollup, a sample written late).
+RAW = "rw"
+RAW_LAG = HOUR
+SPANS = {FIVE: HOUR, HOURLY: DAY, RAW: HOUR}
+_COMPACT_PER_TICK = {FIVE: 24, HOURLY: 7, RAW: 24}
 # A tick compacts another batch of hosts only within this share of the rollup interval
 # (one batch at least): a big fleet's day, or its rows from before chunks, take more
 # ticks, never one long one.
@@ -91,6 +96,7 @@ def maintain(now: datetime) -> Maintained:
     with transaction.atomic():
         five = _mark(FIVE)
         hourly = _mark(HOURLY)
+        raw = _mark(RAW)
         made_5m, touched = _roll_up_raw(five, rollup.closed_before(settled, FIVE_MINUTES))
         made_1h = _roll_up_hourly(hourly, rollup.closed_before(settled, HOUR), touched)
         chunks = 0
@@ -101,7 +107,11 @@ def maintain(now: datetime) -> Maintained:
             budget = time.monotonic() + _COMPACT_SHARE * settings.POZOL[
                 "TELEMETRY_ROLLUP_INTERVAL"]
             chunks = compact(five, rollup.bucket_start(ready, HOUR), budget)
-            chunks += compact(hourly, rollup.bucket_start(ready, DAY), budget)
+            if not _spent(budget):
+                chunks += compact(hourly, rollup.bucket_start(ready, DAY), budget)
+            if five.rolled_to is not None and not _spent(budget):
+                chunks += compact(raw, rollup.bucket_start(
+                    min(ready, five.rolled_to) - RAW_LAG, HOUR), budget)
     return Maintained(made_5m, made_1h, prune(now), chunks)
 
 
@@ -119,7 +129,9 @@ def _roll_up_raw(mark: RollupMark, until: datetime) -> tuple[int, set[tuple[int,
     since = mark.rolled_to
     late: set[tuple[int, datetime]] = set()
     if since is None:
-        first = RawSample.objects.aggregate(at=Min("taken_at"))["at"]
+        first = min((at for at in (RawSample.objects.aggregate(at=Min("taken_at"))["at"],
+                                   RawChunk.objects.aggregate(at=Min("start"))["at"])
+                     if at is not None), default=None)
         since = rollup.bucket_start(first, FIVE_MINUTES) if first else until
     else:
         late = {(host, rollup.bucket_start(at, FIVE_MINUTES)) for host, at in
@@ -140,10 +152,7 @@ def _rolled_windows(since: datetime,
     start = since
     while start < until:
         end = min(rollup.bucket_start(start, _CHUNK) + _CHUNK, until)
-        rows = (RawSample.objects.filter(taken_at__gte=start, taken_at__lt=end)
-                .order_by("host_id", "taken_at").values_list("host_id", "taken_at", "values")
-                .iterator(chunk_size=_FETCH))
-        yield list(_by_host(rows))
+        yield list(_by_host(samples(start, end)))
         start = end
 
 
@@ -152,16 +161,39 @@ def _rolled_again(late: set[tuple[int, datetime]]) -> Iterator[tuple[int, packin
     for host, start in late:
         by_bucket.setdefault(start, []).append(host)
     for start, hosts in sorted(by_bucket.items()):
-        rows = (RawSample.objects.filter(host_id__in=hosts, taken_at__gte=start,
-                                         taken_at__lt=start + FIVE_MINUTES)
-                .order_by("host_id", "taken_at").values_list("host_id", "taken_at", "values"))
-        yield from _by_host(rows.iterator(chunk_size=_FETCH))
+        yield from _by_host(samples(start, start + FIVE_MINUTES, hosts))
 
 
-def _by_host(rows) -> Iterator[tuple[int, packing.Bucket]]:
-    for host, group in itertools.groupby(rows, key=lambda row: row[0]):
-        for bucket in packing.roll_up([(at, values) for _, at, values in group], FIVE_MINUTES):
+def _by_host(by_host: Iterable[tuple[int, list[tuple[datetime, dict]]]],
+             ) -> Iterator[tuple[int, packing.Bucket]]:
+    for host, rows in by_host:
+        for bucket in packing.roll_up(rows, FIVE_MINUTES):
             yield host, bucket
+
+
+def samples(start: datetime, end: datetime, hosts: list[int] | None = None, *,
+            after_host: int = 0, missing: bool = False) -> Iterator[tuple[int, list[tuple]]]:
+    """Every host's (or `hosts'`) raw samples taken in [start, end), host after host,
+    each host's in time order: (taken at, values), and `missing` too if asked; from
+    chunks (closed hours) and rows."""
+    chunks = RawChunk.objects.filter(start__gt=start - SPANS[RAW], start__lt=end)
+    rows = RawSample.objects.filter(taken_at__gte=start, taken_at__lt=end)
+    if hosts is not None:
+        chunks, rows = chunks.filter(host_id__in=hosts), rows.filter(host_id__in=hosts)
+    if after_host:
+        chunks, rows = chunks.filter(host_id__gt=after_host), rows.filter(host_id__gt=after_host)
+    chunked = _grouped(chunks.order_by("host_id", "start")
+                       .values_list("host_id", "start", "layout_id", "data")
+                       .iterator(chunk_size=_FETCH // 10))
+    single = _grouped(rows.order_by("host_id", "taken_at")
+                      .values_list("host_id", "taken_at", "values", "missing")
+                      .iterator(chunk_size=_FETCH))
+    for host, in_chunks, in_rows in _joined(chunked, single):
+        found = [sample for _, at, layout, data in in_chunks
+                 for sample in store.raw_samples(at, layout, data) if start <= sample[0] < end]
+        found += [(at, values, taken) for _, at, values, taken in in_rows]
+        found.sort(key=lambda sample: sample[0])
+        yield host, [sample if missing else sample[:2] for sample in found]
 
 
 # -- hourly buckets from 5-minute ones ------------------------------------------------------
@@ -265,8 +297,9 @@ def compact(mark: RollupMark, until: datetime, budget: float | None = None) -> i
     resolution, span = mark.resolution, SPANS[mark.resolution]
     start, after = mark.compacted_to, mark.compacted_host
     if start is None:
-        first = Rollup.objects.filter(resolution=resolution).aggregate(at=Min("start"))["at"]
-        start, after = (rollup.bucket_start(first, span) if first else until), 0
+        rows = (RawSample.objects.aggregate(at=Min("taken_at")) if resolution == RAW else
+                Rollup.objects.filter(resolution=resolution).aggregate(at=Min("start")))
+        start, after = (rollup.bucket_start(rows["at"], span) if rows["at"] else until), 0
     made = 0
     for n in range(_COMPACT_PER_TICK[resolution]):
         if start + span > until or (n and _spent(budget)):
@@ -294,24 +327,45 @@ def _compact_span(resolution: str, start: datetime, end: datetime, after_host: i
     their rows deleted. Returns the chunks written, and the last host done when time
     ran out before the span was (None when it is done)."""
     made, packed = 0, []
-    for host, found in buckets(resolution, start, end, after_host=after_host):
+    found_by_host = (samples(start, end, after_host=after_host, missing=True)
+                     if resolution == RAW else
+                     buckets(resolution, start, end, after_host=after_host))
+    for host, found in found_by_host:
         if len(packed) >= _CHUNKS_PER_COPY:  # a full batch, and more hosts after it
             made += _written(resolution, start, end, packed)
             last, packed = packed[-1][0], []
             if _spent(budget):
                 return made, last
-        if found:
-            packed.append((host, start, *packing.pack_chunk(start, found)))
+        chunk = _packed(resolution, start, found)
+        if chunk is not None:
+            packed.append((host, start, *chunk))
     if packed:
         made += _written(resolution, start, end, packed)
     return made, None
 
 
+def _packed(resolution: str, start: datetime, found: list) -> tuple | None:
+    if not found:
+        return None
+    if resolution != RAW:
+        return packing.pack_chunk(start, found)
+    try:
+        return rawpack.pack_samples(start, found)
+    except packing.PackingError:  # a row of another shape than numbers: it stays a row
+        return None
+
+
 def _written(resolution: str, start: datetime, end: datetime, packed: list) -> int:
     """A batch of hosts' chunks saved, and those hosts' rows of the span deleted."""
+    hosts = [host for host, *_ in packed]
+    if resolution == RAW:
+        made = store.save_raw_chunks(packed)
+        RawSample.objects.filter(taken_at__gte=start, taken_at__lt=end,
+                                 host_id__in=hosts).delete()
+        return made
     made = store.save_chunks(resolution, packed)
     Rollup.objects.filter(resolution=resolution, start__gte=start, start__lt=end,
-                          host_id__gte=packed[0][0], host_id__lte=packed[-1][0]).delete()
+                          host_id__in=hosts).delete()
     return made
 
 
@@ -323,8 +377,10 @@ def prune(now: datetime) -> int:
     deleted = 0
     # Raw rows go only once rolled up, 5-minute ones once merged into their hour.
     if rolled.get(FIVE):
-        deleted += RawSample.objects.filter(
-            taken_at__lt=min(cut.raw, rolled[FIVE])).delete()[0]
+        raw = min(cut.raw, rolled[FIVE])
+        deleted += RawSample.objects.filter(taken_at__lt=raw).delete()[0]
+        # An hour's chunk goes once all of it is past: up to 55 minutes kept beyond.
+        deleted += RawChunk.objects.filter(start__lte=raw - SPANS[RAW]).delete()[0]
     if rolled.get(HOURLY):
         five = min(cut.five_minute, rolled[HOURLY])
         deleted += Rollup.objects.filter(resolution=FIVE, start__lt=five).delete()[0]

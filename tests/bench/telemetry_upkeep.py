@@ -406,15 +406,17 @@ def _storage(count: int) -> tuple[float, float, float]:
     for form in ("rows", "chunks", "JSON"):
         if form != "chunks":
             with connection.cursor() as cursor:
-                cursor.execute("TRUNCATE telemetry_rawsample, telemetry_rollup, "
-                               "telemetry_rollupchunk")
+                cursor.execute("TRUNCATE telemetry_rawsample, telemetry_rawchunk, "
+                               "telemetry_rollup, telemetry_rollupchunk")
             _copy_raw(hosts, raw)
             _copy_rollups(hosts, "5m", five, as_json=form == "JSON")
             _copy_rollups(hosts, "1h", hourly, as_json=form == "JSON")
         else:  # the rows of before, compacted by the tick's own code
             began = time.monotonic()
-            for resolution in ("5m", "1h"):  # as ticks do, a bounded number of spans each
-                until = rollup.bucket_start(end, upkeep.SPANS[resolution])
+            for resolution in ("5m", "1h", upkeep.RAW):  # as ticks do, a few spans each
+                until = rollup.bucket_start(end - (upkeep.RAW_LAG if resolution == upkeep.RAW
+                                                   else timedelta(0)),
+                                            upkeep.SPANS[resolution])
                 mark, _ = RollupMark.objects.update_or_create(
                     resolution=resolution, defaults={"rolled_to": end, "compacted_to": None})
                 with transaction.atomic():
@@ -430,12 +432,13 @@ def _storage(count: int) -> tuple[float, float, float]:
           f"{sizes['chunks']:.1f} MiB/host in chunks, {sizes['rows']:.1f} as rows, "
           f"{sizes['JSON']:.1f} with JSON rollups", flush=True)
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE telemetry_rawsample, telemetry_rollup, telemetry_rollupchunk")
+        cursor.execute("TRUNCATE telemetry_rawsample, telemetry_rawchunk, telemetry_rollup, "
+                       "telemetry_rollupchunk")
     return sizes["chunks"], sizes["rows"], sizes["JSON"]
 
 
-_TABLES = ("telemetry_rawsample", "telemetry_rollup", "telemetry_rollupchunk",
-           "telemetry_layout")
+_TABLES = ("telemetry_rawsample", "telemetry_rawchunk", "telemetry_rollup",
+           "telemetry_rollupchunk", "telemetry_layout")
 
 
 def _sizes(count: int, form: str) -> float:

@@ -12,12 +12,20 @@ from apps.fleet.models import Host
 from apps.remote.errors import CommandTimeout, Unreachable
 from apps.remote.shell import Result
 from apps.telemetry import services, upkeep
+from apps.telemetry.core import metrics
 from apps.telemetry.core.command import sample_command
 from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.rollup import Retention
 from apps.telemetry.core.sample import NOT_AVAILABLE
 from apps.telemetry.core.spec import spec_from_facts
-from apps.telemetry.models import HostTelemetry, RawSample, Rollup, RollupChunk, RollupMark
+from apps.telemetry.models import (
+    HostTelemetry,
+    RawChunk,
+    RawSample,
+    Rollup,
+    RollupChunk,
+    RollupMark,
+)
 from tests.benchmarks import factories
 from tests.telemetry.core.helpers import fuse_facts
 from tests.telemetry.fixtures import ZFS_FUSE, captured
@@ -195,8 +203,10 @@ def test_maintain_rolls_up_closed_buckets_and_prunes_only_rolled_up_raw_rows():
     assert done.five_minute == 36 and done.hourly == 3 and done.pruned == 0
     assert len(_stored(host, "5m")) == 36
     later = start + timedelta(hours=48 + 2, minutes=32)  # raw cut-off: 02:30
-    pruned = services.maintain(later).pruned
-    assert pruned == 150  # the rows before 02:30, all rolled up
+    assert services.maintain(later).pruned == 2  # hours 00 and 01, each one chunk
+    # Rolled-up hours of raw rows are chunks by now: the one the cut-off is in stays whole.
+    kept = [at for _, rows in upkeep.samples(start, later) for at, _ in rows]
+    assert kept == [start + timedelta(hours=2, minutes=m, seconds=7) for m in range(60)]
     assert len(_stored(host, "1h")) == 3
 
 
@@ -455,7 +465,7 @@ def test_closed_spans_go_into_chunks_and_every_read_draws_the_same_points(monkey
         *(("5m", start + timedelta(hours=24, minutes=5 * n)) for n in range(36)),
         *(("1h", start + timedelta(hours=24 + n)) for n in range(3))}
     marks = dict(RollupMark.objects.values_list("resolution", "compacted_to"))
-    assert marks == {"5m": start + timedelta(hours=24), "1h": start + timedelta(days=1)}
+    assert marks["5m"] == start + timedelta(hours=24) and marks["1h"] == start + timedelta(days=1)
 
 
 def test_a_tick_compacts_at_most_a_day_of_hours_so_an_upgrade_catches_up_over_ticks():
@@ -522,3 +532,82 @@ def test_out_of_time_a_tick_stops_after_a_batch_of_hosts_and_the_next_goes_on(mo
     assert marks == [(1, 0 * hour, hosts[0].pk), (1, 0 * hour, hosts[1].pk),
                      (1, 1 * hour, 0), (1, 1 * hour, hosts[0].pk)]
     assert not Rollup.objects.filter(resolution="5m", start__lt=start + hour).exists()
+
+
+# -- raw chunks -------------------------------------------------------------------------------
+
+def _real_rows(host: Host, hours: int) -> None:
+    """A real OpenZFS sample's rows a minute apart (ints and floats, now and then a value
+    unknown, the pool gone a while, no cluster in some)."""
+    from tests.telemetry.core.test_packing import _rows
+
+    RawSample.objects.bulk_create([
+        RawSample(host=host, taken_at=at, values={**values, "clusters": {}} if n % 9 == 0
+                  else values, missing={"zfs": "gone"} if n == 5 else {})
+        for n, (at, values) in enumerate(_rows(hours * 60))])
+
+
+def _raw_reads(host: Host, now: datetime) -> dict:
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    found = {}
+    for name in metrics.METRICS:
+        for end in (start + timedelta(hours=1), now):
+            reading = services.read(host, name, start, end, now=now)
+            assert reading.resolution == "raw"
+            found[name, end] = ([(s.key, s.points) for s in reading.series], reading.reason)
+    return found
+
+
+def _as_stored(host: Host | None = None) -> list[str]:
+    """Every raw sample as the database gives it (values' keys in its order, types)."""
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    return [json.dumps([pk, at.isoformat(), values, missing])
+            for pk, rows in upkeep.samples(start, start + timedelta(days=1), missing=True)
+            for at, values, missing in rows if host is None or pk == host.pk]
+
+
+def test_closed_hours_of_raw_rows_go_into_chunks_and_read_the_same(monkeypatch):
+    hosts = [pinned("db1"), pinned("db2")]
+    for host in hosts:
+        HostTelemetry.objects.create(host=host)
+        _real_rows(host, 4)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    now = start + timedelta(hours=4, minutes=6)
+    monkeypatch.setattr(upkeep, "compact", lambda mark, until, budget=None: 0)
+    services.maintain(now)
+    before = {host.pk: _raw_reads(host, now) for host in hosts}
+    stored, rollups = _as_stored(), _rollups()
+    assert len(stored) == 2 * 240
+    monkeypatch.undo()
+
+    services.maintain(now + timedelta(minutes=1))
+
+    # Hours 00-02 are chunks (the last one before the 5-minute mark stays rows).
+    assert sorted(RawChunk.objects.filter(host=hosts[0]).values_list("start", flat=True)) == [
+        start + timedelta(hours=h) for h in range(3)]
+    assert not RawSample.objects.filter(taken_at__lt=start + timedelta(hours=3)).exists()
+    assert _as_stored() == stored
+    assert {host.pk: _raw_reads(host, now) for host in hosts} == before
+    # Rolled up again from the chunks (a mark lost): the same buckets.
+    RollupMark.objects.filter(resolution__in=["5m", "1h"]).update(rolled_to=None)
+    services.maintain(now + timedelta(minutes=2))
+    assert _rollups() == rollups
+
+
+def test_a_raw_row_written_late_into_a_packed_hour_is_read_beside_the_chunk():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 4 * 60)
+    services.maintain(start + timedelta(hours=4, minutes=6))
+    services.maintain(start + timedelta(hours=4, minutes=7))
+    assert RawChunk.objects.filter(host=host, start=start).exists()
+    late = start + timedelta(minutes=55, seconds=30)
+    RawSample.objects.create(host=host, taken_at=late, values={"arc": {"size": 5000}})
+
+    services.maintain(start + timedelta(hours=4, minutes=12))
+
+    now = start + timedelta(hours=4, minutes=12)
+    size = services.read(host, "arc_size", start, start + timedelta(hours=1), now=now)
+    assert dict(size.series[0].points)[late] == 5000
+    assert _arc_size(host, "5m", start + timedelta(minutes=55)) == (1055.0, 5000.0, 6)
