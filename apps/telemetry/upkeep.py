@@ -41,6 +41,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max, Min
 
+from apps.fleet.models import Host
 from apps.telemetry import store
 from apps.telemetry.core import packing, rawpack, rollup
 from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR, Retention
@@ -68,7 +69,11 @@ _COMPACT_PER_TICK = {FIVE: 24, HOURLY: 7, RAW: 24}
 # (one batch at least): a big fleet's day, or its rows from before chunks, take more
 # ticks, never one long one.
 _COMPACT_SHARE = 0.05
-_CHUNKS_PER_COPY = 500
+# A span is compacted a tenth of the fleet at a time (at least _MIN_BATCH hosts): when
+# it is the only one waiting (the steady state), one batch a tick, so an hour's
+# compaction is spread over the hour's ticks and a day's over ten.
+_SLICES = 10
+_MIN_BATCH = 20
 
 
 def retention() -> Retention:
@@ -290,23 +295,25 @@ def _joined(a: Iterator[tuple[int, list]], b: Iterator[tuple[int, list]],
 
 def compact(mark: RollupMark, until: datetime, budget: float | None = None) -> int:
     """The mark's resolution's spans before `until` (a span start) put into chunks, the
-    oldest first, hosts in batches of _CHUNKS_PER_COPY: at most _COMPACT_PER_TICK spans,
-    and no batch begun after `budget` (time.monotonic()) but the first; the mark says
-    where the next call goes on (a span, and the last host done in it). Returns the
-    chunks written."""
+    oldest first, hosts in batches (_batch): one batch when the span is the only one
+    waiting, else at most _COMPACT_PER_TICK spans and no batch begun after `budget`
+    (time.monotonic()) but the first; the mark says where the next call goes on (a
+    span, and the last host done in it). Returns the chunks written."""
     resolution, span = mark.resolution, SPANS[mark.resolution]
     start, after = mark.compacted_to, mark.compacted_host
     if start is None:
         rows = (RawSample.objects.aggregate(at=Min("taken_at")) if resolution == RAW else
                 Rollup.objects.filter(resolution=resolution).aggregate(at=Min("start")))
         start, after = (rollup.bucket_start(rows["at"], span) if rows["at"] else until), 0
-    made = 0
+    made, size = 0, _batch()
     for n in range(_COMPACT_PER_TICK[resolution]):
         if start + span > until or (n and _spent(budget)):
             break
-        chunks, stopped_at = _compact_span(resolution, start, start + span, after, budget)
+        alone = start + 2 * span > until
+        chunks, stopped_at = _compact_span(resolution, start, start + span, after, size,
+                                           None if alone else budget, alone)
         made += chunks
-        if stopped_at is not None:  # out of time inside the span
+        if stopped_at is not None:  # a batch done, more of the span for the next tick
             after = stopped_at
             break
         start, after = start + span, 0
@@ -320,21 +327,26 @@ def _spent(budget: float | None) -> bool:
     return budget is not None and time.monotonic() > budget
 
 
+def _batch() -> int:
+    return max(_MIN_BATCH, -(-Host.objects.count() // _SLICES))
+
+
 def _compact_span(resolution: str, start: datetime, end: datetime, after_host: int,
-                  budget: float | None) -> tuple[int, int | None]:
-    """The span's hosts after `after_host`, a batch at a time: each host's buckets as one
-    chunk (a chunk there already, of an interrupted run, read in and replaced), then
-    their rows deleted. Returns the chunks written, and the last host done when time
-    ran out before the span was (None when it is done)."""
+                  size: int, budget: float | None, one: bool) -> tuple[int, int | None]:
+    """The span's hosts after `after_host`, `size` at a time: each host's buckets (raw
+    samples) as one chunk (a chunk there already, of an interrupted run, read in and
+    replaced), then their rows deleted; after `one` batch, or once past `budget`, the
+    rest is left. Returns the chunks written, and the last host done when some are
+    left (None when the span is done)."""
     made, packed = 0, []
     found_by_host = (samples(start, end, after_host=after_host, missing=True)
                      if resolution == RAW else
                      buckets(resolution, start, end, after_host=after_host))
     for host, found in found_by_host:
-        if len(packed) >= _CHUNKS_PER_COPY:  # a full batch, and more hosts after it
+        if len(packed) >= size:  # a full batch, and more hosts after it
             made += _written(resolution, start, end, packed)
             last, packed = packed[-1][0], []
-            if _spent(budget):
+            if one or _spent(budget):
                 return made, last
         chunk = _packed(resolution, start, found)
         if chunk is not None:

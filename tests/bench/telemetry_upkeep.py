@@ -16,15 +16,17 @@ to N hosts (tests/bench/seed.py), then
   hour merged from twelve, a 5-minute bucket of raw rows past 48 h, an hour of
   5-minute rollups past 30 days and hourly ones past 400 days pruned); the tick
   after it (a 5-minute bucket made, the hour's twelve put into one chunk per
-  host); the tick after midnight (the same, and the day's hourly buckets put
-  into one chunk per host). Each beside the same tick as before chunks
+  host, and the raw rows of the hour before into one chunk per host); the tick
+  after midnight (the same, and the day's hourly buckets put into one chunk per
+  host). Each beside the same tick as before chunks
   (compaction off, rollups one row per bucket); floor: a bare COPY of the rows
   and chunks it writes. Goal: 10 % of TELEMETRY_ROLLUP_INTERVAL.
 - storage: --storage-hosts hosts with the whole default retention (48 h raw,
   30 d of 5-minute and 400 d of hourly rollups), the tables' size (indexes,
-  TOAST and layouts included) per host: rollups one packed row per bucket (as
-  before chunks), then the same rows compacted into chunks by the product's own
-  tick code (apps.telemetry.upkeep.compact) and the tables rewritten (VACUUM
+  TOAST and layouts included) per host: raw samples and rollups one row each
+  (as before chunks), then the same rows compacted into chunks by the
+  product's own tick code (apps.telemetry.upkeep.compact: every closed span,
+  raw hours up to RAW_LAG before the end) and the tables rewritten (VACUUM
   FULL: the steady state, where autovacuum reuses the space of compacted
   rows), beside the rollups in the JSON form written before packing. Goal: 20
   MiB.
@@ -220,6 +222,8 @@ def _tick(hosts: list, *, chunks: bool,
         .values_list("id", flat=True).first(), "compacted_to": hour - HOUR})
     RollupMark.objects.update_or_create(resolution="1h", defaults={
         "rolled_to": hour - HOUR, "compacted_to": hour.replace(hour=0)})
+    RollupMark.objects.update_or_create(resolution=upkeep.RAW, defaults={
+        "compacted_to": hour - 2 * HOUR})
     tick, done, chunked = _timed_tick(settled_now, chunks)
     # The floor: the rows the tick wrote, packed already, with one bare COPY.
     merged = packing.merge(five, HOUR)[0]
@@ -253,13 +257,12 @@ def _timed_tick(now: datetime, chunks: bool):
     with connection.cursor() as cursor:
         for table in ("rawsample", "rollup", "rollupchunk"):
             cursor.execute(f"VACUUM ANALYZE telemetry_{table}")
-    before = RollupChunk.objects.count()
     off = mock.patch.object(upkeep, "compact", lambda mark, until, budget=None: 0)
     with off if not chunks else contextlib.nullcontext():
         began = time.perf_counter()
         done = upkeep.maintain(now)
         tick = time.perf_counter() - began
-    return tick, done, RollupChunk.objects.count() - before
+    return tick, done, done.compacted
 
 
 def _tick_after(hosts: list, *, chunks: bool,
@@ -270,9 +273,9 @@ def _tick_after(hosts: list, *, chunks: bool,
     from django.db import connection
 
     from apps.telemetry import store, upkeep
-    from apps.telemetry.core import packing
+    from apps.telemetry.core import packing, rawpack
     from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR
-    from apps.telemetry.models import RawSample, Rollup, RollupChunk, RollupMark
+    from apps.telemetry.models import RawChunk, RawSample, Rollup, RollupChunk, RollupMark
 
     base = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     if midnight:
@@ -280,6 +283,7 @@ def _tick_after(hosts: list, *, chunks: bool,
     now = base + FIVE_MINUTES + upkeep.ROLLUP_GRACE + timedelta(seconds=30)
     keep = upkeep.retention()
     RawSample.objects.all().delete()
+    RawChunk.objects.all().delete()
     Rollup.objects.all().delete()
     RollupChunk.objects.all().delete()
     rows = _minutes(base - HOUR, 60)
@@ -289,6 +293,8 @@ def _tick_after(hosts: list, *, chunks: bool,
         hours = packing.merge(packing.roll_up(_minutes(base - upkeep.DAY, 23 * 60),
                                               FIVE_MINUTES), HOUR) + hours
     _copy_raw(hosts, _minutes(base, 5))
+    raw_hour = _minutes(base - 2 * HOUR, 60)  # an hour behind the rollups: compacted now
+    _copy_raw(hosts, raw_hour)
     _copy_raw(hosts, _minutes(base + FIVE_MINUTES - keep.raw, 5))  # past 48 h
     _copy_rollups(hosts, "5m", five)
     _copy_rollups(hosts, "1h", hours)
@@ -298,6 +304,8 @@ def _tick_after(hosts: list, *, chunks: bool,
     RollupMark.objects.update_or_create(resolution="1h", defaults={
         "rolled_to": base, "compacted_to": base.replace(hour=0) - (
             upkeep.DAY if midnight else timedelta(0))})
+    RollupMark.objects.update_or_create(resolution=upkeep.RAW, defaults={
+        "compacted_to": base - 2 * HOUR})
     tick, done, chunked = _timed_tick(now, chunks)
     # The floor: the 5-minute rows and the chunks it wrote, packed already, bare COPYs.
     made = packing.roll_up(_minutes(base, 5), FIVE_MINUTES)[0]
@@ -305,9 +313,11 @@ def _tick_after(hosts: list, *, chunks: bool,
     written = [packing.pack_chunk(base - HOUR, five)]
     if midnight:
         written.append(packing.pack_chunk(base - upkeep.DAY, hours))
-    chunk_ids = store.layout_ids(layout for layout, _ in written)
+    raw_chunk = rawpack.pack_samples(base - 2 * HOUR, [(at, values, {})
+                                                       for at, values in raw_hour])
+    chunk_ids = store.layout_ids([*(layout for layout, _ in written), raw_chunk[0]])
     with connection.cursor() as cursor:
-        for table in ("rollup", "rollupchunk"):
+        for table in ("rollup", "rollupchunk", "rawchunk"):
             cursor.execute(f"DROP TABLE IF EXISTS floor_{table}")
             cursor.execute(f"CREATE TABLE floor_{table} (LIKE telemetry_{table} INCLUDING ALL)")
         began = time.perf_counter()
@@ -324,8 +334,13 @@ def _tick_after(hosts: list, *, chunks: bool,
                         strict=False):
                     for h in hosts:
                         out.write_row((h.pk, resolution, start, chunk_ids[layout], data))
+            with cursor.cursor.copy("COPY floor_rawchunk (host_id, start, layout_id, data) "
+                                    "FROM STDIN") as out:
+                for h in hosts:
+                    out.write_row((h.pk, base - 2 * HOUR, chunk_ids[raw_chunk[0]],
+                                   raw_chunk[1]))
         floor = time.perf_counter() - began
-        for table in ("rollup", "rollupchunk"):
+        for table in ("rollup", "rollupchunk", "rawchunk"):
             cursor.execute(f"DROP TABLE floor_{table}")
     return tick, done.five_minute + done.hourly, done.pruned, floor, chunked
 

@@ -510,6 +510,21 @@ def test_the_tick_that_merged_an_hour_leaves_its_chunk_to_the_next_tick():
     assert RollupChunk.objects.filter(resolution="5m").count() == 2
 
 
+def test_the_one_span_waiting_is_compacted_a_batch_a_tick(monkeypatch):
+    hosts = [pinned(f"db{n}") for n in range(3)]
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    for host in hosts:
+        HostTelemetry.objects.create(host=host)
+        _minute_rows(host, start, 60 + 10)
+    monkeypatch.setattr(upkeep, "_MIN_BATCH", 1)
+    monkeypatch.setattr(upkeep, "_SLICES", 3)  # a third of the fleet a tick
+    assert services.maintain(start + timedelta(hours=1, minutes=6)).hourly == 3
+    done = [services.maintain(start + timedelta(hours=1, minutes=m)).compacted
+            for m in (11, 16, 21, 26)]
+    assert done == [1, 1, 1, 0]
+    assert RollupChunk.objects.filter(resolution="5m").count() == 3
+
+
 def test_out_of_time_a_tick_stops_after_a_batch_of_hosts_and_the_next_goes_on(monkeypatch):
     hosts = [pinned(f"db{n}") for n in range(3)]
     start = datetime(2026, 11, 20, 0, tzinfo=UTC)
@@ -521,7 +536,7 @@ def test_out_of_time_a_tick_stops_after_a_batch_of_hosts_and_the_next_goes_on(mo
     monkeypatch.undo()
     stored = _rollups()
     monkeypatch.setattr(upkeep, "_COMPACT_SHARE", -1)  # out of time before it starts
-    monkeypatch.setattr(upkeep, "_CHUNKS_PER_COPY", 1)
+    monkeypatch.setattr(upkeep, "_MIN_BATCH", 1)
     marks = []
     for n in range(4):
         done = services.maintain(start + timedelta(hours=2, minutes=7 + n))

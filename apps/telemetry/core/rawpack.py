@@ -45,8 +45,8 @@ def pack_samples(start: datetime, samples: Sequence[Sample]) -> tuple[Layout, by
     """One host's rows (in time order, within a day of `start`) as one chunk."""
     if not samples:
         raise PackingError("a chunk holds at least one sample")
-    leaves = [_leaves(values) for _, values, _ in samples]
-    layout = Layout.of(path for found in leaves for path in found)
+    leaves = [_leaves(values, (), {}) for _, values, _ in samples]
+    layout = Layout.of(set().union(*leaves))
     paths = (*layout.gauges, *layout.counters)
     base = micros(start)
     times = array("q", [micros(at) - base for at, _, _ in samples])
@@ -117,15 +117,13 @@ def unpack_samples(layout: Layout, start: datetime, data: bytes,
 _MISSING = object()
 
 
-def _leaves(values: Values, prefix: Path = ()) -> dict[Path, object]:
-    """Every number's path, and every empty object's."""
-    found: dict[Path, object] = {}
+def _leaves(values: Values, prefix: Path, found: dict[Path, object]) -> dict[Path, object]:
+    """Every number's path, and every empty object's, into `found`."""
     for key, value in values.items():
-        path = (*prefix, key)
-        if isinstance(value, dict) and value:
-            found |= _leaves(value, path)
+        if value.__class__ is dict and value:
+            _leaves(value, (*prefix, key), found)
         else:
-            found[path] = value
+            found[(*prefix, key)] = value
     return found
 
 
