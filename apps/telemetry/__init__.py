@@ -43,10 +43,12 @@ written with one COPY, then prunes by time ranges through the time indexes
 one shape) and a deflated bytea of columns, exact to the bit, about 1.3 KB a
 `Rollup` row against 9 KB of JSON; once its span is closed (an hour of
 5-minute buckets, a UTC day of hourly ones) a later tick puts each host's
-buckets of it into one `RollupChunk` (about 770 bytes a bucket), so the default
-retention takes about 21 MiB a host instead of 34; rows written before
-migration 0003 keep their JSON, rows from before 0004 are compacted by the
-ticks after it, and both are read and merged as before.
+buckets of it into one `RollupChunk` (about 770 bytes a bucket), and an hour
+of raw rows an hour behind the rollups into one `RawChunk` (core/rawpack.py,
+about 230 bytes a sample), so the default retention takes about 16.5 MiB a
+host instead of 34; rows written before migration 0003 keep their JSON, rows
+from before 0004 are compacted by the ticks after it, and all are read and
+merged as before.
 `/api/hosts/{id}/telemetry/` picks the resolution by the span, fetches only
 the fields the metric reads (`values -> 'arc' ->> 'hits'` of raw rows; packed
 rollups and chunks unpacked to those paths) through the (host, taken_at)

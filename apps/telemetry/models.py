@@ -8,7 +8,8 @@ while its span is open, packed (apps.telemetry.core.packing: its `Layout` of
 paths stored once, its numbers a deflated bytea of about 1.3 KB instead of 9 KB
 of JSON), then one `RollupChunk` per host and span (apps.telemetry.upkeep's
 compaction: about 770 bytes a bucket); rows written before packing keep their
-JSON `values` and are read as they were.
+JSON `values` and are read as they were. Raw rows of an hour an hour behind the
+rollups become one `RawChunk` per host (apps.telemetry.core.rawpack).
 """
 
 from __future__ import annotations

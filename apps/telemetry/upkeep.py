@@ -17,16 +17,21 @@ day's hourly buckets are all made, every host's buckets of that span go into
 one `RollupChunk` row (apps.telemetry.core.packing.pack_chunk: a path's values
 side by side across the span compress to about 770 bytes a bucket against 1.3
 KB alone, and one row and index entry a span instead of 12 or 24) and their
-rows are deleted. The tick that merged an hour (the heaviest) leaves that
-hour's compaction to the next tick, which only makes a 5-minute bucket. A
-`compacted_to` mark per resolution says how far; a tick compacts oldest first,
-at most a day of hours and a week of days, and starts no further span once
-_COMPACT_SHARE of the rollup interval is spent, so rows written before chunks
-existed are compacted over the ticks after the upgrade, never in one long
-tick, and are read as they are until then. A bucket made again for a late row
-after its span was compacted stays a row, which readers take over the chunk's
-bucket (`buckets`). Chunks are pruned whole: hourly buckets up to a day past
-their retention.
+rows are deleted. Raw rows likewise, an hour per host in one `RawChunk`
+(apps.telemetry.core.rawpack, about 230 bytes a sample against 1.9 KB), once
+the hour is RAW_LAG behind the 5-minute mark: what reads the newest samples in
+SQL (alerts, /metrics, this tick's rollup of raw rows) reads rows. The tick
+that merged an hour (the heaviest) leaves that hour to the next ticks. A mark
+per kind (`compacted_to`, and `compacted_host` inside a span) says how far. The
+one span waiting (the steady state) is compacted a tenth of the fleet per
+tick, so an hour's work is spread over the hour's ticks and a day's over ten;
+a backlog (rows written before chunks existed, a stopped beat) goes oldest
+first, batch after batch while _COMPACT_SHARE of the rollup interval lasts,
+never in one long tick, and is read as it is until then. A row made or written
+late for a span already compacted stays a row: readers take a rollup row over
+its chunk's bucket (`buckets`) and read raw rows beside chunks (`samples`).
+Chunks are pruned whole: hourly buckets up to a day past their retention, raw
+samples up to 55 minutes.
 """
 
 from __future__ import annotations
