@@ -9,7 +9,7 @@ many rows: this process keeps the ones it has read by id (an id never changes).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from django.db import connection
@@ -137,6 +137,7 @@ def save_raw_chunks(chunks: Sequence[tuple[int, datetime, packing.Layout, bytes]
 
 
 def raw_samples(start: datetime, layout_pk: int, data: bytes | memoryview,
-                keep=None) -> list[tuple[datetime, dict, dict]]:
+                keep: Callable[[tuple[str, ...]], bool] | None = None,
+                ) -> list[tuple[datetime, dict, dict]]:
     """A stored RawChunk's samples (taken at, values, missing)."""
     return rawpack.unpack_samples(layout(layout_pk), start, bytes(data), keep)
