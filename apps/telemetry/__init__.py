@@ -38,14 +38,21 @@ resolution (`RollupMark`), only the buckets closed since the last tick (a
 missed tick is caught up; a raw row that arrives after its bucket was made is
 found by its id and has that bucket and hour made again), every host's buckets
 written with one COPY, then prunes by time ranges through the time indexes
-(48 h, 30 d, 400 d), a raw row only once rolled up. A rollup row is packed
+(48 h, 30 d, 400 d), a raw row only once rolled up. A rollup is packed
 (apps/telemetry/core/packing.py): its `Layout` (the paths, shared by hosts of
-one shape) and a deflated bytea of columns, exact to the bit, about 1.2 KB
-against 9 KB of JSON; rows written before migration 0003 keep their JSON and
-are read and merged as before. `/api/hosts/{id}/telemetry/` picks the resolution by
-the span, fetches only the fields the metric reads (`values -> 'arc' ->>
-'hits'` of raw rows; packed rollups unpacked to those paths) through the
-(host, taken_at) index, and makes rates on read with
+one shape) and a deflated bytea of columns, exact to the bit, about 1.3 KB a
+`Rollup` row against 9 KB of JSON; once its span is closed (an hour of
+5-minute buckets, a UTC day of hourly ones) a later tick puts each host's
+buckets of it into one `RollupChunk` (about 770 bytes a bucket), and an hour
+of raw rows an hour behind the rollups into one `RawChunk` (core/rawpack.py,
+about 230 bytes a sample), so the default retention takes about 16 MiB a host
+instead of 34; rows written before migration 0003 keep their JSON, rows
+from before 0004 are compacted by the ticks after it, and all are read and
+merged as before.
+`/api/hosts/{id}/telemetry/` picks the resolution by the span, fetches only
+the fields the metric reads (`values -> 'arc' ->> 'hits'` of raw rows; packed
+rollups and chunks unpacked to those paths) through the (host, taken_at)
+index, and makes rates on read with
 core/rates.py (a reboot, a reset or a missed sample is a null point); a metric
 the host lacks answers `available: false` and why. For a metric per pool,
 dataset or cluster the database cuts each key's object to the fields read too

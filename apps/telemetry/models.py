@@ -3,10 +3,13 @@
 A raw row is one sample in apps.telemetry.core.series' stored form (counters
 raw, pools, datasets and clusters keyed by name), read back by source with
 `values -> 'arc'` so a 48-hour graph reads 2,880 small values through the
-(host, taken_at) index. A rollup is one row per host, bucket and resolution,
-packed (apps.telemetry.core.packing: its `Layout` of paths stored once, its
-numbers a deflated bytea of about 1.2 KB instead of 9 KB of JSON); rows written
-before packing keep their JSON `values` and are read as they were.
+(host, taken_at) index. A rollup is one row per host, bucket and resolution
+while its span is open, packed (apps.telemetry.core.packing: its `Layout` of
+paths stored once, its numbers a deflated bytea of about 1.3 KB instead of 9 KB
+of JSON), then one `RollupChunk` per host and span (apps.telemetry.upkeep's
+compaction: about 770 bytes a bucket); rows written before packing keep their
+JSON `values` and are read as they were. Raw rows of an hour an hour behind the
+rollups become one `RawChunk` per host (apps.telemetry.core.rawpack).
 """
 
 from __future__ import annotations
@@ -60,6 +63,25 @@ class RawSample(models.Model):
         return f"sample of host #{self.host_id} at {self.taken_at:%Y-%m-%d %H:%M:%S}"
 
 
+class RawChunk(models.Model):
+    """One host's raw rows of a closed UTC hour, packed together
+    (apps.telemetry.core.rawpack), `start` the hour's. A RawSample row of the hour
+    (one written late) is read beside it."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    start = models.DateTimeField()
+    layout = models.ForeignKey("Layout", on_delete=models.PROTECT, related_name="+")
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "start"],
+                                               name="telemetry_rawchunk_once")]
+        indexes = [models.Index(fields=["start"], name="telemetry_rawchunk_time")]
+
+    def __str__(self) -> str:
+        return f"raw samples of host #{self.host_id} from {self.start:%Y-%m-%d %H:%M}"
+
+
 class Layout(models.Model):
     """The paths a packed rollup holds (apps.telemetry.core.packing.Layout.to_json),
     shared by every bucket of the same shape."""
@@ -80,6 +102,11 @@ class RollupMark(models.Model):
     resolution = models.CharField(max_length=2, primary_key=True)
     rolled_to = models.DateTimeField(null=True, blank=True)
     raw_id = models.BigIntegerField(default=0)
+    # Buckets starting before this are in RollupChunk rows (those made again later
+    # for late rows excepted), and those of the span from it of hosts up to
+    # `compacted_host`: apps.telemetry.upkeep's compaction.
+    compacted_to = models.DateTimeField(null=True, blank=True)
+    compacted_host = models.BigIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"{self.resolution} rolled up to {self.rolled_to}"
@@ -105,3 +132,25 @@ class Rollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.resolution} rollup of host #{self.host_id} at {self.start:%Y-%m-%d %H:%M}"
+
+
+class RollupChunk(models.Model):
+    """One host's buckets of one resolution over a whole span, packed together
+    (apps.telemetry.core.packing.pack_chunk): 5-minute buckets by the hour, hourly
+    ones by the day (UTC), `start` the span's. A Rollup row of the same host,
+    resolution and bucket start (a bucket made again for a late sample) is newer
+    and is read instead of the chunk's bucket."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+")
+    resolution = models.CharField(max_length=2, choices=Rollup.Resolution)
+    start = models.DateTimeField()
+    layout = models.ForeignKey(Layout, on_delete=models.PROTECT, related_name="+")
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "resolution", "start"],
+                                               name="telemetry_chunk_once")]
+        indexes = [models.Index(fields=["resolution", "start"], name="telemetry_chunk_time")]
+
+    def __str__(self) -> str:
+        return f"{self.resolution} chunk of host #{self.host_id} from {self.start:%Y-%m-%d %H:%M}"

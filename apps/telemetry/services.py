@@ -41,7 +41,7 @@ from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR, Retention
 from apps.telemetry.core.sample import NOT_AVAILABLE, Sample
 from apps.telemetry.core.spec import SampleSpec, spec_from_facts
-from apps.telemetry.models import HostTelemetry, RawSample, Rollup
+from apps.telemetry.models import HostTelemetry, RawChunk, RawSample, Rollup, RollupChunk
 from apps.telemetry.shards import WHOLE, Shard
 from apps.telemetry.upkeep import ROLLUP_GRACE, Maintained, prune, retention  # noqa: F401
 
@@ -332,29 +332,82 @@ def read(host: Host, metric_name: str, start: datetime | None = None,
 
 def _raw_rows(host: Host, metric: metrics.Metric, start: datetime,
               end: datetime) -> list[metrics.Row]:
-    """Only the fields the metric reads leave the database, where it is one object."""
+    """Only the fields the metric reads leave the database, where it is one object; of
+    closed hours packed in chunks (apps.telemetry.upkeep), only its paths are unpacked
+    and cut here as the database cuts rows."""
     rows = (RawSample.objects.filter(host=host, taken_at__gte=start, taken_at__lte=end)
             .order_by("taken_at").values_list("taken_at", KT("values__uptime"),
                                               _only(metric)))
-    return [(at, {"uptime": _float(uptime), metric.source: _cut(metric, source)})
-            for at, uptime, source in rows]
+    found = [(at, {"uptime": _float(uptime), metric.source: _cut(metric, source)})
+             for at, uptime, source in rows]
+    chunks = list(RawChunk.objects.filter(host=host, start__gt=start - upkeep.SPANS[upkeep.RAW],
+                                          start__lte=end)
+                  .order_by("start").values_list("start", "layout_id", "data"))
+    keep = _raw_paths(metric)
+    for hour, layout, data in chunks:
+        for at, values, _ in store.raw_samples(hour, layout, data, keep):
+            if start <= at <= end:
+                uptime = values.get("uptime")
+                found.append((at, {"uptime": None if uptime is None else float(uptime),
+                                   metric.source: _cut(metric, _only_here(metric, values))}))
+    if chunks:
+        found.sort(key=lambda row: row[0])
+    return found
+
+
+def _raw_paths(metric: metrics.Metric):
+    """Which of a packed hour's paths _raw_rows reads for the metric."""
+    fields = set(metric.fields_read)
+    depth = 2 if metric.per is not None else 1
+
+    def keep(path: series.Path) -> bool:
+        if path == ("uptime",):
+            return True
+        return path[0] == metric.source and (
+            not fields or len(path) <= depth or path[depth] in fields)
+    return keep
+
+
+def _only_here(metric: metrics.Metric, values: dict) -> object:
+    """_only(metric) of one unpacked row, as the database answers it (keys in JSONB's
+    order: rawpack gives each object so)."""
+    source = values.get(metric.source)
+    if not metric.fields_read:
+        return source
+    names = sorted(metric.fields_read, key=lambda name: (len(name.encode()), name.encode()))
+    if metric.per is None:
+        part = source if isinstance(source, dict) else {}
+        return {name: part.get(name) for name in names}
+    if not isinstance(source, dict) or not source:
+        return None
+    return {key: {name: value.get(name) if isinstance(value, dict) else None
+                  for name in names} for key, value in source.items()}
 
 
 def _rolled_rows(host: Host, metric: metrics.Metric, resolution: str, start: datetime,
                  end: datetime) -> list[metrics.Row]:
-    """Packed rows unpacked to the metric's fields; JSON ones (written before packing)
-    cut in the database as raw rows are."""
+    """Buckets of chunks (apps.telemetry.upkeep: closed spans) and of rows: packed ones
+    unpacked to the metric's fields; JSON ones (written before packing) cut in the
+    database as raw rows are. A row is newer than a chunk's bucket of the same start."""
+    keep = _reads(metric)
+    found: dict[datetime, dict | None] = {}
+    chunks = (RollupChunk.objects.filter(host=host, resolution=resolution,
+                                         start__gt=start - upkeep.SPANS[resolution],
+                                         start__lte=end)
+              .order_by("start").values_list("start", "layout_id", "data"))
+    for at, layout, data in chunks:
+        for bucket in store.chunk_buckets(at, layout, data):
+            if start <= bucket.start <= end:
+                found[bucket.start] = packing.values(bucket, keep).get(metric.source)
     rows = (Rollup.objects.filter(host=host, resolution=resolution, start__gte=start,
                                   start__lte=end)
             .order_by("start").values_list("start", _only(metric), "layout_id", "data"))
-    keep = _reads(metric)
-    found = []
     for at, source, layout, data in rows:
         if data is not None:
             source = packing.values(store.bucket(at, None, layout, data), keep).get(
                 metric.source)
-        found.append((at, {metric.source: _cut(metric, source)}))
-    return found
+        found[at] = source
+    return [(at, {metric.source: _cut(metric, found[at])}) for at in sorted(found)]
 
 
 def _reads(metric: metrics.Metric):

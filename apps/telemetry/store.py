@@ -1,4 +1,4 @@
-"""Writing telemetry rows in bulk, and packed rollups' layouts.
+"""Writing telemetry rows in bulk, packed rollups and chunks, and their layouts.
 
 A collector round or a rollup tick writes thousands of rows: they go in with one
 COPY per table (psycopg's `cursor.copy`), into the table itself or into a
@@ -9,12 +9,12 @@ many rows: this process keeps the ones it has read by id (an id never changes).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from django.db import connection
 
-from apps.telemetry.core import packing
+from apps.telemetry.core import packing, rawpack
 from apps.telemetry.models import Layout
 
 _layouts: dict[int, packing.Layout] = {}
@@ -93,3 +93,51 @@ def save_rollups(resolution: str, buckets: Iterable[tuple[int, packing.Bucket]])
         SET layout_id = EXCLUDED.layout_id, data = EXCLUDED.data, "values" = NULL""",
             [resolution])
     return len(rows)
+
+
+def chunk_buckets(start: datetime, layout_pk: int,
+                  data: bytes | memoryview) -> list[packing.Bucket]:
+    """A stored RollupChunk's buckets."""
+    return packing.unpack_chunk(layout(layout_pk), start, bytes(data))
+
+
+def save_chunks(resolution: str,
+                chunks: Sequence[tuple[int, datetime, packing.Layout, bytes]]) -> int:
+    """Insert (or replace) packed chunks (host, span start, packing.pack_chunk's layout
+    and bytes), with one COPY."""
+    if not chunks:
+        return 0
+    ids = layout_ids(layout for _, _, layout, _ in chunks)
+    temporary("chunk_in", "host_id bigint, start timestamptz, layout_id bigint, data bytea")
+    copy("chunk_in", ("host_id", "start", "layout_id", "data"),
+         ((host, start, ids[layout], data) for host, start, layout, data in chunks))
+    execute("""
+        INSERT INTO telemetry_rollupchunk (host_id, resolution, start, layout_id, data)
+        SELECT host_id, %s, start, layout_id, data FROM chunk_in
+        ON CONFLICT (host_id, resolution, start) DO UPDATE
+        SET layout_id = EXCLUDED.layout_id, data = EXCLUDED.data""", [resolution])
+    return len(chunks)
+
+
+def save_raw_chunks(chunks: Sequence[tuple[int, datetime, packing.Layout, bytes]]) -> int:
+    """Insert (or replace) packed hours of raw samples (host, hour, layout, bytes),
+    with one COPY."""
+    if not chunks:
+        return 0
+    ids = layout_ids(layout for _, _, layout, _ in chunks)
+    temporary("raw_chunk_in", "host_id bigint, start timestamptz, layout_id bigint, data bytea")
+    copy("raw_chunk_in", ("host_id", "start", "layout_id", "data"),
+         ((host, start, ids[layout], data) for host, start, layout, data in chunks))
+    execute("""
+        INSERT INTO telemetry_rawchunk (host_id, start, layout_id, data)
+        SELECT host_id, start, layout_id, data FROM raw_chunk_in
+        ON CONFLICT (host_id, start) DO UPDATE
+        SET layout_id = EXCLUDED.layout_id, data = EXCLUDED.data""")
+    return len(chunks)
+
+
+def raw_samples(start: datetime, layout_pk: int, data: bytes | memoryview,
+                keep: Callable[[tuple[str, ...]], bool] | None = None,
+                ) -> list[tuple[datetime, dict, dict]]:
+    """A stored RawChunk's samples (taken at, values, missing)."""
+    return rawpack.unpack_samples(layout(layout_pk), start, bytes(data), keep)

@@ -2,7 +2,7 @@
 the pages and series reads timed.
 
     .venv/bin/python -m tests.bench.telemetry_scale [--hosts 200] [--days 7]
-        [--requests 30] [--url 'LABEL=/path/{host}/...']
+        [--requests 30] [--url 'LABEL=/path/{host}/...'] [--rows]
 
 Not a test: it prints figures. In a database of its own (pozol_prom_bench_<random> on the
 suite's PostgreSQL, dropped at the end) it records one host from a replayed real
@@ -10,7 +10,10 @@ discovery, copies it to --hosts hosts (tests/bench/seed.py), and gives each host
 --days of samples a minute apart, stored as the product stores them: raw rows
 for the last TELEMETRY_RAW_HOURS (48 h), 5-minute rollups for the whole span
 (the beat task rolls raw rows up as they settle, and keeps 5-minute ones 30 days)
-and hourly ones merged from those, packed (apps.telemetry.core.packing). The rows
+and hourly ones merged from those, packed (apps.telemetry.core.packing), and as
+the tick compacts them: closed hours of 5-minute buckets and of raw samples (an
+hour behind) and closed days of hourly buckets in chunks, the rest rows
+(--rows: everything rows, as before chunks). The rows
 are one real OpenZFS 2.2 sample (tests/telemetry/fixtures) with its counters
 growing and its gauges moving each minute; the rollups are made by the product's
 own code (apps.telemetry.core.packing roll_up and merge) for one host and written
@@ -92,7 +95,7 @@ def _run(args: argparse.Namespace) -> None:
     started = time.monotonic()
     hosts = _fleet(template, args.hosts)
     now = _minute(datetime.now().astimezone())
-    counts = _fill(hosts, now, args.days)
+    counts = _fill(hosts, now, args.days, chunks=not args.rows)
     with connection.cursor() as cursor:  # fresh planner statistics, as autovacuum would
         cursor.execute("VACUUM ANALYZE")
     print(f"seeded {args.hosts} hosts x {args.days} days in {time.monotonic() - started:.0f} s:"
@@ -146,7 +149,7 @@ def _fleet(template, count: int) -> list:
 
 # -- samples, as the product stores them ------------------------------------------------
 
-def _fill(hosts: list, now: datetime, days: int) -> dict[str, int]:
+def _fill(hosts: list, now: datetime, days: int, *, chunks: bool) -> dict[str, int]:
     """One host's rows made by the product's code, written for every host by COPY."""
     from django.conf import settings
 
@@ -166,11 +169,55 @@ def _fill(hosts: list, now: datetime, days: int) -> dict[str, int]:
     five_text = [(b.start, ids[b.layout], packing.pack(b)) for b in five]
     hourly_text = [(b.start, ids[b.layout], packing.pack(b)) for b in hourly]
     last_sample = {**last_sample, "taken_at": rows[-1][0].isoformat()}
+    counts = {"raw": len(raw_text) * len(hosts), "5m": len(five_text) * len(hosts),
+              "1h": len(hourly_text) * len(hosts)}
+    if chunks:
+        raw_text, five_text, hourly_text = _chunked(hosts, rows[-raw_minutes:], five, hourly,
+                                                    rows[-1][0])
     _copy(hosts, raw_text, five_text, hourly_text)
     _states(hosts, last_sample, rows[-1][0], five[-1].start + FIVE_MINUTES,
             hourly[-1].start + HOUR)
-    return {"raw": len(raw_text) * len(hosts), "5m": len(five_text) * len(hosts),
-            "1h": len(hourly_text) * len(hosts)}
+    return counts
+
+
+def _chunked(hosts: list, raw: list, five: list, hourly: list, last: datetime):
+    """What the tick leaves as chunks (written here for every host), and the rows it
+    leaves as rows (returned, as _copy writes them)."""
+    from django.db import transaction
+
+    from apps.telemetry import store, upkeep
+    from apps.telemetry.core import packing, rawpack, rollup
+    from apps.telemetry.core.rollup import HOUR
+
+    hour, day = rollup.bucket_start(last, HOUR), rollup.bucket_start(last, upkeep.DAY)
+    raw_open = hour - upkeep.RAW_LAG  # raw hours before this are chunks
+
+    def spans(items, width, at):
+        found: dict = {}
+        for item in items:
+            found.setdefault(rollup.bucket_start(at(item), width), []).append(item)
+        return found
+
+    written = []
+    for start, part in spans([r for r in raw if r[0] < raw_open], HOUR, lambda r: r[0]).items():
+        written.append((None, start, *rawpack.pack_samples(start, [(at, v, {})
+                                                                   for at, v in part])))
+    for resolution, buckets, width, until in (("5m", five, HOUR, hour),
+                                              ("1h", hourly, upkeep.DAY, day)):
+        closed = [b for b in buckets if b.start < until]
+        for start, part in spans(closed, width, lambda b: b.start).items():
+            written.append((resolution, start, *packing.pack_chunk(start, part)))
+    with transaction.atomic():
+        for resolution, start, layout, data in written:
+            rows = [(h.pk, start, layout, data) for h in hosts]
+            if resolution is None:
+                store.save_raw_chunks(rows)
+            else:
+                store.save_chunks(resolution, rows)
+    ids = store.layout_ids(b.layout for b in (*five, *hourly))
+    return ([(at, json.dumps(values)) for at, values in raw if at >= raw_open],
+            [(b.start, ids[b.layout], packing.pack(b)) for b in five if b.start >= hour],
+            [(b.start, ids[b.layout], packing.pack(b)) for b in hourly if b.start >= day])
 
 
 def _base_sample() -> tuple[dict, dict]:
@@ -309,7 +356,8 @@ def _print(results: dict[str, Figures], args: argparse.Namespace, priority: str)
         [total] = cursor.fetchone()
         cursor.execute("""
             SELECT relname, pg_size_pretty(pg_total_relation_size(oid))
-            FROM pg_class WHERE relname IN ('telemetry_rawsample', 'telemetry_rollup')""")
+            FROM pg_class WHERE relname IN ('telemetry_rawsample', 'telemetry_rollup',
+                                            'telemetry_rawchunk', 'telemetry_rollupchunk')""")
         tables = ", ".join(f"{name} {size}" for name, size in cursor.fetchall())
     print(f"\ndatabase size: {total} ({tables}, indexes and TOAST included)")
 
@@ -339,6 +387,8 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--url", type=_url, action="append", default=[],
                         help="another URL to time, LABEL=/path ({host}, {from24}, "
                              "{from7d}, {to} are filled in)")
+    parser.add_argument("--rows", action="store_true",
+                        help="raw samples and rollups one row each, as before chunks")
     parser.add_argument("--profile", action="append", default=[], metavar="LABEL",
                         help="print where one request of LABEL spends its time")
     return parser.parse_args()

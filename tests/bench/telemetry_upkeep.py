@@ -12,15 +12,24 @@ to N hosts (tests/bench/seed.py), then
   services.record_all, the first after a restart (previous samples read from the
   database) and --rounds later ones; floor: a bare COPY of the same raw rows into
   a table like telemetry_rawsample. Goal: 10 % of TELEMETRY_INTERVAL.
-- rollup tick at the hour (the heaviest: every host's 5-minute bucket made, every
-  host's hour merged from twelve, a 5-minute bucket of raw rows past 48 h, an
-  hour of 5-minute rows past 30 days and hourly rows past 400 days pruned);
-  floor: a bare COPY of the same rollup rows it writes. Goal: 10 % of
-  TELEMETRY_ROLLUP_INTERVAL.
+- rollup ticks: at the hour (every host's 5-minute bucket made, every host's
+  hour merged from twelve, a 5-minute bucket of raw rows past 48 h, an hour of
+  5-minute rollups past 30 days and hourly ones past 400 days pruned); the tick
+  after it (a 5-minute bucket made, the hour's twelve put into one chunk per
+  host, and the raw rows of the hour before into one chunk per host); the tick
+  after midnight (the same, and the day's hourly buckets put into one chunk per
+  host). Each beside the same tick as before chunks
+  (compaction off, rollups one row per bucket); floor: a bare COPY of the rows
+  and chunks it writes. Goal: 10 % of TELEMETRY_ROLLUP_INTERVAL.
 - storage: --storage-hosts hosts with the whole default retention (48 h raw,
-  30 d of 5-minute and 400 d of hourly rollups) as the product writes them, the
-  tables' size (indexes, TOAST and layouts included) per host, beside the same
-  rollups in the JSON form written before packing. Goal: 20 MiB.
+  30 d of 5-minute and 400 d of hourly rollups), the tables' size (indexes,
+  TOAST and layouts included) per host: raw samples and rollups one row each
+  (as before chunks), then the same rows compacted into chunks by the
+  product's own tick code (apps.telemetry.upkeep.compact: every closed span,
+  raw hours up to RAW_LAG before the end) and the tables rewritten (VACUUM
+  FULL: the steady state, where autovacuum reuses the space of compacted
+  rows), beside the rollups in the JSON form written before packing. Goal: 20
+  MiB.
 
 No renice: the load average is printed.
 """
@@ -28,6 +37,7 @@ No renice: the load average is printed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import secrets
@@ -94,17 +104,25 @@ def _size(count: int, rounds: int, storage: tuple[float, float]) -> None:
     interval = settings.POZOL["TELEMETRY_INTERVAL"]
     tick_every = settings.POZOL["TELEMETRY_ROLLUP_INTERVAL"]
     first, later, floor = _collector(hosts, rounds)
-    tick, made, pruned, tick_floor = _tick(hosts)
+    ticks = {(after, chunks): _tick(hosts, chunks=chunks, after=after)
+             for after in (None, "hour", "midnight") for chunks in (False, True)}
     print(f"{count} hosts; load average {_load()}")
     print(f"{'':34}{'ours':>10}{'floor':>10}{'x floor':>9}{'budget':>10}  goal")
     _line("collector round, first after restart", first, floor, interval * 0.1)
     _line(f"collector round, later (median of {rounds})", later, floor, interval * 0.1)
-    _line("rollup tick at the hour", tick, tick_floor, tick_every * 0.1)
-    print(f"  (the tick made {made} rollups and pruned {pruned:,} rows)")
-    packed, json_form = storage
-    print(f"{'storage at default retention, MiB/host':<34}{packed:>10.1f}{'':>10}{'':>9}"
-          f"{20.0:>10.1f}  {'met' if packed <= 20 else 'MISSED'}"
-          f"  (JSON rollups as before: {json_form:.1f})", flush=True)
+    for after, label in ((None, "rollup tick at the hour"), ("hour", "the tick after it"),
+                         ("midnight", "the tick after midnight")):
+        for chunks in (True, False):
+            tick, made, pruned, tick_floor, chunked = ticks[after, chunks]
+            _line(label if chunks else "  the same before chunks", tick, tick_floor,
+                  tick_every * 0.1)
+            print(f"  (made {made} rollups, pruned {pruned:,} rows"
+                  + (f", wrote {chunked} chunks)" if chunks else ")"))
+    chunked, rows, json_form = storage
+    print(f"{'storage at default retention, MiB/host':<34}{chunked:>10.1f}{'':>10}{'':>9}"
+          f"{20.0:>10.1f}  {'met' if chunked <= 20 else 'MISSED'}"
+          f"  (before chunks: {rows:.1f}; JSON rollups as before packing: {json_form:.1f})",
+          flush=True)
 
 
 def _line(label: str, ours: float, floor: float, budget: float) -> None:
@@ -160,10 +178,19 @@ def _collector(hosts: list, rounds: int) -> tuple[float, float, float]:
 
 # -- the rollup tick --------------------------------------------------------------------
 
-def _tick(hosts: list) -> tuple[float, int, int, float]:
+def _tick(hosts: list, *, chunks: bool,
+          after: str | None = None) -> tuple[float, int, int, float, int]:
+    """The tick at the hour (or the one `after` it, or after midnight: the ticks that
+    compact) as the product runs it (`chunks`), or as it ran before chunks:
+    compaction off, and the old rollups it prunes one row per bucket."""
     from django.db import connection
 
-    from apps.telemetry import store, upkeep
+    from apps.telemetry import upkeep
+    from apps.telemetry.models import RollupChunk
+
+    if after is not None:
+        return _tick_after(hosts, chunks=chunks, midnight=after == "midnight")
+    from apps.telemetry import store
     from apps.telemetry.core import packing
     from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR
     from apps.telemetry.models import RawSample, Rollup, RollupMark
@@ -176,24 +203,28 @@ def _tick(hosts: list) -> tuple[float, int, int, float]:
     five = packing.roll_up(rows, FIVE_MINUTES)
     RawSample.objects.all().delete()
     Rollup.objects.all().delete()
+    RollupChunk.objects.all().delete()
     # Raw rows of the last bucket; 5-minute rollups of the hour's first eleven.
     _copy_raw(hosts, rows[-5:])
     _copy_raw(hosts, _minutes(hour - keep.raw - FIVE_MINUTES, 5))  # past 48 h
     old_five = packing.roll_up(_minutes(hour - keep.five_minute - HOUR, 60), FIVE_MINUTES)
     old_hour = packing.merge(old_five, HOUR)
     old_hour[0].start = hour - keep.hourly - HOUR
-    _copy_rollups(hosts, "5m", [*five[:-1], *old_five])
-    _copy_rollups(hosts, "1h", old_hour)
+    _copy_rollups(hosts, "5m", five[:-1])
+    if chunks:  # what is past its retention is in chunks
+        _copy_chunks(hosts, "5m", old_five[0].start, old_five)
+        _copy_chunks(hosts, "1h", old_hour[0].start.replace(hour=0), old_hour)
+    else:
+        _copy_rollups(hosts, "5m", old_five)
+        _copy_rollups(hosts, "1h", old_hour)
     RollupMark.objects.update_or_create(resolution="5m", defaults={
         "rolled_to": hour - FIVE_MINUTES, "raw_id": RawSample.objects.order_by("-id")
-        .values_list("id", flat=True).first()})
-    RollupMark.objects.update_or_create(resolution="1h", defaults={"rolled_to": hour - HOUR})
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE telemetry_rawsample")
-        cursor.execute("VACUUM ANALYZE telemetry_rollup")
-    began = time.perf_counter()
-    done = upkeep.maintain(settled_now)
-    tick = time.perf_counter() - began
+        .values_list("id", flat=True).first(), "compacted_to": hour - HOUR})
+    RollupMark.objects.update_or_create(resolution="1h", defaults={
+        "rolled_to": hour - HOUR, "compacted_to": hour.replace(hour=0)})
+    RollupMark.objects.update_or_create(resolution=upkeep.RAW, defaults={
+        "compacted_to": hour - 2 * HOUR})
+    tick, done, chunked = _timed_tick(settled_now, chunks)
     # The floor: the rows the tick wrote, packed already, with one bare COPY.
     merged = packing.merge(five, HOUR)[0]
     ids = store.layout_ids([five[-1].layout, merged.layout])
@@ -210,7 +241,116 @@ def _tick(hosts: list) -> tuple[float, int, int, float]:
                 out.write_row((host, resolution, bucket.start, layout, packed[id(bucket)]))
         floor = time.perf_counter() - began
         cursor.execute("DROP TABLE floor_rollup")
-    return tick, done.five_minute + done.hourly, done.pruned, floor
+    return tick, done.five_minute + done.hourly, done.pruned, floor, chunked
+
+
+def _timed_tick(now: datetime, chunks: bool):
+    """One maintain(now), compaction off unless `chunks`: (seconds, what it did, chunks
+    it wrote)."""
+    from unittest import mock
+
+    from django.db import connection
+
+    from apps.telemetry import upkeep
+
+    with connection.cursor() as cursor:
+        for table in ("rawsample", "rollup", "rollupchunk"):
+            cursor.execute(f"VACUUM ANALYZE telemetry_{table}")
+    off = mock.patch.object(upkeep, "compact", lambda mark, until, budget=None: 0)
+    with off if not chunks else contextlib.nullcontext():
+        began = time.perf_counter()
+        done = upkeep.maintain(now)
+        tick = time.perf_counter() - began
+    return tick, done, done.compacted
+
+
+def _tick_after(hosts: list, *, chunks: bool,
+                midnight: bool) -> tuple[float, int, int, float, int]:
+    """The tick after the hour's (after midnight's): it makes one 5-minute bucket and,
+    with chunks, puts the hour's twelve (and the day's hourly ones) into chunks.
+    Floor: a bare COPY of the rows and chunks it writes."""
+    from django.db import connection
+
+    from apps.telemetry import store, upkeep
+    from apps.telemetry.core import packing, rawpack
+    from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR
+    from apps.telemetry.models import RawChunk, RawSample, Rollup, RollupChunk, RollupMark
+
+    base = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    if midnight:
+        base = base.replace(hour=0)
+    now = base + FIVE_MINUTES + upkeep.ROLLUP_GRACE + timedelta(seconds=30)
+    keep = upkeep.retention()
+    RawSample.objects.all().delete()
+    RawChunk.objects.all().delete()
+    Rollup.objects.all().delete()
+    RollupChunk.objects.all().delete()
+    rows = _minutes(base - HOUR, 60)
+    five = packing.roll_up(rows, FIVE_MINUTES)
+    hours = packing.merge(five, HOUR)
+    if midnight:  # the day that just ended, as hourly buckets
+        hours = packing.merge(packing.roll_up(_minutes(base - upkeep.DAY, 23 * 60),
+                                              FIVE_MINUTES), HOUR) + hours
+    _copy_raw(hosts, _minutes(base, 5))
+    raw_hour = _minutes(base - 2 * HOUR, 60)  # an hour behind the rollups: compacted now
+    _copy_raw(hosts, raw_hour)
+    _copy_raw(hosts, _minutes(base + FIVE_MINUTES - keep.raw, 5))  # past 48 h
+    _copy_rollups(hosts, "5m", five)
+    _copy_rollups(hosts, "1h", hours)
+    RollupMark.objects.update_or_create(resolution="5m", defaults={
+        "rolled_to": base, "raw_id": RawSample.objects.order_by("-id")
+        .values_list("id", flat=True).first(), "compacted_to": base - HOUR})
+    RollupMark.objects.update_or_create(resolution="1h", defaults={
+        "rolled_to": base, "compacted_to": base.replace(hour=0) - (
+            upkeep.DAY if midnight else timedelta(0))})
+    RollupMark.objects.update_or_create(resolution=upkeep.RAW, defaults={
+        "compacted_to": base - 2 * HOUR})
+    tick, done, chunked = _timed_tick(now, chunks)
+    if chunks:  # the ticks after it, until the compaction it began is done
+        later, more = [], 1
+        while more and len(later) < 30:
+            began = time.perf_counter()
+            more = upkeep.maintain(now + FIVE_MINUTES * (len(later) + 1)).compacted
+            later.append(time.perf_counter() - began)
+            chunked += more
+        print(f"  (compacting {'the day and ' if midnight else ''}the hour took "
+              f"{len(later)} ticks more, each {min(later):.2f}-{max(later):.2f} s)", flush=True)
+    # The floor: the 5-minute rows and the chunks it wrote, packed already, bare COPYs.
+    made = packing.roll_up(_minutes(base, 5), FIVE_MINUTES)[0]
+    ids = store.layout_ids([made.layout])
+    written = [packing.pack_chunk(base - HOUR, five)]
+    if midnight:
+        written.append(packing.pack_chunk(base - upkeep.DAY, hours))
+    raw_chunk = rawpack.pack_samples(base - 2 * HOUR, [(at, values, {})
+                                                       for at, values in raw_hour])
+    chunk_ids = store.layout_ids([*(layout for layout, _ in written), raw_chunk[0]])
+    with connection.cursor() as cursor:
+        for table in ("rollup", "rollupchunk", "rawchunk"):
+            cursor.execute(f"DROP TABLE IF EXISTS floor_{table}")
+            cursor.execute(f"CREATE TABLE floor_{table} (LIKE telemetry_{table} INCLUDING ALL)")
+        began = time.perf_counter()
+        with cursor.cursor.copy("COPY floor_rollup (host_id, resolution, start, layout_id, "
+                                "data) FROM STDIN") as out:
+            data = packing.pack(made)
+            for h in hosts:
+                out.write_row((h.pk, "5m", made.start, ids[made.layout], data))
+        if chunks:
+            with cursor.cursor.copy("COPY floor_rollupchunk (host_id, resolution, start, "
+                                    "layout_id, data) FROM STDIN") as out:
+                for (layout, data), (resolution, start) in zip(
+                        written, (("5m", base - HOUR), ("1h", base - upkeep.DAY)),
+                        strict=False):
+                    for h in hosts:
+                        out.write_row((h.pk, resolution, start, chunk_ids[layout], data))
+            with cursor.cursor.copy("COPY floor_rawchunk (host_id, start, layout_id, data) "
+                                    "FROM STDIN") as out:
+                for h in hosts:
+                    out.write_row((h.pk, base - 2 * HOUR, chunk_ids[raw_chunk[0]],
+                                   raw_chunk[1]))
+        floor = time.perf_counter() - began
+        for table in ("rollup", "rollupchunk", "rawchunk"):
+            cursor.execute(f"DROP TABLE floor_{table}")
+    return tick, done.five_minute + done.hourly, done.pruned, floor, chunked
 
 
 def _minutes(start: datetime, count: int) -> list[tuple[datetime, dict]]:
@@ -229,6 +369,17 @@ def _copy_raw(hosts: list, rows: list[tuple[datetime, dict]]) -> None:
                ((h.pk, at, text, "{}") for h in hosts for at, text in texts))
 
 
+def _copy_chunks(hosts: list, resolution: str, start: datetime, buckets: list) -> None:
+    from django.db import transaction
+
+    from apps.telemetry import store
+    from apps.telemetry.core import packing
+
+    layout, data = packing.pack_chunk(start, buckets)
+    with transaction.atomic():  # its temporary table lives as long as a transaction
+        store.save_chunks(resolution, [(h.pk, start, layout, data) for h in hosts])
+
+
 def _copy_rollups(hosts: list, resolution: str, buckets: list, *, as_json: bool = False) -> None:
     from apps.telemetry import store
     from apps.telemetry.core import packing
@@ -245,17 +396,18 @@ def _copy_rollups(hosts: list, resolution: str, buckets: list, *, as_json: bool 
 
 # -- storage ----------------------------------------------------------------------------
 
-def _storage(count: int) -> tuple[float, float]:
-    """MiB per host at the default retention: packed, and with JSON rollups."""
-    from django.db import connection
+def _storage(count: int) -> tuple[float, float, float]:
+    """MiB per host at the default retention: in chunks, as rows (before chunks), and
+    with JSON rollups (before packing)."""
+    from django.db import connection, transaction
 
-    from apps.telemetry.core import packing
+    from apps.telemetry import upkeep
+    from apps.telemetry.core import packing, rollup
     from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR
+    from apps.telemetry.models import RollupMark
 
     started = time.monotonic()
     hosts = _fleet(count)
-    from apps.telemetry import upkeep
-
     keep = upkeep.retention()
     end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     month = _minutes(end - keep.five_minute, int(keep.five_minute / timedelta(minutes=1)))
@@ -273,31 +425,60 @@ def _storage(count: int) -> tuple[float, float]:
             if moved.start >= end - keep.hourly:
                 hourly.append(moved)
     raw = month[-int(keep.raw / timedelta(minutes=1)):]
-    sizes = []
-    for as_json in (False, True):
-        with connection.cursor() as cursor:
-            cursor.execute("TRUNCATE telemetry_rawsample, telemetry_rollup")
-        _copy_raw(hosts, raw)
-        _copy_rollups(hosts, "5m", five, as_json=as_json)
-        _copy_rollups(hosts, "1h", hourly, as_json=as_json)
-        with connection.cursor() as cursor:
-            cursor.execute("VACUUM ANALYZE telemetry_rawsample")
-            cursor.execute("VACUUM ANALYZE telemetry_rollup")
-            cursor.execute("SELECT relname, pg_total_relation_size(c.oid) FROM pg_class c "
-                           "WHERE relname IN ('telemetry_rawsample', 'telemetry_rollup', "
-                           "'telemetry_layout')")
-            split = dict(cursor.fetchall())
-        sizes.append(sum(split.values()) / MIB / count)
-        print(f"  {'JSON' if as_json else 'packed'} rollups: " + ", ".join(
-            f"{name} {size / MIB / count:.1f}" for name, size in sorted(split.items()))
-            + " MiB/host", flush=True)
+    sizes = {}
+    for form in ("rows", "chunks", "JSON"):
+        if form != "chunks":
+            with connection.cursor() as cursor:
+                cursor.execute("TRUNCATE telemetry_rawsample, telemetry_rawchunk, "
+                               "telemetry_rollup, telemetry_rollupchunk")
+            _copy_raw(hosts, raw)
+            _copy_rollups(hosts, "5m", five, as_json=form == "JSON")
+            _copy_rollups(hosts, "1h", hourly, as_json=form == "JSON")
+        else:  # the rows of before, compacted by the tick's own code
+            began = time.monotonic()
+            for resolution in ("5m", "1h", upkeep.RAW):  # as ticks do, a few spans each
+                until = rollup.bucket_start(end - (upkeep.RAW_LAG if resolution == upkeep.RAW
+                                                   else timedelta(0)),
+                                            upkeep.SPANS[resolution])
+                mark, _ = RollupMark.objects.update_or_create(
+                    resolution=resolution, defaults={"rolled_to": end, "compacted_to": None})
+                with transaction.atomic():
+                    upkeep.compact(mark, until)
+                while mark.compacted_to < until:
+                    with transaction.atomic():
+                        upkeep.compact(mark, until)
+            print(f"  compacting {count} hosts' rows took {time.monotonic() - began:.0f} s",
+                  flush=True)
+        sizes[form] = _sizes(count, form)
     print(f"storage: {count} hosts x {len(raw)} raw rows, {len(five)} 5-minute and "
           f"{len(hourly)} hourly rollups each, in {time.monotonic() - started:.0f} s: "
-          f"{sizes[0]:.1f} MiB/host packed, {sizes[1]:.1f} MiB/host with JSON rollups",
-          flush=True)
+          f"{sizes['chunks']:.1f} MiB/host in chunks, {sizes['rows']:.1f} as rows, "
+          f"{sizes['JSON']:.1f} with JSON rollups", flush=True)
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE telemetry_rawsample, telemetry_rollup")
-    return sizes[0], sizes[1]
+        cursor.execute("TRUNCATE telemetry_rawsample, telemetry_rawchunk, telemetry_rollup, "
+                       "telemetry_rollupchunk")
+    return sizes["chunks"], sizes["rows"], sizes["JSON"]
+
+
+_TABLES = ("telemetry_rawsample", "telemetry_rawchunk", "telemetry_rollup",
+           "telemetry_rollupchunk", "telemetry_layout")
+
+
+def _sizes(count: int, form: str) -> float:
+    """MiB per host in the telemetry tables, rewritten first (no dead rows counted)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for table in _TABLES:
+            cursor.execute(f"VACUUM FULL ANALYZE {table}")
+        cursor.execute("SELECT relname, pg_total_relation_size(c.oid), pg_indexes_size(c.oid) "
+                       "FROM pg_class c WHERE relname = ANY(%s)", [list(_TABLES)])
+        split = {name: (total, indexes) for name, total, indexes in cursor.fetchall()}
+    print(f"  {form}: " + ", ".join(
+        f"{name.removeprefix('telemetry_')} {total / MIB / count:.2f} "
+        f"(indexes {indexes / MIB / count:.2f})" for name, (total, indexes) in sorted(
+            split.items())) + " MiB/host", flush=True)
+    return sum(total for total, _ in split.values()) / MIB / count
 
 
 def _arguments() -> argparse.Namespace:

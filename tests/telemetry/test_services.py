@@ -11,13 +11,21 @@ from django.utils import timezone
 from apps.fleet.models import Host
 from apps.remote.errors import CommandTimeout, Unreachable
 from apps.remote.shell import Result
-from apps.telemetry import services
+from apps.telemetry import services, upkeep
+from apps.telemetry.core import metrics
 from apps.telemetry.core.command import sample_command
 from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.rollup import Retention
 from apps.telemetry.core.sample import NOT_AVAILABLE
 from apps.telemetry.core.spec import spec_from_facts
-from apps.telemetry.models import HostTelemetry, RawSample, Rollup, RollupMark
+from apps.telemetry.models import (
+    HostTelemetry,
+    RawChunk,
+    RawSample,
+    Rollup,
+    RollupChunk,
+    RollupMark,
+)
 from tests.benchmarks import factories
 from tests.telemetry.core.helpers import fuse_facts
 from tests.telemetry.fixtures import ZFS_FUSE, captured
@@ -193,11 +201,13 @@ def test_maintain_rolls_up_closed_buckets_and_prunes_only_rolled_up_raw_rows():
     done = services.maintain(now)
 
     assert done.five_minute == 36 and done.hourly == 3 and done.pruned == 0
-    assert Rollup.objects.filter(host=host, resolution="5m").count() == 36
+    assert len(_stored(host, "5m")) == 36
     later = start + timedelta(hours=48 + 2, minutes=32)  # raw cut-off: 02:30
-    pruned = services.maintain(later).pruned
-    assert pruned == 150  # the rows before 02:30, all rolled up
-    assert Rollup.objects.filter(host=host, resolution="1h").count() == 3
+    assert services.maintain(later).pruned == 2  # hours 00 and 01, each one chunk
+    # Rolled-up hours of raw rows are chunks by now: the one the cut-off is in stays whole.
+    kept = [at for _, rows in upkeep.samples(start, later) for at, _ in rows]
+    assert kept == [start + timedelta(hours=2, minutes=m, seconds=7) for m in range(60)]
+    assert len(_stored(host, "1h")) == 3
 
 
 def test_a_long_window_reads_rollups_with_rates_across_buckets():
@@ -313,16 +323,20 @@ def test_a_rollup_run_again_over_the_same_buckets_replaces_them():
 
 
 def _rollups() -> list[tuple]:
-    return [(resolution, start, bytes(data)) for resolution, start, data in
-            Rollup.objects.order_by("resolution", "start").values_list("resolution", "start",
-                                                                      "data")]
+    return [(resolution, host, bucket) for resolution in ("1h", "5m")
+            for host, found in upkeep.buckets(resolution, datetime(2000, 1, 1, tzinfo=UTC),
+                                              datetime(2100, 1, 1, tzinfo=UTC))
+            for bucket in found]
+
+
+def _stored(host: Host, resolution: str) -> list:
+    """The host's stored buckets of `resolution`, whether in rows or in chunks."""
+    return [bucket for r, pk, bucket in _rollups() if r == resolution and pk == host.pk]
 
 
 def _bucket(host: Host, resolution: str, start: datetime):
-    from apps.telemetry import store
-
-    row = Rollup.objects.get(host=host, resolution=resolution, start=start)
-    return store.bucket(row.start, row.values, row.layout_id, row.data)
+    [found] = [b for b in _stored(host, resolution) if b.start == start]
+    return found
 
 
 def _arc_size(host: Host, resolution: str, start: datetime) -> tuple[float, float, int]:
@@ -343,7 +357,7 @@ def test_a_tick_makes_only_the_buckets_closed_since_the_last_one_for_every_host(
     # Two hours of ticks missed: the next one makes all of them, and none again.
     second = services.maintain(start + timedelta(hours=3, minutes=6))
     assert (second.five_minute, second.hourly) == (2 * 24, 2 * 2)
-    assert Rollup.objects.filter(resolution="5m").count() == 2 * 36
+    assert sum(1 for r, _, _ in _rollups() if r == "5m") == 2 * 36
     assert RollupMark.objects.get(resolution="5m").rolled_to == start + timedelta(hours=3)
     again = services.maintain(start + timedelta(hours=3, minutes=7))
     assert (again.five_minute, again.hourly) == (0, 0)
@@ -362,7 +376,9 @@ def test_a_sample_arriving_after_its_bucket_was_made_has_the_bucket_made_again()
     services.maintain(start + timedelta(hours=2, minutes=6))
     bucket, hour = start + timedelta(minutes=55), start
     assert _arc_size(host, "5m", bucket) == (1055.0, 1059.0, 5)  # one a minute
-    untouched = Rollup.objects.get(host=other, resolution="5m", start=bucket).data
+    untouched = _bucket(other, "5m", bucket)
+    assert not Rollup.objects.filter(resolution="5m", start__lt=start + timedelta(hours=1)
+                                     ).exists()  # in chunks
     # A sample of 00:59:30 written long after (a round that took far too long).
     RawSample.objects.create(host=host, taken_at=bucket + timedelta(minutes=4, seconds=30),
                              values={"arc": {"size": 5000}})
@@ -372,8 +388,13 @@ def test_a_sample_arriving_after_its_bucket_was_made_has_the_bucket_made_again()
     assert (done.five_minute, done.hourly) == (1, 1)
     assert _arc_size(host, "5m", bucket) == (1055.0, 5000.0, 6)
     assert _arc_size(host, "1h", hour) == (1000.0, 5000.0, 61)
-    assert bytes(Rollup.objects.get(host=other, resolution="5m", start=bucket).data) == \
-        bytes(untouched)
+    assert _bucket(other, "5m", bucket) == untouched
+    # Made again as rows, read over their chunks' buckets by the series API too.
+    assert Rollup.objects.filter(host=host, start=bucket, resolution="5m").exists()
+    size = services.read(host, "arc_size", start, start + timedelta(days=3),
+                         now=start + timedelta(hours=2, minutes=11))
+    assert dict(size.series[0].points)[bucket] == pytest.approx((1055 + 1059) * 2.5 / 6 +
+                                                                 5000 / 6)
     assert services.maintain(start + timedelta(hours=2, minutes=16)).five_minute == 0
 
 
@@ -387,14 +408,221 @@ def test_rollups_written_as_json_before_packing_are_read_and_merged_as_before():
                            now=start + timedelta(hours=1, minutes=6))
     from apps.telemetry.core import packing
 
-    for row in Rollup.objects.filter(resolution="5m"):  # as migration 0003 found them
-        bucket = _bucket(host, "5m", row.start)
-        Rollup.objects.filter(pk=row.pk).update(values=packing.values(bucket), data=None,
-                                                layout=None)
+    for bucket in _stored(host, "5m"):  # as migration 0003 found them
+        Rollup.objects.update_or_create(host=host, resolution="5m", start=bucket.start,
+                                        defaults={"values": packing.values(bucket),
+                                                  "data": None, "layout": None})
     Rollup.objects.filter(resolution="1h").delete()
+    RollupChunk.objects.all().delete()
+    RollupMark.objects.update(compacted_to=None)
     RollupMark.objects.filter(resolution="1h").update(rolled_to=None)
     assert services.maintain(start + timedelta(hours=1, minutes=6)).hourly == 1
     as_json = services.read(host, "arc_hit_rate", start, start + timedelta(days=3),
                             now=start + timedelta(hours=1, minutes=6))
     assert as_json.series == packed.series and len(packed.series[0].points) == 11
     assert _arc_size(host, "1h", start) == (1000.0, 1059.0, 60)
+
+
+# -- chunks ---------------------------------------------------------------------------------
+
+def _reads(host: Host, now: datetime) -> dict:
+    """What the series API draws for 5-minute and hourly windows, every kind of metric."""
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    found = {}
+    for metric in ("arc_hit_rate", "tps", "arc_size"):
+        for end in (start + timedelta(days=3), start + timedelta(days=60)):
+            reading = services.read(host, metric, start, end, now=now)
+            found[metric, reading.resolution] = [(s.key, s.points) for s in reading.series]
+    return found
+
+
+def test_closed_spans_go_into_chunks_and_every_read_draws_the_same_points(monkeypatch):
+    hosts = [pinned("db1"), pinned("db2")]
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    for host in hosts:
+        HostTelemetry.objects.create(host=host)
+        _minute_rows(host, start, 27 * 60)
+    now = start + timedelta(hours=27, minutes=6)
+    monkeypatch.setattr(upkeep, "compact", lambda mark, until, budget=None: 0)  # as before
+    services.maintain(now)
+    before = {host.pk: _reads(host, now) for host in hosts}
+    stored = _rollups()
+    assert not RollupChunk.objects.exists()
+    monkeypatch.undo()
+
+    services.maintain(now)  # a later tick: the rows of before are compacted
+
+    assert _rollups() == stored
+    assert {host.pk: _reads(host, now) for host in hosts} == before
+    assert {(k, r) for k, r in before[hosts[0].pk]} == {
+        (m, r) for m in ("arc_hit_rate", "tps", "arc_size") for r in ("5m", "1h")}
+    # Hours 00:00-23:00 of 5-minute buckets (24, the most a tick does) and the day of
+    # hourly ones in chunks; what is still open stays in rows.
+    chunks = RollupChunk.objects.filter(host=hosts[0])
+    assert chunks.filter(resolution="5m").count() == 24
+    assert list(chunks.filter(resolution="1h").values_list("start", flat=True)) == [start]
+    assert set(Rollup.objects.filter(host=hosts[0]).values_list("resolution", "start")) == {
+        *(("5m", start + timedelta(hours=24, minutes=5 * n)) for n in range(36)),
+        *(("1h", start + timedelta(hours=24 + n)) for n in range(3))}
+    marks = dict(RollupMark.objects.values_list("resolution", "compacted_to"))
+    assert marks["5m"] == start + timedelta(hours=24) and marks["1h"] == start + timedelta(days=1)
+
+
+def test_a_tick_compacts_at_most_a_day_of_hours_so_an_upgrade_catches_up_over_ticks():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 27 * 60)
+    now = start + timedelta(hours=27, minutes=6)
+    services.maintain(now)
+    assert RollupMark.objects.get(resolution="5m").compacted_to == start + timedelta(hours=24)
+    services.maintain(now + timedelta(minutes=1))
+    assert RollupMark.objects.get(resolution="5m").compacted_to == start + timedelta(hours=27)
+    assert RollupChunk.objects.filter(resolution="5m").count() == 27
+    assert not Rollup.objects.filter(resolution="5m", start__lt=start + timedelta(hours=27))
+
+
+def test_chunks_are_pruned_whole_once_their_span_is_past_its_retention():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 27 * 60)
+    services.maintain(start + timedelta(hours=27, minutes=6))
+
+    upkeep.prune(start + timedelta(days=30, hours=2, minutes=30))  # 5-minute cut: 02:00
+
+    assert _stored(host, "5m")[0].start == start + timedelta(hours=2)
+    upkeep.prune(start + timedelta(days=400, hours=23))  # hourly cut 23:00: the day stays
+    assert _stored(host, "1h")[0].start == start
+    upkeep.prune(start + timedelta(days=401))
+    assert _stored(host, "1h")[0].start == start + timedelta(days=1)
+
+
+def test_the_tick_that_merged_an_hour_leaves_its_chunk_to_the_next_tick():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 2 * 60 + 10)
+    assert services.maintain(start + timedelta(hours=2, minutes=6)).hourly == 2
+    assert RollupMark.objects.get(resolution="5m").compacted_to == start + timedelta(hours=1)
+    assert services.maintain(start + timedelta(hours=2, minutes=11)).hourly == 0
+    assert RollupMark.objects.get(resolution="5m").compacted_to == start + timedelta(hours=2)
+    assert RollupChunk.objects.filter(resolution="5m").count() == 2
+
+
+def test_the_one_span_waiting_is_compacted_a_batch_a_tick(monkeypatch):
+    hosts = [pinned(f"db{n}") for n in range(3)]
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    for host in hosts:
+        HostTelemetry.objects.create(host=host)
+        _minute_rows(host, start, 60 + 10)
+    monkeypatch.setattr(upkeep, "_MIN_BATCH", 1)
+    monkeypatch.setattr(upkeep, "_SLICES", 3)  # a third of the fleet a tick
+    assert services.maintain(start + timedelta(hours=1, minutes=6)).hourly == 3
+    done = [services.maintain(start + timedelta(hours=1, minutes=m)).compacted
+            for m in (11, 16, 21, 26)]
+    assert done == [1, 1, 1, 0]
+    assert RollupChunk.objects.filter(resolution="5m").count() == 3
+
+
+def test_out_of_time_a_tick_stops_after_a_batch_of_hosts_and_the_next_goes_on(monkeypatch):
+    hosts = [pinned(f"db{n}") for n in range(3)]
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    for host in hosts:
+        HostTelemetry.objects.create(host=host)
+        _minute_rows(host, start, 2 * 60)
+    monkeypatch.setattr(upkeep, "compact", lambda mark, until, budget=None: 0)
+    services.maintain(start + timedelta(hours=2, minutes=6))
+    monkeypatch.undo()
+    stored = _rollups()
+    monkeypatch.setattr(upkeep, "_COMPACT_SHARE", -1)  # out of time before it starts
+    monkeypatch.setattr(upkeep, "_MIN_BATCH", 1)
+    marks = []
+    for n in range(4):
+        done = services.maintain(start + timedelta(hours=2, minutes=7 + n))
+        mark = RollupMark.objects.get(resolution="5m")
+        marks.append((done.compacted, mark.compacted_to - start, mark.compacted_host))
+        assert _rollups() == stored  # every bucket readable, in a row or in a chunk
+    hour = timedelta(hours=1)
+    assert marks == [(1, 0 * hour, hosts[0].pk), (1, 0 * hour, hosts[1].pk),
+                     (1, 1 * hour, 0), (1, 1 * hour, hosts[0].pk)]
+    assert not Rollup.objects.filter(resolution="5m", start__lt=start + hour).exists()
+
+
+# -- raw chunks -------------------------------------------------------------------------------
+
+def _real_rows(host: Host, hours: int) -> None:
+    """A real OpenZFS sample's rows a minute apart (ints and floats, now and then a value
+    unknown, the pool gone a while, no cluster in some)."""
+    from tests.telemetry.core.test_packing import _rows
+
+    RawSample.objects.bulk_create([
+        RawSample(host=host, taken_at=at, values={**values, "clusters": {}} if n % 9 == 0
+                  else values, missing={"zfs": "gone"} if n == 5 else {})
+        for n, (at, values) in enumerate(_rows(hours * 60))])
+
+
+def _raw_reads(host: Host, now: datetime) -> dict:
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    found = {}
+    for name in metrics.METRICS:
+        for end in (start + timedelta(hours=1), now):
+            reading = services.read(host, name, start, end, now=now)
+            assert reading.resolution == "raw"
+            found[name, end] = ([(s.key, s.points) for s in reading.series], reading.reason)
+    return found
+
+
+def _as_stored(host: Host | None = None) -> list[str]:
+    """Every raw sample as the database gives it (values' keys in its order, types)."""
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    return [json.dumps([pk, at.isoformat(), values, missing])
+            for pk, rows in upkeep.samples(start, start + timedelta(days=1), missing=True)
+            for at, values, missing in rows if host is None or pk == host.pk]
+
+
+def test_closed_hours_of_raw_rows_go_into_chunks_and_read_the_same(monkeypatch):
+    hosts = [pinned("db1"), pinned("db2")]
+    for host in hosts:
+        HostTelemetry.objects.create(host=host)
+        _real_rows(host, 4)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    now = start + timedelta(hours=4, minutes=6)
+    monkeypatch.setattr(upkeep, "compact", lambda mark, until, budget=None: 0)
+    services.maintain(now)
+    before = {host.pk: _raw_reads(host, now) for host in hosts}
+    stored, rollups = _as_stored(), _rollups()
+    assert len(stored) == 2 * 240
+    monkeypatch.undo()
+
+    services.maintain(now + timedelta(minutes=1))
+
+    # Hours 00-02 are chunks (the last one before the 5-minute mark stays rows).
+    assert sorted(RawChunk.objects.filter(host=hosts[0]).values_list("start", flat=True)) == [
+        start + timedelta(hours=h) for h in range(3)]
+    assert not RawSample.objects.filter(taken_at__lt=start + timedelta(hours=3)).exists()
+    assert _as_stored() == stored
+    assert {host.pk: _raw_reads(host, now) for host in hosts} == before
+    # Rolled up again from the chunks (a mark lost): the same buckets.
+    RollupMark.objects.filter(resolution__in=["5m", "1h"]).update(rolled_to=None)
+    services.maintain(now + timedelta(minutes=2))
+    assert _rollups() == rollups
+
+
+def test_a_raw_row_written_late_into_a_packed_hour_is_read_beside_the_chunk():
+    host = pinned()
+    HostTelemetry.objects.create(host=host)
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    _minute_rows(host, start, 4 * 60)
+    services.maintain(start + timedelta(hours=4, minutes=6))
+    services.maintain(start + timedelta(hours=4, minutes=7))
+    assert RawChunk.objects.filter(host=host, start=start).exists()
+    late = start + timedelta(minutes=55, seconds=30)
+    RawSample.objects.create(host=host, taken_at=late, values={"arc": {"size": 5000}})
+
+    services.maintain(start + timedelta(hours=4, minutes=12))
+
+    now = start + timedelta(hours=4, minutes=12)
+    size = services.read(host, "arc_size", start, start + timedelta(hours=1), now=now)
+    assert dict(size.series[0].points)[late] == 5000
+    assert _arc_size(host, "5m", start + timedelta(minutes=55)) == (1055.0, 5000.0, 6)

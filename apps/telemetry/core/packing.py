@@ -1,4 +1,4 @@
-"""Rolled-up buckets packed: one host's bucket as columns of numbers, a few hundred bytes.
+"""Rolled-up buckets packed: one host's bucket as columns of numbers, or a span of them.
 
 A rolled-up row in apps.telemetry.core.series' JSON form spells every path and
 every counter's two times as text in every row (9 KB for one OpenZFS host with
@@ -12,6 +12,15 @@ two parts:
   first and last values (float64), their times as microseconds from the bucket's
   start, the reset flags and counts, in that order, little-endian, deflated
   (transposing the bytes first saved nothing on real samples, and cost time).
+
+A closed span of one host's buckets (an hour of 5-minute ones, a day of hourly
+ones) is packed as one chunk (`pack_chunk`): the union of their layouts, the
+buckets' starts, then each column with a path's values of every bucket side
+by side, byte-shuffled (a float's sign and exponent bytes of one path barely
+change from bucket to bucket) and deflated: about 770 bytes a bucket on the
+benchmark's moving samples against 1.3 KB alone (more alike real samples
+shrink further). A path a bucket lacks is written with count 0, and
+`unpack_chunk` gives each bucket back in the layout it had.
 
 Nothing is rounded: `values(unpack(pack(b)))` is the JSON form that
 apps.telemetry.core.series.roll_up or merge would have made, so reads draw the
@@ -144,6 +153,120 @@ def unpack(layout: Layout, start: datetime, data: bytes) -> Bucket:
         columns[name] = column
         offset += size
     return Bucket(start, layout, **columns)
+
+
+# -- chunks: a host's consecutive buckets in one row ------------------------------------------
+
+CHUNK_FORMAT = 2  # the first byte of a packed chunk
+
+
+def pack_chunk(start: datetime, buckets: Sequence[Bucket]) -> tuple[Layout, bytes]:
+    """Buckets of one host (in time order, each starting at or after `start`, within a
+    day of it) as one chunk: their layouts' union, and the bytes. Each column holds
+    every bucket's values of one path side by side (a path's figures barely move from
+    one bucket to the next), byte-shuffled (the high bytes of a float of a path are
+    alike across buckets) and deflated: half a bucket packed alone. A path a bucket
+    lacks is written with count 0 and left out again by unpack_chunk."""
+    if not buckets:
+        raise PackingError("a chunk holds at least one bucket")
+    layout = buckets[0].layout
+    if any(b.layout is not layout and b.layout != layout for b in buckets[1:]):
+        layout = Layout.of(p for b in buckets for p in (*b.layout.gauges, *b.layout.counters))
+        buckets = [_widened(b, layout) for b in buckets]
+    base = micros(start)
+    offsets = [micros(b.start) - base for b in buckets]
+    if any(not 0 <= us < 86400_000_000 or us % 1_000_000 for us in offsets):
+        raise PackingError("a chunk's buckets start on whole seconds within a day of it")
+    offsets = [us // 1_000_000 for us in offsets]
+    parts = [array("I", [len(buckets)]), array("I", offsets)]
+    for name, code in _COLUMNS:
+        flat = array(code)
+        for bucket in buckets:
+            column = getattr(bucket, name)
+            if name in ("c_first_at", "c_last_at"):
+                at = micros(bucket.start)
+                column = [us - at for us in column]
+            flat.extend(array(code, column))
+        parts.append(_by_path(flat, len(buckets)))
+    body = []
+    for part in parts:
+        if _BIG_ENDIAN:  # pragma: no cover - stored little-endian everywhere
+            part.byteswap()
+        body.append(_shuffled(part.tobytes(), part.itemsize))
+    return layout, bytes([CHUNK_FORMAT]) + zlib.compress(b"".join(body), 6)
+
+
+def unpack_chunk(layout: Layout, start: datetime, data: bytes) -> list[Bucket]:
+    """pack_chunk's buckets again, each in the layout of the paths it had."""
+    if not data or data[0] != CHUNK_FORMAT:
+        raise PackingError("not a packed chunk (unknown format)")
+    try:
+        body = memoryview(zlib.decompress(data[1:]))
+    except zlib.error as error:
+        raise PackingError(f"not a packed chunk: {error}") from None
+    if len(body) < 4:
+        raise PackingError("a packed chunk's size does not match its layout")
+    count = int.from_bytes(body[:4], "little")
+    lengths = {"g": len(layout.gauges) * count, "c": len(layout.counters) * count}
+    sizes = [4, 4 * count, *(_SIZES[code] * lengths[name[0]] for name, code in _COLUMNS)]
+    if count == 0 or len(body) != sum(sizes):
+        raise PackingError("a packed chunk's size does not match its layout")
+    columns, offset = [], 4
+    for size, code in zip(sizes[1:], ("I", *(code for _, code in _COLUMNS)), strict=True):
+        raw = array(code)
+        raw.frombytes(_unshuffled(body[offset:offset + size], raw.itemsize))
+        if _BIG_ENDIAN:  # pragma: no cover - stored little-endian everywhere
+            raw.byteswap()
+        columns.append(raw)
+        offset += size
+    base = micros(start)
+    starts = [base + seconds * 1_000_000 for seconds in columns[0]]
+    buckets = []
+    for i, at in enumerate(starts):
+        values = {name: columns[1 + n][i::count].tolist()
+                  for n, (name, _) in enumerate(_COLUMNS)}
+        values["c_first_at"] = [at + us for us in values["c_first_at"]]
+        values["c_last_at"] = [at + us for us in values["c_last_at"]]
+        values["c_reset"] = [bool(flag) for flag in values["c_reset"]]
+        buckets.append(_narrowed(Bucket(moment(at), layout, **values)))
+    return buckets
+
+
+def _by_path(flat: array, count: int) -> array:
+    """Bucket after bucket -> path after path: a path's `count` values side by side."""
+    width = len(flat) // count
+    out = array(flat.typecode)
+    for i in range(width):
+        out.extend(flat[i::width])
+    return out
+
+
+def _shuffled(data: bytes, size: int) -> bytes:
+    """Every value's first byte, then every value's second, ..."""
+    return data if size == 1 else b"".join(data[i::size] for i in range(size))
+
+
+def _unshuffled(data: memoryview, size: int) -> bytes:
+    if size == 1:
+        return bytes(data)
+    out = bytearray(len(data))
+    step = len(data) // size
+    for i in range(size):
+        out[i::size] = data[i * step:(i + 1) * step]
+    return bytes(out)
+
+
+def _narrowed(bucket: Bucket) -> Bucket:
+    """A bucket of a chunk without the paths it lacked (count 0), as it was packed."""
+    if all(bucket.g_count) and all(bucket.c_count):
+        return bucket
+    g = [i for i, n in enumerate(bucket.g_count) if n]
+    c = [i for i, n in enumerate(bucket.c_count) if n]
+    layout = Layout(tuple(bucket.layout.gauges[i] for i in g),
+                    tuple(bucket.layout.counters[i] for i in c))
+    return Bucket(bucket.start, layout,
+                  *([getattr(bucket, name)[i] for i in (g if name[0] == "g" else c)]
+                    for name, _ in _COLUMNS))
 
 
 # -- JSON form --------------------------------------------------------------------------------

@@ -90,3 +90,55 @@ def test_bytes_that_are_not_a_packed_bucket_are_refused(data):
     [bucket] = packing.roll_up(_rows(5), FIVE_MINUTES)
     with pytest.raises(packing.PackingError):
         packing.unpack(bucket.layout, bucket.start, data)
+
+
+# -- chunks -----------------------------------------------------------------------------------
+
+def test_a_chunk_unpacks_to_its_buckets_to_the_bit_and_is_smaller_than_them_alone():
+    five = packing.roll_up(_rows(180), FIVE_MINUTES)
+    hour = [b for b in five if b.start < START + 2 * HOUR]  # pool gone a while: 2 layouts
+    assert len({b.layout for b in hour}) > 1
+    for buckets in (hour[:12], hour[12:], packing.merge(five, HOUR)):
+        layout, data = packing.pack_chunk(buckets[0].start, buckets)
+        back = packing.unpack_chunk(layout, buckets[0].start, data)
+        assert back == buckets  # each in the layout it had, the same numbers
+        assert _json(back) == _json(buckets)
+    alone = sum(len(packing.pack(b)) for b in hour[:12])
+    # Noisy rows (every gauge moving 20 % at random): the saving on real ones is larger.
+    assert len(packing.pack_chunk(START, hour[:12])[1]) < alone * 0.9
+
+
+def test_a_chunk_keeps_the_gaps_between_its_buckets():
+    five = packing.roll_up(_rows(60), FIVE_MINUTES)
+    kept = [five[0], five[3], five[11]]  # no sample in the others
+    layout, data = packing.pack_chunk(START, kept)
+    assert [b.start for b in packing.unpack_chunk(layout, START, data)] == \
+        [START, START + timedelta(minutes=15), START + timedelta(minutes=55)]
+
+
+def test_a_chunk_holds_buckets_of_one_day_from_its_start():
+    five = packing.roll_up(_rows(10), FIVE_MINUTES)
+    with pytest.raises(packing.PackingError):
+        packing.pack_chunk(START + HOUR, five)  # before the chunk
+    with pytest.raises(packing.PackingError):
+        packing.pack_chunk(START - timedelta(days=1), five)  # a day or more after it
+    with pytest.raises(packing.PackingError):
+        packing.pack_chunk(START, [])
+
+
+@pytest.mark.parametrize("data", [b"", b"\x01" + __import__("zlib").compress(b""),
+                                  b"\x02not deflated", b"\x02" + __import__("zlib").compress(
+                                      b"\x00\x00\x00\x00"),
+                                  b"\x02" + __import__("zlib").compress(b"\x02\x00\x00\x00")])
+def test_bytes_that_are_not_a_packed_chunk_are_refused(data):
+    five = packing.roll_up(_rows(10), FIVE_MINUTES)
+    with pytest.raises(packing.PackingError):
+        packing.unpack_chunk(five[0].layout, START, data)
+
+
+def test_a_chunk_read_with_another_layout_is_refused():
+    five = packing.roll_up(_rows(10), FIVE_MINUTES)
+    _, data = packing.pack_chunk(START, five)
+    narrower = packing.Layout(five[0].layout.gauges[1:], five[0].layout.counters)
+    with pytest.raises(packing.PackingError):
+        packing.unpack_chunk(narrower, START, data)
