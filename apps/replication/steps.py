@@ -80,11 +80,12 @@ class LinkFailure(RemoteError):
 
 # ---- key ----------------------------------------------------------------------------------
 
-def _install_key(ctx: StepContext, link: ReplicationLink) -> Fail | None:
-    """The link's key pair exists; its receive-only line is in the target's
-    authorized_keys and its private key and the target's pinned host key are in the
-    source's work dir. Skipped after a clean run: a key that stopped working fails the
-    next transfer, and the run after that installs it again."""
+def _key_commands(link: ReplicationLink) -> dict[Side, Command] | Fail:
+    """The link's key pair made if it has none; the commands that put its receive-only
+    line in the target's authorized_keys and its private key and the target's pinned
+    host key in the source's work dir (run ahead of the plan's listings, in their
+    round trips). Not run after a clean run: a key that stopped working fails the next
+    transfer, and the run after that installs it again."""
     if not link.private_key_encrypted:
         private, public = keys.generate_keypair(commands.key_comment(link.name))
         link.private_key_encrypted = credentials.encrypt(private)
@@ -102,10 +103,7 @@ def _install_key(ctx: StepContext, link: ReplicationLink) -> Fail | None:
     files = commands.write_source_files(_endpoint(link), known,
                                         credentials.decrypt(link.private_key_encrypted))
     install = commands.install_key(target.authorized_keys_file, core_link(link), line)
-    source, on_target = ctx.runner(), _on(target)
-    concurrently(lambda: on_target(install), lambda: source(files))
-    ReplicationLink.objects.filter(pk=link.pk).update(key_installed_at=timezone.now())
-    return None
+    return {Side.SOURCE: files, Side.TARGET: install}
 
 
 # ---- plan ---------------------------------------------------------------------------------
@@ -125,10 +123,11 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
                        "archive_window": []}
         ReplicationLink.objects.filter(pk=link.pk).update(**fields)
         link.key_installed_at = None  # its key may receive into the archive's copy too
+    key = {}
     if not (link.key_installed_at and link.state == ReplicationLink.State.IN_SYNC):
-        failure = _install_key(ctx, link)  # again after anything but a clean run
-        if failure is not None:
-            return failure
+        key = _key_commands(link)  # again after anything but a clean run
+        if isinstance(key, Fail):
+            return key
     core = core_link(link)
     if core.archive:
         carried = WalArchive.objects.filter(cluster__host=link.source_host,
@@ -138,7 +137,9 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
             return Fail(f"archiving of {core.archive} was turned off while this run "
                         "started: run it again", code="refused")
         _snapshot_archive(ctx, core, archive)
-    source_caps, target_caps, chosen, sources, rooms = _plan(ctx, link, core)
+    source_caps, target_caps, chosen, sources, rooms = _plan(ctx, link, core, key)
+    if key:
+        ReplicationLink.objects.filter(pk=link.pk).update(key_installed_at=timezone.now())
     ctx.state["plan_action"] = chosen.action.value
     for dataset in chosen.datasets:
         ctx.log(f"{dataset.source} -> {dataset.target}: {dataset.action.value}: "
@@ -216,24 +217,35 @@ def _archive_floor(core, sources: dict) -> float | None:
 def _list_sides(ctx: StepContext, link: ReplicationLink, core,
                 source_caps: ReplicationCapabilities, target_caps: ReplicationCapabilities,
                 source_extra: tuple[Command, ...] = (),
-                target_extra: tuple[Command, ...] = ()) -> _Sides:
+                target_extra: tuple[Command, ...] = (),
+                source_before: Command | None = None,
+                target_before: Command | None = None) -> _Sides:
     """Both sides at once, one round trip each: the source's listing (with its tools)
     and the target's states keyed by target dataset (the carried archive's among
     them); `*_extra`, more commands run after each side's listing in the same round
-    trip (each must succeed), their outputs returned in order."""
+    trip (each must succeed), their outputs returned in order; `*_before`, a batch
+    run ahead of the listing, its output returned first among them."""
     datasets = core.sources + ((core.archive,) if core.archive else ())
     receiving = core.receiving()
-    source_command = _chain(listing.source_command(datasets, source_caps), source_extra)
-    target_command = _chain(listing.target_command(receiving, target_caps), target_extra)
+    source_command = _chain(listing.source_command(datasets, source_caps), source_extra,
+                            source_before)
+    target_command = _chain(listing.target_command(receiving, target_caps), target_extra,
+                            target_before)
     source, target = ctx.runner(), _on(link.target_host)
     source_text, target_text = concurrently(
         lambda: source(source_command, timeout=300).stdout,
         lambda: target(target_command, timeout=300).stdout)
-    source_parts = bundles.parts(source_text, 1 + len(source_extra))
-    target_parts = bundles.parts(target_text, 1 + len(target_extra))
+    source_first, source_parts = _parts(source_text, source_extra, source_before)
+    target_first, target_parts = _parts(target_text, target_extra, target_before)
     return _Sides(listing.parse_source(source_parts[0], datasets),
                   listing.parse_target(target_parts[0], receiving).targets,
-                  tuple(source_parts[1:]), tuple(target_parts[1:]))
+                  tuple(source_parts[1:]), tuple(target_parts[1:]), source_first, target_first)
+
+
+def _parts(text: str, extra: tuple, before: Command | None) -> tuple[str | None, list[str]]:
+    """The output of `before` (None without it), and the listing's and the extras'."""
+    found = bundles.parts(text, 1 + len(extra) + (before is not None))
+    return (found[0], found[1:]) if before is not None else (None, found)
 
 
 @dataclass(frozen=True)
@@ -242,20 +254,23 @@ class _Sides:
     on_target: dict  # target dataset -> TargetState
     source_extra: tuple[str, ...] = ()
     target_extra: tuple[str, ...] = ()
+    source_before: str | None = None
+    target_before: str | None = None
 
 
-def _chain(command: Command, extra: tuple[Command, ...]) -> Command:
-    if not extra:
+def _chain(command: Command, extra: tuple[Command, ...],
+           before: Command | None = None) -> Command:
+    every = ((before,) if before is not None else ()) + (command, *extra)
+    if len(every) == 1:
         return command
-    return bundles.chained(command, *extra, shown=", ".join(
-        c.redacted() for c in (command, *extra)))
+    return bundles.chained(*every, shown=", ".join(c.redacted() for c in every))
 
 
 def _target_pools(core) -> tuple[str, ...]:
     return tuple(sorted({dataset.split("/")[0] for dataset in core.receiving()}))
 
 
-def _plan(ctx: StepContext, link: ReplicationLink, core) -> tuple:
+def _plan(ctx: StepContext, link: ReplicationLink, core, key: dict[Side, Command]) -> tuple:
     source_caps = capabilities_of(link.source_host)
     target_caps = capabilities_of(link.target_host)
     pools = _target_pools(core)
@@ -263,7 +278,8 @@ def _plan(ctx: StepContext, link: ReplicationLink, core) -> tuple:
     # costs no round trip of its own (a pool it cannot read is read again then).
     sides = _list_sides(ctx, link, core, source_caps, target_caps, target_extra=tuple(
         script("{read} 2>/dev/null || :", read=room.read_command(pool),
-               shown=f"{pool}'s used and available") for pool in pools))
+               shown=f"{pool}'s used and available") for pool in pools),
+        source_before=key.get(Side.SOURCE), target_before=key.get(Side.TARGET))
     sources, on_target = sides.listed, sides.on_target
     source_caps = replace(source_caps, pv="pv" in sources.tools,
                           mbuffer="mbuffer" in sources.tools)
@@ -303,6 +319,11 @@ def execute(ctx: StepContext) -> Next | Wait | Fail:
         if outcome is not None:
             return outcome
         index += 1
+        if all(s.kind in BATCHED for s in planned[index:]):
+            # The releases and properties after the last send run in finish's round
+            # trips, ahead of its listings (which must see them done).
+            ctx.state["index"] = index
+            return Next("finish", message=step.text[:300], progress=90)
     # The steps up to the next send run back to back, rather than one delivery per
     # step; holds, releases and the like in one round trip per side, both sides at
     # once (_run_batch). Each is safe to repeat if the worker dies among them and
@@ -340,26 +361,41 @@ def _batch_end(planned: list[Step], index: int) -> int:
 
 def _run_batch(ctx: StepContext, link: ReplicationLink,
                steps: list[Step]) -> tuple[int, Fail] | None:
-    """`steps` in one round trip per side, both sides at once; judged in order as
-    _run_step judges one, every hold that took recorded; the first failure and its
-    position, or None. Holds are recorded before they are taken: a worker that dies
-    meanwhile leaves a record the next plan releases (a release of a hold that is not
-    there is harmless)."""
+    """`steps` in one round trip per side, both sides at once; the first failure and
+    its position, or None (_judge_batch)."""
+    batches = _batches(ctx, link, steps)
+    results = concurrently(*(lambda run=run, command=command: run(command, timeout=600,
+                                                                  check=False)
+                             for _, run, _, command in batches))
+    return _judge_batch(ctx, link, steps, batches, [r.stdout for r in results])
+
+
+def _batches(ctx: StepContext, link: ReplicationLink, steps: list[Step]) -> list[tuple]:
+    """(side, runner, [(position, step)], batch command) per side that has steps. Holds are
+    recorded before they are taken: a worker that dies meanwhile leaves a record the
+    next plan releases (a release of a hold that is not there is harmless)."""
     for step in steps:
         if step.kind is StepKind.HOLD:
             _note_held(link, f"{step.side.value}:{step.dataset}", add=True)
-    sides = [(side, [(i, s) for i, s in enumerate(steps) if s.side is side]) for side in Side]
-    sides = [(side, items) for side, items in sides if items]
-    calls = []
-    for side, items in sides:
+    found = []
+    for side in Side:
+        items = [(i, s) for i, s in enumerate(steps) if s.side is side]
+        if not items:
+            continue
         run = ctx.runner() if side is Side.SOURCE else _on(link.target_host)
         parts = [_step_command(ctx, link, step) for _, step in items]
-        command = bundles.batch(parts, shown="; ".join(c.redacted() for c in parts))
-        calls.append(lambda run=run, command=command: run(command, timeout=600, check=False))
+        found.append((side, run, items, bundles.batch(parts, shown="; ".join(
+            c.redacted() for c in parts))))
+    return found
+
+
+def _judge_batch(ctx: StepContext, link: ReplicationLink, steps: list[Step],
+                 batches: list[tuple], outputs: list[str]) -> tuple[int, Fail] | None:
+    """Each step judged in order as _run_step judges one (every hold that took
+    recorded, a failed one's record dropped); the first failure and its position."""
     found: dict[int, bundles.Outcome] = {}
-    for (_, items), result in zip(sides, concurrently(*calls), strict=True):
-        for (i, _), outcome in zip(items, bundles.outcomes(result.stdout, len(items)),
-                                   strict=True):
+    for (_, _, items, _), output in zip(batches, outputs, strict=True):
+        for (i, _), outcome in zip(items, bundles.outcomes(output, len(items)), strict=True):
             found[i] = outcome
     first = None
     for i, step in enumerate(steps):
@@ -556,7 +592,7 @@ def _release_after_failure(ctx: StepContext, link: ReplicationLink, rest: list[S
 
 # ---- finish and prune ---------------------------------------------------------------------
 
-def finish(ctx: StepContext) -> Next:
+def finish(ctx: StepContext) -> Next | Fail:
     from apps.snapshots import inventory
 
     link = _link(ctx)
@@ -565,10 +601,24 @@ def finish(ctx: StepContext) -> Next:
     # Without an archive to tidy first, each host's inventory listing (and the
     # source's unit files' removal) rides in the round trip of its replication listing.
     bundled = not core.archive
+    planned = [_step_of(s) for s in ctx.state.get("steps", [])]
+    trailing = planned[ctx.state.get("index", len(planned)):]
+    batches = _batches(ctx, link, trailing)
+    before = {side: command for side, _, _, command in batches}
     sides = _list_sides(ctx, link, core, _caps(ctx, "source_caps"), _caps(ctx, "target_caps"),
                         source_extra=(snapshot_commands.listing(), _units_removal(ctx))
                         if bundled else (),
-                        target_extra=(snapshot_commands.listing(),) if bundled else ())
+                        target_extra=(snapshot_commands.listing(),) if bundled else (),
+                        source_before=before.get(Side.SOURCE),
+                        target_before=before.get(Side.TARGET))
+    if trailing:
+        outputs = [sides.source_before if side is Side.SOURCE else sides.target_before
+                   for side in before]
+        failed = _judge_batch(ctx, link, trailing, batches, outputs)
+        if failed is not None:
+            _release_after_failure(ctx, link, trailing[failed[0] + 1:])
+            return failed[1]
+        ctx.state["index"] = len(planned)
     sources, on_target = sides.listed.sources, sides.on_target
     common = _common_name(core.sources, targets, sources, on_target)
     received = newest_received({t: on_target[t].snapshots for t in targets.values()})

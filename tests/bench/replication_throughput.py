@@ -135,7 +135,7 @@ def _one_hop(fleet_hosts) -> str:
     with open(first.authorized_keys_path, "a") as lines:
         lines.write(public.strip() + "\n")
     command = shlex.join([
-        "ssh", "-F", "/dev/null", "-i", str(key), "-p", str(second.port),
+        "ssh", "-i", str(key), "-p", str(second.port),
         "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes",
         "-o", f"UserKnownHostsFile={known}", "-l", second.user, "--", second.address])
     ssh(first, f"{command} true")  # reachable before anything is timed

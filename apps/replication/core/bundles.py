@@ -1,8 +1,9 @@
 """Several commands on one host in one round trip: a run's overhead is its round trips.
 
-`chained`: commands that must all succeed, run one after the other (a listing, then
-the inventory's listing); it stops at the first that fails, and `parts` splits its
-output back into each one's.
+`chained`: commands that must all succeed, run one after the other (a link's key
+files, then its listing, then the inventory's listing); it stops at the first that
+fails, and `parts` splits its output back into each one's. One of them may read
+stdin (the key's private half, never on a command line).
 
 `batch`: a plan's quick steps on one side (holds, releases, the target's parent,
 its properties), every one run whatever the others did (each is safe alone and
@@ -30,7 +31,11 @@ def chained(*commands: Command, shown: str) -> Command:
     a marker line between their outputs, stopping at the first that fails."""
     marker = f"printf '\\n%s\\n' '{PART}'"
     text = f" && {marker} && ".join(f"( {c.text}\n)" for c in commands)
-    return Command(text, secrets=_secrets(commands), shown=shown)
+    inputs = [c.stdin for c in commands if c.stdin is not None]
+    if len(inputs) > 1:
+        raise ValueError("at most one of the chained commands may read stdin")
+    return Command(text, secrets=_secrets(commands), shown=shown,
+                   stdin=inputs[0] if inputs else None)
 
 
 def parts(stdout: str, count: int) -> list[str]:
