@@ -6,24 +6,31 @@
            are in the source's work dir (again after anything but a clean
            run, or when the archive it carries changed); the source cluster's
            WAL archive, while PoZoL archives it, is snapshotted and listed
-           (apps.wal.core.commands.carry); both sides listed (one command per
-           host) and planned by the pure planner; refused, busy or in sync
-           ends here
-  execute  the plan's steps in order, the quick ones back to back; a SEND runs
-           detached on the source (`op<id>-send<i>`), so a worker that dies
-           does not stop it, and each call starts it if missing, waits on the
-           host up to a few seconds and reads where it stands in one round
-           trip (detached.follow)
-  finish   both inventories refreshed, the newest common snapshot and the
-           newest received recorded (lag counts from it); a carried archive's
+           (apps.wal.core.commands.carry); both sides listed and planned by the
+           pure planner; refused, busy or in sync ends here
+  execute  the plan's steps in order, the quick ones back to back (holds and the
+           like in one batch per side); a SEND runs detached on the source
+           (`op<id>-send<i>`), so a worker that dies does not stop it, and each
+           call starts it if missing, waits on the host up to a few seconds and
+           reads where it stands in one round trip (detached.follow)
+  finish   the quick steps after the last send (releases, the target's
+           properties); both inventories refreshed, the newest common snapshot and
+           the newest received recorded (lag counts from it); a carried archive's
            received snapshot, its listing and the target's window recorded
            (apps.wal.copies), and the link's older archive snapshots destroyed
            on both sides (each pins WAL the source's retention removed)
   prune    the target's keep rules (the link's counts, each received
            snapshot's policy identity), sparing the newest common snapshot
 
-What a run holds is recorded on the link (`held`) as it holds it, so a run
-killed mid-transfer leaves a record the next plan releases.
+A run's overhead around its transfer is its SSH round trips, and zfs-fuse makes each
+hold, release or create wait for a transaction group: so the two hosts are asked at
+once (apps.remote.together), and each host once per stage: the key's files, the
+listing and the pool's room in plan; the holds (one `zfs hold` of every snapshot)
+before a send; the releases, the listing, the inventory's listing and the unit
+files' removal in finish (apps.replication.core.bundles), in that order on each host.
+
+What a run holds is recorded on the link (`held`) as it holds it (a batch's holds
+before it runs), so a run killed mid-transfer leaves a record the next plan releases.
 """
 
 from __future__ import annotations
@@ -384,9 +391,22 @@ def _batches(ctx: StepContext, link: ReplicationLink, steps: list[Step]) -> list
             continue
         run = ctx.runner() if side is Side.SOURCE else _on(link.target_host)
         parts = [_step_command(ctx, link, step) for _, step in items]
-        found.append((side, run, items, bundles.batch(parts, shown="; ".join(
-            c.redacted() for c in parts))))
+        together = _together([step for _, step in items], core_link(link).hold_tag)
+        found.append((side, run, items, bundles.batch(
+            parts, shown=together.redacted() if together else "; ".join(
+                c.redacted() for c in parts), together=together)))
     return found
+
+
+def _together(steps: list[Step], tag: str) -> Command | None:
+    """One `zfs hold` (or `zfs release`) of every snapshot when the side's steps are
+    all holds (or all releases): ZFS waits for one transaction group, not one per
+    snapshot. A side with one step, or with steps of other kinds, has none."""
+    for kinds, verb in (({StepKind.HOLD}, "hold"),
+                        ({StepKind.RELEASE, StepKind.RELEASE_STALE}, "release")):
+        if len(steps) > 1 and all(step.kind in kinds for step in steps):
+            return cmd("zfs", verb, tag, *(snapshot_name(step.dataset) for step in steps))
+    return None
 
 
 def _judge_batch(ctx: StepContext, link: ReplicationLink, steps: list[Step],

@@ -8,8 +8,9 @@ stdin (the key's private half, never on a command line).
 `batch`: a plan's quick steps on one side (holds, releases, the target's parent,
 its properties), every one run whatever the others did (each is safe alone and
 judged alone, in order, by the caller), each one's exit status and merged output
-reported after a marker. A batch cut short (the connection lost) reports the steps
-it did not reach as not run.
+reported after a marker; or, first, one command that does them all at once, each
+then run alone only if that one failed. A batch cut short (the connection lost)
+reports the steps it did not reach as not run.
 
 Nothing is run here.
 """
@@ -46,10 +47,17 @@ def parts(stdout: str, count: int) -> list[str]:
     return found
 
 
-def batch(commands: list[Command], shown: str) -> Command:
+def batch(commands: list[Command], shown: str, together: Command | None = None) -> Command:
+    """`together`, when given, does what all of `commands` do in one command (one
+    `zfs hold` of several snapshots: one transaction group to wait for, not one per
+    snapshot); when it succeeds every step reports success, else each runs alone."""
     lines = [f"printf '%s\\n' '{STEP}'; ( {c.text}\n) 2>&1; printf '\\n{RC} %s\\n' \"$?\""
              for c in commands]
-    return Command("\n".join(lines) + "\nexit 0", secrets=_secrets(commands), shown=shown)
+    text = "\n".join(lines)
+    if together is not None:
+        done = "; ".join(f"printf '%s\\n\\n{RC} 0\\n' '{STEP}'" for _ in commands)
+        text = f"if ( {together.text}\n) >/dev/null 2>&1; then {done}\nelse\n{text}\nfi"
+    return Command(text + "\nexit 0", secrets=_secrets(commands), shown=shown)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ may live anywhere in the pool and zfs-fuse has no `clones` property.
 A dataset that does not exist prints a `pozol-missing` line instead, so a
 first run is a listing like any other (asked only when its `zfs get` failed: one
 zfs command per dataset, not two, on every run; a `zfs get` that failed on a
-dataset that exists fails the listing, its message on stderr). Lines start with the dataset's name or
-a `pozol-` marker; ZFS names never start with `pozol-` followed by a tab.
+dataset that exists fails the listing, its message on stderr). Lines start with
+the dataset's name or a `pozol-` marker; ZFS names never start with `pozol-`
+followed by a tab.
 """
 
 from __future__ import annotations

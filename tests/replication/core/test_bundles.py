@@ -81,3 +81,21 @@ def test_chained_refuses_two_readers_of_stdin():
     reader = replace(cmd("cat"), stdin=b"x")
     with pytest.raises(ValueError):
         bundles.chained(reader, reader, shown="x")
+
+
+def test_a_batch_whose_command_together_succeeds_runs_no_step_alone(tmp_path):
+    steps = [script("echo alone >> {f}", f=str(tmp_path / "log")) for _ in range(2)]
+    together = script("echo together >> {f}", f=str(tmp_path / "log"))
+    done = _sh(bundles.batch(steps, shown="x", together=together).text)
+    assert [o.exit_code for o in bundles.outcomes(done.stdout, 2)] == [0, 0]
+    assert (tmp_path / "log").read_text() == "together\n"
+
+
+def test_a_batch_whose_command_together_fails_runs_each_step_alone(tmp_path):
+    log = tmp_path / "log"
+    steps = [script("echo one >> {f}", f=str(log)), script("echo two >&2; exit 4")]
+    together = script("echo 'cannot hold' >&2; exit 1")
+    done = _sh(bundles.batch(steps, shown="x", together=together).text)
+    found = bundles.outcomes(done.stdout, 2)
+    assert [o.exit_code for o in found] == [0, 4] and found[1].output == "two"
+    assert log.read_text() == "one\n"
