@@ -348,8 +348,11 @@ def execute(ctx: StepContext) -> Next | Wait | Fail:
     ctx.state["index"] = index
     if index >= len(planned):  # no delivery more just to find nothing left to do
         return Next("finish", message=step.text[:300], progress=90)
-    return Next("execute", message=step.text[:300],
-                progress=10 + int(80 * index / len(planned)))
+    # The next step is a send: started now rather than after another delivery. A
+    # worker that dies here runs this step again from the saved index: the quick
+    # steps again (each safe to repeat), then the send (its unit never twice).
+    ctx.progress(10 + int(80 * index / len(planned)), step.text[:300])
+    return execute(ctx)
 
 
 # Quick steps that may run together, every one whatever the others did: each is safe
