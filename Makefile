@@ -44,7 +44,8 @@ bench-scale: venv
 
 # Figures, not a test: listing 10,000 snapshots against a bare ssh, "snapshot now" from the
 # API request to its end with a real worker (a fresh test host, a database of its own), and
-# a link's full send of ~1 GB against a bare ssh zfs send | ssh zfs recv (two fresh hosts).
+# a link's full send of ~1 GB and its 50 MiB increment against the one-hop
+# ssh host1 'zfs send | ssh host2 zfs recv' (two fresh hosts, a database of its own).
 bench-snapshots: deps
 	$(PY) -m tests.bench.snapshot_listing $(BENCH_ARGS)
 	$(PY) -m tests.bench.replication_throughput

@@ -3,7 +3,8 @@ before it adds data to a pool (clones, "now" snapshots, replication receives,
 experiments): the figures here, the decision in apps.fleet.core.room.
 
 `refusal` reads discovery's figures, for a service's early 4xx; `refusal_on_host`
-reads the pool again through the step's runner, just before the step acts.
+reads the pool again through the step's runner, just before the step acts
+(`refusal_in_text`, from that reading made by the caller).
 """
 
 from __future__ import annotations
@@ -57,6 +58,13 @@ def refusal_on_host(run: Callable, host: Host, pool: str, needed: int,
     """The pool read again on the host (`run` is a step's runner)."""
     found = room.parse_room(pool, run(room.read_command(pool), timeout=60).stdout)
     return room.shortage(found, reserve_of(host, pool), needed, what)
+
+
+def refusal_in_text(host: Host, pool: str, text: str, needed: int,
+                    what: str) -> room.Shortage | None:
+    """`refusal_on_host` from `room.read_command`'s output, read by the caller in a
+    round trip of its own (a replication run reads it with the target's listing)."""
+    return room.shortage(room.parse_room(pool, text), reserve_of(host, pool), needed, what)
 
 
 def guard_in_script(host: Host, state: dict | None) -> Command | None:

@@ -155,10 +155,12 @@ def poll(run: Runner, unit: str, work_dir: str) -> UnitStatus:
     return _parse_status(result.stdout)
 
 
+WAIT_TICK = 0.05  # seconds between a follow's looks for the unit's end
+
 _WAIT = """\
 cd {dir} 2>/dev/null || exit 0
 i=0
-while [ ! -e {status} ] && [ "$i" -lt {tenths} ]; do sleep 0.1; i=$((i + 1)); done
+while [ ! -e {status} ] && [ "$i" -lt {ticks} ]; do sleep 0.05; i=$((i + 1)); done
 """
 
 
@@ -179,13 +181,15 @@ def follow(run: Runner, unit: str, command: Command, work_dir: str, use_systemd:
 
     A poller that sleeps between polls pays several round trips per interval and
     notices the end up to an interval late; this costs one and notices it within
-    a tenth of a second.
+    WAIT_TICK seconds.
     """
     unit, work_dir = unit_name(unit), abs_path(work_dir)
-    tenths = integer(int(seconds * 10), minimum=0, maximum=6000)
+    # A tick of 0.05 s: a short transfer (an increment) is noticed ending sooner; the
+    # wait is a `test` and a `sleep` per tick, nothing the host notices.
+    ticks = integer(int(seconds / WAIT_TICK), minimum=0, maximum=12000)
     text = script(_FOLLOW,
                   start=script(_START, **_start_values(unit, command, work_dir, use_systemd)),
-                  wait=script(_WAIT, dir=work_dir, status=f"{unit}.status", tenths=tenths),
+                  wait=script(_WAIT, dir=work_dir, status=f"{unit}.status", ticks=ticks),
                   poll=script(_POLL, dir=work_dir, pid=f"{unit}.pid", status=f"{unit}.status",
                               unit=unit),
                   tail=integer(tail, minimum=1), dir=work_dir, err=f"{unit}.err")

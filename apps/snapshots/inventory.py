@@ -55,6 +55,12 @@ def refresh(host: Host, runner) -> dict[str, int]:
     return record(host, read_holds(host, runner, list_host(runner)))
 
 
+def record_listed(host: Host, runner, text: str) -> dict[str, int]:
+    """`refresh` from the output of `commands.listing()` run by the caller (in a script
+    of its own: a replication run lists the host's inventory with its own listing)."""
+    return record(host, read_holds(host, runner, parse_listing(text)))
+
+
 def read_holds(host: Host, runner, rows: list[SnapshotRow]) -> list[SnapshotRow]:
     """`rows` with the tags of their holds; no command at all when no snapshot is held
     or the host's ZFS cannot list holds (zfs-fuse: `userrefs` stays the only record)."""

@@ -17,8 +17,11 @@ receive), and every filesystem's origin, since a clone of a received snapshot
 may live anywhere in the pool and zfs-fuse has no `clones` property.
 
 A dataset that does not exist prints a `pozol-missing` line instead, so a
-first run is a listing like any other. Lines start with the dataset's name or
-a `pozol-` marker; ZFS names never start with `pozol-` followed by a tab.
+first run is a listing like any other (asked only when its `zfs get` failed: one
+zfs command per dataset, not two, on every run; a `zfs get` that failed on a
+dataset that exists fails the listing, its message on stderr). Lines start with
+the dataset's name or a `pozol-` marker; ZFS names never start with `pozol-`
+followed by a tab.
 """
 
 from __future__ import annotations
@@ -38,9 +41,10 @@ TOOLS = ("pv", "mbuffer")
 
 _SOURCE = """\
 for d in {datasets}; do
-  if zfs list -H -o name "$d" >/dev/null 2>&1; then
-    zfs get -Hp -r -o name,property,value,source {properties} "$d" || exit 1
-  else printf 'pozol-missing\\t%s\\n' "$d"; fi
+  zfs get -Hp -r -o name,property,value,source {properties} "$d" 2>/dev/null || {{
+    zfs list -H -o name "$d" >/dev/null 2>&1 && {{
+      zfs get -Hp -r -o name,property,value,source {properties} "$d" >/dev/null; exit 1; }}
+    printf 'pozol-missing\\t%s\\n' "$d"; }}
 done
 for t in {tools}; do command -v "$t" >/dev/null 2>&1 && printf 'pozol-tool\\t%s\\n' "$t"; done
 exit 0
@@ -48,9 +52,10 @@ exit 0
 
 _TARGET = """\
 for d in {datasets}; do
-  if zfs list -H -o name "$d" >/dev/null 2>&1; then
-    zfs get -Hp -r -o name,property,value,source {properties} "$d" || exit 1
-  else printf 'pozol-missing\\t%s\\n' "$d"; fi
+  zfs get -Hp -r -o name,property,value,source {properties} "$d" 2>/dev/null || {{
+    zfs list -H -o name "$d" >/dev/null 2>&1 && {{
+      zfs get -Hp -r -o name,property,value,source {properties} "$d" >/dev/null; exit 1; }}
+    printf 'pozol-missing\\t%s\\n' "$d"; }}
   ps -eo args= | awk -v d="$d" '$1 == "zfs" && ($2 == "recv" || $2 == "receive") \
 && $NF == d {{ f = 1 }} END {{ exit !f }}' && printf 'pozol-busy\\t%s\\n' "$d"
 done

@@ -135,3 +135,38 @@ def test_the_receivers_message_is_kept_when_it_follows_a_counter_record():
         "cannot receive new filesystem stream: out of space",
         "warning: cannot send 'tank/pg/data@s': Broken pipe", "pozol: zfs send failed (141)"]
     assert parse_counter(err) == 95420416
+
+
+# A zfs that knows tank/ok, not tank/gone, and fails to read tank/bad (which exists).
+FAKE_ZFS = """#!/bin/sh
+case "$*" in
+  *tank/gone*) echo "cannot open 'tank/gone': dataset does not exist" >&2; exit 1 ;;
+  *tank/bad*) [ "$1" = list ] && exit 0; echo "I/O error" >&2; exit 2 ;;
+  get*) printf 'tank/ok\\tguid\\t1\\t-\\n' ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize("command", [source_command, target_command])
+def test_a_missing_dataset_is_told_from_one_that_cannot_be_read(command, tmp_path):
+    import os
+    import subprocess
+
+    fake = tmp_path / "zfs"
+    fake.write_text(FAKE_ZFS)
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+
+    def run(datasets):
+        text = command(datasets, ZFS_FUSE_CAPABILITIES).text
+        return subprocess.run(["/bin/sh", "-c", text], env=env, capture_output=True,
+                              text=True, timeout=30, check=False)
+
+    missing = run(["tank/ok", "tank/gone"])
+    assert missing.returncode == 0
+    assert "tank/ok\tguid\t1\t-\n" in missing.stdout
+    assert "pozol-missing\ttank/gone\n" in missing.stdout
+    unreadable = run(["tank/ok", "tank/bad"])
+    assert unreadable.returncode == 1 and "I/O error" in unreadable.stderr
+    assert "pozol-missing" not in unreadable.stdout
