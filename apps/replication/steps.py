@@ -54,7 +54,7 @@ from apps.remote.commands import Command, cmd, script, snapshot_name
 from apps.remote.errors import RemoteError
 from apps.remote.facts.zfs import ZfsVersion
 from apps.remote.together import concurrently
-from apps.replication import pruning, readers
+from apps.replication import carrying, pruning
 from apps.replication.core import bundles, commands, listing, progress
 from apps.replication.core.capabilities import ReplicationCapabilities, replication_capabilities
 from apps.replication.core.lag import newest_received
@@ -70,9 +70,6 @@ from apps.replication.core.planner import (
 from apps.replication.link_rows import core_link
 from apps.replication.models import ReplicationLink
 from apps.snapshots.core import commands as snapshot_commands
-from apps.wal import copies, recorded
-from apps.wal.core import commands as wal_commands
-from apps.wal.core.window import describe
 from apps.wal.models import WalArchive
 
 WAIT_SECONDS = 3.0  # a step waits this long on the host for a transfer to end
@@ -119,7 +116,7 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
     link = _link(ctx)
     if link is None:
         return Fail("the link was deleted", code="link_gone")
-    carried = _carried(link)
+    carried = carrying.carried(link)
     if carried != link.archive:
         ctx.log(f"carrying the WAL archive {carried}" if carried
                 else f"no longer carrying the WAL archive {link.archive}: archiving is off")
@@ -143,7 +140,7 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
         if archive is None:
             return Fail(f"archiving of {core.archive} was turned off while this run "
                         "started: run it again", code="refused")
-        _snapshot_archive(ctx, core, archive)
+        carrying.snapshot_archive(ctx, core, archive)
     source_caps, target_caps, chosen, sources, rooms = _plan(ctx, link, core, key)
     if key:
         ReplicationLink.objects.filter(pk=link.pk).update(key_installed_at=timezone.now())
@@ -156,7 +153,7 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
     for note in chosen.notes + tuple(n for d in chosen.datasets for n in d.notes):
         ctx.log(f"note: {note}")
     if chosen.action in (Action.REFUSED, Action.BUSY) and ctx.state.get("carry"):
-        _drop_carry(ctx, core)
+        carrying.drop_carry(ctx, core)
     if chosen.action is Action.REFUSED:
         reasons = "; ".join(chosen.reasons())
         _record_outcome(link, ReplicationLink.State.REFUSED, reasons)
@@ -179,46 +176,6 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
         ReplicationLink.objects.filter(pk=link.pk).update(resume_failed=False)
     return Next("execute", message=f"{chosen.action.value}: {len(chosen.steps)} steps",
                 progress=10)
-
-
-def _carried(link: ReplicationLink) -> str:
-    """The source cluster's WAL archive while PoZoL archives it (apps/wal), else ""."""
-    if not link.cluster_data_dir:
-        return ""
-    archive = WalArchive.objects.filter(
-        cluster__host=link.source_host, cluster__data_dir=link.cluster_data_dir,
-        state=WalArchive.State.ON).exclude(directory="").first()
-    return archive.dataset if archive is not None else ""
-
-
-def _snapshot_archive(ctx: StepContext, core, archive: WalArchive) -> None:
-    """Snapshot the carried archive and keep what the snapshot holds for `finish`. A
-    repeated step takes another (a second later): its own listing is the one kept."""
-    label = core.archive_label(timezone.now().strftime("%Y%m%dT%H%M%S"))
-    out = ctx.runner()(wal_commands.carry(archive.cluster.target(), core.archive, label),
-                       timeout=300).stdout
-    carried = wal_commands.parse_carried(out)
-    ctx.state["carry"] = {"label": label, "listing": recorded.stored_listing(
-        carried.timeline, carried.segments, carried.last_transaction)
-        if carried.timeline is not None else {}}
-    ctx.log(f"{core.archive}@{label} holds {len(carried.segments)} archived segments")
-
-
-def _drop_carry(ctx: StepContext, core) -> None:
-    """A run that sends nothing leaves no archive snapshot behind (each would pin WAL
-    the source's retention removes, run after refused run)."""
-    name = f"{core.archive}@{ctx.state['carry']['label']}"
-    result = ctx.runner()(cmd("zfs", "destroy", snapshot_name(name)), timeout=120, check=False)
-    if not result.ok:
-        ctx.log(f"kept {name}: {result.stderr.strip()[-300:]}", LogLine.Level.WARNING)
-
-
-def _archive_floor(core, sources: dict) -> float | None:
-    """The oldest snapshot name of the cluster on every source dataset: its time."""
-    names = set.intersection(*({s.name for s in sources[d].snapshots} for d in core.sources))
-    times = [s.created.timestamp() for s in sources[core.sources[0]].snapshots
-             if s.name in names]
-    return min(times) if times else None
 
 
 def _list_sides(ctx: StepContext, link: ReplicationLink, core,
@@ -294,7 +251,8 @@ def _plan(ctx: StepContext, link: ReplicationLink, core, key: dict[Side, Command
     target_states = {source: on_target[target] for source, target in core.targets().items()}
     if core.archive:
         target_states[core.archive] = on_target[core.archive_target]
-        ctx.state.setdefault("carry", {})["floor"] = _archive_floor(core, sources.sources)
+        floor = carrying.archive_floor(core, sources.sources)
+        ctx.state.setdefault("carry", {})["floor"] = floor
     chosen = plan_link(core, sources.sources, target_states, source_caps, target_caps,
                        held=link.held, resume_failed=link.resume_failed)
     rooms = dict(zip(pools, sides.target_extra, strict=True))
@@ -660,75 +618,14 @@ def finish(ctx: StepContext) -> Next | Fail:
         inventory.record_listed(link.target_host, _on(link.target_host), sides.target_extra[0])
     else:
         ctx.runner()(_units_removal(ctx))
-        _forget_carried(ctx, link, core, sources, on_target)
+        carrying.forget_carried(ctx, link, core, sources, on_target, _on(link.target_host))
         inventory.refresh(ctx.host, ctx.runner())
         inventory.refresh(link.target_host, _on(link.target_host))
     if core.archive:
-        _record_carried(ctx, link, core, on_target)
+        carrying.record_carried(ctx, link, core, on_target)
     ctx.log(f"in sync: newest common snapshot @{common}" if common else
             "no snapshot is common to every dataset yet")
     return Next("prune", progress=95)
-
-
-def _received_carry(ctx: StepContext, core, on_target: dict) -> str | None:
-    """The archive snapshot this run took, if the target holds it now."""
-    label = (ctx.state.get("carry") or {}).get("label")
-    held = {s.name for s in on_target[core.archive_target].snapshots}
-    return label if label in held else None
-
-
-def _forget_carried(ctx: StepContext, link: ReplicationLink, core, sources: dict,
-                    on_target: dict) -> None:
-    """Destroy the link's older snapshots of the archive on both sides once this run's
-    arrived: each would pin WAL the source's retention removed. One a replay on the
-    target still clones stays until a later run (its destroy fails, harmlessly), and so
-    does one a clone being made or a drill running there will clone (readers.py)."""
-    kept = _received_carry(ctx, core, on_target)
-    if kept is None:
-        return
-    wanted = readers.being_read(link.target_host, core.archive_target)
-    for run, dataset, snaps in (
-            (ctx.runner(), core.archive, sources[core.archive].snapshots),
-            (_on(link.target_host), core.archive_target,
-             on_target[core.archive_target].snapshots)):
-        old = [f"{dataset}@{s.name}" for s in snaps
-               if s.name.startswith(core.archive_prefix) and s.name != kept]
-        for name in old:
-            if dataset == core.archive_target and name.split("@", 1)[1] in wanted:
-                ctx.log(f"kept {name} for now: a clone being made replays from it")
-                continue
-            result = run(cmd("zfs", "destroy", snapshot_name(name)), timeout=120, check=False)
-            if not result.ok:
-                ctx.log(f"kept {name} for now: {result.stderr.strip()[-300:]}",
-                        LogLine.Level.WARNING)
-
-
-def _record_carried(ctx: StepContext, link: ReplicationLink, core, on_target: dict) -> None:
-    """What the target can replay to now: the received archive snapshot, what it holds,
-    and the window with the target's snapshots (their inventory just refreshed)."""
-    label = _received_carry(ctx, core, on_target)
-    if label is None:
-        return
-    carry = ctx.state["carry"]
-    targets = core.targets()
-    origin = link.source_host.clusters.filter(data_dir=link.cluster_data_dir).select_related(
-        "data_dataset", "wal_dataset").first()
-    wal = None
-    if origin is not None and origin.wal_dataset_id and (
-            origin.wal_dataset_id != origin.data_dataset_id):
-        wal = targets.get(origin.wal_dataset.name)
-    data = targets.get(origin.data_dataset.name) if origin and origin.data_dataset else None
-    spans = []
-    if data is not None:
-        copy = copies.Copy(link.target_host_id, data, wal, core.archive_target, label,
-                           carry.get("listing") or {}, carry.get("floor"))
-        spans = copy.window()
-    ReplicationLink.objects.filter(pk=link.pk).update(
-        archive_snapshot=label, archive_listing=carry.get("listing") or {},
-        archive_floor=carry.get("floor"), archive_window=[[s.since, s.until] for s in spans])
-    ctx.log(f"the target can replay to {describe(spans)}" if spans else
-            "the target reaches no moment yet: it needs a snapshot of the cluster with "
-            "archived WAL after it")
 
 
 def _common_name(sources: tuple[str, ...], targets: dict[str, str], source_states: dict,

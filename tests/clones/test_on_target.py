@@ -147,12 +147,12 @@ def test_the_source_may_be_down(api, world):
 
 
 def test_the_link_keeps_the_archive_snapshot_a_clone_being_made_replays_from(
-        api, world, monkeypatch):
+        api, world):
     """The next run's finish destroys the older carried snapshots on both sides, except
     on the target one a clone being made will clone (its script has not run yet)."""
     from types import SimpleNamespace
 
-    from apps.replication import steps
+    from apps.replication import carrying
     from apps.replication.link_rows import core_link
 
     answer = make(api, world, at=(world["taken"] + timedelta(minutes=2)).isoformat())
@@ -163,20 +163,19 @@ def test_the_link_keeps_the_archive_snapshot_a_clone_being_made_replays_from(
         destroyed.append(command.text)
         return SimpleNamespace(ok=True, stderr="")
 
-    monkeypatch.setattr(steps, "_on", lambda host: run)
     newer = "pozol-carry-to-backup-2"
     held = SimpleNamespace(snapshots=[SimpleNamespace(name=CARRIED),
                                       SimpleNamespace(name=newer)])
     ctx = SimpleNamespace(state={"carry": {"label": newer}}, runner=lambda: run,
                           log=lambda text, *_: logged.append(text))
     link = world["link"]
-    steps._forget_carried(ctx, link, core_link(link), {"tank/pozol_wal/pg:data": held},
-                          {"bk/pozol_wal/pg:data": held})
+    carrying.forget_carried(ctx, link, core_link(link), {"tank/pozol_wal/pg:data": held},
+                            {"bk/pozol_wal/pg:data": held}, run)
     assert destroyed == [f"zfs destroy tank/pozol_wal/pg:data@{CARRIED}"]
     assert logged == [f"kept bk/pozol_wal/pg:data@{CARRIED} for now: a clone being made "
                       "replays from it"]
     Clone.objects.update(state=Clone.State.READY)
     destroyed.clear()
-    steps._forget_carried(ctx, link, core_link(link), {"tank/pozol_wal/pg:data": held},
-                          {"bk/pozol_wal/pg:data": held})
+    carrying.forget_carried(ctx, link, core_link(link), {"tank/pozol_wal/pg:data": held},
+                            {"bk/pozol_wal/pg:data": held}, run)
     assert destroyed[-1] == f"zfs destroy bk/pozol_wal/pg:data@{CARRIED}"
