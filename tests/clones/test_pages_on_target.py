@@ -161,11 +161,22 @@ def test_a_clone_on_the_target_offers_no_reset_and_says_why(signed_in, world):
     live = signed_in.get(f"/clones/{clone.pk}/", HTTP_HX_REQUEST="true").content.decode()
     assert 'id="reset-form"' not in live and 'id="destroy-form"' in live
     assert "it is not reset" in live
+    assert f'href="/clones/hosts/{world["target"].pk}/on-target/?link={world["link"].pk}"' \
+        in live
     back = f"/clones/{clone.pk}/"
     answer = signed_in.post(f"/clones/{clone.pk}/reset/", HTTP_REFERER=back, follow=True)
     assert answer.redirect_chain[-1][0] == back
     assert "was made on a replication target" in answer.content.decode()
     assert not Operation.objects.exists()
+
+
+def test_a_member_sees_why_but_no_way_to_the_operators_form(client, world):
+    acme = tenants.tenant("Acme")
+    clone = factories.clone(world["target"], "as-of", link=world["link"],
+                            snapshot="received1", tenant=acme)
+    client.force_login(tenants.member(acme, "ana"))
+    live = client.get(f"/clones/{clone.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "it is not reset" in live and "on-target" not in live
 
 
 def test_only_operators_reach_the_page(client, world):
