@@ -13,6 +13,8 @@ class ClonesConfig(AppConfig):
     )
 
     def ready(self) -> None:
-        from apps.clones import host_page, steps  # noqa: F401  registers kinds
+        from apps.clones import host_page, services, steps  # noqa: F401  registers kinds
+        from apps.replication import readers
 
         host_page.register()
+        readers.READERS.append(services.replaying)

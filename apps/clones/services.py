@@ -450,7 +450,7 @@ def moment_for(cluster: PgCluster, name: str, *, snapshot: str | None = None,
 # The clone holds its received snapshot as any clone does (the target's keep rules skip a
 # snapshot with clones, and the link receives without -F, so a clone neither blocks the
 # next receive nor is rolled back); while it replays, the link keeps the archive snapshot
-# it reads (apps.replication.steps._forget_carried asks `replaying`).
+# it reads (apps.replication.readers asks `replaying`).
 
 
 def _check_link(host: Host, cluster: PgCluster, link: ReplicationLink) -> None:
@@ -574,18 +574,13 @@ def _source_cluster(link: ReplicationLink) -> PgCluster:
 
 
 def replaying(host: Host, archive_copy: str) -> set[str]:
-    """The snapshots of the archive's copy on `host` that a clone being made there (or a
-    running restore drill's) replays from: each is cloned when its script runs, so it
-    must stay until then."""
-    from apps.drills.models import DrillRun
-
-    label = "layout__recovery__label"
+    """The snapshots of the archive's copy on `host` that a clone being made there
+    replays from (apps.replication.readers): each is cloned when its script runs, so
+    it must stay until then."""
     making = Clone.objects.filter(host=host, state=Clone.State.CREATING,
                                   layout__recovery__archive=archive_copy)
-    drilling = DrillRun.objects.filter(host=host, status=DrillRun.Status.RUNNING,
-                                       layout__recovery__archive=archive_copy)
-    return {found for rows in (making, drilling)
-            for found in rows.values_list(label, flat=True) if found}
+    return {found for found in making.values_list("layout__recovery__label", flat=True)
+            if found}
 
 
 def _link_core(link: ReplicationLink):

@@ -15,6 +15,8 @@ class DrillsConfig(AppConfig):
     )
 
     def ready(self) -> None:
-        from apps.drills import alert_kinds, host_page, steps  # noqa: F401  registers kinds
+        from apps.drills import alert_kinds, host_page, services, steps  # noqa: F401
+        from apps.replication import readers
 
         host_page.register()
+        readers.READERS.append(services.replaying)

@@ -161,6 +161,15 @@ def run_now(schedule: DrillSchedule, *, by=None, trigger: str = Operation.Trigge
         return _start(schedule, by=by, trigger=trigger, at=at)
 
 
+def replaying(host: Host, archive_copy: str) -> set[str]:
+    """The snapshots of the archive's copy on `host` that a running restore drill there
+    replays from (apps.replication.readers): cloned when its script runs."""
+    running = DrillRun.objects.filter(host=host, status=DrillRun.Status.RUNNING,
+                                      layout__recovery__archive=archive_copy)
+    return {found for found in running.values_list("layout__recovery__label", flat=True)
+            if found}
+
+
 def clone_room(host: Host, origin: Origin, what: str) -> dict:
     """The ZFS quota of a drill's (or a table recovery's) clone and the room check its
     step repeats on the host; refused (409, the figures) when the clone's first writes

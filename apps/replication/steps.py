@@ -45,7 +45,7 @@ from apps.remote import keys
 from apps.remote.commands import cmd, script, snapshot_name
 from apps.remote.errors import RemoteError
 from apps.remote.facts.zfs import ZfsVersion
-from apps.replication import pruning
+from apps.replication import pruning, readers
 from apps.replication.core import commands, listing, progress
 from apps.replication.core.capabilities import ReplicationCapabilities, replication_capabilities
 from apps.replication.core.lag import newest_received
@@ -482,13 +482,11 @@ def _forget_carried(ctx: StepContext, link: ReplicationLink, core, sources: dict
     """Destroy the link's older snapshots of the archive on both sides once this run's
     arrived: each would pin WAL the source's retention removed. One a replay on the
     target still clones stays until a later run (its destroy fails, harmlessly), and so
-    does one a clone being made there will clone (apps.clones.services.replaying)."""
-    from apps.clones.services import replaying
-
+    does one a clone being made or a drill running there will clone (readers.py)."""
     kept = _received_carry(ctx, core, on_target)
     if kept is None:
         return
-    wanted = replaying(link.target_host, core.archive_target)
+    wanted = readers.being_read(link.target_host, core.archive_target)
     for run, dataset, snaps in (
             (ctx.runner(), core.archive, sources[core.archive].snapshots),
             (_on(link.target_host), core.archive_target,

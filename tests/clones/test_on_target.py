@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.clones import services
 from apps.clones.models import Clone
 from apps.ops.models import Operation
+from apps.replication import readers
 from apps.replication.models import ReplicationLink
 from apps.tenants import services as tenant_services
 from tests.clones import factories
@@ -58,11 +58,11 @@ def test_a_clone_on_the_target_replays_the_received_snapshot_with_the_carried_ar
             layout.recovery.value, layout.recovery.received) == (
         "bk/pozol_wal/pg:data", CARRIED, target, value, True)
     assert Operation.objects.get().host == world["target"]
-    assert services.replaying(world["target"], "bk/pozol_wal/pg:data") == {CARRIED}
+    assert readers.being_read(world["target"], "bk/pozol_wal/pg:data") == {CARRIED}
     Clone.objects.update(state=Clone.State.READY)
     reset = api.post(f"/api/clones/{clone.pk}/reset/", {}, format="json")
     assert reset.status_code == 409 and reset.json()["error"]["code"] == "on_target"
-    assert services.replaying(world["target"], "bk/pozol_wal/pg:data") == set()
+    assert readers.being_read(world["target"], "bk/pozol_wal/pg:data") == set()
 
 
 @pytest.mark.parametrize(("moment", "status", "code", "words"), [
