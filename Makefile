@@ -58,10 +58,12 @@ bench-streams: deps
 
 # Figures, not a test: a clone ready to query, from the request, against one bare ssh doing
 # the same (a fresh test host, a real worker, a database of its own); then a clone to a
-# moment (WAL replayed) against the same by hand, and what archiving costs pgbench.
+# moment (WAL replayed) against the same by hand, and what archiving costs pgbench; then
+# the same clone to a moment on a replication link's target, from what the link carried.
 bench-clones: deps
 	$(PY) -m tests.bench.clone_ready $(BENCH_ARGS)
 	$(PY) -m tests.bench.pitr_clone $(PITR_BENCH_ARGS)
+	$(PY) -m tests.bench.pitr_clone_target $(PITR_TARGET_BENCH_ARGS)
 
 # Figures, not a test: a new cluster answering a query, from the API request, against one
 # bare ssh doing the same (a fresh test host, a real worker, a database of its own).

@@ -1,4 +1,5 @@
-"""The forms of the clone pages: a new clone, and a host's clone settings.
+"""The forms of the clone pages: a new clone (of a cluster on its host, or on a
+replication target from what a link carried there), and a host's clone settings.
 
 The forms take each value in its type; apps.clones.services checks names, roles,
 spans, the snapshot, ports and CIDRs, and its refusals land beside the fields they
@@ -24,6 +25,7 @@ from apps.clones.core.layout import (
 )
 from apps.clones.models import CloneHostSettings
 from apps.fleet.models import Host
+from apps.replication.models import ReplicationLink
 from apps.snapshots.models import Snapshot
 
 MAX_MINUTES = int(services.MAX_TTL.total_seconds() // 60)
@@ -102,6 +104,54 @@ def snapshot_choices(host: Host, clusters) -> list:
         if names := by_dataset.get(dataset):
             choices.append((f"{cluster.data_dir} ({dataset})", [(n, n) for n in names]))
     return choices
+
+
+class TargetCloneForm(forms.Form):
+    """A clone on a replication target (the host whose Clones tab shows it) of one link's
+    source cluster, as of a moment: a time, an LSN or a restore point, replayed from the
+    snapshots and the copy of the WAL archive the link carried there. Which one of the
+    three is given, and whether the target's copy reaches it, is the service's to say."""
+
+    link = forms.ModelChoiceField(queryset=None, empty_label=None, help_text=(
+        "The link whose copies the clone is made from: it is of the link's source cluster."))
+    at = forms.CharField(required=False, max_length=64, label="A moment", help_text=(
+        "A time with its time zone (2026-11-20T14:06:00+01:00): the clone has every "
+        "transaction committed by then, and none after."))
+    lsn = forms.CharField(required=False, max_length=32, label="Or a WAL position (LSN)",
+                          help_text="As PostgreSQL writes it, e.g. 0/16B3748.")
+    restore_point = forms.CharField(required=False, strip=False, max_length=63,
+                                    label="Or a restore point", help_text=(
+                                        "The name of a restore point PoZoL made on the "
+                                        "source cluster."))
+    name = NewCloneForm.base_fields["name"]
+    ttl_minutes = NewCloneForm.base_fields["ttl_minutes"]
+    protected_minutes = NewCloneForm.base_fields["protected_minutes"]
+    role = NewCloneForm.base_fields["role"]
+
+    # Drawn beside NewCloneForm on the host's Clones tab: its ids must differ.
+    prefix = "target"
+
+    def __init__(self, host: Host, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["link"].queryset = (
+            ReplicationLink.objects.filter(target_host=host).exclude(archive="")
+            .select_related("source_host").order_by("name"))
+        self.fields["link"].label_from_instance = _link_label
+
+    clean_at = NewCloneForm.clean_at
+
+    def request(self) -> dict:
+        """The arguments of services.create_on_target after the link."""
+        data = self.cleaned_data
+        return {"name": data["name"], "at": data.get("at"),
+                "lsn": data["lsn"] or None, "restore_point": data["restore_point"] or None,
+                "ttl": services.minutes(data["ttl_minutes"]),
+                "protected_for": services.minutes(data["protected_minutes"]),
+                "role": data["role"]}
+
+
+def _link_label(link: ReplicationLink) -> str:
+    return f"{link.name}: {link.cluster_data_dir} of {link.source_host.name}"
 
 
 class CloneSettingsForm(forms.Form):

@@ -25,7 +25,7 @@ def for_table() -> QuerySet:
     # The clones tick's reading when there is one (fresher than the host's listing).
     # The host's facts (about 68 KB of JSON each) are never shown with a clone: decoding
     # them for every row was most of a page of the API's list.
-    return (Clone.objects.select_related("host", "created_by", "tenant", "last_operation")
+    return (Clone.objects.select_related("host", "created_by", "tenant", "last_operation", "link")
             .defer("host__facts", "last_operation__state")
             .annotate(space=Coalesce("used", Subquery(used, output_field=BigIntegerField()))))
 

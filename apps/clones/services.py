@@ -518,6 +518,61 @@ def moment_on_target(link: ReplicationLink, cluster: PgCluster, name: str, *,
     return Moment(choice.reach.base.label, recovery, archive.archive_timeout, time)
 
 
+def create_on_target(link: ReplicationLink, **request) -> tuple[Clone, Operation, str]:
+    """A clone of the link's source cluster on its target host, to a moment (`at`,
+    `lsn` or `restore_point` in `request`, with create_clone's other arguments): the
+    operator's form on the target's Clones tab, which names the link, not the cluster."""
+    return create_clone(link.target_host, _source_cluster(link), link=link, **request)
+
+
+@dataclass(frozen=True)
+class TargetCopy:
+    """A link into a host that carries its cluster's WAL archive, and the moments a clone
+    there can be made for: the target's window as its inventory is now (`spans`, oldest
+    first), or why none (`note`)."""
+
+    link: ReplicationLink
+    spans: list[tuple[datetime, datetime]]
+    note: str = ""
+
+
+def copies_on(host: Host) -> list[TargetCopy]:
+    """The links whose target is `host` and that carry an archive, each with the window a
+    clone to a moment has there (apps.wal.copies.Copy.window); reads no host."""
+    links = (ReplicationLink.objects.filter(target_host=host).exclude(archive="")
+             .select_related("source_host", "target_host").order_by("name"))
+    return [_target_copy(link) for link in links]
+
+
+def _target_copy(link: ReplicationLink) -> TargetCopy:
+    try:
+        cluster = _source_cluster(link)
+        archive = wal_services.archive_of(cluster)
+        core = _link_core(link)
+        if archive is None or not (core.archive and link.archive_snapshot):
+            return TargetCopy(link, [], "the link has not carried the WAL archive yet: run "
+                                        "it once archiving is on")
+        spans = _copy(link, cluster, core, archive).window()
+    except DomainError as exc:
+        return TargetCopy(link, [], exc.message)
+    if not spans:
+        return TargetCopy(link, [], "no moment yet: a received snapshot is needed, then "
+                                    "WAL archived after it and carried")
+    return TargetCopy(link, [(datetime.fromtimestamp(s.since, UTC),
+                              datetime.fromtimestamp(s.until, UTC)) for s in spans])
+
+
+def _source_cluster(link: ReplicationLink) -> PgCluster:
+    cluster = (PgCluster.objects.filter(host_id=link.source_host_id,
+                                        data_dir=link.cluster_data_dir)
+               .select_related("host", "data_dataset", "wal_dataset").first()
+               if link.cluster_data_dir else None)
+    if cluster is None:
+        raise _refuse("link", f"link {link.name} copies no cluster discovery knows on "
+                              f"{link.source_host.name}")
+    return cluster
+
+
 def replaying(host: Host, archive_copy: str) -> set[str]:
     """The snapshots of the archive's copy on `host` that a clone being made there
     replays from (apps.replication.readers): each is cloned when its script runs, so

@@ -5,6 +5,7 @@ from apps.clones import views
 app_name = "clones"
 urlpatterns = [
     path("hosts/<int:host_pk>/new/", views.new, name="new"),
+    path("hosts/<int:host_pk>/on-target/", views.on_target, name="on_target"),
     path("hosts/<int:host_pk>/settings/", views.host_settings, name="settings"),
     path("", views.mine, name="mine"),
     path("clusters/<int:pk>/", views.cluster, name="cluster"),

@@ -21,7 +21,13 @@ from django.views.decorators.http import require_POST, require_safe
 
 from apps.accounts.roles import is_operator, members_allowed
 from apps.clones import services, tenancy
-from apps.clones.forms import CloneSettingsForm, ClusterCloneForm, NewCloneForm, ResetForm
+from apps.clones.forms import (
+    CloneSettingsForm,
+    ClusterCloneForm,
+    NewCloneForm,
+    ResetForm,
+    TargetCloneForm,
+)
 from apps.clones.models import Clone
 from apps.common.errors import DomainError
 from apps.fleet.models import Host
@@ -53,6 +59,30 @@ def new(request, host_pk: int) -> HttpResponse:
             request.audit_created, request.audit_operation = clone, operation.pk
             return _to_password_once(request, clone)
     return render(request, "clones/new.html", {"host": host, "form": form})
+
+
+@login_required
+@never_cache
+def on_target(request, host_pk: int) -> HttpResponse:
+    """The form that makes a clone on this host, a replication target, of a link's source
+    cluster as of a moment, beside each link's window (GET; `?link=` picks one), or make
+    it and send the browser to its password page. Operators only: links are theirs."""
+    host = _host(host_pk)
+    initial = {"link": request.GET.get("link")} if request.GET.get("link", "").isdigit() \
+        else {}
+    form = TargetCloneForm(host, request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            clone, operation, _ = services.create_on_target(
+                form.cleaned_data["link"], **form.request(), by=request.user,
+                trigger=Operation.Trigger.UI)
+        except DomainError as exc:
+            on_form(form, exc)
+        else:
+            request.audit_created, request.audit_operation = clone, operation.pk
+            return _to_password_once(request, clone)
+    return render(request, "clones/on_target.html", {
+        "host": host, "target_form": form, "copies": services.copies_on(host)})
 
 
 # The clones whose password this session may see once: their ids only. The password

@@ -14,41 +14,17 @@ from apps.ops.models import Operation
 from apps.replication import readers
 from apps.replication.models import ReplicationLink
 from apps.tenants import services as tenant_services
-from apps.wal.models import WalArchive
 from tests.clones import factories
 from tests.tenants import factories as tenants
 
 pytestmark = [pytest.mark.django_db]
 
-SIZE = 16 * 2**20
-CARRIED = "pozol-carry-to-backup-1"
+CARRIED = factories.CARRIED
 
 
 @pytest.fixture
 def world():
-    """db1 archives; its link sent a snapshot taken 10 minutes ago and the archive's
-    segments 2-5 (archived a minute apart from then) to backup1."""
-    source = factories.host()
-    cluster = factories.cluster(source)
-    target = factories.host("backup1")
-    taken = timezone.now() - timedelta(minutes=10)
-    archive = WalArchive.objects.create(
-        cluster=cluster, dataset="tank/pozol_wal/pg:data",
-        directory="/tank/pozol_wal/pg:data", state=WalArchive.State.ON, archive_timeout=30,
-        segment_size=SIZE)
-    archive.marks.create(snapshot="received1", lsn="0/2000100", taken_at=taken)
-    for dataset in ("bk/pg/data", "bk/pg/wal"):
-        factories.snapshot_factories.snapshot(target, f"{dataset}@received1",
-                                              created_at=taken)
-    link = ReplicationLink.objects.create(
-        name="to-backup", source_host=source, cluster_data_dir=cluster.data_dir,
-        sources=["tank/pg/data", "tank/pg/wal"], target_host=target, target_parent="bk",
-        archive="tank/pozol_wal/pg:data", archive_snapshot=CARRIED,
-        archive_listing={"timeline": 1, "segments": [
-            [n, taken.timestamp() + 60 * (n - 1)] for n in (2, 3, 4, 5)]},
-        archive_floor=taken.timestamp())
-    return {"source": source, "target": target, "cluster": cluster, "link": link,
-            "archive": archive, "taken": taken}
+    return factories.link_world()
 
 
 def make(api, world, name="far", **moment):

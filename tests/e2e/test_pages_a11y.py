@@ -74,6 +74,7 @@ PAGES = {
     "replication-link": ("/replication/{link}/", True),
     "replication-link-opted-in": ("/replication/{opted_in}/", True),
     "clone-new": ("/clones/hosts/{host}/new/", True),
+    "clone-on-target": ("/clones/hosts/{host}/on-target/", True),
     "cluster-new": ("/provisioning/hosts/{host}/new/", True),
     "clone-settings": ("/clones/hosts/{host}/settings/", True),
     "drills": ("/drills/", True),
@@ -299,7 +300,8 @@ def _tenant(host):
 
 
 def _links(host, operation) -> tuple[ReplicationLink, ReplicationLink]:
-    """A late link that failed, one running, and one never run (to and from `host`)."""
+    """A late link that failed, one running, and one never run (to and from `host`; it
+    carries a WAL archive, so `host`'s Clones tab offers a clone as of a moment)."""
     target = replication_factories.target("backup1")
     late = replication_factories.synced(
         host, target, "nightly-copy-of-the-main-cluster", sources=["tank/pg"],
@@ -314,7 +316,8 @@ def _links(host, operation) -> tuple[ReplicationLink, ReplicationLink]:
     opted_in = replication_factories.link(target, host, "back", sources=["backup"],
                                           cluster_data_dir="", target_parent="tank/back",
                                           rollback_opt_in=True,
-                                          rollback_opted_in_at=timezone.now())
+                                          rollback_opted_in_at=timezone.now(),
+                                          archive="backup/pozol_wal/pg:data")
     return late, opted_in
 
 
