@@ -15,13 +15,14 @@ from pathlib import Path
 from cryptography.fernet import Fernet
 
 from . import machine
-from .deployment import DEMO_STATE, PROJECT, Deployment
+from .deployment import DEMO_STATE, PROJECT, SHARDS, Deployment
 from .engine import NICENESS, Engine
 from .images import ensure_base_images
 from .log import CheckFailed, fail, say, step
 
 REPO = Path(__file__).resolve().parents[3]
 OPERATOR = "compose-admin"
+COLLECTION_SECONDS = 60  # POZOL_TELEMETRY_INTERVAL's default: beat's telemetry rounds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +66,7 @@ def _run(cache: Path | None, before: machine.MachineState) -> None:
             made_env_file = True
         deployment = Deployment(engine, REPO, _free_port())
         _deploy(deployment)
-        _exercise(deployment)
+        _exercise(deployment, env_file)
     finally:
         try:
             _tear_down(engine, root, before)
@@ -103,7 +104,7 @@ def _deploy(deployment: Deployment) -> None:
             fail(f"migrate: {migrate}")
 
 
-def _exercise(deployment: Deployment) -> None:
+def _exercise(deployment: Deployment, env_file: Path) -> None:
     with step("sign in: an operator, /login/ with its password, an API token"):
         password = deployment.make_operator(OPERATOR)
         say(f"  signed in, landed on {deployment.sign_in(OPERATOR, password)}")
@@ -124,6 +125,7 @@ def _exercise(deployment: Deployment) -> None:
             fail("discovery found no cluster on demo-host")
         cluster = clusters[0]["id"]
         say(f"  {len(clusters)} cluster(s); cluster {cluster}: {clusters[0].get('data_dir')}")
+    _second_collector(deployment, host, env_file)
     with step("snapshot of the cluster"):
         taken = deployment.ok("POST", f"/api/hosts/{host}/snapshots/",
                               {"cluster": cluster, "label": "compose-check"})
@@ -183,11 +185,38 @@ def _exercise(deployment: Deployment) -> None:
         say(f"  {said.strip()}")
 
 
+def _second_collector(deployment: Deployment, host: int, env_file: Path) -> None:
+    """The README's second collector machine: with two shards, demo-host (an odd id)
+    is shard 1's, which the compose file's collector (shard 0) never samples; a worker
+    started as the README starts it on machine 2 samples it."""
+    queue = f"telemetry-{host % SHARDS}"
+    with step(f"a collector of its own for {queue} (README: More collector machines)"):
+        if queue == "telemetry":
+            fail(f"demo-host got id {host}: shard 0, which the compose collector serves")
+        time.sleep(COLLECTION_SECONDS + 10)  # a round of shard 0 has come and gone
+        early = deployment.last_sample(host)
+        if early != "None":
+            fail(f"host {host} was sampled (at {early}) before any worker served {queue}")
+        name = deployment.start_collector(queue, env_file)
+        say(f"  {name} started; host {host} not sampled before it")
+        deadline = time.monotonic() + 3 * COLLECTION_SECONDS
+        while (sampled := deployment.last_sample(host)) == "None":
+            if time.monotonic() > deadline:
+                logs = deployment.engine.docker("logs", "--tail", "30", name, check=False)
+                fail(f"{name} sampled nothing in {3 * COLLECTION_SECONDS}s:\n"
+                     f"{logs.stdout}{logs.stderr}")
+            time.sleep(3)
+        say(f"  host {host} sampled at {sampled} by {name}")
+
+
 def _tear_down(engine: Engine, root: Path, before: machine.MachineState) -> None:
     with step("tear down: compose down -v, dockerd stopped, the machine put back"):
         try:
             if engine.process is not None and engine.process.poll() is None:
                 _show_exit_codes(engine)
+                # Not compose services: removed before compose takes its network down.
+                for shard in range(1, SHARDS):
+                    engine.docker("rm", "-f", f"{PROJECT}-telemetry-{shard}", check=False)
                 down = engine.compose("down", "-v", "--remove-orphans", "--timeout", "60",
                                       env={"COMPOSE_PROJECT_NAME": PROJECT,
                                            "POZOL_WEB_PORT": "0"},

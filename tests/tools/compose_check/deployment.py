@@ -16,6 +16,7 @@ from .engine import Engine
 from .log import fail
 
 PROJECT = "pozolcheck"
+SHARDS = 2  # the collector shards the deployment runs with (README, "More collector machines")
 DEMO_STATE = "/var/lib/pozol-demo"  # demo-host's volume, as docker-compose.yml mounts it
 WAIT_HEALTHY = ("db", "redis", "web", "demo-host")
 
@@ -29,7 +30,8 @@ class Deployment:
         self.token = ""
 
     def compose(self, *args: str, **kwargs):
-        env = {"POZOL_WEB_PORT": str(self.port), "COMPOSE_PROJECT_NAME": PROJECT}
+        env = {"POZOL_WEB_PORT": str(self.port), "COMPOSE_PROJECT_NAME": PROJECT,
+               "POZOL_TELEMETRY_SHARDS": str(SHARDS)}
         return self.engine.compose(*args, env=env, cwd=self.repo, **kwargs)
 
     def exec(self, service: str, *argv: str, input: str | None = None) -> str:
@@ -129,6 +131,40 @@ class Deployment:
             if time.monotonic() > deadline:
                 fail(f"operation {operation_id} still {operation['status']} after {timeout}s")
             time.sleep(1)
+
+    # --- a collector of its own -------------------------------------------------------------
+
+    def start_collector(self, queue: str, secrets_file: Path) -> str:
+        """The README's `docker run` of a second collector machine, on this engine: the
+        image and the same secrets, the database and Redis reached by their names in the
+        project's network instead of a private address. Its container's name."""
+        name = f"{PROJECT}-{queue}"
+        values = dict(line.split("=", 1) for line in secrets_file.read_text().splitlines()
+                      if "=" in line and not line.startswith("#"))
+        env = {"POZOL_SECRET_KEY": values["POZOL_SECRET_KEY"],
+               "POZOL_CREDENTIAL_KEY": values["POZOL_CREDENTIAL_KEY"],
+               "POZOL_TELEMETRY_SHARDS": str(SHARDS),
+               "POZOL_DATABASE_URL": "postgres://pozol:"
+                                     f"{values.get('POZOL_DB_PASSWORD', 'pozol')}@db:5432/pozol",
+               "POZOL_REDIS_URL": "redis://redis:6379/0"}
+        self.engine.docker(
+            "run", "-d", "--name", name, "--network", f"{PROJECT}_default",
+            *[arg for key, value in env.items() for arg in ("-e", f"{key}={value}")],
+            "pozol:latest", "celery", "-A", "pozol", "worker", "-l", "info", "-Q", queue,
+            "--concurrency", "1", "-n", f"{queue}@%h", "--without-gossip", "--without-mingle")
+        return name
+
+    def last_sample(self, host: int) -> str:
+        """When the collectors last sampled the host ("None": never); the line is marked,
+        since the shell may print other lines (a warning) before it."""
+        said = self.exec("web", "python", "manage.py", "shell", "-c",
+                         "from apps.telemetry.models import HostTelemetry as T; "
+                         f"t = T.objects.filter(host_id={int(host)}).first(); "
+                         "print('last sample:', t.last_sample_at if t else None)")
+        marked = [line for line in said.splitlines() if line.startswith("last sample: ")]
+        if not marked:
+            fail(f"no answer from the shell about host {host}'s last sample: {said[-500:]}")
+        return marked[-1].removeprefix("last sample: ").strip()
 
     # --- demo-host --------------------------------------------------------------------------
 
