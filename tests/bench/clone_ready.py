@@ -34,13 +34,13 @@ Each clone (and the floor's snapshot) is destroyed before the next round, untime
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import statistics
 import subprocess
 import time
 from pathlib import Path
 
+from tests.bench import isolation
 from tests.bench.fresh import on_fresh_hosts, register, wait
 
 GOAL_SECONDS, GOAL_FLOOR_FACTOR, GOAL_RATIO = 1.5, 1.3, 1.3
@@ -48,12 +48,7 @@ GOAL_SECONDS, GOAL_FLOOR_FACTOR, GOAL_RATIO = 1.5, 1.3, 1.3
 
 def main() -> None:
     args = _arguments()
-    if args.redis_url:
-        # Read by tests/django_settings.py and given to the worker it starts.
-        os.environ["POZOL_REDIS_URL"] = args.redis_url
-    print(f"database {args.database}, subnet {args.subnet}, "
-          f"redis {os.environ.get('POZOL_REDIS_URL', 'the test settings default')}; "
-          f"load before: {_load_average()}", flush=True)
+    print(f"{isolation.apply(args)}; load before: {_load_average()}", flush=True)
     on_fresh_hosts(args.database, len(args.scales), args.subnet,
                    lambda hosts: _measure(hosts, args), pool_size=args.pool_gib << 30)
 
@@ -269,14 +264,7 @@ def _arguments() -> argparse.Namespace:
                         default=[5, 100], help="pgbench scales, small first (5,100)")
     parser.add_argument("--pool-gib", type=int, default=6,
                         help="the test host's pool in GiB (scale 100 needs about 4)")
-    parser.add_argument("--subnet", default=os.environ.get("POZOL_BENCH_SUBNET", "127.0.92"),
-                        help="loopback /24 of the bench's test hosts (127.0.92, or "
-                             "$POZOL_BENCH_SUBNET): one of its own per run")
-    parser.add_argument("--database", default=f"pozol_clonebench_{os.getpid()}",
-                        help="the throwaway control-plane database (one per process)")
-    parser.add_argument("--redis-url", default=os.environ.get("POZOL_BENCH_REDIS_URL"),
-                        help="the Redis database of the bench's Celery broker (else "
-                             "$POZOL_BENCH_REDIS_URL, $POZOL_REDIS_URL or the test settings')")
+    isolation.add_arguments(parser, subnet="127.0.92", database="pozol_clonebench")
     return parser.parse_args()
 
 

@@ -27,6 +27,7 @@ import os
 import statistics
 import time
 
+from tests.bench import isolation
 from tests.bench.clone_ready import api_client
 from tests.bench.fresh import on_fresh_hosts, register, wait
 
@@ -37,9 +38,7 @@ PROPERTIES = "-o recordsize={rs} -o compression=on -o atime=off -o logbias=laten
 
 def main() -> None:
     args = _arguments()
-    if args.redis_url:
-        os.environ["POZOL_REDIS_URL"] = args.redis_url  # tests/django_settings.py reads it
-    print(f"database {args.database}, subnet {args.subnet}; load before: "
+    print(f"{isolation.apply(args)}; load before: "
           f"{', '.join(f'{n:.1f}' for n in os.getloadavg())}", flush=True)
     on_fresh_hosts(args.database, 1, args.subnet, lambda hosts: _measure(hosts[0], args))
 
@@ -131,12 +130,7 @@ def _print(floor: list[float], pozol: list[float]) -> None:
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="clusters of each kind")
-    parser.add_argument("--subnet", default=os.environ.get("POZOL_BENCH_SUBNET", "127.0.93"),
-                        help="loopback /24 of the bench's test host (127.0.93)")
-    parser.add_argument("--database", default=f"pozol_createbench_{os.getpid()}",
-                        help="the throwaway control-plane database (one per process)")
-    parser.add_argument("--redis-url", default=os.environ.get("POZOL_BENCH_REDIS_URL"),
-                        help="the Redis database of the bench's Celery broker")
+    isolation.add_arguments(parser, subnet="127.0.93", database="pozol_createbench")
     return parser.parse_args()
 
 

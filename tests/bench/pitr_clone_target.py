@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import time
 
+from tests.bench import isolation
 from tests.bench.clone_ready import api_client, p95
 from tests.bench.fresh import on_fresh_hosts, register, wait
 from tests.bench.pitr_clone import ROWS, _enable, _load, _prepare
@@ -46,11 +47,7 @@ TARGET_PARENT = "tank/backup"
 
 def main() -> None:
     args = _arguments()
-    if args.redis_url:
-        os.environ["POZOL_REDIS_URL"] = args.redis_url
-    print(f"database {args.database}, subnet {args.subnet}, "
-          f"redis {os.environ.get('POZOL_REDIS_URL', 'the test settings default')}",
-          flush=True)
+    print(isolation.apply(args), flush=True)
     on_fresh_hosts(args.database, 2, args.subnet, lambda hosts: _measure(hosts, args),
                    pool_size=args.pool_gib << 30)
 
@@ -178,14 +175,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--replay-seconds", type=int, default=3,
                         help="pgbench seconds between the snapshot and the moment")
     parser.add_argument("--pool-gib", type=int, default=4, help="each test host's pool")
-    parser.add_argument("--subnet", default=os.environ.get("POZOL_BENCH_SUBNET", "127.0.94"),
-                        help="loopback /24 of the bench's test hosts (127.0.94, or "
-                             "$POZOL_BENCH_SUBNET): one of its own per run")
-    parser.add_argument("--database", default=f"pozol_pitrtarget_{os.getpid()}",
-                        help="the throwaway control-plane database (one per process)")
-    parser.add_argument("--redis-url", default=os.environ.get("POZOL_BENCH_REDIS_URL"),
-                        help="the Redis database of the bench's Celery broker (else "
-                             "$POZOL_BENCH_REDIS_URL, $POZOL_REDIS_URL or the test settings')")
+    isolation.add_arguments(parser, subnet="127.0.94", database="pozol_pitrtarget")
     return parser.parse_args()
 
 

@@ -39,6 +39,7 @@ import statistics
 import time
 from pathlib import Path
 
+from tests.bench import isolation
 from tests.bench.fresh import on_fresh_hosts, register, wait
 
 POOL_SIZE = 4 << 30
@@ -47,10 +48,7 @@ GOALS = {"full": 0.9, "increment": 0.7}
 
 def main() -> None:
     args = _arguments()
-    if args.redis_url:
-        os.environ["POZOL_REDIS_URL"] = args.redis_url  # tests/django_settings.py reads it
-    print(f"database {args.database}, subnet {args.subnet}; load before: {_load()}",
-          flush=True)
+    print(f"{isolation.apply(args)}; load before: {_load()}", flush=True)
     on_fresh_hosts(args.database, 2, args.subnet, lambda hosts: _measure(hosts, args),
                    pool_size=POOL_SIZE)
 
@@ -235,12 +233,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--increment-mib", type=int, default=50,
                         help="MiB of new data in the incremental send")
     parser.add_argument("--rounds", type=int, default=2, help="timings of each kind")
-    parser.add_argument("--subnet", default=os.environ.get("POZOL_BENCH_SUBNET", "127.0.97"),
-                        help="loopback /24 of the bench's test hosts (127.0.97)")
-    parser.add_argument("--database", default=f"pozol_replbench_{os.getpid()}",
-                        help="the throwaway control-plane database (one per process)")
-    parser.add_argument("--redis-url", default=os.environ.get("POZOL_BENCH_REDIS_URL"),
-                        help="the Redis database of the bench's Celery broker")
+    isolation.add_arguments(parser, subnet="127.0.97", database="pozol_replbench")
     parser.add_argument("--timeline", action="store_true",
                         help="print each PoZoL run's log with its seconds")
     return parser.parse_args()

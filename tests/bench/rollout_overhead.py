@@ -35,6 +35,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from tests.bench import isolation
 from tests.bench.database import database_of_its_own
 from tests.bench.fresh import server, wait
 from tests.bench.light_hosts import light_hosts, registered
@@ -42,11 +43,7 @@ from tests.bench.light_hosts import light_hosts, registered
 
 def main() -> None:
     args = _arguments()
-    if args.redis_url:
-        os.environ["POZOL_REDIS_URL"] = args.redis_url  # tests/django_settings.py reads it
-    print(f"database {args.database}, subnet {args.subnet}, redis "
-          f"{os.environ.get('POZOL_REDIS_URL', 'the test settings default')}; "
-          f"load before: {_load()}", flush=True)
+    print(f"{isolation.apply(args)}; load before: {_load()}", flush=True)
     with database_of_its_own(server(), args.database), tempfile.TemporaryDirectory(
             prefix="pozol-rolloutbench-") as work:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.django_settings")
@@ -165,12 +162,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5, help="rollouts and floors (5)")
     parser.add_argument("--concurrency", type=int, default=2,
                         help="the worker's processes and the floor's threads (2)")
-    parser.add_argument("--subnet", default=os.environ.get("POZOL_BENCH_SUBNET", "127.0.85"),
-                        help="loopback /24 for the hosts, from .101 on (127.0.85)")
-    parser.add_argument("--database", default=f"pozol_rolloutbench_{os.getpid()}",
-                        help="the throwaway control-plane database (one per process)")
-    parser.add_argument("--redis-url", default=os.environ.get("POZOL_BENCH_REDIS_URL"),
-                        help="the Redis database of the bench's Celery broker")
+    isolation.add_arguments(parser, subnet="127.0.85", database="pozol_rolloutbench")
     return parser.parse_args()
 
 
