@@ -38,13 +38,13 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, Min
+from django.db.models import Max, Min, QuerySet
 
 from apps.fleet.models import Host
 from apps.telemetry import store
@@ -188,10 +188,7 @@ def samples(start: datetime, end: datetime, hosts: list[int] | None = None, *,
     chunks (closed hours) and rows."""
     chunks = RawChunk.objects.filter(start__gt=start - SPANS[RAW], start__lt=end)
     rows = RawSample.objects.filter(taken_at__gte=start, taken_at__lt=end)
-    if hosts is not None:
-        chunks, rows = chunks.filter(host_id__in=hosts), rows.filter(host_id__in=hosts)
-    if after_host:
-        chunks, rows = chunks.filter(host_id__gt=after_host), rows.filter(host_id__gt=after_host)
+    chunks, rows = (_of_hosts(found, hosts, after_host) for found in (chunks, rows))
     chunked = _grouped(chunks.order_by("host_id", "start")
                        .values_list("host_id", "start", "layout_id", "data")
                        .iterator(chunk_size=_FETCH // 10))
@@ -257,10 +254,7 @@ def buckets(resolution: str, start: datetime, end: datetime, hosts: list[int] | 
     chunks = RollupChunk.objects.filter(resolution=resolution, start__gt=start - span,
                                         start__lt=end)
     rows = Rollup.objects.filter(resolution=resolution, start__gte=start, start__lt=end)
-    if hosts is not None:
-        chunks, rows = chunks.filter(host_id__in=hosts), rows.filter(host_id__in=hosts)
-    if after_host:
-        chunks, rows = chunks.filter(host_id__gt=after_host), rows.filter(host_id__gt=after_host)
+    chunks, rows = (_of_hosts(found, hosts, after_host) for found in (chunks, rows))
     chunked = _grouped(chunks.order_by("host_id", "start")
                        .values_list("host_id", "start", "layout_id", "data")
                        .iterator(chunk_size=_FETCH // 10))
@@ -273,6 +267,13 @@ def buckets(resolution: str, start: datetime, end: datetime, hosts: list[int] | 
         found.update((at, store.bucket(at, values, layout, data))
                      for _, at, values, layout, data in in_rows)
         yield host, [found[at] for at in sorted(found)]
+
+
+def _of_hosts(rows: QuerySet, hosts: Sequence[int] | None, after_host: int) -> QuerySet:
+    """`rows` of `hosts` only (None: every host), and of hosts after `after_host`."""
+    if hosts is not None:
+        rows = rows.filter(host_id__in=hosts)
+    return rows.filter(host_id__gt=after_host) if after_host else rows
 
 
 def _grouped(rows: Iterator[tuple]) -> Iterator[tuple[int, list[tuple]]]:
