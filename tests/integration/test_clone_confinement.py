@@ -172,8 +172,11 @@ def test_a_clones_superuser_cannot_reach_the_origin_or_another_clone(hostile_rol
     assert len(set(uids.values()) | {postgres_uid}) == 3, uids
 
     # What the clone's superuser leaves running dies with the clone.
+    # The program reads its row first: a shell that exits before COPY writes makes
+    # PostgreSQL fail on a broken pipe.
     ok, out = clone_superuser(fleet_host, first, "COPY (SELECT 1) TO PROGRAM "
-                                                 "'sleep 300 > /dev/null 2>&1 &'")
+                                                 "'cat > /dev/null; "
+                                                 "sleep 300 > /dev/null 2>&1 &'")
     assert ok, out
     assert uids["boxed1"] in run_on(fleet_host, "ps -e -o uid=").split()
     assert drive(services.destroy_clone(first)).status == Operation.Status.SUCCEEDED
