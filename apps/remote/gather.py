@@ -5,10 +5,11 @@ read-only commands (apps.remote.facts.sections frames every command's output
 and exit status), and hands every output to the pure parsers in
 apps.remote.facts:
 
-1. the host: os-release, uname, memory, sysctls, tools present, disks, processes;
+1. the host: os-release, uname, memory, sysctls, tools present, disks, processes,
+   which clusters postgresql-common manages and which PostgreSQL majors are
+   installed (a cluster of them running or not);
 2. probes: the ZFS dialect, the pool names, NVMe write caches, each postmaster's
-   data directory, binary, owner, postmaster.pid and cgroup (its systemd unit), and
-   which clusters postgresql-common manages;
+   data directory, binary, owner, postmaster.pid and cgroup (its systemd unit);
 3. data: pools, datasets and their properties, arcstats, module parameters,
    pg_settings of each cluster, its standbys, replication slots and checkpoint
    counters, its largest databases and whether pg_repack is available;
@@ -46,6 +47,7 @@ from apps.remote.facts.host import (
     Dataset,
     Disk,
     HostFacts,
+    Installed,
     Pool,
     ZfsFacts,
     dataset_from,
@@ -79,13 +81,14 @@ def discover(run: Runner, login: str = sudo.ROOT) -> HostFacts:
         **(zfs_probes() if has_zfs else {}),
         **(nvme_probes(facts) if "nvme" in facts.tools else {}),
         **postmaster_probes(postmasters),
-        **({"pg_common": PG_COMMON_PROBE} if _valid_pids(postmasters) else {}),
     })
     pools = _read_zfs_probes(probes, facts) if has_zfs else []
     if not has_zfs:
         facts.zfs_absent_reason = "no zfs/zpool command on the host (command -v)"
     _read_nvme(probes, facts)
-    common = postgres.parse_postgresql_common(_text(probes, "pg_common"))
+    common = postgres.parse_postgresql_common(_text(host, "pg_common"))
+    facts.installed = Installed(postgres.parse_installed(_text(host, "pg_installed")),
+                                common.pg_ctlcluster, sorted(common.clusters))
     clusters = [_cluster(pid, probes) for pid in _valid_pids(postmasters)]
     data = ask(run, {
         **(zfs_data_probes(facts.zfs, pools) if facts.zfs else {}),
@@ -253,6 +256,9 @@ def host_probes() -> dict[str, Command]:
         "thp_enabled": cmd("cat", f"{system.THP_DIR}/enabled"),
         "thp_defrag": cmd("cat", f"{system.THP_DIR}/defrag"),
         "ps": cmd("ps", "-eo", "pid,ppid,user,args"),
+        # Asked of every host, a cluster running or not: what a new one can be made with.
+        "pg_common": PG_COMMON_PROBE,
+        "pg_installed": INSTALLED_PROBE,
     }
 
 
@@ -336,6 +342,10 @@ def postmaster_probes(postmasters: list[postgres.Process]) -> dict[str, Command]
 # Whether postgresql-common could start a cluster: its pg_ctlcluster, and the clusters
 # whose /etc/postgresql/<major>/<name>/ has the start.conf pg_createcluster writes.
 PG_COMMON_PROBE = script("command -v pg_ctlcluster; ls -1d /etc/postgresql/*/*/start.conf")
+# Each packaged major's initdb (Debian's layout, then the PGDG RPMs'); an unmatched glob
+# stays literal and fails the test, so the probe prints only what exists.
+INSTALLED_PROBE = script("for f in /usr/lib/postgresql/*/bin/initdb /usr/pgsql-*/bin/initdb; "
+                         "do [ ! -x \"$f\" ] || echo \"$f\"; done")
 
 
 def _valid_pids(postmasters: list[postgres.Process]) -> list[int]:

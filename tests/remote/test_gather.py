@@ -49,8 +49,7 @@ def openzfs_22_host(host: FixtureHost | None = None, pools: tuple[str, ...] = ("
     shell = FakeShell()
     host.script(shell, gather.host_probes())
     host.script(shell, {**gather.zfs_probes(), **NVME,
-                        **gather.postmaster_probes(postmaster),
-                        "pg_common": gather.PG_COMMON_PROBE})
+                        **gather.postmaster_probes(postmaster)})
     data = gather.zfs_data_probes(openzfs_22_facts(), list(pools))
     psql_probes = {"psql:1500": PSQL_16, "psql:1500:stats": PSQL_16_STATS,
                    "psql:1500:databases": PSQL_16_DATABASES}
@@ -262,8 +261,7 @@ def test_zfs_that_will_not_start_is_a_reason_not_a_crash():
     host.script(shell, gather.host_probes())
     postmaster = [postgres.Process(1500, 1, "postgres", "/usr/lib/postgresql/16/bin/postgres")]
     host.script(shell, {**gather.zfs_probes(), **NVME,
-                        **gather.postmaster_probes(postmaster),
-                        "pg_common": gather.PG_COMMON_PROBE})
+                        **gather.postmaster_probes(postmaster)})
     host.script(shell, {"psql:1500": PSQL_16, "psql:1500:stats": PSQL_16_STATS,
                         "psql:1500:databases": PSQL_16_DATABASES})
     host.script(shell, DATABASES_16)

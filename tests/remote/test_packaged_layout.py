@@ -77,3 +77,25 @@ def test_postgresql_common_manages_clusters_with_a_start_conf_and_pg_ctlcluster(
     absent = postgres.parse_postgresql_common("ls: cannot access '/etc/postgresql/*/*/"
                                               "start.conf': No such file or directory\n")
     assert not absent.manages(("15", "main"))
+
+
+def test_the_majors_installed_are_read_from_their_initdb_with_or_without_a_cluster():
+    # Captured: the fleet hosts share this machine's /usr (Debian 12's postgresql-15).
+    assert postgres.parse_installed(fuse_section("pg_installed")) == {
+        "15": "/usr/lib/postgresql/15/bin"}
+    facts = gather.discover(replay_transcript())
+    assert facts.installed.bin_dirs == {"15": "/usr/lib/postgresql/15/bin"}
+    assert facts.installed.pg_ctlcluster and facts.installed.packaged == ["15/main"]
+    debian = gather.discover(replay_transcript(DEBIAN / "transcript.json")).installed
+    assert debian.pg_ctlcluster and debian.packaged == []
+    assert postgres.parse_installed("") == {}
+
+
+def test_a_host_with_no_postgresql_has_nothing_installed():
+    from tests.remote.fakeshell import FakeShell
+    from tests.remote.fixtures.hosts import FixtureHost
+
+    shell = FixtureHost("plain").script(FakeShell(), gather.host_probes())
+    installed = gather.discover(shell).installed
+    assert installed.bin_dirs == {} and not installed.pg_ctlcluster
+    assert installed.packaged == []

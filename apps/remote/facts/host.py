@@ -116,6 +116,18 @@ class Cluster:
 
 
 @dataclass
+class Installed:
+    """PostgreSQL as packaged on the host, whether a cluster of it runs or not: what a
+    new cluster can be made with (apps.provisioning)."""
+
+    # Major ("17") -> the directory of its binaries.
+    bin_dirs: dict[str, str] = field(default_factory=dict)
+    pg_ctlcluster: bool = False  # postgresql-common is installed
+    # postgresql-common's clusters ("17/main"), running or not.
+    packaged: list[str] = field(default_factory=list)
+
+
+@dataclass
 class HostFacts:
     os: system.OsRelease
     kernel: str
@@ -138,6 +150,8 @@ class HostFacts:
     module_params: dict[str, str] | None = None
     disks: list[Disk] = field(default_factory=list)
     clusters: list[Cluster] = field(default_factory=list)
+    # None: not asked (facts from before discovery asked).
+    installed: Installed | None = None
     # Data directories of postmasters running on a dataset PoZoL made for a clone (its
     # CLONE_PROPERTY set): PoZoL's own copies, never clusters of the host.
     clones: list[str] = field(default_factory=list)

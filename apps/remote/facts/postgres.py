@@ -254,6 +254,24 @@ class PostgresqlCommon:
         return bool(self.pg_ctlcluster and cluster and "/".join(cluster) in self.clusters)
 
 
+# Debian's layout (postgresql-common) and the PGDG RPMs' (Red Hat and its kin).
+_INITDB = (re.compile(r"(/usr/lib/postgresql/(\d+)/bin)/initdb\Z"),
+           re.compile(r"(/usr/pgsql-(\d+)/bin)/initdb\Z"))
+
+
+def parse_installed(text: str) -> dict[str, str]:
+    """The output of INSTALLED_PROBE, one initdb path a line: each major ("17") installed
+    from packages and the directory of its binaries, whether a cluster of it runs or not.
+    A major found in both layouts keeps Debian's."""
+    found: dict[str, str] = {}
+    for layout in _INITDB:
+        for line in text.splitlines():
+            match = layout.match(line.strip())
+            if match:
+                found.setdefault(match.group(2), match.group(1))
+    return found
+
+
 def parse_postgresql_common(text: str) -> PostgresqlCommon:
     """The output of PG_COMMON_PROBE: pg_ctlcluster's path when installed, then each
     /etc/postgresql/<major>/<name>/start.conf that exists."""

@@ -94,8 +94,7 @@ def _openzfs_22_shell() -> FakeShell:
     shell = FakeShell()
     host.script(shell, gather.host_probes())
     host.script(shell, {**gather.zfs_probes(), **nvme,
-                        **gather.postmaster_probes(postmaster),
-                        "pg_common": gather.PG_COMMON_PROBE})
+                        **gather.postmaster_probes(postmaster)})
     data = gather.zfs_data_probes(zfs_facts, ["tank"])
     host.script(shell, {**data, "psql:1500": psql(postgres.SETTINGS_QUERY),
                         "psql:1500:stats": psql(postgres.stats_query(16)),
