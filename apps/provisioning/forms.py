@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from django import forms
 
+from apps.provisioning import services
 from apps.provisioning.core.layout import NAME_MAX
 from apps.tuning.models import Profile
 
 
 class NewClusterForm(forms.Form):
     major = forms.IntegerField(min_value=9, max_value=99, label="PostgreSQL major",
-                               help_text="One the host runs already (as discovery found).")
+                               help_text="One the host runs or has installed "
+                                         "(as discovery found).")
     name = forms.CharField(max_length=NAME_MAX, strip=False, help_text=(
         "a-z 0-9 _ starting with a letter: its datasets are <pool>/postgres/<name>."))
     port = forms.IntegerField(required=False, min_value=1024, max_value=65535,
@@ -24,9 +26,13 @@ class NewClusterForm(forms.Form):
 
     def __init__(self, host, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        majors = sorted({c.version.split(".")[0] for c in host.clusters.all() if c.version})
-        if majors and not self.is_bound:
-            self.initial["major"] = majors[-1]
+        majors = services.offered_majors(host)
+        if majors:
+            self.fields["major"].help_text = (
+                "One the host runs or has installed, as discovery found: "
+                + ", ".join(str(m) for m in majors) + ".")
+            if not self.is_bound:
+                self.initial["major"] = majors[-1]
 
     def request(self) -> dict:
         data = self.cleaned_data

@@ -29,6 +29,13 @@ class ProvisioningError(DomainError):
     """A cluster that cannot be made or retired as asked."""
 
 
+def offered_majors(host: Host) -> list[int]:
+    """The PostgreSQL majors a new cluster of the host can be: those its clusters run
+    and those installed from packages, as its last discovery found them."""
+    facts = host.typed_facts()
+    return sorted(layout.installed(facts)) if facts else []
+
+
 def plan_cluster(host: Host, *, major: int, name: str, port: int | None = None,
                  pool: str | None = None, profile: Profile | None = None) -> layout.Plan:
     """The plan for a new cluster (nothing changes): datasets, properties, initdb,

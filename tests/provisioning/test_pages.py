@@ -14,6 +14,8 @@ def test_the_tab_shows_the_form(signed_in, replayed_host):
     page = signed_in.get(f"/hosts/{replayed_host.pk}/new-cluster/")
     assert page.status_code == 200
     assert 'id="cluster-form"' in page.content.decode()
+    # The captured host runs 15 and has only 15 installed.
+    assert "has installed, as discovery found: 15." in page.content.decode()
 
 
 def test_plan_shows_the_plan_and_changes_nothing(signed_in, replayed_host):

@@ -21,6 +21,8 @@ FIRST_PORT = 5432
 # initdb writes about 40 MiB (a 16 MiB WAL segment among it); the first minutes more.
 ROOM_NEEDED = 128 * 2**20
 NAME_MAX = 31
+# The OS user Debian's and the PGDG's packages run PostgreSQL as.
+PACKAGES_OWNER = "postgres"
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 _MAJOR = re.compile(r"(\d+)")
 # Without a profile: the references' layout (the oltp-safe built-in's datasets).
@@ -142,16 +144,33 @@ def cluster_name(value: object) -> str:
 
 
 def installed(facts: HostFacts) -> dict[int, tuple[str, str]]:
-    """Each major the host's discovered clusters run: (bin_dir, owner) of the first.
+    """Each major the host can make a cluster of: (bin_dir, owner).
 
-    Discovery reads binaries from running postmasters only, so a major installed
-    but running no cluster is not known here (yet)."""
+    A major a discovered cluster runs takes that cluster's binaries and owner; one that
+    is installed from packages with no cluster running takes the packaged binaries and
+    the owner of the host's other clusters, else `postgres` (the packages' user)."""
     found: dict[int, tuple[str, str]] = {}
     for cluster in facts.clusters:
         match = _MAJOR.match(cluster.version or "")
         if match and cluster.bin_dir and cluster.owner:
             found.setdefault(int(match.group(1)), (cluster.bin_dir, cluster.owner))
+    owner = next((c.owner for c in facts.clusters if c.owner), PACKAGES_OWNER)
+    for major, bin_dir in (facts.installed.bin_dirs if facts.installed else {}).items():
+        found.setdefault(int(major), (bin_dir, owner))
     return found
+
+
+def _packaged(facts: HostFacts) -> bool:
+    """Whether the host makes its clusters with postgresql-common: its running ones say
+    so; with none running, having the package does."""
+    if facts.clusters:
+        return any(c.pg_ctlcluster for c in facts.clusters)
+    return bool(facts.installed and facts.installed.pg_ctlcluster)
+
+
+def _packaged_names(facts: HostFacts) -> set[str]:
+    stopped = set(facts.installed.packaged) if facts.installed else set()
+    return stopped | {c.packaged for c in facts.clusters if c.packaged}
 
 
 def plan(facts: HostFacts, request: Request, *, taken_ports: set[int], zfs: dict | None = None,
@@ -167,7 +186,7 @@ def plan(facts: HostFacts, request: Request, *, taken_ports: set[int], zfs: dict
     if request.major not in majors:
         known = ", ".join(str(m) for m in sorted(majors)) or "none"
         raise Refused("major", f"PostgreSQL {request.major} is not installed on this host as "
-                               f"discovery knows it (majors found: {known})", "no_such_major")
+                               f"discovery found it (majors found: {known})", "no_such_major")
     bin_dir, owner = majors[request.major]
     pool = _pool(facts, request.pool)
     parent = f"{pool}/{PARENT}/{name}"
@@ -187,8 +206,8 @@ def plan(facts: HostFacts, request: Request, *, taken_ports: set[int], zfs: dict
     )
     socket_dir, listen = _neighbours(facts)
     # pg_ctlcluster is postgresql-common's, which pg_createcluster comes with.
-    packaged = any(c.pg_ctlcluster for c in facts.clusters)
-    if packaged and any(c.packaged == f"{request.major}/{name}" for c in facts.clusters):
+    packaged = _packaged(facts)
+    if packaged and f"{request.major}/{name}" in _packaged_names(facts):
         raise Refused("name", f"a cluster {request.major}/{name} exists (pg_lsclusters)",
                       "cluster_exists")
     unit = f"postgresql@{request.major}-{name}.service" if packaged and facts.has_systemd \

@@ -179,6 +179,37 @@ def test_a_packaged_name_that_exists_is_refused():
     assert refused.value.code == "cluster_exists" and "15/main" in str(refused.value)
 
 
+def test_a_major_installed_beside_a_running_one_takes_its_packaged_binaries():
+    facts = fuse()
+    facts.installed.bin_dirs["17"] = "/usr/lib/postgresql/17/bin"
+    made = plan(Request(17, "app"), facts)
+    assert made.bin_dir == "/usr/lib/postgresql/17/bin"
+    assert made.owner == facts.clusters[0].owner  # the host's other clusters' owner
+    assert not made.packaged  # the running cluster is not postgresql-common's
+    assert plan(Request(15, "app"), facts).bin_dir == facts.clusters[0].bin_dir
+
+
+def test_a_packaged_major_with_no_cluster_running_is_made_the_packages_way():
+    facts = fuse()
+    facts.clusters = []  # its 15/main stopped: pg_ctlcluster and the start.conf remain
+    made = plan(Request(15, "app"), facts)
+    assert made.bin_dir == "/usr/lib/postgresql/15/bin" and made.owner == "postgres"
+    assert made.packaged and made.initdb()[:3] == ["pg_createcluster", "15", "app"]
+    with pytest.raises(Refused) as refused:
+        plan(Request(15, "main"), facts)  # stopped, but postgresql-common's
+    assert refused.value.code == "cluster_exists"
+    with pytest.raises(Refused) as refused:
+        plan(Request(17, "app"), facts)
+    assert refused.value.code == "no_such_major" and "majors found: 15" in str(refused.value)
+
+
+def test_facts_from_before_discovery_asked_know_only_running_majors():
+    facts = fuse()
+    facts.installed = None
+    assert layout.installed(facts) == {15: (facts.clusters[0].bin_dir,
+                                            facts.clusters[0].owner)}
+
+
 def test_a_plan_kept_before_packaged_existed_reads_back_as_initdb():
     kept = plan(Request(15, "app")).to_dict()
     del kept["packaged"], kept["unit"]
