@@ -3,7 +3,9 @@ its major (issue 24 §1): pg_createcluster makes it on PoZoL's datasets, its sys
 starts it (and would at boot), the existing snapshot, clone, replication and restore drill
 features take it as they are (the link goes from the guest to itself under its second
 name: two OpenZFS ends), and it is retired twice over: kept (stopped, no longer started
-at boot) and dropped with its datasets (pg_dropcluster, then zfs destroy)."""
+at boot) and dropped with its datasets (pg_dropcluster, then zfs destroy). With the
+host's own 17/main stopped, PostgreSQL 17 is still offered: discovery finds its packaged
+binaries."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import time
 
 import pytest
 
+from apps.fleet import services as fleet
 from apps.ops.models import Operation
 from apps.replication import services as replication
 from apps.snapshots import services as snapshot_services
@@ -55,9 +58,10 @@ def dropped_after(vm_host):
     shared by the group."""
     yield
     cleanup(vm_host, COPIES)
-    run_on(vm_host, "for c in orders kept; do [ ! -d /etc/postgresql/17/$c ] || "
+    run_on(vm_host, "for c in orders kept spare hidden; do [ ! -d /etc/postgresql/17/$c ] || "
                     "pg_dropcluster --stop 17 $c; done; "
-                    "! zfs list tank/postgres > /dev/null 2>&1 || zfs destroy -r tank/postgres")
+                    "! zfs list tank/postgres > /dev/null 2>&1 || zfs destroy -r tank/postgres; "
+                    "systemctl start postgresql@17-main")
 
 
 def cloned_through_the_api(api, vm_host, host, cluster, snapshot: str) -> None:
@@ -154,3 +158,38 @@ def test_a_packaged_cluster_is_created_snapshotted_cloned_replicated_drilled_and
     assert "tank/postgres/orders" not in run_on(vm_host, "zfs list -H -o name -r tank")
     # The host's own cluster is untouched.
     assert run_on(vm_host, "systemctl is-active postgresql@17-main").strip() == "active"
+    made_with_no_cluster_running(api, vm_host, host)
+
+
+def made_with_no_cluster_running(api, vm_host, host) -> None:
+    """With 17/main stopped, no postmaster tells discovery of PostgreSQL 17: its packaged
+    initdb does, and postgresql-common's start.conf keeps the stopped name taken."""
+    run_on(vm_host, "systemctl stop postgresql@17-main")
+    found = drive(fleet.discover(host), limit=300)
+    assert found.status == Operation.Status.SUCCEEDED, found.error
+    host.refresh_from_db()
+    assert not host.clusters.filter(running=True).exists()
+    assert host.facts["installed"]["bin_dirs"] == {"17": "/usr/lib/postgresql/17/bin"}
+    taken = api.post(f"/api/hosts/{host.pk}/clusters/", {"major": 17, "name": "main"},
+                     format="json")
+    assert taken.status_code == 409 and taken.json()["error"]["code"] == "cluster_exists"
+    # A stopped cluster PoZoL never saw holds a port: the host is asked before anything.
+    run_on(vm_host, "pg_createcluster 17 hidden -p 5440 > /dev/null")
+    clash = api.post(f"/api/hosts/{host.pk}/clusters/", {"major": 17, "name": "clash",
+                                                         "port": 5440}, format="json")
+    assert clash.status_code == 202, clash.content
+    failed = drive(Operation.objects.get(pk=clash.json()["operation"]["id"]), limit=300)
+    assert failed.status == Operation.Status.FAILED
+    assert "port 5440 is taken by a cluster postgresql-common knows" in failed.error
+    assert "tank/postgres/clash" not in run_on(vm_host, "zfs list -H -o name -r tank")
+    run_on(vm_host, "pg_dropcluster 17 hidden")
+    spare, plan = create(api, host, "spare")
+    assert plan["packaged"] and plan["initdb"][:3] == ["pg_createcluster", "17", "spare"]
+    assert plan["owner"] == "postgres" and plan["bin_dir"] == "/usr/lib/postgresql/17/bin"
+    assert plan["port"] != 5432  # the stopped 17/main's, which PoZoL still knows
+    assert run_on(vm_host, "systemctl is-active postgresql@17-spare").strip() == "active"
+    assert as_owner(vm_host, spare, "show data_checksums") == "on"
+    retire(api, host, spare, datasets="destroy")
+    run_on(vm_host, "systemctl start postgresql@17-main")
+    assert not any(line.split()[:2] == ["17", "spare"]
+                   for line in run_on(vm_host, "pg_lsclusters -h").split("\n"))

@@ -60,6 +60,18 @@ if [ ! -f {conf} ]; then
 fi
 """
 
+# pg_createcluster takes a port a stopped cluster of postgresql-common has (seen on
+# Debian 12's), and that cluster's next start would then fail; discovery sees only
+# running ports, so the host is asked before anything is made.
+_PACKAGED_PORT_FREE = """\
+if pg_lsclusters -h | awk -v port={port} '$3 == port {{ found = 1 }} END {{ exit !found }}'
+then
+  echo "port {port} is taken by a cluster postgresql-common knows (pg_lsclusters):" >&2
+  pg_lsclusters -h | awk -v port={port} '$3 == port' >&2
+  exit 1
+fi
+"""
+
 _SETTINGS = """\
 set -e
 printf '%s' {text} > {path}.pozol-new
@@ -173,7 +185,7 @@ def make_and_start(plan: Plan, room: Command | None) -> Command | None:
     made = script(_WHERE_PLANNED, made=create_datasets(plan), data_mount=abs_path(data_mount),
                   wal_mount=abs_path(wal_mount))
     made = Command(made.text, shown=create_datasets(plan).redacted())
-    return _in_turn([*([room] if room else []), made,
+    return _in_turn([*([room] if room else []), *_port_free(plan), made,
                      *_initialising(plan, data_mount, wal_mount)])
 
 
@@ -186,7 +198,13 @@ def planned_mounts(plan: Plan) -> tuple[str, str]:
 def initialise_and_start(plan: Plan, data_mount: str, wal_mount: str) -> Command:
     """initdb, the settings, the start and the postmaster's pid in one round trip, on
     datasets made already."""
-    return _in_turn(_initialising(plan, data_mount, wal_mount))
+    return _in_turn([*_port_free(plan), *_initialising(plan, data_mount, wal_mount)])
+
+
+def _port_free(plan: Plan) -> list[Command]:
+    return [script(_PACKAGED_PORT_FREE, port=int(plan.port),
+                   shown=f"check port {plan.port} against pg_lsclusters")] \
+        if plan.packaged else []
 
 
 def _initialising(plan: Plan, data_mount: str, wal_mount: str) -> list[Command]:

@@ -225,6 +225,13 @@ def test_the_packaged_commands_are_guarded_and_start_by_the_unit():
     assert "systemctl start postgresql@15-app" in commands.start(made, "/m/data/pgdata").text
 
 
+def test_a_packaged_cluster_asks_pg_lsclusters_for_its_port_before_anything_is_made():
+    made = plan(Request(15, "app", port=5440), packaged_host())
+    whole = commands.make_and_start(made, None).text
+    assert whole.index("awk -v port=5440") < whole.index("zfs create")
+    assert "pg_lsclusters" in commands.initialise_and_start(made, "/m/data", "/m/wal").text
+    assert "pg_lsclusters" not in commands.make_and_start(plan(Request(15, "app")), None).text
+
 
 @pytest.mark.parametrize(("init", "settings", "start", "ran", "ok"), [
     ("echo init", "echo settings", "echo start", "init settings start", True),
