@@ -422,6 +422,26 @@ class PgCluster(models.Model):
         return [row for name in self.KEY_SETTINGS if (row := self.setting(name))]
 
 
+class RetiredCluster(models.Model):
+    """A cluster the operator retired, and when: a discovery that read the host before
+    then may have seen it still running, so recording it must not bring it (or the
+    datasets the retire destroyed) back (apps/fleet/recording.py without_retired).
+    One row per data directory: a later retire there moves `retired_at` on."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="retired_clusters")
+    data_dir = models.CharField(max_length=1024)
+    datasets = models.JSONField(default=list, blank=True, help_text=(
+        "The datasets destroyed with it (each with what is below it)."))
+    retired_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "data_dir"],
+                                               name="retired_cluster_per_host")]
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.data_dir} retired {self.retired_at:%Y-%m-%d %H:%M:%S}"
+
+
 class Disk(models.Model):
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="disks")
     name = models.CharField(max_length=64)

@@ -9,6 +9,14 @@ except a cluster: its row is kept, marked not running, so what points at it
 pointing at the same cluster, and the cluster_down alert can say so. A cluster
 the facts name as one of PoZoL's clones is no cluster of the host: its row (left
 by a discovery from before clones were told apart) is deleted.
+
+A cluster the operator retired stays retired: the retire leaves a tombstone
+(RetiredCluster: the data directory, the datasets destroyed with it, when), and
+facts read before that moment are recorded without them (without_retired). The
+host may have shown the cluster still running to a discovery that read it just
+before the retire stopped it and records after the retire forgot it. Facts read
+after the retire are recorded as they are: a cluster made again at that data
+directory (by hand, say) is the host's.
 """
 
 from __future__ import annotations
@@ -19,7 +27,8 @@ from typing import TypeVar
 
 from django.db import models
 
-from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool
+from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool, RetiredCluster
+from apps.remote.gather import under
 
 Row = TypeVar("Row", bound=models.Model)
 
@@ -67,6 +76,46 @@ def record_cluster(host: Host, cluster: dict, datasets: list[dict], now: datetim
                                  _dataset_values(pools, fact)) for fact in datasets}
     row = host.clusters.filter(data_dir=cluster["data_dir"]).first()
     _save(row or PgCluster(host=host), {**_cluster_values(saved, cluster), "last_seen_at": now})
+
+
+def forget_cluster(host: Host, data_dir: str, destroyed: list[str], now: datetime) -> None:
+    """A retired cluster gone from the host's rows and facts, with the datasets destroyed
+    with it (each with what is below it), and its tombstone left at `now`; the caller
+    holds the host's lock (Host.hold_discovered_rows) inside one transaction."""
+    host.clusters.filter(data_dir=data_dir).delete()
+    for name in destroyed:
+        host.datasets.filter(models.Q(name=name) | models.Q(name__startswith=f"{name}/")) \
+            .delete()
+    RetiredCluster.objects.update_or_create(
+        host=host, data_dir=data_dir, defaults={"datasets": destroyed, "retired_at": now})
+    # The facts too: plans and the advisor read them, and would count the cluster (its
+    # port, its datasets' names) until the next discovery.
+    host.refresh_from_db(fields=["facts"])
+    if host.facts:
+        host.facts = _without(host.facts, {data_dir}, destroyed)
+        host.save(update_fields=["facts"])
+
+
+def without_retired(host: Host, facts: dict, read_at: datetime) -> tuple[dict, list[str]]:
+    """`facts`, read from the host at `read_at`, without the clusters retired since and
+    the datasets destroyed with them; and the data directories of the clusters left out,
+    for the discovery to say so. Read under the host's lock, as the retire writes."""
+    retired = list(host.retired_clusters.filter(retired_at__gt=read_at))
+    if not retired:
+        return facts, []
+    data_dirs = {row.data_dir for row in retired}
+    left_out = [fact["data_dir"] for fact in facts.get("clusters") or []
+                if fact["data_dir"] in data_dirs]
+    return _without(facts, data_dirs, [name for row in retired for name in row.datasets]), \
+        left_out
+
+
+def _without(facts: dict, data_dirs: set[str], destroyed: list[str]) -> dict:
+    return {**facts,
+            "clusters": [fact for fact in facts.get("clusters") or []
+                         if fact["data_dir"] not in data_dirs],
+            "datasets": [fact for fact in facts.get("datasets") or []
+                         if not any(under(fact["name"], name) for name in destroyed)]}
 
 
 def _record_clusters(host: Host, facts: dict, datasets: dict[str, Dataset],

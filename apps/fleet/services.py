@@ -100,7 +100,8 @@ def remove_host(host: Host) -> None:
 def retire_cluster(host: Host, cluster_id: int) -> None:
     """Forget a cluster that is gone for good. Discovery keeps a cluster it no longer
     finds, marked down (a crash is not a departure); the operator says when it is gone.
-    Refused while it runs: the next discovery would find it again."""
+    Refused while it runs: the next discovery would find it again. A discovery that read
+    the host before (when it may still have run) does not bring it back."""
     with transaction.atomic():
         host.hold_discovered_rows()
         cluster = host.clusters.filter(pk=cluster_id).first()
@@ -111,8 +112,7 @@ def retire_cluster(host: Host, cluster_id: int) -> None:
             raise Conflict(f"the cluster at {cluster.data_dir} is running on {host.name} "
                            "(as of the last discovery): stop it, discover, then retire it",
                            code="running")
-        cluster.delete()
-        steps.check_clusters(host)
+        steps.forget_cluster(host, cluster.data_dir)
 
 
 def sudoers(host: Host, login: str | None = None) -> dict:

@@ -7,19 +7,26 @@ previous picture whole. Recording also raises the host's pool_capacity alert
 while a pool is fuller than POZOL_POOL_CAPACITY_ALERT percent, and its
 cluster_down alert while a cluster it found before is not running; each
 resolves once its condition is gone.
+
+Gathering notes when its read began (`read_at`): a cluster retired after that
+moment is not recorded again, nor the datasets destroyed with it
+(recording.without_retired); the discovery's result and log name it.
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.fleet import recording
 from apps.fleet.alert_kinds import CLUSTER_DOWN, POOL_CAPACITY
 from apps.fleet.capacity import pool_capacity_message
 from apps.fleet.capacity import threshold as capacity_threshold
 from apps.fleet.models import Host
-from apps.fleet.recording import record_cluster, record_rows
+from apps.fleet.recording import record_cluster, record_rows, without_retired
 from apps.fleet.signals import discovered, facts_recorded
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, register
 from apps.remote.errors import CommandFailed, HostKeyMismatch, RemoteError, SudoRefused
@@ -71,7 +78,7 @@ def _present(host: Host, line: str, fingerprint: str, state: str) -> None:
 def gather(ctx: StepContext) -> Next:
     ctx.progress(20, "gathering facts over SSH")
     try:
-        facts = discover(ctx.runner(), login=ctx.host.user)
+        read_facts(ctx)
     except HostKeyMismatch:
         raise  # the engine records it and raises its own alert
     except (CommandFailed, SudoRefused) as exc:
@@ -80,15 +87,34 @@ def gather(ctx: StepContext) -> Next:
     except RemoteError as exc:
         ctx.host.record_unreachable(exc)
         raise
-    ctx.state["facts"] = facts.to_dict()
     return Next("record", "facts gathered", progress=80)
+
+
+def read_facts(ctx: StepContext) -> None:
+    """The host's facts into the state, with when the read began: what a retire
+    stopped after that moment may still be in them."""
+    ctx.state["read_at"] = timezone.now().isoformat()
+    ctx.state["facts"] = discover(ctx.runner(), login=ctx.host.user).to_dict()
+
+
+def _read_at(ctx: StepContext) -> datetime:
+    read_at = ctx.state.get("read_at")
+    # An operation that gathered before read_at was kept (in flight across an upgrade)
+    # read after it started: its start is a safe bound, if earlier than needed.
+    return datetime.fromisoformat(read_at) if read_at else ctx.operation.started_at
 
 
 def record(ctx: StepContext) -> Done:
     # Dropped from the state only once recorded: a retry must see what failed to record.
-    summary = record_facts(ctx.host, ctx.state["facts"])
+    summary = record_facts(ctx.host, ctx.state["facts"], read_at=_read_at(ctx))
     ctx.state.pop("facts")
-    ctx.log("recorded " + ", ".join(f"{n} {k}" for k, n in summary.items()))
+    ctx.state.pop("read_at", None)
+    ctx.log("recorded " + ", ".join(f"{n} {k}" for k, n in summary.items()
+                                    if k != NOT_RECORDED))
+    for data_dir in summary.get(NOT_RECORDED, []):
+        ctx.log(f"not recorded: the cluster at {data_dir}, retired after this discovery "
+                "read the host; a discovery that reads it from now on records a cluster "
+                "there if there is one", level="warning")
     for receiver, outcome in discovered.send_robust(sender=Host, host=ctx.host,
                                                     runner=ctx.runner(), log=ctx.log):
         if isinstance(outcome, Exception):
@@ -99,11 +125,21 @@ def record(ctx: StepContext) -> Done:
     return Done(summary, message="discovery complete")
 
 
+# The summary's list of the data directories of retired clusters left out.
+NOT_RECORDED = "not_recorded_retired"
+
+
 @transaction.atomic
-def record_facts(host: Host, facts: dict) -> dict[str, int]:
+def record_facts(host: Host, facts: dict, read_at: datetime | None = None) -> dict:
+    """The host's rows and facts made what `facts` say, less what was retired after
+    `read_at` (when the read began; None: just now). Counts of what was recorded, and
+    NOT_RECORDED when a retired cluster was left out."""
     now = timezone.now()
     host.hold_discovered_rows()
-    summary = record_rows(host, facts, now)
+    facts, left_out = without_retired(host, facts, read_at or now)
+    summary: dict = record_rows(host, facts, now)
+    if left_out:
+        summary[NOT_RECORDED] = left_out
     # The whole picture stays on the host too: plans and the advisor read it as
     # discovery produced it; the rows above serve the UI, API and queries.
     host.facts = facts
@@ -119,12 +155,16 @@ def record_facts(host: Host, facts: dict) -> dict[str, int]:
 
 
 @transaction.atomic
-def record_new_cluster(host: Host, cluster: dict, datasets: list[dict], parent: str) -> None:
+def record_new_cluster(host: Host, cluster: dict, datasets: list[dict], parent: str,
+                       read_at: datetime) -> bool:
     """A cluster PoZoL has just made, and its datasets (`parent` and below), added to the
     host's rows and to its facts as its last discovery recorded them (read again under
     the lock, so a discovery that recorded meanwhile is kept); the rest waits for the
-    host's next discovery."""
+    host's next discovery. False, and nothing recorded, when the cluster was retired
+    after `read_at`, when it was read."""
     host.hold_discovered_rows()
+    if without_retired(host, {"clusters": [cluster]}, read_at)[1]:
+        return False
     host.refresh_from_db(fields=["facts"])
     facts = dict(host.facts or {})
     facts["datasets"] = [d for d in facts.get("datasets") or []
@@ -136,6 +176,17 @@ def record_new_cluster(host: Host, cluster: dict, datasets: list[dict], parent: 
     host.save(update_fields=["facts"])
     check_clusters(host)
     transaction.on_commit(lambda: facts_recorded.send(sender=Host, host=host))
+    return True
+
+
+@transaction.atomic
+def forget_cluster(host: Host, data_dir: str, destroyed: list[str] | None = None) -> None:
+    """A retired cluster forgotten (its row and facts, and the datasets `destroyed` with
+    it), leaving the tombstone that keeps a discovery which read the host before now
+    from recording it again."""
+    host.hold_discovered_rows()
+    recording.forget_cluster(host, data_dir, destroyed or [], timezone.now())
+    check_clusters(host)
 
 
 def _check_pool_capacity(host: Host) -> None:

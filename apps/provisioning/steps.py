@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from django.db import transaction
+from django.utils import timezone
 
 from apps.fleet import reserves
 from apps.fleet import steps as fleet_steps
@@ -23,7 +23,7 @@ from apps.provisioning.core.layout import DATA_BELOW, WAL_BELOW, Plan
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import script
 from apps.remote.facts.host import Cluster
-from apps.remote.gather import discover, discover_cluster
+from apps.remote.gather import discover_cluster
 
 DATASETS_TIMEOUT = 120
 INITDB_TIMEOUT = 300
@@ -83,27 +83,30 @@ def rediscover(ctx: StepContext) -> Done | Fail:
     """The new cluster and its datasets read as discovery reads them, in one round trip,
     so the cluster appears with its id the moment it answers. The rest of the host's
     facts wait for its next discovery: only the pool's free space moved, which every
-    room check reads again anyway. Not a whole discovery started here: one that read
-    the host before a retire that follows at once would record the retired cluster
-    again after it."""
+    room check reads again anyway. Not recorded if the cluster was retired after this
+    read (fleet's tombstone): a retire Operation waits for this one, so only the plain
+    forget of a cluster that stopped at once (and a discovery found down) could be."""
     plan = _plan(ctx)
     data_mount, wal_mount = ctx.state["mounts"]
     data_dir, wal_dir = f"{data_mount}/{DATA_BELOW}", f"{wal_mount}/{WAL_BELOW}"
     facts = ctx.host.typed_facts()
     if facts is None or "pid" not in ctx.state:  # an operation started before there was one
         return _discovered_whole(ctx, data_dir, wal_dir)
+    read_at = timezone.now()
     expected = Cluster(pid=ctx.state["pid"], version=str(plan.major), server_version_num=None,
                        port=plan.port, data_dir=data_dir, wal_dir=wal_dir,
                        socket_dir=plan.socket_dir, bin_dir=plan.bin_dir, owner=plan.owner,
                        data_checksums=None)
     cluster, datasets = discover_cluster(ctx.runner(), facts, expected, plan.parent)
-    fleet_steps.record_new_cluster(ctx.host, asdict(cluster), [asdict(d) for d in datasets],
-                                   plan.parent)
+    if not fleet_steps.record_new_cluster(ctx.host, asdict(cluster),
+                                          [asdict(d) for d in datasets], plan.parent, read_at):
+        ctx.log(f"not recorded: the cluster at {data_dir}, retired since it was read",
+                level="warning")
     return _found(ctx, data_dir, wal_dir)
 
 
 def _discovered_whole(ctx: StepContext, data_dir: str, wal_dir: str) -> Done | Fail:
-    ctx.state["facts"] = discover(ctx.runner(), login=ctx.host.user).to_dict()
+    fleet_steps.read_facts(ctx)
     # Discovery's own record step: the rows, and what listens to discovery (the
     # snapshot inventory, the advisor's counts) hears of the new cluster.
     fleet_steps.record(ctx)
@@ -192,14 +195,10 @@ def destroy(ctx: StepContext) -> Next:
 
 
 def forget(ctx: StepContext) -> Done:
-    with transaction.atomic():
-        ctx.host.hold_discovered_rows()
-        ctx.host.clusters.filter(pk=ctx.state["cluster"]).delete()
-        names = ctx.state.get("destroy") or []
-        for name in names:
-            ctx.host.datasets.filter(name=name).delete()
-            ctx.host.datasets.filter(name__startswith=f"{name}/").delete()
-        fleet_steps.check_clusters(ctx.host)
+    # With its tombstone: a discovery that read the host before the stop above, and
+    # records after this, would otherwise bring the cluster and its datasets back.
+    names = ctx.state.get("destroy") or []
+    fleet_steps.forget_cluster(ctx.host, ctx.state["data_dir"], names)
     return Done({"cluster": ctx.state["cluster"], "destroyed": names,
                  "snapshot": (ctx.state.get("snapshot") or {}).get("names", [])},
                 message=f"retired the cluster at {ctx.state['data_dir']}")

@@ -9,11 +9,13 @@ from __future__ import annotations
 import copy
 
 import pytest
+from django.utils import timezone
 
 from apps.benchmarks.models import Benchmark
+from apps.fleet import services
 from apps.fleet.models import Host
 from apps.fleet.recording import match
-from apps.fleet.steps import record_facts, record_new_cluster
+from apps.fleet.steps import NOT_RECORDED, record_facts, record_new_cluster
 from tests.benchmarks.factories import finished
 
 
@@ -173,7 +175,8 @@ def test_a_made_cluster_is_added_beside_the_rows_and_facts_of_the_last_discovery
     before = set(replayed_host.datasets.values_list("name", flat=True))
     old.delete()  # retired meanwhile
 
-    record_new_cluster(replayed_host, made, datasets, "tank/postgres/app")
+    assert record_new_cluster(replayed_host, made, datasets, "tank/postgres/app",
+                              timezone.now())
 
     row = replayed_host.clusters.get()
     assert (row.data_dir, row.port) == ("/tank/postgres/app/data/pgdata", 5499)
@@ -185,3 +188,58 @@ def test_a_made_cluster_is_added_beside_the_rows_and_facts_of_the_last_discovery
     assert [c["data_dir"] for c in replayed_host.facts["clusters"]] == [
         old.data_dir, "/tank/postgres/app/data/pgdata"]
     assert {d["name"] for d in datasets} <= {d["name"] for d in replayed_host.facts["datasets"]}
+
+
+def _retired_by_hand(host: Host):
+    """The host's cluster stopped (a discovery finds it down) and retired by the
+    operator, datasets kept; its row as it was before."""
+    [cluster] = host.clusters.all()
+    record_facts(host, {**host.facts, "clusters": []})
+    services.retire_cluster(host, cluster.pk)
+    assert not host.clusters.exists()
+    return cluster
+
+
+def test_facts_read_before_a_retire_do_not_bring_the_cluster_back(replayed_host):
+    """A discovery read the host while the cluster ran, then the operator stopped and
+    retired it, then that discovery records: the cluster stays retired, and the
+    summary names what was left out."""
+    read, read_at = copy.deepcopy(replayed_host.facts), timezone.now()
+    cluster = _retired_by_hand(replayed_host)
+
+    summary = record_facts(replayed_host, read, read_at=read_at)
+
+    assert not replayed_host.clusters.exists() and _cluster_down(replayed_host) is None
+    assert summary[NOT_RECORDED] == [cluster.data_dir] and summary["clusters"] == 0
+    replayed_host.refresh_from_db()
+    assert replayed_host.facts["clusters"] == []
+    # Kept by the retire, the datasets are the host's still.
+    assert replayed_host.datasets.filter(name=cluster.data_dataset.name).exists()
+
+
+def test_facts_read_after_a_retire_record_a_cluster_there_again(replayed_host):
+    """Made again at the same data directory (by hand, say), a cluster a discovery
+    reads after the retire is the host's: recorded, running."""
+    read = copy.deepcopy(replayed_host.facts)
+    cluster = _retired_by_hand(replayed_host)
+    replayed_host.refresh_from_db()
+    assert replayed_host.facts["clusters"] == []  # the retire forgot it in the facts too
+
+    summary = record_facts(replayed_host, read, read_at=timezone.now())
+
+    assert NOT_RECORDED not in summary
+    row = replayed_host.clusters.get()
+    assert (row.data_dir, row.running) == (cluster.data_dir, True)
+    replayed_host.refresh_from_db()
+    assert [c["data_dir"] for c in replayed_host.facts["clusters"]] == [cluster.data_dir]
+
+
+def test_a_made_cluster_read_before_its_retire_is_not_recorded(replayed_host):
+    """Provisioning's own record of a cluster it made follows the same rule."""
+    fact = copy.deepcopy(replayed_host.facts["clusters"][0])
+    read_at = timezone.now()
+    _retired_by_hand(replayed_host)
+    assert not record_new_cluster(replayed_host, fact, [], "tank/pg", read_at)
+    assert not replayed_host.clusters.exists()
+    assert record_new_cluster(replayed_host, fact, [], "tank/pg", timezone.now())
+    assert replayed_host.clusters.get().data_dir == fact["data_dir"]

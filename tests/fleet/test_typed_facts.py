@@ -38,9 +38,9 @@ def test_free_text_longer_than_its_column_is_cut_and_a_long_owner_left_unknown(r
 def test_a_record_that_fails_keeps_the_facts_for_its_retry(replayed_host, monkeypatch):
     from apps.fleet import steps
 
-    state = {"facts": replayed_host.facts}
-    monkeypatch.setattr(steps, "record_facts", lambda host, facts: 1 / 0)
+    state = {"facts": replayed_host.facts, "read_at": "2026-11-29T08:00:00+00:00"}
+    monkeypatch.setattr(steps, "record_facts", lambda host, facts, read_at: 1 / 0)
     ctx = types.SimpleNamespace(host=replayed_host, state=state)
     with pytest.raises(ZeroDivisionError):
         steps.record(ctx)
-    assert state["facts"] == replayed_host.facts
+    assert state["facts"] == replayed_host.facts and state["read_at"]

@@ -4,7 +4,9 @@ checksums on, the existing snapshot feature snapshots it (one `zfs snapshot -r` 
 parent), the clone feature clones that snapshot (retiring is refused meanwhile), a
 restore drill passes on it and a replication link sends it to a second host, all
 through the API with no step by hand; and it is retired twice over: with a final
-snapshot (its datasets kept), and stopped with its datasets destroyed."""
+snapshot (its datasets kept), and stopped with its datasets destroyed. A retired
+cluster stays retired when a discovery that read the host before the retire records
+after it; one that reads the host later records it again once it runs again."""
 
 from __future__ import annotations
 
@@ -14,10 +16,14 @@ import time
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from apps.demo.fleet import down, up
 from apps.fleet.models import Host
+from apps.fleet.steps import NOT_RECORDED, record_facts
 from apps.ops.models import Operation
+from apps.remote import ssh
+from apps.remote.gather import discover
 from tests.conftest import TEST_FLEET_SUBNET
 from tests.integration.conftest import register, run_on
 from tests.workers import Worker
@@ -199,3 +205,47 @@ def test_a_cluster_is_created_queried_snapshotted_cloned_drilled_replicated_and_
     assert parent not in run_on(fleet_host, "zfs list -H -o name -r tank")
     assert not host.clusters.filter(pk=cluster.pk).exists()
     assert host.clusters.get().port == fleet_host.pg_port  # the host's own one is untouched
+
+
+def test_a_discovery_that_read_the_host_before_a_retire_does_not_bring_the_cluster_back(
+        api, fleet_host, worker):
+    """The race forced: the host read (as discovery reads it, through the host's own
+    SSH session) while the new cluster runs, the cluster retired (stopped, datasets
+    kept), then that read recorded. The cluster stays retired. Started again by hand,
+    it is the host's once more: the next discovery, reading after the retire, records
+    it running."""
+    host = register(fleet_host)
+    finished(host.operations.get().pk, worker)
+    cluster, _ = create(api, host, worker, "lazarus")
+    host.refresh_from_db()  # the key its discovery pinned
+    read_at = timezone.now()
+    read = discover(ssh.session(host.ssh_target()), login=host.user)
+    assert cluster.data_dir in [c.data_dir for c in read.clusters]
+
+    url = f"/api/hosts/{host.pk}/retire-cluster/"
+    answer = api.post(url, {"cluster": cluster.pk, "stop": True}, format="json")
+    assert answer.status_code == 202, answer.content
+    finished(answer.json()["id"], worker)
+    assert "lazarus/data/pgdata" not in run_on(fleet_host, "ps -eo args")
+
+    summary = record_facts(host, read.to_dict(), read_at=read_at)
+    assert not host.clusters.filter(data_dir=cluster.data_dir).exists()
+    assert summary[NOT_RECORDED] == [cluster.data_dir]
+    host.refresh_from_db()
+    assert cluster.data_dir not in [c["data_dir"] for c in host.facts["clusters"]]
+
+    run_on(fleet_host, f"cd / && runuser -u {cluster.owner} -- {cluster.bin_dir}/pg_ctl "
+                       f"-D {cluster.data_dir} -l /tmp/lazarus.log -w start")
+    answer = api.post(f"/api/hosts/{host.pk}/discover/")
+    assert answer.status_code == 202, answer.content
+    discovered = finished(answer.json()["id"], worker)
+    assert NOT_RECORDED not in discovered.result
+    again = host.clusters.get(data_dir=cluster.data_dir)
+    assert again.running and again.port == cluster.port
+    assert again.data_dataset.name == "tank/postgres/lazarus/data"
+
+    answer = api.post(url, {"cluster": again.pk, "stop": True, "datasets": "destroy"},
+                      format="json")
+    assert answer.status_code == 202, answer.content
+    assert finished(answer.json()["id"], worker).result["destroyed"] == [
+        "tank/postgres/lazarus"]

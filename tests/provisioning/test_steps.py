@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from apps.fleet import reserves
+from apps.fleet import services as fleet_services
 from apps.fleet.core import room
 from apps.ops import engine
 from apps.ops.engine import StepContext
@@ -18,6 +19,7 @@ from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import script
 from tests.driving import drive
 from tests.remote.fakeshell import FakeShell
+from tests.remote.fixtures.hosts import replay_transcript
 
 pytestmark = pytest.mark.django_db
 GiB = 2**30
@@ -161,3 +163,46 @@ def test_retiring_a_packaged_cluster_keeping_its_datasets_stops_it_starting_at_b
     assert done.status == Operation.Status.SUCCEEDED, done.error
     assert shell.calls[-1] == manual.text
     assert "printf 'manual\\n' > /etc/postgresql/15/main/start.conf" in manual.text
+
+
+def test_a_discovery_that_read_the_host_before_a_retire_does_not_bring_it_back(
+        replayed_host, shell, delivered):
+    """The race: a discovery gathers (the real zfs-fuse capture: the cluster running on
+    tank/pg), a retire stops the cluster, destroys tank/pg and forgets it, then the
+    discovery records. The cluster and its datasets stay gone, and the discovery says
+    why; the next discovery, which reads the host after the retire, records what it
+    finds there (here the same capture: as if the operator had made it again)."""
+    shell.script.update(replay_transcript().script)
+    discovery = fleet_services.discover(replayed_host)
+    while discovery.step != "record":
+        engine.run_step(discovery.pk, owner="test")
+        discovery.refresh_from_db()
+    cluster = replayed_host.clusters.get()
+    retire = services.retire_cluster(replayed_host, cluster.pk, stop=True, datasets="destroy")
+    target = ClusterTarget.of(**retire.state["target"])
+    shell.on(target.pg_ctl("status"))
+    shell.on(target.control("stop"))
+    shell.on(script(steps._DESTROY, name="tank/pg"))
+    assert drive(retire).status == Operation.Status.SUCCEEDED
+
+    done = drive(discovery)
+
+    assert done.status == Operation.Status.SUCCEEDED, done.error
+    assert not replayed_host.clusters.exists()
+    assert not replayed_host.datasets.filter(name__startswith="tank/pg").exists()
+    assert done.result["not_recorded_retired"] == [cluster.data_dir]
+    assert done.result["clusters"] == 0
+    log = [line.text for line in done.log_lines.filter(level="warning")]
+    assert any(f"not recorded: the cluster at {cluster.data_dir}, retired" in line
+               for line in log), log
+    replayed_host.refresh_from_db()
+    assert replayed_host.facts["clusters"] == []
+    assert not [d for d in replayed_host.facts["datasets"] if d["name"].startswith("tank/pg")]
+    assert not replayed_host.alerts.filter(kind="cluster_down", resolved_at=None).exists()
+
+    again = drive(fleet_services.discover(replayed_host))
+    assert again.status == Operation.Status.SUCCEEDED, again.error
+    assert "not_recorded_retired" not in again.result
+    row = replayed_host.clusters.get()
+    assert (row.data_dir, row.running, row.data_dataset.name) == (
+        cluster.data_dir, True, "tank/pg/data")
