@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import string
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from django.db import IntegrityError, transaction
@@ -24,6 +24,7 @@ from apps.clones.core.layout import (
     CLONE_FIRST_WRITES,
     CLONE_MEMORY,
     DEFAULT_CLONE_QUOTA,
+    LATEST,
     MIN_CLONE_QUOTA,
     UID_BASE_MAX,
     UID_BASE_MIN,
@@ -180,18 +181,13 @@ def destroy_clone(clone: Clone, *, by=None, trigger: str = Operation.Trigger.API
 def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
                 trigger: str = Operation.Trigger.API) -> Operation:
     """Make the clone again from `snapshot` (a label of the origin cluster's), or from a
-    new one when None, keeping its name, port, role and password."""
+    new one when None, keeping its name, port, role and password. A clone on a link's
+    target is made again to the newest moment the target holds (reset_on_target)."""
     with transaction.atomic():
         clone = Clone.objects.select_for_update().select_related("host").get(pk=clone.pk)
+        _check_resettable(clone)
         if clone.on_target:
-            raise Conflict(f"clone {clone.name} was made on a replication target from the "
-                           "copies a link received: destroy it and make another to a moment",
-                           code="on_target")
-        if clone.state not in (Clone.State.READY, Clone.State.FAILED):
-            raise Conflict(f"clone {clone.name} is {clone.state}: it can be reset when ready "
-                           "or failed", code=clone.state)
-        if _running(clone):
-            raise Conflict(f"clone {clone.name} is busy", code="busy")
+            return _reset_on_target(clone, snapshot, by, trigger)
         host = clone.host
         cluster = host.clusters.filter(data_dir=clone.cluster_data_dir).select_related(
             "data_dataset", "wal_dataset").first()
@@ -211,6 +207,52 @@ def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
                    "own_snapshots": _taken(state)})
         clone.state, clone.last_operation = Clone.State.RESETTING, operation
         clone.save(update_fields=["state", "last_operation", "quota"])
+    return operation
+
+
+def _check_resettable(clone: Clone) -> None:
+    if clone.state not in (Clone.State.READY, Clone.State.FAILED):
+        raise Conflict(f"clone {clone.name} is {clone.state}: it can be reset when ready "
+                       "or failed", code=clone.state)
+    if _running(clone):
+        raise Conflict(f"clone {clone.name} is busy", code="busy")
+
+
+def _reset_on_target(clone: Clone, snapshot: str | None, by, trigger: str) -> Operation:
+    """A clone on a link's target made again, with its name, port, role and password, to
+    the newest moment the target's copies reach now (the end of its window): the
+    received snapshot before it, replayed with the carried archive, as when it was made.
+    Never from a snapshot taken there: the target's datasets are the link's."""
+    if snapshot is not None:
+        raise _refuse("snapshot", "a clone on a replication target is reset to the newest "
+                                  "moment the target holds, not from a snapshot")
+    link = clone.link
+    if link is None:
+        raise Conflict(f"clone {clone.name} was made from the copies of a link that is "
+                       "gone: destroy it", code="no_link")
+    cluster = _source_cluster(link)
+    copy = _target_copy(link)
+    if not copy.spans:
+        raise Conflict(f"link {link.name}'s target holds no moment: {copy.note}",
+                       code="no_moment")
+    newest = copy.spans[-1][1]
+    origin = origin_on_target(link, cluster)
+    # The base is the one the window's end is reached from; the replay then runs to the
+    # archive's end, not to a time (one at its last transaction would need a later one).
+    moment = moment_on_target(link, cluster, clone.name, at=newest)
+    _check_snapshot(clone.host, origin, moment.snapshot)
+    room_state = _room(clone.host, origin, clone.quota or settings_of(clone.host).clone_quota)
+    layout = _layout(clone.host, origin, clone.name, moment.snapshot, clone.port, clone.role,
+                     replace(moment.recovery, target=LATEST, value=LATEST))
+    operation = engine.start(
+        steps.RESET.name, host=clone.host, trigger=trigger, user=by,
+        subject=f"{clone.host.name}: reset clone {clone.name} to {newest:%Y-%m-%d %H:%M:%S}"
+                f" UTC"[:200],
+        state={"clone": clone.pk, "take_snapshot": False, "new_snapshot": moment.snapshot,
+               "room": room_state, "own_snapshots": [], "layout": layout.stored(),
+               "target_time": newest.isoformat()})
+    clone.state, clone.last_operation = Clone.State.RESETTING, operation
+    clone.save(update_fields=["state", "last_operation"])
     return operation
 
 
@@ -579,8 +621,13 @@ def replaying(host: Host, archive_copy: str) -> set[str]:
     it must stay until then."""
     making = Clone.objects.filter(host=host, state=Clone.State.CREATING,
                                   layout__recovery__archive=archive_copy)
-    return {found for found in making.values_list("layout__recovery__label", flat=True)
-            if found}
+    # A reset on a target keeps its new layout in its operation's state until it runs.
+    resetting = Operation.objects.filter(host=host, kind=steps.RESET.name,
+                                         status__in=Operation.ACTIVE,
+                                         state__layout__recovery__archive=archive_copy)
+    return {found for found in [*making.values_list("layout__recovery__label", flat=True),
+                                *resetting.values_list("state__layout__recovery__label",
+                                                       flat=True)] if found}
 
 
 def _link_core(link: ReplicationLink):

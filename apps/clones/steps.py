@@ -181,8 +181,8 @@ def _made(ctx: StepContext, row: Clone, layout, result) -> Done | Fail:
     if layout.recovery is not None:
         at = commands.reached(result.stdout)
         replayed["reached_at"] = datetime.fromtimestamp(at, UTC) if at is not None else None
-        ctx.log(f"replayed to recovery_target_{layout.recovery.target} "
-                f"{layout.recovery.value}: the last transaction replayed committed at "
+        ctx.log(f"replayed to {layout.recovery.describe()}: the last transaction "
+                "replayed committed at "
                 f"{replayed['reached_at'] or 'none (no transaction replayed)'}")
     Clone.objects.filter(pk=row.pk).update(state=Clone.State.READY, ready_at=now, error="",
                                            connection_string=layout.connection_string(),
@@ -206,12 +206,20 @@ def reset(ctx: StepContext) -> Done | Fail:
         return Fail(f"resetting clone {row.name} failed: {why}", code="reset_failed")
     _note_clones(row, old, add=False)
     _drop_own_snapshots(ctx, row)
-    # A reset copies a snapshot as it is: a point-in-time clone's replay is not repeated.
-    layout = {k: v for k, v in row.layout.items() if k != "recovery"}
+    if "layout" in ctx.state:
+        # On a link's target: to the moment the reset chose, replayed again.
+        layout = ctx.state["layout"]
+        target_time = datetime.fromisoformat(ctx.state["target_time"])
+    else:
+        # A reset copies a snapshot as it is: a point-in-time clone's replay is not
+        # repeated.
+        layout = {**{k: v for k, v in row.layout.items() if k != "recovery"},
+                  "snapshot": ctx.state["new_snapshot"]}
+        target_time = None
     Clone.objects.filter(pk=row.pk).update(
         snapshot=ctx.state["new_snapshot"], own_snapshots=ctx.state.get("own_snapshots", []),
-        layout={**layout, "snapshot": ctx.state["new_snapshot"]}, target_time=None,
-        target_lsn="", target_name="", reached_at=None)
+        layout=layout, target_time=target_time, target_lsn="", target_name="",
+        reached_at=None)
     ctx.log(f"removed {old.root} (was @{old.snapshot}); cloning @{ctx.state['new_snapshot']}")
     return clone(ctx)
 

@@ -1,14 +1,16 @@
 """Clones on a replication link's target (issue 23) without a host: `POST /api/clones/`
 with a link makes the clone on the target host from the snapshots it received, replayed
 with the copy of the archive the link carried to a time, an LSN or a restore point; what
-the copy does not reach is a 4xx with the target's window; the clone is a normal one but
-is never reset; the link keeps an archive snapshot a clone being made replays from."""
+the copy does not reach is a 4xx with the target's window; the clone is a normal one, reset
+to the newest moment the target holds; the link keeps an archive snapshot a clone being
+made (or reset) replays from."""
 
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+from apps.clones import services
 from apps.clones.models import Clone
 from apps.ops.models import Operation
 from apps.replication import readers
@@ -60,9 +62,36 @@ def test_a_clone_on_the_target_replays_the_received_snapshot_with_the_carried_ar
     assert Operation.objects.get().host == world["target"]
     assert readers.being_read(world["target"], "bk/pozol_wal/pg:data") == {CARRIED}
     Clone.objects.update(state=Clone.State.READY)
-    reset = api.post(f"/api/clones/{clone.pk}/reset/", {}, format="json")
-    assert reset.status_code == 409 and reset.json()["error"]["code"] == "on_target"
     assert readers.being_read(world["target"], "bk/pozol_wal/pg:data") == set()
+
+
+def test_a_clone_on_the_target_is_reset_to_the_newest_moment_the_target_holds(api, world):
+    answer = make(api, world, at=(world["taken"] + timedelta(minutes=2)).isoformat())
+    assert answer.status_code == 202, answer.content
+    clone = Clone.objects.get()
+    Clone.objects.update(state=Clone.State.READY)
+    Operation.objects.update(status=Operation.Status.SUCCEEDED)
+    from_snapshot = api.post(f"/api/clones/{clone.pk}/reset/", {"snapshot": "received1"},
+                             format="json")
+    assert from_snapshot.status_code == 400, from_snapshot.content
+
+    reset = api.post(f"/api/clones/{clone.pk}/reset/", {}, format="json")
+    assert reset.status_code == 202, reset.content
+    operation = Operation.objects.get(pk=reset.json()["id"])
+    newest = services._target_copy(world["link"]).spans[-1][1]
+    recovery = operation.state["layout"]["recovery"]
+    # Replayed to the archive's end, from the base that reaches the window's end.
+    assert (recovery["target"], recovery["value"], recovery["received"]) == (
+        "latest", "latest", True)
+    assert operation.state["new_snapshot"] == "received1"
+    assert operation.state["layout"]["port"] == clone.port
+    assert operation.state["target_time"] == newest.isoformat()
+    clone.refresh_from_db()
+    assert clone.state == Clone.State.RESETTING
+    # The archive snapshot the reset will replay from stays until it runs.
+    assert readers.being_read(world["target"], "bk/pozol_wal/pg:data") == {CARRIED}
+    again = api.post(f"/api/clones/{clone.pk}/reset/", {}, format="json")
+    assert again.status_code == 409
 
 
 @pytest.mark.parametrize(("moment", "status", "code", "words"), [

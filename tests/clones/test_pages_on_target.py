@@ -2,8 +2,8 @@
 host's Clones tab shows each link that carries its cluster's WAL archive there with the
 moments the copies reach, and a form that makes a clone of the link's source cluster as
 of a time, an LSN or a restore point; what the copies do not reach, and hostile input,
-land beside the fields with the target's window, never as a 500. Such a clone offers no
-reset (it is refused: the copies it replayed are the link's). Operations are started,
+land beside the fields with the target's window, never as a 500. Such a clone is reset
+to the newest moment the copies reach (refused once its link is gone). Operations are started,
 not run: there is no worker here."""
 
 from __future__ import annotations
@@ -155,28 +155,41 @@ def test_the_links_page_leads_to_the_form_with_the_link_chosen(signed_in, world)
     assert signed_in.get(f"{page_of(world)}?link=$(id)").status_code == 200
 
 
-def test_a_clone_on_the_target_offers_no_reset_and_says_why(signed_in, world):
+def test_a_clone_on_the_target_is_reset_to_the_newest_moment_from_its_page(signed_in, world):
     clone = factories.clone(world["target"], "as-of", link=world["link"],
                             snapshot="received1")
     live = signed_in.get(f"/clones/{clone.pk}/", HTTP_HX_REQUEST="true").content.decode()
-    assert 'id="reset-form"' not in live and 'id="destroy-form"' in live
-    assert "it is not reset" in live
+    assert 'id="reset-form"' in live and 'id="destroy-form"' in live
+    assert "Reset to the newest moment" in live
     assert f'href="/clones/hosts/{world["target"].pk}/on-target/?link={world["link"].pk}"' \
         in live
     back = f"/clones/{clone.pk}/"
     answer = signed_in.post(f"/clones/{clone.pk}/reset/", HTTP_REFERER=back, follow=True)
     assert answer.redirect_chain[-1][0] == back
-    assert "was made on a replication target" in answer.content.decode()
+    operation = Operation.objects.get()
+    assert operation.kind == "clones.reset" and operation.host == world["target"]
+    assert operation.state["layout"]["recovery"]["received"]
+
+
+def test_a_clone_of_a_deleted_link_is_not_reset_and_says_why(signed_in, world):
+    clone = factories.clone(world["target"], "as-of", link=world["link"],
+                            snapshot="received1")
+    Clone.objects.filter(pk=clone.pk).update(
+        link=None, layout={**clone.layout, "recovery": {"received": True}})
+    back = f"/clones/{clone.pk}/"
+    answer = signed_in.post(f"/clones/{clone.pk}/reset/", HTTP_REFERER=back, follow=True)
+    assert answer.redirect_chain[-1][0] == back
+    assert "a link that is gone" in answer.content.decode()
     assert not Operation.objects.exists()
 
 
-def test_a_member_sees_why_but_no_way_to_the_operators_form(client, world):
+def test_a_member_resets_but_sees_no_way_to_the_operators_form(client, world):
     acme = tenants.tenant("Acme")
     clone = factories.clone(world["target"], "as-of", link=world["link"],
                             snapshot="received1", tenant=acme)
     client.force_login(tenants.member(acme, "ana"))
     live = client.get(f"/clones/{clone.pk}/", HTTP_HX_REQUEST="true").content.decode()
-    assert "it is not reset" in live and "on-target" not in live
+    assert 'id="reset-form"' in live and "on-target" not in live
 
 
 def test_only_operators_reach_the_page(client, world):

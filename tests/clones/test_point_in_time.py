@@ -159,6 +159,14 @@ def test_only_targets_pozol_writes_reach_the_settings(value):
     assert Recovery("t/a", "l", "lsn", "16/B374D848").settings()["recovery_target_lsn"]
 
 
+def test_a_replay_to_the_archives_end_writes_no_target():
+    latest = Recovery("t/a", "l", "latest", "latest", received=True)
+    assert latest.settings() == {"recovery_target_timeline": "current"}
+    assert latest.describe() == "the end of the archive"
+    with pytest.raises(CloneError):
+        Recovery("t/a", "l", "latest", "2026-11-20T14:06:00+00:00")
+
+
 def test_a_note_when_the_moment_reached_is_far_from_the_one_asked():
     asked = datetime(2026, 11, 20, 14, 6, tzinfo=UTC)
     clone = Clone(target_time=asked, reached_at=asked - timedelta(seconds=30),

@@ -242,6 +242,9 @@ def test_standing_clones_on_the_target_reach_an_lsn_a_restore_point_and_a_time(p
         psql(source, f"INSERT INTO {TABLE} (id) VALUES (5)")
         time.sleep(1.1)
         newer = snapshot(host1, cluster)
+        psql(source, f"INSERT INTO {TABLE} (id) VALUES (6)")
+        last = psql(source, "SELECT pg_walfile_name(pg_switch_wal())")
+        wait_for(lambda: last in archived(source, archive.directory), 90, "the segment")
         again = run_link(link)
         assert again.status == Operation.Status.SUCCEEDED, again.error
         link.refresh_from_db()
@@ -250,8 +253,18 @@ def test_standing_clones_on_the_target_reach_an_lsn_a_restore_point_and_a_time(p
         standing = api.get(f"/api/clones/{made['to-time']['clone']['id']}/").json()
         assert standing["state"] == "ready"
         assert rows_of(made["to-time"]) == "1,2,3"
+        # Reset: the same clone (name, port, password) to the newest moment the copies
+        # reach now, the received snapshot before it replayed with the carried archive.
         reset = api.post(f"/api/clones/{standing['id']}/reset/", {}, format="json")
-        assert reset.status_code == 409 and reset.json()["error"]["code"] == "on_target"
+        assert reset.status_code == 202, reset.content
+        done = drive(Operation.objects.get(pk=reset.json()["id"]))
+        assert done.status == Operation.Status.SUCCEEDED, done.error
+        standing = api.get(f"/api/clones/{standing['id']}/").json()
+        assert standing["state"] == "ready" and standing["port"] == made["to-time"][
+            "clone"]["port"]
+        assert rows_of(made["to-time"]) == "1,2,3,4,5,6"
+        assert standing["reached_at"] and standing["target_time"] > made["to-time"][
+            "clone"]["target_time"]
     finally:
         for answer in made.values():
             clone = Clone.objects.get(pk=answer["clone"]["id"])

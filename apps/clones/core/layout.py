@@ -169,6 +169,9 @@ class Origin:
                                             f"{self.wal_dataset}")
 
 
+# A replay with no target: every transaction the archive holds (a clone on a link's
+# target reset to the newest moment there).
+LATEST = "latest"
 # recovery_target_time as PoZoL writes it (datetime.isoformat() with its offset), and
 # recovery_target_lsn as PostgreSQL prints one: nothing else reaches the settings.
 _TARGET_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d:\d\d\Z")
@@ -186,7 +189,7 @@ class Recovery:
 
     archive: str  # the origin's archive dataset
     label: str  # the archive's snapshot for this clone (after '@')
-    target: str  # "time", "lsn" or "name" (a restore point)
+    target: str  # "time", "lsn" or "name" (a restore point), or "latest" (all it holds)
     value: str
     # On a replication target: `archive` is the received copy and `label` a snapshot a
     # link sent, which the replay clones as it is and never takes nor destroys (a
@@ -199,8 +202,8 @@ class Recovery:
             snapshot_label(self.label)
         except InvalidValue as exc:
             raise CloneError("at", str(exc)) from None
-        pattern = {"time": _TARGET_TIME, "lsn": _TARGET_LSN,
-                   "name": _TARGET_NAME}.get(self.target)
+        pattern = {"time": _TARGET_TIME, "lsn": _TARGET_LSN, "name": _TARGET_NAME,
+                   LATEST: re.compile(LATEST + r"\Z")}.get(self.target)
         if pattern is None or not pattern.match(self.value):
             raise CloneError({"lsn": "lsn", "name": "restore_point"}.get(self.target, "at"),
                              f"Not a recovery target PoZoL writes: {self.value!r}.")
@@ -208,8 +211,16 @@ class Recovery:
     def settings(self) -> dict[str, str]:
         """What goes beside the clone's settings (restore_command is written by the
         creation script, which knows the archive clone's mountpoint)."""
+        if self.target == LATEST:
+            # No target: the replay runs to the end of the archive, then promotes.
+            return {"recovery_target_timeline": "current"}
         return {f"recovery_target_{self.target}": self.value,
                 "recovery_target_action": "promote", "recovery_target_timeline": "current"}
+
+    def describe(self) -> str:
+        if self.target == LATEST:
+            return "the end of the archive"
+        return f"recovery_target_{self.target} {self.value}"
 
 
 @dataclass(frozen=True)
