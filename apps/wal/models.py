@@ -56,9 +56,13 @@ class WalArchive(models.Model):
     # Why the archiver fails, as the archive command's note says (core/plan.py): set
     # while the last attempt failed, cleared by a read that finds it succeeding. Host
     # text: printable, one line, bounded (commands.parse_failure).
-    failure_reason = models.TextField(blank=True)
-    failure_reason_wal = models.CharField(max_length=64, blank=True)
-    failure_reason_at = models.DateTimeField(null=True, blank=True)
+    failure_reason = models.TextField(blank=True, help_text=(
+        "Why the archiver fails: what the archive command's failed copy printed (its last "
+        "500 bytes); empty while archiving succeeds."))
+    failure_reason_wal = models.CharField(max_length=64, blank=True, help_text=(
+        "The file the failed attempt was archiving."))
+    failure_reason_at = models.DateTimeField(null=True, blank=True, help_text=(
+        "When the archive command noted the reason."))
     segments = models.IntegerField(null=True, blank=True)
     first_segment = models.CharField(max_length=64, blank=True)
     last_segment = models.CharField(max_length=64, blank=True)
