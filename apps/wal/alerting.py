@@ -14,9 +14,14 @@ from before the note).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from apps.common.formatting import human_bytes
 from apps.fleet.models import Host
 from apps.wal.alert_kinds import WAL_ARCHIVE
+
+if TYPE_CHECKING:
+    from apps.wal.models import WalArchive
 
 KIND = WAL_ARCHIVE.name
 
@@ -60,7 +65,7 @@ _MEANINGS = (
 )
 
 
-def failure_cause(archive) -> str:
+def failure_cause(archive: WalArchive) -> str:
     """The archive command's reason for its last failure, with what it means when known:
     "" without one."""
     reason = archive.failure_reason
