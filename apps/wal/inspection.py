@@ -76,8 +76,9 @@ def assess(archive: WalArchive, status: commands.Status) -> Found:
 
 def not_mounted(archive: WalArchive) -> str:
     """Record an archive whose dataset is not mounted (nothing in it is trusted)."""
-    error = (f"the archive {archive.dataset} is not mounted: PostgreSQL's archive command "
-             "writes into the directory under it, which no clone reads (zfs mount it)")
+    error = (f"the archive {archive.dataset} is not mounted: the directory under it is not "
+             "the archive, and no clone reads it; PoZoL's archive command refuses it and "
+             "fails until it is mounted (zfs mount it)")
     WalArchive.objects.filter(pk=archive.pk).update(checked_at=timezone.now(), error=error,
                                                     read_error="",
                                                     window=[], listing={})

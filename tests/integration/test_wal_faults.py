@@ -199,6 +199,46 @@ def test_a_segment_archived_with_other_content_is_refused_and_named(host):  # no
     assert not Alert.objects.filter(host=row, kind=alerting.KIND, resolved_at=None).exists()
 
 
+def test_an_unmounted_archive_is_not_written_into(host):  # noqa: F811
+    """Unmounted, the archive's path is a directory of its parent dataset: the command
+    refuses it (it is not a mount point) rather than archive where no clone reads, and
+    notes why; the read says the archive is not mounted; mounted again, it archives."""
+    from django.utils import timezone
+
+    fleet_host, row = host
+    cluster = row.clusters.get()
+    archive, operation = services.enable(cluster, 10)
+    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
+    archive.refresh_from_db()
+    first = new_segment(fleet_host, 1)
+    wait_for(lambda: first in archived(fleet_host, archive.directory), 60,
+             "the first segment to be archived")
+    run_on(fleet_host, f"zfs unmount {archive.dataset}")
+    try:
+        # What a careless repair could leave: the bare path writable by the owner.
+        run_on(fleet_host, f"mkdir -p {archive.directory} && chown "
+                           f"{fleet_host.pg_os_user}: {archive.directory}")
+        stuck = new_segment(fleet_host, 10)
+        wait_for(lambda: failed_count(fleet_host) > 0, 60, "the archive command to fail")
+        assert archived(fleet_host, archive.directory) == []  # nothing in the parent's
+        _, _, text = note_on(fleet_host).partition("\n")
+        assert text == (f"{stuck}\n{archive.directory} is not a mount point: the archive "
+                        "dataset is not mounted"), text
+        assert services.tick(timezone.now()) == []
+        alert = Alert.objects.get(host=row, kind=alerting.KIND, resolved_at=None)
+        print(f"\nalert while unmounted: {alert.message}")
+        assert f"the archive {archive.dataset} is not mounted" in alert.message
+    finally:
+        run_on(fleet_host, f"zfs mount {archive.dataset}")
+
+    last = new_segment(fleet_host, 1)
+    wait_for(lambda: {stuck, last} <= set(archived(fleet_host, archive.directory)), 120,
+             "the refused segment to be archived")
+    assert note_on(fleet_host) == ""
+    assert services.tick(timezone.now() + timezone.timedelta(minutes=5)) == []
+    assert not Alert.objects.filter(host=row, kind=alerting.KIND, resolved_at=None).exists()
+
+
 FILL = "pozol_wal_fill"
 
 
