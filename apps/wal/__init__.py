@@ -14,8 +14,10 @@ trip, archives read in threads: with the newest transaction in the newest segmen
 the cluster's pg_waldump, where the window ends) and records the listing, the gaps and
 the window (apps/wal/core/window.py computes them, pure, from what apps/wal/recorded.py
 reads of the database); a gap or failing archiver opens the host's `wal_archive` alert
-(alerting.py), which names a full archive (its `available` below a segment: a quota
-or a full pool) as the cause. An Operation a minute per archive would be half a
+(alerting.py), which names the cause: the reason the archive command noted in the data
+directory for its last failure (core/plan.py; read in the same round trip, kept as
+`failure_reason`), and a full archive (its `available` below a segment: a quota or a
+full pool). An Operation a minute per archive would be half a
 million rows a year for one archive, and would hide the operations an operator must
 see. What changes the host is still an Operation: when a read finds segments older
 than what the oldest kept snapshot needs, or replay snapshots a removed clone left

@@ -2,16 +2,26 @@
 
 Open while an archive of the host has a gap (a missing segment: the window shrank) or
 failed attempts newer than its last success; resolved once none has. pg_stat_archiver
-counts failures but never says why (that is in the server log); the one cause the read
-can tell is a full archive: the dataset's `available` below one segment, which a
-quota or a full pool gives and which fails every copy until someone makes room.
+counts failures but never says why (that is in the server log), so PoZoL's archive
+command notes the reason of its last failure (apps/wal/core/plan.py) and the read
+keeps it on the archive (`failure_reason`): the alert names it, with what it means
+when it is one PoZoL knows (read-only, not mounted, permission, no space, a missing
+directory, a segment archived with other content). The read also tells a full archive
+by itself: the dataset's `available` below one segment, which a quota or a full pool
+gives and which fails every copy until someone makes room (also for an archive command
+from before the note).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from apps.common.formatting import human_bytes
 from apps.fleet.models import Host
 from apps.wal.alert_kinds import WAL_ARCHIVE
+
+if TYPE_CHECKING:
+    from apps.wal.models import WalArchive
 
 KIND = WAL_ARCHIVE.name
 
@@ -33,10 +43,39 @@ def update(host: Host) -> None:
         if archive.failed_count and archive.last_failed_at and (
                 archive.last_archived_at is None
                 or archive.last_failed_at > archive.last_archived_at):
+            why = [w for w in (failure_cause(archive), _full(archive)) if w]
             found.append(f"archiving {where} fails: {archive.last_failed_wal} could not be "
                          f"archived ({archive.failed_count} failed attempts)"
-                         + _full(archive))
+                         + (": " + "; ".join(why) if why else ""))
     WAL_ARCHIVE.raise_or_resolve(host, "; ".join(found) if found else None)
+
+
+# What a failed copy's message means, by the words of coreutils' and PoZoL's archive
+# command (C or English locale: otherwise the message alone is shown), first match.
+_MEANINGS = (
+    ("not a mount point", "the archive dataset is not mounted (zfs mount {dataset})"),
+    ("Read-only file system", "the archive dataset is read-only (zfs get readonly {dataset})"),
+    ("with different content", "a segment of that name is archived already with different "
+                               "content, and PoZoL's archive command never overwrites one"),
+    ("Permission denied", "permission denied: the archive directory must be writable by the "
+                          "cluster's owner"),
+    ("No space left on device", "no space left in the archive"),
+    ("Disk quota exceeded", "no space left in the archive (its quota)"),
+    ("No such file or directory", "a directory is missing"),
+)
+
+
+def failure_cause(archive: WalArchive) -> str:
+    """The archive command's reason for its last failure, with what it means when known:
+    "" without one."""
+    reason = archive.failure_reason
+    if not reason:
+        return ""
+    meaning = next((m for words, m in _MEANINGS if words in reason), "")
+    when = (f" at {archive.failure_reason_at:%Y-%m-%d %H:%M:%S} UTC"
+            if archive.failure_reason_at else "")
+    said = f"the archive command said{when}: {reason}"
+    return f"{meaning.format(dataset=archive.dataset)} ({said})" if meaning else said
 
 
 def _full(archive) -> str:
@@ -44,6 +83,6 @@ def _full(archive) -> str:
     room, size = archive.space_available, archive.segment_size
     if room is None or not size or room >= size:
         return ""
-    return (f": no space, {archive.dataset} has {human_bytes(room)} available, less than "
+    return (f"no space, {archive.dataset} has {human_bytes(room)} available, less than "
             f"one {human_bytes(size)} segment (raise its quota, or free its pool; "
             "PostgreSQL keeps the segments in pg_wal and retries)")

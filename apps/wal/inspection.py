@@ -76,8 +76,9 @@ def assess(archive: WalArchive, status: commands.Status) -> Found:
 
 def not_mounted(archive: WalArchive) -> str:
     """Record an archive whose dataset is not mounted (nothing in it is trusted)."""
-    error = (f"the archive {archive.dataset} is not mounted: PostgreSQL's archive command "
-             "writes into the directory under it, which no clone reads (zfs mount it)")
+    error = (f"the archive {archive.dataset} is not mounted: the directory under it is not "
+             "the archive, and no clone reads it; PoZoL's archive command refuses it and "
+             "fails until it is mounted (zfs mount it)")
     WalArchive.objects.filter(pk=archive.pk).update(checked_at=timezone.now(), error=error,
                                                     read_error="",
                                                     window=[], listing={})
@@ -95,6 +96,7 @@ def record(archive: WalArchive, found: Found, *, removed: int = 0) -> str:
     last = status.last_transaction
     spans = window(recorded.bases(archive), kept, last=last)
     archiver = status.archiver
+    failure = status.failure_reason()
     WalArchive.objects.filter(pk=archive.pk).update(
         checked_at=timezone.now(), archived_count=archiver.archived_count,
         failed_count=archiver.failed_count, last_archived_wal=archiver.last_archived_wal,
@@ -102,6 +104,9 @@ def record(archive: WalArchive, found: Found, *, removed: int = 0) -> str:
         last_failed_wal=archiver.last_failed_wal, last_failed_at=_when(archiver.last_failed_at),
         current_wal=archiver.current_wal, lag_segments=status.lag_segments(),
         segment_size=size, space_used=status.used, space_available=status.available,
+        failure_reason=failure.reason if failure else "",
+        failure_reason_wal=failure.wal if failure else "",
+        failure_reason_at=_when(failure.at) if failure else None,
         segments=len(kept),
         first_segment=kept[0].segment.name(size) if kept else "",
         last_segment=kept[-1].segment.name(size) if kept else "",

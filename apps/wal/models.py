@@ -53,6 +53,16 @@ class WalArchive(models.Model):
     # The archive dataset's `available` (its quota's or its pool's room): less than a
     # segment while the archiver fails is why it fails (apps/wal/alerting.py).
     space_available = models.BigIntegerField(null=True, blank=True)
+    # Why the archiver fails, as the archive command's note says (core/plan.py): set
+    # while the last attempt failed, cleared by a read that finds it succeeding. Host
+    # text: printable, one line, bounded (commands.parse_failure).
+    failure_reason = models.TextField(blank=True, help_text=(
+        "Why the archiver fails: what the archive command's failed copy printed (its last "
+        "500 bytes); empty while archiving succeeds."))
+    failure_reason_wal = models.CharField(max_length=64, blank=True, help_text=(
+        "The file the failed attempt was archiving."))
+    failure_reason_at = models.DateTimeField(null=True, blank=True, help_text=(
+        "When the archive command noted the reason."))
     segments = models.IntegerField(null=True, blank=True)
     first_segment = models.CharField(max_length=64, blank=True)
     last_segment = models.CharField(max_length=64, blank=True)
@@ -76,6 +86,13 @@ class WalArchive(models.Model):
         """The window as datetimes, for pages: [(since, until)], oldest first."""
         return [(datetime.fromtimestamp(since, UTC), datetime.fromtimestamp(until, UTC))
                 for since, until in self.window or []]
+
+    @property
+    def failure_cause(self) -> str:
+        """Why the archiver fails, as the alert says it ("" without the command's reason)."""
+        from apps.wal.alerting import failure_cause
+
+        return failure_cause(self)
 
     @property
     def active(self) -> bool:

@@ -13,6 +13,7 @@ from apps.alerts.models import Alert
 from apps.ops.models import Operation
 from apps.snapshots import services as snapshot_services
 from apps.wal import alerting, services
+from apps.wal.core.plan import archive_command
 from apps.wal.models import WalArchive, WalMark
 from tests.driving import drive
 from tests.integration.conftest import run_on, show
@@ -88,7 +89,8 @@ def test_archiving_on_window_retention_gap_and_off(host):
     assert archive.state == WalArchive.State.ON
     assert show(fleet_host, "archive_mode") == "on"
     assert show(fleet_host, "archive_timeout") == "30s"
-    assert f"{archive.directory}/%f" in show(fleet_host, "archive_command")
+    # Read back as written: ALTER SYSTEM and postgresql.auto.conf keep its quotes and %%.
+    assert show(fleet_host, "archive_command") == archive_command(archive.directory)
     assert run_on(fleet_host, f"zfs get -H -o value compression {ARCHIVE}").strip() == "on"
     owner = run_on(fleet_host, f"stat -c '%U %a' {archive.directory}").split()
     assert owner == [fleet_host.pg_os_user, "700"]

@@ -54,6 +54,8 @@ def test_a_failing_archive_command_is_alerted_and_loses_no_wal(host):  # noqa: F
         assert archive.failed_count > 0 and archive.last_failed_wal == stuck
         alert = Alert.objects.get(host=row, kind=alerting.KIND, resolved_at=None)
         assert f"{stuck} could not be archived" in alert.message
+        assert "Permission denied" in archive.failure_reason
+        assert "permission denied" in alert.message
         print(f"\nalert while failing: {alert.message}")
     finally:
         run_on(fleet_host, f"chmod 700 {archive.directory}")
@@ -66,6 +68,174 @@ def test_a_failing_archive_command_is_alerted_and_loses_no_wal(host):  # noqa: F
     drive(services.check(archive))
     archive.refresh_from_db()
     assert not archive.gaps and archive.last_archived_wal >= stuck
+    assert not Alert.objects.filter(host=row, kind=alerting.KIND, resolved_at=None).exists()
+
+
+def note_on(fleet_host) -> str:
+    """The archive command's failure note in the data directory: `<owner> <mode>` and
+    its text, or "" when there is none."""
+    note = f"{fleet_host.pg_data_dir}/pozol_archive_failure"
+    return run_on(fleet_host, f"[ ! -f {note} ] || {{ stat -c '%U %a' {note}; cat {note}; }}")
+
+
+def test_a_read_only_archive_is_alerted_with_the_reason_the_command_gave(
+        host, api, signed_in):  # noqa: F811
+    """The archive dataset made read-only (`zfs set readonly=on`): its `available` is
+    plenty, so only the archive command's own note can say why it fails. The periodic
+    read (the wal tick, no Operation) keeps that reason; the alert, the API and the
+    host's WAL tab name it; once writable again the retried segment is archived, the
+    note is gone, the reason cleared and the alert resolved."""
+    import os
+
+    from django.utils import timezone
+
+    from apps.remote import ssh as product_ssh
+    from apps.wal.core import commands
+
+    fleet_host, row = host
+    cluster = row.clusters.get()
+    archive, operation = services.enable(cluster, 10)
+    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
+    archive.refresh_from_db()
+    first = new_segment(fleet_host, 1)
+    wait_for(lambda: first in archived(fleet_host, archive.directory), 60,
+             "the first segment to be archived")
+    run_on(fleet_host, f"zfs set readonly=on {archive.dataset}")
+    try:
+        stuck = new_segment(fleet_host, 10)
+        wait_for(lambda: failed_count(fleet_host) > 0, 60, "the archive command to fail")
+        assert stuck not in archived(fleet_host, archive.directory)
+        owner_mode, _, text = note_on(fleet_host).partition("\n")
+        assert owner_mode == f"{fleet_host.pg_os_user} 600", owner_mode
+        assert text.startswith(f"{stuck}\n") and "Read-only file system" in text, text
+
+        # What the read sees, as the parser gets it (POZOL_WAL_CAPTURE: keep it).
+        out = product_ssh.session(row.ssh_target())(
+            commands.status(cluster.target(), archive.dataset)).stdout
+        if os.environ.get("POZOL_WAL_CAPTURE"):
+            with open(os.environ["POZOL_WAL_CAPTURE"], "w") as kept_file:
+                kept_file.write(out)
+        print(f"\nthe read, failing: {out[:1200]}")
+
+        assert services.tick(timezone.now()) == []  # recorded by the read, no Operation
+        archive.refresh_from_db()
+        assert archive.last_failed_wal == stuck
+        assert archive.space_available > archive.segment_size  # not full: the note says
+        assert "Read-only file system" in archive.failure_reason
+        assert archive.failure_reason_wal == stuck and archive.failure_reason_at
+        alert = Alert.objects.get(host=row, kind=alerting.KIND, resolved_at=None)
+        print(f"alert while read-only: {alert.message}")
+        assert f"{stuck} could not be archived" in alert.message
+        assert "the archive dataset is read-only" in alert.message
+        assert "Read-only file system" in alert.message and "no space" not in alert.message
+        shown = api.get(f"/api/wal-archives/{archive.pk}/").json()
+        assert "Read-only file system" in shown["failure_reason"]
+        assert shown["failure_reason_wal"] == stuck
+        page = signed_in.get(f"/hosts/{row.pk}/wal/").content.decode()
+        shown_cause = page.split('class="error wal-failure">', 1)[1].split("</span>", 1)[0]
+        assert shown_cause.startswith("the archive dataset is read-only")
+        # cp's quote marks around the path, as the host wrote them, escaped on the page.
+        assert "Read-only file system" in shown_cause and "&#x27;" in shown_cause
+    finally:
+        run_on(fleet_host, f"zfs set readonly=off {archive.dataset}")
+
+    last = new_segment(fleet_host, 1)
+    wait_for(lambda: {stuck, last} <= set(archived(fleet_host, archive.directory)), 120,
+             "the retried segment to be archived")
+    assert note_on(fleet_host) == ""  # the success removed it
+    assert services.tick(timezone.now() + timezone.timedelta(minutes=5)) == []
+    archive.refresh_from_db()
+    assert archive.failure_reason == "" and archive.failure_reason_at is None
+    assert not archive.gaps and archive.last_archived_wal >= last
+    assert not Alert.objects.filter(host=row, kind=alerting.KIND, resolved_at=None).exists()
+    assert api.get(f"/api/wal-archives/{archive.pk}/").json()["failure_reason"] == ""
+
+
+def test_a_segment_archived_with_other_content_is_refused_and_named(host):  # noqa: F811
+    """A file under the name of the segment being written is in the archive already
+    (another cluster's, a restore gone wrong): the command refuses to overwrite it and
+    fails; the alert says so; once an operator removed it, the segment is archived."""
+    from django.utils import timezone
+
+    from tests.integration.test_wal import TABLE
+
+    fleet_host, row = host
+    cluster = row.clusters.get()
+    # No archive_timeout switch between naming the segment being written and its switch.
+    archive, operation = services.enable(cluster, 3600)
+    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
+    archive.refresh_from_db()
+    first = new_segment(fleet_host, 1)
+    wait_for(lambda: first in archived(fleet_host, archive.directory), 60,
+             "the first segment to be archived")
+    # Written into first: right after a switch the position is on the segment boundary,
+    # which pg_walfile_name names as the segment before.
+    psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (0)")
+    taken = psql(fleet_host, "SELECT pg_walfile_name(pg_current_wal_lsn())")
+    squatter = f"{archive.directory}/{taken}"
+    run_on(fleet_host, f"echo not-this-cluster > {squatter} && chown "
+                       f"{fleet_host.pg_os_user}: {squatter}")
+    try:
+        assert new_segment(fleet_host, 10) == taken
+        wait_for(lambda: failed_count(fleet_host) > 0, 60, "the archive command to fail")
+        assert run_on(fleet_host, f"cat {squatter}").strip() == "not-this-cluster"
+        assert services.tick(timezone.now()) == []
+        archive.refresh_from_db()
+        assert archive.failure_reason == (f"{squatter} is archived already with different "
+                                          "content: not overwritten")
+        alert = Alert.objects.get(host=row, kind=alerting.KIND, resolved_at=None)
+        print(f"\nalert while refused: {alert.message}")
+        assert (f"{taken} could not be archived" in alert.message
+                and "archived already with different content" in alert.message)
+    finally:
+        run_on(fleet_host, f"rm -f {squatter}")
+
+    last = new_segment(fleet_host, 1)
+    wait_for(lambda: {taken, last} <= set(archived(fleet_host, archive.directory)), 120,
+             "the refused segment to be archived")
+    assert services.tick(timezone.now() + timezone.timedelta(minutes=5)) == []
+    archive.refresh_from_db()
+    assert archive.failure_reason == "" and not archive.gaps
+    assert not Alert.objects.filter(host=row, kind=alerting.KIND, resolved_at=None).exists()
+
+
+def test_an_unmounted_archive_is_not_written_into(host):  # noqa: F811
+    """Unmounted, the archive's path is a directory of its parent dataset: the command
+    refuses it (it is not a mount point) rather than archive where no clone reads, and
+    notes why; the read says the archive is not mounted; mounted again, it archives."""
+    from django.utils import timezone
+
+    fleet_host, row = host
+    cluster = row.clusters.get()
+    archive, operation = services.enable(cluster, 10)
+    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
+    archive.refresh_from_db()
+    first = new_segment(fleet_host, 1)
+    wait_for(lambda: first in archived(fleet_host, archive.directory), 60,
+             "the first segment to be archived")
+    run_on(fleet_host, f"zfs unmount {archive.dataset}")
+    try:
+        # What a careless repair could leave: the bare path writable by the owner.
+        run_on(fleet_host, f"mkdir -p {archive.directory} && chown "
+                           f"{fleet_host.pg_os_user}: {archive.directory}")
+        stuck = new_segment(fleet_host, 10)
+        wait_for(lambda: failed_count(fleet_host) > 0, 60, "the archive command to fail")
+        assert archived(fleet_host, archive.directory) == []  # nothing in the parent's
+        _, _, text = note_on(fleet_host).partition("\n")
+        assert text == (f"{stuck}\n{archive.directory} is not a mount point: the archive "
+                        "dataset is not mounted"), text
+        assert services.tick(timezone.now()) == []
+        alert = Alert.objects.get(host=row, kind=alerting.KIND, resolved_at=None)
+        print(f"\nalert while unmounted: {alert.message}")
+        assert f"the archive {archive.dataset} is not mounted" in alert.message
+    finally:
+        run_on(fleet_host, f"zfs mount {archive.dataset}")
+
+    last = new_segment(fleet_host, 1)
+    wait_for(lambda: {stuck, last} <= set(archived(fleet_host, archive.directory)), 120,
+             "the refused segment to be archived")
+    assert note_on(fleet_host) == ""
+    assert services.tick(timezone.now() + timezone.timedelta(minutes=5)) == []
     assert not Alert.objects.filter(host=row, kind=alerting.KIND, resolved_at=None).exists()
 
 
@@ -152,6 +322,7 @@ def test_a_full_archive_is_alerted_with_its_cause_and_loses_no_wal(host):  # noq
         alert = Alert.objects.get(host=row, kind=alerting.KIND, resolved_at=None)
         assert f"{stuck} could not be archived" in alert.message
         assert "no space" in alert.message and "quota" in alert.message
+        assert "Disk quota exceeded" in archive.failure_reason
         print(f"alert while full: {alert.message}")
     finally:
         run_on(fleet_host, f"zfs set quota=none {archive.dataset}")

@@ -73,6 +73,8 @@ done
 _STATUS = """\
 echo '== archiver'
 {status}
+echo '== archive failure'
+{failure}
 echo '== dataset'
 zfs get -Hp -o property,value used,available,mountpoint,mounted {dataset}
 m=$(zfs get -H -o value mountpoint {dataset})
@@ -81,6 +83,14 @@ echo '== files'
 [ "$(zfs get -H -o value mounted {dataset})" = yes ] || exit 0
 cd "$m" && find . -maxdepth 1 -type f -printf '%f %T@\\n'
 """ + _LAST_TRANSACTION_SH
+
+
+# The archive command's note of its last failure (core/plan.py), when there is one: its
+# mtime, the segment and the reason, on one line (read as root: the data directory is
+# the owner's, 0700).
+_FAILURE = """\
+[ ! -f {note} ] || echo "$(stat -c %Y {note}) $(head -c 1024 {note} | tr -s '[:cntrl:]' ' ')"
+"""
 
 
 def make_dataset(dataset: str, owner: str, data_dir: str) -> Command:
@@ -120,8 +130,12 @@ def restoring(before: dict[str, dict]) -> dict[str, str | None]:
 
 
 def status(target: ClusterTarget, dataset: str) -> Command:
+    # Without the data directory (a target made for psql only) the note is not read.
+    failure = (script(_FAILURE, note=f"{target.data_dir.rstrip('/')}/{archive_plan.FAILURE_NOTE}")
+               if target.data_dir else script(":"))
     return script(_STATUS, status=target.psql(STATUS_SQL), dataset=dataset_name(dataset),
-                  **_waldump(target), shown=f"read pg_stat_archiver and list the archive {dataset}")
+                  failure=failure, **_waldump(target),
+                  shown=f"read pg_stat_archiver and list the archive {dataset}")
 
 
 def _waldump(target: ClusterTarget) -> dict:
@@ -161,6 +175,15 @@ class Archiver:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """The reason the archive command gave for its last failure (its note)."""
+
+    at: float  # when it was written (the note's mtime), epoch seconds
+    wal: str  # the file PostgreSQL asked to archive
+    reason: str  # what the copy printed: one line of printable text, bounded
+
+
+@dataclass(frozen=True)
 class Status:
     archiver: Archiver
     used: int | None
@@ -170,6 +193,25 @@ class Status:
     mounted: bool = True
     # The newest commit or abort found in the newest segments, None if none was found.
     last_transaction: LastTransaction | None = None
+    # The archive command's note of its last failure; None when it has none (its last
+    # run succeeded, or it is a command from before the note).
+    failure: Failure | None = None
+
+    @property
+    def failing(self) -> bool:
+        """The archiver's last attempt failed: a failure newer than its last success."""
+        a = self.archiver
+        return a.last_failed_at is not None and (
+            a.last_archived_at is None or a.last_failed_at > a.last_archived_at)
+
+    def failure_reason(self) -> Failure | None:
+        """The note, while the archiver fails and when written since its last success: a
+        note older than that is no reason of this failure (a rollback of the data
+        directory to a snapshot taken while archiving failed brings an old one back)."""
+        note, last = self.failure, self.archiver.last_archived_at
+        if note is None or not self.failing or (last is not None and note.at < int(last)):
+            return None
+        return note
 
     @property
     def timeline(self) -> int:
@@ -205,7 +247,36 @@ def parse_status(stdout: str) -> Status:
             continue
     return Status(archiver, _int(props.get("used")), _int(props.get("available")),
                   props.get("mountpoint", ""), archived, props.get("mounted", "yes") == "yes",
-                  parse_last_transaction(sections.get("last transaction", []), size))
+                  parse_last_transaction(sections.get("last transaction", []), size),
+                  parse_failure(sections.get("archive failure", [])))
+
+
+_CONTROL = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
+
+
+def clean_text(text: str, limit: int) -> str:
+    """Text a host wrote, as PoZoL keeps it: each run of spaces and control characters as
+    one space (never a line break, an escape sequence or a NUL), at most `limit`
+    characters."""
+    return _CONTROL.sub(" ", text).strip()[:limit]
+
+
+def parse_failure(lines: list[str]) -> Failure | None:
+    """The status script's `<mtime> <file> <reason>` line of the archive command's note;
+    None without one, or when it is not such a line."""
+    if not lines:
+        return None
+    at, _, rest = lines[0].partition(" ")
+    wal, _, reason = rest.partition(" ")
+    try:
+        when = float(at)
+    except ValueError:
+        return None
+    wal = clean_text(wal, 64)
+    if not wal or not all(ch.isalnum() or ch in "._" for ch in wal):
+        return None
+    reason = clean_text(reason, archive_plan.FAILURE_BYTES)
+    return Failure(when, wal, reason or "the archive command printed no reason")
 
 
 def parse_last_transaction(lines: list[str], segment_size: int = DEFAULT_SEGMENT_SIZE

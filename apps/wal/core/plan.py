@@ -17,6 +17,18 @@ fails when the copy fails (PostgreSQL keeps the segment and retries); and it nev
 overwrites a segment already archived: the same content again (a retry after the
 rename succeeded but PostgreSQL did not hear of it) is success, different content is
 a failure, as PostgreSQL's documentation asks.
+
+PostgreSQL counts the command's failures (pg_stat_archiver) but keeps their reason in
+the server log only, so the command also writes the reason of a failure to
+FAILURE_NOTE in the data directory (its working directory, PostgreSQL's documented
+one for archive_command): the segment, then the last 500 bytes of what the copy
+printed, on one line; the note's mtime is when. In the data directory because that is
+the place still writable when the archive is not: a read-only, full, unmounted or
+missing archive is exactly when a reason is wanted, and PostgreSQL itself writes to the
+data directory, as the same user, for the cluster to run at all. The command still
+exits non-zero (PostgreSQL keeps the segment and retries), writes the reason to stderr
+as before (the server log), and the next success removes the note; apps/wal/inspection
+reads it in the same round trip as pg_stat_archiver.
 """
 
 from __future__ import annotations
@@ -30,6 +42,10 @@ ARCHIVES_PARENT = "pozol_wal"
 # The archive's snapshot a point-in-time clone replays from: `<archive>@pozol-pitr-<clone>`.
 PITR_PREFIX = "pozol-pitr-"
 DEFAULT_TIMEOUT = 60
+# The archive command's note of its last failure, in the data directory (see above), and
+# how much of what the failed copy printed it keeps.
+FAILURE_NOTE = "pozol_archive_failure"
+FAILURE_BYTES = 500
 MIN_TIMEOUT, MAX_TIMEOUT = 10, 3600
 SETTINGS = ("archive_mode", "archive_command", "archive_timeout")
 # What each setting needs to take effect (pg_settings.context): shown in the plan.
@@ -47,10 +63,21 @@ def archive_dataset(data_dataset: str) -> str:
 
 def archive_command(directory: str) -> str:
     """The archive_command for an archive mounted at `directory` (%p and %f are
-    PostgreSQL's: the segment's path and its file name)."""
+    PostgreSQL's: the segment's path and its file name; %% a literal %)."""
     d = directory_path(directory)
-    return (f"if [ -f {d}/%f ]; then cmp -s %p {d}/%f; else "
-            f"cp %p {d}/%f.tmp && sync {d}/%f.tmp && mv {d}/%f.tmp {d}/%f && sync {d}; fi")
+    # The copy runs in a subshell whose output (stderr too) is the reason kept on failure.
+    # `mountpoint` refuses a directory that is not the archive's mount: with the dataset
+    # unmounted its path is a directory of the parent, which is not the archive.
+    copy = ("exec 2>&1; ! command -v mountpoint > /dev/null || mountpoint -q $d || "
+            "{ echo \"$d is not a mount point: the archive dataset is not mounted\"; exit 1; }; "
+            "if [ -f $d/%f ]; then cmp -s %p $d/%f || { [ $? = 1 ] && "
+            "echo \"$d/%f is archived already with different content: not overwritten\" "
+            "|| cmp %p $d/%f; exit 1; }; "
+            "else cp %p $d/%f.tmp && sync $d/%f.tmp && mv $d/%f.tmp $d/%f && sync $d; fi")
+    return (f"d={d}; r=$({copy}) && {{ [ ! -e {FAILURE_NOTE} ] || rm -f {FAILURE_NOTE}; "
+            f"exit 0; }}; printf %%s \"$r\" >&2; echo >&2; {{ echo %f; printf %%s \"$r\" "
+            f"| tr -s \"[:cntrl:]\" \" \" | tail -c {FAILURE_BYTES}; }} > {FAILURE_NOTE} "
+            "2> /dev/null; exit 1")
 
 
 def restore_command(directory: str) -> str:

@@ -76,3 +76,67 @@ def test_without_pg_waldump_or_a_transaction_no_last_one_is_claimed():
     assert commands.parse_status(out + "== last transaction\n").last_transaction is None
     assert commands.parse_last_transaction(["000000010000000000000007 rmgr: Transaction "
                                             "desc: COMMIT 2026-11-29 01:13:03 CET"]) is None
+
+
+# The archive dataset made read-only (`zfs set readonly=on`) while the cluster archived:
+# captured by tests/integration/test_wal_faults.py's read-only test (POZOL_WAL_CAPTURE).
+READ_ONLY = "status-read-only-zfs-fuse-pg15.txt"
+NOTED_AT = 1795939476.0
+STUCK = "000000010000000000000004"
+
+
+def test_the_status_reads_the_reason_the_archive_command_noted():
+    status = commands.parse_status(captured(READ_ONLY))
+    assert status.failing and status.archiver.last_failed_wal == STUCK
+    assert status.failure == status.failure_reason() == commands.Failure(
+        NOTED_AT, STUCK, "cp: cannot create regular file '/tmp/pozol-test-fleet-x3_fix32/host1/"
+                         "mnt/pozol_wal/pg:data/000000010000000000000004.tmp': Read-only file "
+                         "system")
+    # Plenty of room: the note, not the space, is what says why.
+    assert status.available > status.archiver.segment_size
+
+
+def _archived_at(out: str, at: float) -> str:
+    """`out` with pg_stat_archiver's last success at `at` (epoch seconds)."""
+    head, row, rest = out.split("\n", 2)
+    fields = row.split("\t")
+    fields[1] = str(at)
+    return "\n".join([head, "\t".join(fields), rest])
+
+
+def test_a_note_from_before_the_last_success_is_no_reason():
+    out = captured(READ_ONLY)
+    # Archiving succeeded after the failure: not failing, whatever the note says.
+    assert commands.parse_status(_archived_at(out, NOTED_AT + 5)).failure_reason() is None
+    # Failing again, but the note is older than the last success (a data directory
+    # rolled back to a snapshot taken while archiving failed): not this failure's reason.
+    row = out.split("\n")[1].split("\t")
+    assert float(row[4]) > NOTED_AT + 0.5
+    stale = _archived_at(out, NOTED_AT + 0.5).replace(f"{NOTED_AT:.0f} ", f"{NOTED_AT - 60:.0f} ")
+    assert commands.parse_status(stale).failure is not None
+    assert commands.parse_status(stale).failure_reason() is None
+    # A read without a note (a success since, or a command from before the note).
+    assert commands.parse_status(captured("status-quota-full-zfs-fuse-pg15.txt")).failure is None
+
+
+def test_the_noted_reason_is_one_line_of_printable_text_and_bounded():
+    hostile = "\x1b[31mred\x1b[0m\x00 \x07bell\x9b " + "x" * 2000
+    failure = commands.parse_failure([f"1795939476 {STUCK} {hostile}"])
+    assert failure.reason.startswith("[31mred [0m bell xx")
+    assert len(failure.reason) == 500
+    assert all(ch.isprintable() for ch in failure.reason)
+    assert commands.parse_failure([f"1795939476 {STUCK}"]).reason == (
+        "the archive command printed no reason")
+    assert commands.parse_failure(["1795939476 00000002.history cp: x"]).wal == "00000002.history"
+    for bad in ("soon 000000010000000000000004 cp: x", "1795939476 $(reboot) cp: x"):
+        assert commands.parse_failure([bad]) is None
+    assert commands.parse_failure([]) is None
+
+
+def test_the_note_is_read_from_the_data_directory_quoted():
+    target = ClusterTarget("postgres", "/usr/lib/postgresql/15/bin", "/var/run/postgresql",
+                           5432, data_dir="/var/lib/postgresql/15/main")
+    text = commands.status(target, "tank/pozol_wal/pg:data").text
+    assert "[ ! -f /var/lib/postgresql/15/main/pozol_archive_failure ] ||" in text
+    assert text.index("== archive failure") < text.index("== dataset")
+    assert "pozol_archive_failure" not in commands.status(TARGET, "tank/x").text

@@ -1,8 +1,15 @@
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from apps.remote.commands import InvalidValue
 from apps.wal.core import commands
 from apps.wal.core.plan import (
+    FAILURE_BYTES,
+    FAILURE_NOTE,
     archive_command,
     archive_dataset,
     check_timeout,
@@ -21,13 +28,68 @@ def test_the_archive_is_outside_the_clusters_parent():
 
 def test_the_archive_command_never_overwrites_and_renames_atomically():
     text = archive_command("/tank/pozol_wal/pg:data")
-    assert text.startswith("if [ -f /tank/pozol_wal/pg:data/%f ]; then cmp -s %p")
-    d = "/tank/pozol_wal/pg:data"
-    assert f"cp %p {d}/%f.tmp && sync {d}/%f.tmp && mv {d}/%f.tmp {d}/%f && sync {d}" in text
+    assert text.startswith("d=/tank/pozol_wal/pg:data; r=$(exec 2>&1; ")
+    assert "if [ -f $d/%f ]; then cmp -s %p $d/%f ||" in text
+    assert "cp %p $d/%f.tmp && sync $d/%f.tmp && mv $d/%f.tmp $d/%f && sync $d; fi" in text
+    # A failure is noted in the data directory (the working directory) and still fails;
+    # a success removes the note.
+    assert text.endswith("> pozol_archive_failure 2> /dev/null; exit 1")
+    assert "&& { [ ! -e pozol_archive_failure ] || rm -f pozol_archive_failure; exit 0; }" in text
+    # PostgreSQL reads % itself: only %p, %f and %% (a literal %) are in the command.
+    assert set(re.findall(r"%.", text.replace("%%", ""))) == {"%p", "%f"}
     assert restore_command("/a/b") == "cp /a/b/%f %p"
     for bad in ("relative", "/a b", "/a;rm", "/a'b", "/a/../b", "/a$HOME", *HOSTILE):
         with pytest.raises(InvalidValue):
             archive_command(bad)
+
+
+def run_archive_command(directory: Path, data: Path, name: str) -> subprocess.CompletedProcess:
+    """The command as PostgreSQL runs it: %-placeholders replaced, `sh -c` in the data
+    directory. Without `mountpoint` in PATH (a temporary directory is not a mount)."""
+    text = (archive_command(str(directory)).replace("%p", f"pg_wal/{name}")
+            .replace("%f", name).replace("%%", "%"))
+    tools = data / "bin"
+    tools.mkdir(exist_ok=True)
+    for tool in ("cp", "sync", "mv", "cmp", "tr", "tail", "rm"):
+        if not (tools / tool).exists():
+            (tools / tool).symlink_to(shutil.which(tool))
+    return subprocess.run(["/bin/sh", "-c", text], cwd=data, capture_output=True, text=True,
+                          env={"PATH": str(tools)}, timeout=30)
+
+
+def test_the_archive_command_notes_why_it_failed_and_clears_the_note_on_success(tmp_path):
+    """Run by /bin/sh here: the shell logic (what is noted, the exit status); the
+    reasons a real archive gives are tests/integration/test_wal_faults.py's."""
+    archive, data = tmp_path / "archive", tmp_path / "data"
+    (data / "pg_wal").mkdir(parents=True)
+    archive.mkdir()
+    name = "000000010000000000000004"
+    (data / "pg_wal" / name).write_bytes(b"segment")
+    note = data / FAILURE_NOTE
+
+    assert run_archive_command(archive, data, name).returncode == 0
+    assert (archive / name).read_bytes() == b"segment" and not note.exists()
+    # Archived already with the same content (PostgreSQL did not hear of the success).
+    assert run_archive_command(archive, data, name).returncode == 0
+
+    (archive / name).write_bytes(b"another")
+    failed = run_archive_command(archive, data, name)
+    assert failed.returncode == 1
+    assert (archive / name).read_bytes() == b"another"  # never overwritten
+    assert "with different content" in failed.stderr  # the server log still has it
+    segment, reason = note.read_text().split("\n")
+    assert segment == name and reason == (
+        f"{archive}/{name} is archived already with different content: not overwritten")
+
+    (archive / name).unlink()
+    (data / "pg_wal" / name).unlink()  # cp: cannot stat: the message, the last 500 bytes
+    failed = run_archive_command(archive, data, name)
+    assert failed.returncode == 1 and "No such file or directory" in note.read_text()
+    assert len(note.read_text().split("\n")[1].encode()) <= FAILURE_BYTES
+
+    (data / "pg_wal" / name).write_bytes(b"segment")
+    assert run_archive_command(archive, data, name).returncode == 0
+    assert not note.exists() and (archive / name).read_bytes() == b"segment"
 
 
 @pytest.mark.parametrize("value", [9, 3601, True, "60", 60.0, None])
