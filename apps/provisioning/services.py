@@ -88,9 +88,10 @@ def create_cluster(host: Host, *, by=None, trigger: str = Operation.Trigger.API,
     return plan, operation
 
 
-def dependents(host: Host, cluster: PgCluster) -> list[str]:
+def dependents(host: Host, cluster: PgCluster, *, archive: bool = True) -> list[str]:
     """What would break if the cluster went: live clones, replication links, tenants, and
-    its WAL archive (outside its parent: it would outlive it, and no row would name it)."""
+    (with `archive`) its WAL archive (outside its parent: it would outlive it, and no row
+    would name it)."""
     found = []
     clones = Clone.objects.filter(host=host, cluster_data_dir=cluster.data_dir,
                                   state__in=Clone.LIVE).values_list("name", flat=True)
@@ -101,8 +102,11 @@ def dependents(host: Host, cluster: PgCluster) -> list[str]:
             found.append(f"replication link {link.name}")
     if ClusterAssignment.objects.filter(host=host, cluster_data_dir=cluster.data_dir).exists():
         found.append("a tenant")
-    archive = WalArchive.objects.filter(cluster=cluster).exclude(state=WalArchive.State.OFF)
-    found += [f"its WAL archive on {a.dataset} (disable archiving first)" for a in archive]
+    if archive:
+        archives = WalArchive.objects.filter(cluster=cluster).exclude(
+            state=WalArchive.State.OFF)
+        found += [f"its WAL archive on {a.dataset} (disable archiving first)"
+                  for a in archives]
     return found
 
 
@@ -112,7 +116,7 @@ def retire_cluster(host: Host, cluster_id: int, *, stop: bool = False,
     """Forget a cluster (the default, as before: refused while it runs), or stop it, take
     a final snapshot and/or destroy its datasets as an Operation that then forgets it."""
     if not stop and datasets == "keep" and not final_snapshot:
-        fleet_services.retire_cluster(host, cluster_id)
+        _forget(host, cluster_id)
         return None
     if datasets == "destroy" and final_snapshot:
         raise ProvisioningError(
@@ -144,6 +148,21 @@ def retire_cluster(host: Host, cluster_id: int, *, stop: bool = False,
                             state={"cluster": cluster.pk, "data_dir": cluster.data_dir,
                                    "target": target, "stop": stop, "destroy": targets,
                                    "snapshot": snapshot})
+
+
+def _forget(host: Host, cluster_id: int) -> None:
+    """Forget a cluster that is down for good, nothing on the host touched: refused while
+    clones, links or tenants use it (a link's target clones need its row). Not for its
+    WAL archive: a cluster gone for good may no longer be able to turn archiving off,
+    and its archive stays on the host as its datasets do."""
+    with transaction.atomic():
+        host.hold_discovered_rows()
+        cluster = host.clusters.filter(pk=cluster_id).first()
+        blockers = dependents(host, cluster, archive=False) if cluster else []
+        if blockers:
+            raise Conflict(f"the cluster at {cluster.data_dir} is used by "
+                           f"{', '.join(blockers)}: remove them first", code="in_use")
+        fleet_services.retire_cluster(host, cluster_id)
 
 
 def _destroyed(host: Host, cluster: PgCluster) -> list[str]:

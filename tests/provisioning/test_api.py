@@ -102,6 +102,24 @@ def test_retire_alone_keeps_its_old_meaning(api, replayed_host):
     assert not replayed_host.clusters.exists()
 
 
+def test_forgetting_a_down_cluster_is_refused_while_a_link_copies_it(api, replayed_host):
+    from apps.fleet.models import Host
+    from apps.replication.models import ReplicationLink
+
+    cluster = replayed_host.clusters.get()
+    replayed_host.clusters.update(running=False)
+    far = Host.objects.create(name="far", address="127.0.0.10")
+    ReplicationLink.objects.create(name="away", source_host=replayed_host,
+                                   target_host=far, target_parent="tank/copies",
+                                   cluster_data_dir=cluster.data_dir)
+    answer = api.post(f"/api/hosts/{replayed_host.pk}/retire-cluster/",
+                      {"cluster": cluster.pk}, format="json")
+    assert answer.status_code == 409, answer.content
+    assert answer.json()["error"]["code"] == "in_use" and "replication link away" in \
+        answer.json()["error"]["message"]
+    assert replayed_host.clusters.exists()
+
+
 def test_retire_with_datasets_is_refused_while_something_depends(api, replayed_host):
     cluster = replayed_host.clusters.get()
     Clone.objects.create(host=replayed_host, cluster_data_dir=cluster.data_dir, name="c",
