@@ -323,7 +323,7 @@ def _tick_after(hosts: list, *, chunks: bool,
               f"{min(hour):.2f}-{max(hour):.2f} s"
               + (f"; the day {len(later)} ticks in all, the rest each "
                  f"{min(later[hour_in:]):.2f}-{max(later[hour_in:]):.2f} s"
-                 if len(later) > hour_in else "") + ")", flush=True)
+                 if midnight and len(later) > hour_in else "") + ")", flush=True)
     # The floor: the 5-minute rows and the chunks it wrote, packed already, bare COPYs.
     made = packing.roll_up(_minutes(base, 5), FIVE_MINUTES)[0]
     ids = store.layout_ids([made.layout])
