@@ -23,11 +23,12 @@ the hour is RAW_LAG behind the 5-minute mark: what reads the newest samples in
 SQL (alerts, /metrics, this tick's rollup of raw rows) reads rows. The tick
 that merged an hour (the heaviest) leaves that hour to the next ticks. A mark
 per kind (`compacted_to`, and `compacted_host` inside a span) says how far. The
-one span waiting (the steady state) is compacted a tenth of the fleet per
-tick, so an hour's work is spread over the hour's ticks and a day's over ten;
-a backlog (rows written before chunks existed, a stopped beat) goes oldest
-first, batch after batch while _COMPACT_SHARE of the rollup interval lasts,
-never in one long tick, and is read as it is until then. A row made or written
+one span waiting (the steady state) is compacted a slice of the fleet per
+tick (_SLICES), so an hour's work is spread over the hour's ticks and a day's
+over most of the day's, and the tick after midnight is no heavier than the one
+after any hour; a backlog (rows written before chunks existed, a stopped
+beat) goes oldest first, batch after batch while _COMPACT_SHARE of the rollup
+interval lasts, never in one long tick, and is read as it is until then. A row made or written
 late for a span already compacted stays a row: readers take a rollup row over
 its chunk's bucket (`buckets`) and read raw rows beside chunks (`samples`).
 Chunks are pruned whole: hourly buckets up to a day past their retention, raw
@@ -74,10 +75,13 @@ _COMPACT_PER_TICK = {FIVE: 24, HOURLY: 7, RAW: 24}
 # (one batch at least): a big fleet's day, or its rows from before chunks, take more
 # ticks, never one long one.
 _COMPACT_SHARE = 0.05
-# A span is compacted a tenth of the fleet at a time (at least _MIN_BATCH hosts): when
-# it is the only one waiting (the steady state), one batch a tick, so an hour's
-# compaction is spread over the hour's ticks and a day's over ten.
-_SLICES = 10
+# A span is compacted a slice of the fleet at a time (at least _MIN_BATCH hosts): when
+# it is the only one waiting (the steady state), one batch a tick. An hour (5-minute
+# buckets, raw samples) in tenths, spread over the hour's ticks; a day of hourly
+# buckets in 240ths, spread over the day's: at 10,000 hosts a tenth of the fleet's
+# day (24 buckets a host) added to the tick after midnight 2.4 s on top of the
+# hour's two batches, while the day has 288 ticks to do it in.
+_SLICES = {FIVE: 10, RAW: 10, HOURLY: 240}
 _MIN_BATCH = 20
 
 
@@ -311,7 +315,7 @@ def compact(mark: RollupMark, until: datetime, budget: float | None = None) -> i
         rows = (RawSample.objects.aggregate(at=Min("taken_at")) if resolution == RAW else
                 Rollup.objects.filter(resolution=resolution).aggregate(at=Min("start")))
         start, after = (rollup.bucket_start(rows["at"], span) if rows["at"] else until), 0
-    made, size = 0, _batch()
+    made, size = 0, _batch(resolution)
     for n in range(_COMPACT_PER_TICK[resolution]):
         if start + span > until or (n and _spent(budget)):
             break
@@ -333,8 +337,8 @@ def _spent(budget: float | None) -> bool:
     return budget is not None and time.monotonic() > budget
 
 
-def _batch() -> int:
-    return max(_MIN_BATCH, -(-Host.objects.count() // _SLICES))
+def _batch(resolution: str) -> int:
+    return max(_MIN_BATCH, -(-Host.objects.count() // _SLICES[resolution]))
 
 
 def _compact_span(resolution: str, start: datetime, end: datetime, after_host: int,

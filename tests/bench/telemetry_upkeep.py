@@ -307,14 +307,23 @@ def _tick_after(hosts: list, *, chunks: bool,
         "compacted_to": base - 2 * HOUR})
     tick, done, chunked = _timed_tick(now, chunks)
     if chunks:  # the ticks after it, until the compaction it began is done
-        later, more = [], 1
-        while more and len(later) < 30:
+        later, more, hour_in = [], 1, None
+        while more and len(later) < 300:  # a day's hourly buckets go in 240ths
             began = time.perf_counter()
             more = upkeep.maintain(now + FIVE_MINUTES * (len(later) + 1)).compacted
             later.append(time.perf_counter() - began)
             chunked += more
-        print(f"  (compacting {'the day and ' if midnight else ''}the hour took "
-              f"{len(later)} ticks more, each {min(later):.2f}-{max(later):.2f} s)", flush=True)
+            compacted = dict(RollupMark.objects.values_list("resolution", "compacted_to"))
+            if hour_in is None and compacted["5m"] >= base and compacted[upkeep.RAW] >= (
+                    base - HOUR):
+                hour_in = len(later)
+        hour_in = hour_in or len(later)
+        hour = later[:hour_in]
+        print(f"  (compacting the hour took {hour_in} ticks more, each "
+              f"{min(hour):.2f}-{max(hour):.2f} s"
+              + (f"; the day {len(later)} ticks in all, the rest each "
+                 f"{min(later[hour_in:]):.2f}-{max(later[hour_in:]):.2f} s"
+                 if midnight and len(later) > hour_in else "") + ")", flush=True)
     # The floor: the 5-minute rows and the chunks it wrote, packed already, bare COPYs.
     made = packing.roll_up(_minutes(base, 5), FIVE_MINUTES)[0]
     ids = store.layout_ids([made.layout])

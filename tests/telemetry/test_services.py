@@ -517,12 +517,37 @@ def test_the_one_span_waiting_is_compacted_a_batch_a_tick(monkeypatch):
         HostTelemetry.objects.create(host=host)
         _minute_rows(host, start, 60 + 10)
     monkeypatch.setattr(upkeep, "_MIN_BATCH", 1)
-    monkeypatch.setattr(upkeep, "_SLICES", 3)  # a third of the fleet a tick
+    monkeypatch.setattr(upkeep, "_SLICES", {"5m": 3, "rw": 3, "1h": 3})  # a third a tick
     assert services.maintain(start + timedelta(hours=1, minutes=6)).hourly == 3
     done = [services.maintain(start + timedelta(hours=1, minutes=m)).compacted
             for m in (11, 16, 21, 26)]
     assert done == [1, 1, 1, 0]
     assert RollupChunk.objects.filter(resolution="5m").count() == 3
+
+
+def test_a_day_of_hourly_buckets_is_compacted_in_smaller_batches_than_an_hour(monkeypatch):
+    # The tick after midnight would otherwise pack a tenth of the fleet's day on top of
+    # the hour's two batches: the day has the whole day's ticks to be packed in.
+    hosts = [pinned(f"db{n}") for n in range(3)]
+    start = datetime(2026, 11, 20, 0, tzinfo=UTC)
+    for host in hosts:
+        HostTelemetry.objects.create(host=host)
+        _minute_rows(host, start, 24 * 60 + 10)
+    monkeypatch.setattr(upkeep, "_MIN_BATCH", 1)
+    monkeypatch.setattr(upkeep, "_SLICES", {"5m": 1, "rw": 1, "1h": 3})
+    services.maintain(start + timedelta(hours=24, minutes=6))  # the day's hours made
+    hourly = [r for r in _rollups() if r[0] == "1h"]
+    days = []
+    for m in (11, 16, 21, 26):
+        done = services.maintain(start + timedelta(hours=24, minutes=m))
+        days.append((RollupChunk.objects.filter(resolution="1h").count(),
+                     RollupChunk.objects.filter(resolution="5m", start=start + timedelta(
+                         hours=23)).count()))
+        assert done.hourly == 0
+        assert [r for r in _rollups() if r[0] == "1h"] == hourly  # in a row or a chunk
+    # The hour's 5-minute buckets in one batch (all three hosts), the day's a host a tick.
+    assert days == [(1, 3), (2, 3), (3, 3), (3, 3)]
+    assert not Rollup.objects.filter(resolution="1h", start__lt=start + timedelta(days=1))
 
 
 def test_out_of_time_a_tick_stops_after_a_batch_of_hosts_and_the_next_goes_on(monkeypatch):
