@@ -14,14 +14,9 @@ from before the note).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from apps.common.formatting import human_bytes
 from apps.fleet.models import Host
 from apps.wal.alert_kinds import WAL_ARCHIVE
-
-if TYPE_CHECKING:
-    from apps.wal.models import WalArchive
 
 KIND = WAL_ARCHIVE.name
 
@@ -43,39 +38,11 @@ def update(host: Host) -> None:
         if archive.failed_count and archive.last_failed_at and (
                 archive.last_archived_at is None
                 or archive.last_failed_at > archive.last_archived_at):
-            why = [w for w in (failure_cause(archive), _full(archive)) if w]
+            why = [w for w in (archive.failure_cause, _full(archive)) if w]
             found.append(f"archiving {where} fails: {archive.last_failed_wal} could not be "
                          f"archived ({archive.failed_count} failed attempts)"
                          + (": " + "; ".join(why) if why else ""))
     WAL_ARCHIVE.raise_or_resolve(host, "; ".join(found) if found else None)
-
-
-# What a failed copy's message means, by the words of coreutils' and PoZoL's archive
-# command (C or English locale: otherwise the message alone is shown), first match.
-_MEANINGS = (
-    ("not a mount point", "the archive dataset is not mounted (zfs mount {dataset})"),
-    ("Read-only file system", "the archive dataset is read-only (zfs get readonly {dataset})"),
-    ("with different content", "a segment of that name is archived already with different "
-                               "content, and PoZoL's archive command never overwrites one"),
-    ("Permission denied", "permission denied: the archive directory must be writable by the "
-                          "cluster's owner"),
-    ("No space left on device", "no space left in the archive"),
-    ("Disk quota exceeded", "no space left in the archive (its quota)"),
-    ("No such file or directory", "a directory is missing"),
-)
-
-
-def failure_cause(archive: WalArchive) -> str:
-    """The archive command's reason for its last failure, with what it means when known:
-    "" without one."""
-    reason = archive.failure_reason
-    if not reason:
-        return ""
-    meaning = next((m for words, m in _MEANINGS if words in reason), "")
-    when = (f" at {archive.failure_reason_at:%Y-%m-%d %H:%M:%S} UTC"
-            if archive.failure_reason_at else "")
-    said = f"the archive command said{when}: {reason}"
-    return f"{meaning.format(dataset=archive.dataset)} ({said})" if meaning else said
 
 
 def _full(archive) -> str:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from django.db import models
 
+from apps.wal.core import failures
 from apps.wal.core.plan import DEFAULT_TIMEOUT
 
 
@@ -90,9 +91,8 @@ class WalArchive(models.Model):
     @property
     def failure_cause(self) -> str:
         """Why the archiver fails, as the alert says it ("" without the command's reason)."""
-        from apps.wal.alerting import failure_cause
-
-        return failure_cause(self)
+        return failures.failure_cause(self.failure_reason, self.failure_reason_at,
+                                      self.dataset)
 
     @property
     def active(self) -> bool:
