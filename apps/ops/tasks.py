@@ -8,7 +8,11 @@ def run_step(operation_id: int) -> str:
     return engine.run_step(operation_id)
 
 
-@shared_task(name="ops.sweep", ignore_result=True)
+# Acknowledged on receipt, unlike steps (CELERY_TASK_ACKS_LATE): beat sends another
+# within SWEEP_INTERVAL, and a late ack still pending when the broker goes away can
+# crash the worker as it reconnects (kombu's redis transport: AttributeError on its
+# connection info, seen in tests/fleet/test_broker_down.py with a sweep a second).
+@shared_task(name="ops.sweep", ignore_result=True, acks_late=False)
 def sweep() -> list[int]:
     return engine.sweep()
 
