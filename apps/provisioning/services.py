@@ -132,10 +132,7 @@ def retire_cluster(host: Host, cluster_id: int, *, stop: bool = False,
         if cluster.running and not stop:
             raise Conflict(f"the cluster at {cluster.data_dir} is running: ask stop=true to "
                            "stop it first", code="running")
-        blockers = dependents(host, cluster)
-        if blockers:
-            raise Conflict(f"the cluster at {cluster.data_dir} is used by "
-                           f"{', '.join(blockers)}: remove them first", code="in_use")
+        _refuse_if_used(host, cluster)
         targets = _destroyed(host, cluster) if datasets == "destroy" else []
         snapshot = _final_snapshot(host, cluster) if final_snapshot else None
         try:
@@ -158,11 +155,16 @@ def _forget(host: Host, cluster_id: int) -> None:
     with transaction.atomic():
         host.hold_discovered_rows()
         cluster = host.clusters.filter(pk=cluster_id).first()
-        blockers = dependents(host, cluster, archive=False) if cluster else []
-        if blockers:
-            raise Conflict(f"the cluster at {cluster.data_dir} is used by "
-                           f"{', '.join(blockers)}: remove them first", code="in_use")
+        if cluster is not None:
+            _refuse_if_used(host, cluster, archive=False)
         fleet_services.retire_cluster(host, cluster_id)
+
+
+def _refuse_if_used(host: Host, cluster: PgCluster, *, archive: bool = True) -> None:
+    blockers = dependents(host, cluster, archive=archive)
+    if blockers:
+        raise Conflict(f"the cluster at {cluster.data_dir} is used by "
+                       f"{', '.join(blockers)}: remove them first", code="in_use")
 
 
 def _destroyed(host: Host, cluster: PgCluster) -> list[str]:
