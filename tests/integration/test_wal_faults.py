@@ -71,6 +71,17 @@ def test_a_failing_archive_command_is_alerted_and_loses_no_wal(host):  # noqa: F
     assert not Alert.objects.filter(host=row, kind=alerting.KIND, resolved_at=None).exists()
 
 
+def archiving(fleet_host, cluster, archive_timeout: int) -> WalArchive:
+    """Archiving enabled on the cluster, its first segment archived."""
+    archive, operation = services.enable(cluster, archive_timeout)
+    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
+    archive.refresh_from_db()
+    first = new_segment(fleet_host, 1)
+    wait_for(lambda: first in archived(fleet_host, archive.directory), 60,
+             "the first segment to be archived")
+    return archive
+
+
 def note_on(fleet_host) -> str:
     """The archive command's failure note in the data directory: `<owner> <mode>` and
     its text, or "" when there is none."""
@@ -94,12 +105,7 @@ def test_a_read_only_archive_is_alerted_with_the_reason_the_command_gave(
 
     fleet_host, row = host
     cluster = row.clusters.get()
-    archive, operation = services.enable(cluster, 10)
-    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
-    archive.refresh_from_db()
-    first = new_segment(fleet_host, 1)
-    wait_for(lambda: first in archived(fleet_host, archive.directory), 60,
-             "the first segment to be archived")
+    archive = archiving(fleet_host, cluster, 10)
     run_on(fleet_host, f"zfs set readonly=on {archive.dataset}")
     try:
         stuck = new_segment(fleet_host, 10)
@@ -162,12 +168,7 @@ def test_a_segment_archived_with_other_content_is_refused_and_named(host):  # no
     fleet_host, row = host
     cluster = row.clusters.get()
     # No archive_timeout switch between naming the segment being written and its switch.
-    archive, operation = services.enable(cluster, 3600)
-    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
-    archive.refresh_from_db()
-    first = new_segment(fleet_host, 1)
-    wait_for(lambda: first in archived(fleet_host, archive.directory), 60,
-             "the first segment to be archived")
+    archive = archiving(fleet_host, cluster, 3600)
     # Written into first: right after a switch the position is on the segment boundary,
     # which pg_walfile_name names as the segment before.
     psql(fleet_host, f"INSERT INTO {TABLE} (id) VALUES (0)")
@@ -207,12 +208,7 @@ def test_an_unmounted_archive_is_not_written_into(host):  # noqa: F811
 
     fleet_host, row = host
     cluster = row.clusters.get()
-    archive, operation = services.enable(cluster, 10)
-    assert drive(operation).status == Operation.Status.SUCCEEDED, operation.error
-    archive.refresh_from_db()
-    first = new_segment(fleet_host, 1)
-    wait_for(lambda: first in archived(fleet_host, archive.directory), 60,
-             "the first segment to be archived")
+    archive = archiving(fleet_host, cluster, 10)
     run_on(fleet_host, f"zfs unmount {archive.dataset}")
     try:
         # What a careless repair could leave: the bare path writable by the owner.
