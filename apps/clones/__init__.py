@@ -77,11 +77,13 @@ archive it carried (services.origin_on_target, moment_on_target: apps.wal.copies
 chooses, with the source archive's marks and restore points; drills on a target ask
 the same two). The archive's received snapshot is cloned for the replay, never taken
 or destroyed (`Recovery.received`); the link's next run keeps it while a clone being
-made will clone it (`replaying`). Such a clone is never reset (409 `on_target`; its
-page offers no reset and says so). Operators make one on the target host's Clones tab
-or `/clones/hosts/<id>/on-target/` (`TargetCloneForm`, `services.create_on_target`: the
-link names the cluster), beside each link's window there as the target's inventory is
-now (`services.copies_on`, apps.wal.copies.Copy.window).
+made (or reset) will clone it (`replaying`). A reset makes such a clone again to the
+newest moment the target holds, replayed to the end of the carried archive
+(`Recovery` target `latest`); 409 once its link is gone. Operators make one on the
+target host's Clones tab or `/clones/hosts/<id>/on-target/` (`TargetCloneForm`,
+`services.create_on_target`: the link names the cluster), beside each link's window
+there as the target's inventory is now (`services.copies_on`,
+apps.wal.copies.Copy.window).
 
 Clones have a tenant (apps/clones/tenancy.py): the tenant the origin cluster
 was assigned to when the clone was made, kept on the row (`Clone.tenant`), so a

@@ -182,7 +182,7 @@ def reset_clone(clone: Clone, *, snapshot: str | None = None, by=None,
                 trigger: str = Operation.Trigger.API) -> Operation:
     """Make the clone again from `snapshot` (a label of the origin cluster's), or from a
     new one when None, keeping its name, port, role and password. A clone on a link's
-    target is made again to the newest moment the target holds (reset_on_target)."""
+    target is made again to the newest moment the target holds (_reset_on_target)."""
     with transaction.atomic():
         clone = Clone.objects.select_for_update().select_related("host").get(pk=clone.pk)
         _check_resettable(clone)
