@@ -345,6 +345,8 @@ def test_a_worker_killed_during_a_point_in_time_replay_leaves_nothing_behind(
     its reason), one postmaster, and neither the archive's clone nor its
     `@pozol-pitr-` snapshot left once it is done."""
     import time
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import wait as wait_futures
     from datetime import UTC, datetime
 
     from apps.clones import services as clones
@@ -384,17 +386,24 @@ def test_a_worker_killed_during_a_point_in_time_replay_leaves_nothing_behind(
     watch = product_ssh.session(row.ssh_target())
     doomed = Worker("tests.worker_app", "doomed", tmp_path, POZOL_OPERATION_LEASE=lease)
     try:
-        clone, operation, password = clones.create_clone(row, cluster, name="replaykill",
-                                                         at=moment)
+        # One watcher on the host, looking every few milliseconds from before the clone
+        # is asked for: a replay on a loaded machine can be over between two SSH round
+        # trips, so none may fall between the watcher's looks.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            watcher = pool.submit(watch, cmd("timeout", "150", "sh", "-c", WATCH_REPLAY),
+                                  timeout=160, check=False)
+            clone, operation, password = clones.create_clone(row, cluster, name="replaykill",
+                                                             at=moment)
 
-        def replaying() -> bool:
-            engine.sweep()  # as beat does: a delivery lost on a loaded machine comes again
-            # Watched on the host, every few milliseconds for up to two seconds: a replay
-            # can be over between two SSH round trips on a loaded machine.
-            return watch(cmd("timeout", "2", "sh", "-c", WATCH_REPLAY), check=False).ok
-
-        wait_for(replaying, 90, "the clone's startup process to replay", interval=0.02)
-        doomed.kill()
+            deadline = time.monotonic() + 150
+            while not wait_futures([watcher], timeout=1).done:
+                # As beat does: a delivery lost on a loaded machine comes again.
+                engine.sweep()
+                ended = Operation.objects.get(pk=operation.pk)
+                assert ended.is_active, f"the clone ended before a replay: {ended.error}"
+                assert time.monotonic() < deadline, "timed out waiting for the replay"
+            doomed.kill()
+            assert watcher.result().ok, "the clone's startup process never replayed"
     finally:
         doomed.stop()
     print(f"\nkilled while replaying; on the host: {leftovers(fleet_host, 'replaykill')!r}")
