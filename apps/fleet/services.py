@@ -93,7 +93,17 @@ def accept_changed_host_key(host: Host, *, by=None,
 
 
 def remove_host(host: Host) -> None:
-    """Forget a host and everything PoZoL recorded of it; nothing on the host is touched."""
+    """Forget a host and everything PoZoL recorded of it; nothing on the host is touched.
+    Refused while a replication link joins it to another host: the link would go with
+    it, and the other end's copies, and the clones made from them, would be left with
+    no link to update, reset or prune them by."""
+    links = [*host.links_out.exclude(target_host=host).select_related("target_host"),
+             *host.links_in.exclude(source_host=host).select_related("source_host")]
+    if links:
+        named = ", ".join(f"{link.name} ({link.source_host.name} -> {link.target_host.name})"
+                          for link in links)
+        raise Conflict(f"{host.name} is joined to other hosts by replication links "
+                       f"{named}: remove them first", code="in_use")
     host.delete()
 
 
