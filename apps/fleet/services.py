@@ -143,6 +143,11 @@ def sudoers(host: Host, login: str | None = None) -> dict:
     try:
         clusters = [sudo.Cluster(c.owner, c.bin_dir) for c in host.clusters.all()
                     if c.owner and c.bin_dir]
+        # The majors installed with no cluster yet: a cluster PoZoL creates later runs
+        # with these rules in place (apps.provisioning).
+        facts = host.typed_facts()
+        clusters += [sudo.Cluster(owner, bin_dir)
+                     for bin_dir, owner in (facts.majors().values() if facts else ())]
         text = sudo.sudoers(login, clusters, found)
     except InvalidValue as exc:  # what the host reported cannot be written in sudoers
         raise Conflict(f"{host.name}: {exc}", code="unnamable") from None

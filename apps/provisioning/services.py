@@ -33,7 +33,7 @@ def offered_majors(host: Host) -> list[int]:
     """The PostgreSQL majors a new cluster of the host can be: those its clusters run
     and those installed from packages, as its last discovery found them."""
     facts = host.typed_facts()
-    return sorted(layout.installed(facts)) if facts else []
+    return sorted(facts.majors()) if facts else []
 
 
 def plan_cluster(host: Host, *, major: int, name: str, port: int | None = None,

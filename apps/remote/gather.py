@@ -193,6 +193,12 @@ def _sudo_check(login: str, listing: SudoListing, facts: HostFacts) -> sudo.Sudo
             clusters.append(sudo.Cluster(cluster.owner or "", cluster.bin_dir or ""))
         except InvalidValue as exc:
             facts.skip("sudoers rule of cluster", cluster.data_dir, exc.reason)
+    # A major installed with no cluster yet: the rule a new cluster of it will need.
+    for major, (bin_dir, owner) in sorted(facts.majors().items()):
+        try:
+            clusters.append(sudo.Cluster(owner, bin_dir))
+        except InvalidValue as exc:
+            facts.skip("sudoers rule of PostgreSQL", major, exc.reason)
     paths = {}
     for name, path in listing.paths.items():
         try:

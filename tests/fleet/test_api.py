@@ -222,3 +222,23 @@ def test_the_sudoers_file_of_a_host_names_its_clusters_and_refuses_root_or_a_bad
     for hostile in HOSTILE[:8]:
         refused = api.get(f"/api/hosts/{replayed_host.pk}/sudoers/", {"login": hostile})
         assert refused.status_code == 400 and "login" in refused.json()["error"]["fields"]
+
+
+def test_the_sudoers_file_names_a_major_installed_with_no_cluster_yet(api, replayed_host):
+    """A cluster PoZoL creates later (apps.provisioning) runs with the rule in place:
+    the packaged major's programs, as the owner of the host's other clusters."""
+    cluster = replayed_host.clusters.get()
+    facts = replayed_host.facts
+    facts["installed"] = {**(facts.get("installed") or {}),
+                          "bin_dirs": {"17": "/usr/lib/postgresql/17/bin"}}
+    replayed_host.save(update_fields=["facts"])
+    answer = api.get(f"/api/hosts/{replayed_host.pk}/sudoers/", {"login": "pozol"})
+    assert answer.status_code == 200, answer.content
+    text = answer.json()["sudoers"]
+    assert f"pozol ALL=({cluster.owner}) NOPASSWD: {cluster.bin_dir}/psql, " in text
+    assert "/usr/lib/postgresql/17/bin/psql, /usr/lib/postgresql/17/bin/pg_ctl" in text
+
+    facts["installed"]["bin_dirs"] = {"17": "/usr/lib/postgresql/17,bin"}
+    replayed_host.save(update_fields=["facts"])
+    refused = api.get(f"/api/hosts/{replayed_host.pk}/sudoers/", {"login": "pozol"})
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "unnamable"

@@ -21,10 +21,7 @@ FIRST_PORT = 5432
 # initdb writes about 40 MiB (a 16 MiB WAL segment among it); the first minutes more.
 ROOM_NEEDED = 128 * 2**20
 NAME_MAX = 31
-# The OS user Debian's and the PGDG's packages run PostgreSQL as.
-PACKAGES_OWNER = "postgres"
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
-_MAJOR = re.compile(r"(\d+)")
 # Without a profile: the references' layout (the oltp-safe built-in's datasets).
 DEFAULT_ZFS = {
     "data": {"recordsize": "16K", "compression": "lz4", "atime": "off",
@@ -143,23 +140,6 @@ def cluster_name(value: object) -> str:
     return value
 
 
-def installed(facts: HostFacts) -> dict[int, tuple[str, str]]:
-    """Each major the host can make a cluster of: (bin_dir, owner).
-
-    A major a discovered cluster runs takes that cluster's binaries and owner; one that
-    is installed from packages with no cluster running takes the packaged binaries and
-    the owner of the host's other clusters, else `postgres` (the packages' user)."""
-    found: dict[int, tuple[str, str]] = {}
-    for cluster in facts.clusters:
-        match = _MAJOR.match(cluster.version or "")
-        if match and cluster.bin_dir and cluster.owner:
-            found.setdefault(int(match.group(1)), (cluster.bin_dir, cluster.owner))
-    owner = next((c.owner for c in facts.clusters if c.owner), PACKAGES_OWNER)
-    for major, bin_dir in (facts.installed.bin_dirs if facts.installed else {}).items():
-        found.setdefault(int(major), (bin_dir, owner))
-    return found
-
-
 def _packaged(facts: HostFacts) -> bool:
     """Whether the host makes its clusters with postgresql-common: its running ones say
     so; with none running, having the package does."""
@@ -182,7 +162,7 @@ def plan(facts: HostFacts, request: Request, *, taken_ports: set[int], zfs: dict
     settings, resolved for this host (None: the references' layout, stock settings).
     """
     name = cluster_name(request.name)
-    majors = installed(facts)
+    majors = facts.majors()
     if request.major not in majors:
         known = ", ".join(str(m) for m in sorted(majors)) or "none"
         raise Refused("major", f"PostgreSQL {request.major} is not installed on this host as "

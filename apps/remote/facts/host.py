@@ -8,6 +8,7 @@ way tuning and the advisor get typed facts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 from apps.remote.decode import decode
@@ -127,6 +128,11 @@ class Installed:
     packaged: list[str] = field(default_factory=list)
 
 
+# The OS user Debian's and the PGDG's packages run PostgreSQL as.
+PACKAGES_OWNER = "postgres"
+_MAJOR = re.compile(r"(\d+)")
+
+
 @dataclass
 class HostFacts:
     os: system.OsRelease
@@ -176,6 +182,24 @@ class HostFacts:
 
     def skip(self, kind: str, value: object, reason: str) -> None:
         self.skipped.append(Skipped(kind, str(value), reason))
+
+    def majors(self) -> dict[int, tuple[str, str]]:
+        """Each PostgreSQL major the host can run a cluster of: (bin_dir, owner).
+
+        A major a discovered cluster runs takes that cluster's binaries and owner; one
+        that is installed from packages with no cluster running takes the packaged
+        binaries and the owner of the host's other clusters, else `postgres` (the
+        packages' user). New clusters are made with these (apps.provisioning), and a
+        sudo login's rules name them before the first such cluster exists."""
+        found: dict[int, tuple[str, str]] = {}
+        for cluster in self.clusters:
+            match = _MAJOR.match(cluster.version or "")
+            if match and cluster.bin_dir and cluster.owner:
+                found.setdefault(int(match.group(1)), (cluster.bin_dir, cluster.owner))
+        owner = next((c.owner for c in self.clusters if c.owner), PACKAGES_OWNER)
+        for major, bin_dir in (self.installed.bin_dirs if self.installed else {}).items():
+            found.setdefault(int(major), (bin_dir, owner))
+        return found
 
 
 # PoZoL sets it on every dataset it makes for a clone (clones, restore drills, table

@@ -206,8 +206,8 @@ def test_a_packaged_major_with_no_cluster_running_is_made_the_packages_way():
 def test_facts_from_before_discovery_asked_know_only_running_majors():
     facts = fuse()
     facts.installed = None
-    assert layout.installed(facts) == {15: (facts.clusters[0].bin_dir,
-                                            facts.clusters[0].owner)}
+    assert facts.majors() == {15: (facts.clusters[0].bin_dir,
+                              facts.clusters[0].owner)}
 
 
 def test_a_plan_kept_before_packaged_existed_reads_back_as_initdb():
