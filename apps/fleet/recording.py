@@ -16,13 +16,14 @@ facts read before that moment are recorded without them (without_retired). The
 host may have shown the cluster still running to a discovery that read it just
 before the retire stopped it and records after the retire forgot it. Facts read
 after the retire are recorded as they are: a cluster made again at that data
-directory (by hand, say) is the host's.
+directory (by hand, say) is the host's. A tombstone is kept a day (TOMBSTONE_KEPT)
+and removed by the host's next recording after that.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from django.db import models
@@ -31,6 +32,8 @@ from apps.fleet.models import Dataset, Disk, Host, PgCluster, Pool, RetiredClust
 from apps.remote.gather import under
 
 Row = TypeVar("Row", bound=models.Model)
+# How long a retired cluster's tombstone is kept (without_retired).
+TOMBSTONE_KEPT = timedelta(days=1)
 
 
 def match(rows: Iterable[Row], facts: Iterable[dict], row_key: Callable[[Row], object],
@@ -100,6 +103,10 @@ def without_retired(host: Host, facts: dict, read_at: datetime) -> tuple[dict, l
     """`facts`, read from the host at `read_at`, without the clusters retired since and
     the datasets destroyed with them; and the data directories of the clusters left out,
     for the discovery to say so. Read under the host's lock, as the retire writes."""
+    # A tombstone matters only to a discovery that read the host before it, and none
+    # reads that long before it records (its probes and steps have deadlines of
+    # minutes): the host's older tombstones go, so they do not pile up forever.
+    host.retired_clusters.filter(retired_at__lt=read_at - TOMBSTONE_KEPT).delete()
     retired = list(host.retired_clusters.filter(retired_at__gt=read_at))
     if not retired:
         return facts, []

@@ -243,3 +243,23 @@ def test_a_made_cluster_read_before_its_retire_is_not_recorded(replayed_host):
     assert not replayed_host.clusters.exists()
     assert record_new_cluster(replayed_host, fact, [], "tank/pg", timezone.now())
     assert replayed_host.clusters.get().data_dir == fact["data_dir"]
+
+
+def test_a_tombstone_goes_at_the_first_recording_a_day_after_the_retire(replayed_host):
+    """A day after the retire no discovery that read the host before it can still be
+    recording, so the tombstone no longer guards anything and goes; a younger one stays."""
+    from datetime import timedelta
+
+    from apps.fleet.recording import TOMBSTONE_KEPT
+
+    read = copy.deepcopy(replayed_host.facts)
+    _retired_by_hand(replayed_host)
+    tombstone = replayed_host.retired_clusters.get()
+
+    record_facts(replayed_host, {**read, "clusters": []},
+                 read_at=tombstone.retired_at + TOMBSTONE_KEPT - timedelta(minutes=1))
+    assert replayed_host.retired_clusters.filter(pk=tombstone.pk).exists()
+
+    record_facts(replayed_host, {**read, "clusters": []},
+                 read_at=tombstone.retired_at + TOMBSTONE_KEPT + timedelta(minutes=1))
+    assert not replayed_host.retired_clusters.exists()
