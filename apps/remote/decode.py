@@ -20,82 +20,80 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, fields, is_dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+Reader = Callable[[Any], Any]
 
 
 def decode(cls: type[T], data: Mapping[str, Any]) -> T:
     """An instance of the dataclass `cls` from the plain data `data`."""
-    return cls(**{f.name: _absent(f, hint) if data.get(f.name) is None
-                  else _typed(hint, data[f.name]) for f, hint in _fields(cls)})
+    return _decoder(cls)(data)
 
+
+# A decoder is worked out once per class, from its hints, into one function per field:
+# a collector round decodes thousands of samples after a restart, and looking each hint
+# up again (hashing `list[Txg]` and the like) cost more than the decoding itself.
 
 @cache
-def _fields(cls: type) -> tuple[tuple[Field, Any], ...]:
-    # Hints resolved once per class: a host has hundreds of settings, a collector
-    # round decodes thousands of samples after a restart.
+def _decoder(cls: type) -> Callable[[Mapping[str, Any]], Any]:
     hints = typing.get_type_hints(cls)
-    return tuple((f, hints[f.name]) for f in fields(cls) if f.init)
+    plan = tuple((f.name, _reader(hints[f.name]), _absent(f, hints[f.name]))
+                 for f in fields(cls) if f.init)
+
+    def read(data: Mapping[str, Any]) -> Any:
+        get = data.get
+        return cls(**{name: absent() if (value := get(name)) is None else reader(value)
+                      for name, reader, absent in plan})
+
+    return read
 
 
-def _typed(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    kind, inner = _plan(hint)
-    if kind == "union":
-        return _typed(inner, value)
-    if kind == "dataclass":
-        return decode(inner, value)
-    if kind == "list":
-        return [_typed(inner, item) for item in value]
-    if kind == "list_plain":
-        return list(value)
-    if kind == "tuple_of":
-        return tuple(_typed(inner, item) for item in value)
-    if kind == "tuple":
-        return tuple(value)
-    if kind == "dict":
-        return {key: _typed(inner, item) for key, item in value.items()}
-    if kind == "datetime":
-        return datetime.fromisoformat(value)
-    if kind == "float":
-        return float(value)
+def _as_is(value: Any) -> Any:
     return value
 
 
 @cache
-def _plan(hint: Any) -> tuple[str, Any]:
-    """How a value of this hint is typed (worked out once per hint)."""
+def _reader(hint: Any) -> Reader:
+    """How a value of this hint is typed (a value that is None stays None)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (types.UnionType, typing.Union):
         [inner, *others] = [arg for arg in args if arg is not type(None)]
-        return ("union", inner) if not others else ("as_is", None)  # JSON kept the type
+        return _reader(inner) if not others else _as_is  # JSON kept the type
     if is_dataclass(hint):
-        return "dataclass", hint
+        return lambda value: None if value is None else _decoder(hint)(value)
     if origin is list:
-        return ("list", args[0]) if args else ("list_plain", None)
+        if not args:
+            return lambda value: None if value is None else list(value)
+        item = _reader(args[0])
+        return lambda value: None if value is None else [item(x) for x in value]
     if origin is tuple:
-        return ("tuple_of", args[0]) if len(args) == 2 and args[1] is Ellipsis else (
-            "tuple", None)
+        if len(args) == 2 and args[1] is Ellipsis:
+            item = _reader(args[0])
+            return lambda value: None if value is None else tuple(item(x) for x in value)
+        return lambda value: None if value is None else tuple(value)
     if origin is dict:
-        return ("dict", args[1]) if args else ("as_is", None)
+        if not args:
+            return _as_is
+        item = _reader(args[1])
+        return lambda value: None if value is None else {k: item(v) for k, v in value.items()}
     if hint is datetime:
-        return "datetime", None
+        return lambda value: None if value is None else datetime.fromisoformat(value)
     if hint is float:
-        return "float", None
-    return "as_is", None
+        return lambda value: None if value is None else float(value)
+    return _as_is
 
 
-def _absent(f: Field, hint: Any) -> Any:
+def _absent(f: Field, hint: Any) -> Callable[[], Any]:
     """What a field missing from the data (or stored as null) reads as."""
     if f.default is not MISSING:
-        return f.default
+        default = f.default
+        return lambda: default
     if f.default_factory is not MISSING:
-        return f.default_factory()
+        return f.default_factory
     origin = typing.get_origin(hint)
-    return origin() if origin in (list, dict) else None
+    return origin if origin in (list, dict) else lambda: None

@@ -189,12 +189,18 @@ def _names(cls: type) -> tuple[str, ...] | None:
     return tuple(f.name for f in fields(cls)) if is_dataclass(cls) else None
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: object) -> Any:
-    if value is None or isinstance(value, str | int | float):
+    kind = type(value)
+    if kind in _SCALARS:  # most values: one set lookup, not an isinstance of a union
         return value
-    names = _names(type(value))
+    names = _names(kind)
     if names is not None:
         return {name: _plain(getattr(value, name)) for name in names}
+    if isinstance(value, str | int | float):  # a subclass (an enum's value)
+        return value
     if isinstance(value, list | tuple):
         return type(value)(_plain(item) for item in value)
     if isinstance(value, dict):
