@@ -1,5 +1,6 @@
 """The WAL archives API (operators): list and show archives, enable one (a plan with
-dry_run), disable one, check one now. Each view reads its input and calls one service."""
+dry_run), disable one, refresh its command, check one now. Each view reads its input
+and calls one service."""
 
 from __future__ import annotations
 
@@ -72,6 +73,15 @@ class WalArchiveViewSet(IdempotentPosts, mixins.ListModelMixin, mixins.RetrieveM
         operation = services.create_restore_point(self.get_object(), body.validated_data["name"],
                                                   by=request.user,
                                                   trigger=Operation.Trigger.API)
+        return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"], url_path="refresh-command")
+    def refresh_command(self, request, pk=None) -> Response:
+        """Write PoZoL's current archive_command (a reload) where the last read found
+        another: 409 while it is current, the archive is not on, or it is busy."""
+        operation = services.refresh_command(self.get_object(), by=request.user,
+                                             trigger=Operation.Trigger.API)
         return Response(OperationSerializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={202: OperationSerializer})

@@ -25,7 +25,7 @@ from apps.remote.shell import Runner
 from apps.snapshots.models import Snapshot
 from apps.wal import alerting, recorded
 from apps.wal.core import commands
-from apps.wal.core.plan import PITR_PREFIX
+from apps.wal.core.plan import PITR_PREFIX, archive_command
 from apps.wal.core.window import Archived, describe, gaps, ordered, removable, window
 from apps.wal.models import WalArchive
 
@@ -107,6 +107,7 @@ def record(archive: WalArchive, found: Found, *, removed: int = 0) -> str:
         failure_reason=failure.reason if failure else "",
         failure_reason_wal=failure.wal if failure else "",
         failure_reason_at=_when(failure.at) if failure else None,
+        command_outdated=outdated_command(archive, status),
         segments=len(kept),
         first_segment=kept[0].segment.name(size) if kept else "",
         last_segment=kept[-1].segment.name(size) if kept else "",
@@ -117,6 +118,14 @@ def record(archive: WalArchive, found: Found, *, removed: int = 0) -> str:
         removed=archive.removed + removed)
     alerting.update(archive.cluster.host)
     return describe(spans)
+
+
+def outdated_command(archive: WalArchive, status: commands.Status) -> bool:
+    """Whether an archive that is on archives with another command than the one PoZoL
+    writes for it now; unknown (not read) counts as not."""
+    return (archive.state == WalArchive.State.ON and bool(archive.directory)
+            and status.archive_command is not None
+            and status.archive_command != archive_command(archive.directory))
 
 
 def _read_failed(archive: WalArchive, error: Exception) -> None:

@@ -64,6 +64,12 @@ class WalArchive(models.Model):
         "The file the failed attempt was archiving."))
     failure_reason_at = models.DateTimeField(null=True, blank=True, help_text=(
         "When the archive command noted the reason."))
+    # PoZoL's archive_command changes between releases (the failure note came later);
+    # an archive enabled before keeps the old one until it is written again.
+    command_outdated = models.BooleanField(default=False, help_text=(
+        "The cluster archives with a command other than the one PoZoL writes for this "
+        "archive now (written by an older PoZoL, or changed by hand); refresh-command "
+        "writes the current one."))
     segments = models.IntegerField(null=True, blank=True)
     first_segment = models.CharField(max_length=64, blank=True)
     last_segment = models.CharField(max_length=64, blank=True)

@@ -50,7 +50,7 @@ class WalArchiveSerializer(ModelSerializer):
                   "archive_timeout", "state", "error", "enabled_at", "checked_at", "read_error",
                   "archived_count", "failed_count", "last_archived_wal", "last_archived_at",
                   "last_failed_wal", "last_failed_at", "failure_reason", "failure_reason_wal",
-                  "failure_reason_at", "current_wal", "lag_segments",
+                  "failure_reason_at", "command_outdated", "current_wal", "lag_segments",
                   "space_used", "space_available", "segments", "first_segment",
                   "last_segment", "gaps", "window", "removed", "restore_points", "last_operation"]
         read_only_fields = fields

@@ -142,6 +142,35 @@ def disable(archive: WalArchive, *, by=None, trigger: str = Operation.Trigger.AP
     return operation
 
 
+def refresh_command(archive: WalArchive, *, by=None,
+                    trigger: str = Operation.Trigger.API) -> Operation:
+    """Write the archive_command PoZoL writes for this archive now (a reload, no restart):
+    for an archive whose last read found another (an older PoZoL's, or one changed by
+    hand). archive_mode, archive_timeout and the settings from before are left as they
+    are."""
+    with transaction.atomic():
+        archive = WalArchive.objects.select_for_update().select_related(
+            "cluster__host").get(pk=archive.pk)
+        cluster, host = archive.cluster, archive.cluster.host
+        if archive.state != WalArchive.State.ON:
+            raise Conflict(f"archiving of {cluster.data_dir} is {archive.state}",
+                           code=archive.state)
+        if not archive.command_outdated:
+            raise Conflict(f"the archive_command of {cluster.data_dir} is PoZoL's current "
+                           "one (as of the last read): nothing to refresh", code="current")
+        _busy(archive)
+        if cluster.down_reason:
+            raise Conflict(cluster.down_reason, code="cluster_down")
+        operation = engine.start(
+            steps.REFRESH.name, host=host, trigger=trigger, user=by,
+            subject=f"{host.name}: refresh the archive_command of {cluster.data_dir}"[:200],
+            state={"archive": archive.pk, "target": cluster.target().as_state(),
+                   "directory": archive.directory})
+        archive.last_operation = operation
+        archive.save(update_fields=["last_operation"])
+    return operation
+
+
 def _busy(archive: WalArchive) -> None:
     if archive.last_operation_id and Operation.objects.filter(
             pk=archive.last_operation_id, status__in=Operation.ACTIVE).exists():

@@ -1,4 +1,4 @@
-"""The WAL archiving operations: enable, disable, check.
+"""The WAL archiving operations: enable, disable, refresh the command, check.
 
 `wal.enable` reads the three settings it will change before it writes anything (kept
 on the archive's row, so disabling gives them back), makes the archive dataset, writes
@@ -9,6 +9,8 @@ once. A failure after the first write leads to `restore`, which writes the
 before-values back and restarts again before the operation fails. `wal.disable` is the
 same road back; the archive dataset and its WAL are kept. Both are mutating: they
 restart PostgreSQL, so they wait behind a benchmark or a tuning apply.
+`wal.refresh_command` writes the archive_command PoZoL writes now (for an archive
+enabled by an older PoZoL, or whose command was changed by hand), a reload.
 
 `wal.check` (not mutating) reads pg_stat_archiver and lists the archive in one round
 trip, removes what no kept snapshot needs (core/window.removable) and the replay
@@ -182,6 +184,29 @@ def disable_finish(ctx: StepContext) -> Done | Fail:
     return Done({"archive": archive.pk}, message="archiving off, settings from before back")
 
 
+# ---- refresh the command --------------------------------------------------------------
+
+def refresh_write(ctx: StepContext) -> Next:
+    """ALTER SYSTEM of archive_command alone, and a reload: the archiver takes it at its
+    next segment; nothing else changes (archive_mode stays on: no restart)."""
+    command = archive_plan.archive_command(ctx.state["directory"])
+    ctx.runner()(commands.write_settings(_target(ctx), {"archive_command": command}))
+    ctx.state["expected"] = {"archive_command": command}
+    return Next("refresh_verify", "archive_command written, configuration reloaded",
+                progress=60)
+
+
+def refresh_verify(ctx: StepContext) -> Done | Fail:
+    now = commands.parse_settings(ctx.runner()(commands.read_settings(_target(ctx))).stdout)
+    found = (now.get("archive_command") or {}).get("value")
+    if found != ctx.state["expected"]["archive_command"]:
+        return Fail(f"after the reload the cluster reads archive_command = {found!r}",
+                    code="not_refreshed")
+    WalArchive.objects.filter(pk=ctx.state["archive"]).update(command_outdated=False)
+    return Done({"archive": ctx.state["archive"]},
+                message="archiving with PoZoL's current archive_command")
+
+
 # ---- check ---------------------------------------------------------------------------
 
 def check(ctx: StepContext) -> Done | Fail:
@@ -267,6 +292,12 @@ DISABLE = register(Kind(
            "disable_finish": disable_finish},
     first_step="disable_write",
     mutating=True,
+))
+REFRESH = register(Kind(
+    name="wal.refresh_command",
+    steps={"refresh_write": refresh_write, "refresh_verify": refresh_verify},
+    first_step="refresh_write",
+    mutating=True,  # ALTER SYSTEM: not beside a tuning apply writing the same file
 ))
 RESTORE_POINT = register(Kind(name="wal.restore_point", steps={"restore_point": restore_point},
                              first_step="restore_point", mutating=False))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 
 from apps.common.errors import DomainError
 from apps.fleet.models import PgCluster
@@ -63,3 +64,14 @@ def disable(request, pk: int) -> HttpResponse:
     return render(request, "wal/disable.html", {
         "archive": archive, "host": archive.cluster.host, "error": error,
         "plan": services.plan_disable(archive) if archive.before else None})
+
+
+@login_required
+@require_POST
+def refresh_command(request, pk: int) -> HttpResponse:
+    """Write PoZoL's current archive_command (a reload); a refusal goes back to the page."""
+    archive = get_object_or_404(WalArchive, pk=pk)
+    operation = services.refresh_command(archive, by=request.user,
+                                         trigger=Operation.Trigger.UI)
+    request.audit_operation = operation.pk
+    return redirect("ops:operation", operation.pk)

@@ -197,8 +197,9 @@ def _rollout(plan, operation, fresh) -> Rollout:
 
 def _wal(host) -> WalArchive:
     """An archive that is on, with a window split by a gap, the archiver's figures, the
-    reason its archive command gave for failing (a long path: it must wrap on a phone)
-    and the settings it replaced (so its disable page has a plan)."""
+    reason its archive command gave for failing (a long path: it must wrap on a phone),
+    an older PoZoL's archive command (its refresh button shows) and the settings it
+    replaced (so its disable page has a plan)."""
     now = timezone.now().timestamp()
     return WalArchive.objects.create(
         cluster=host.clusters.first(), dataset="tank/pozol_wal/pg:data",
@@ -208,7 +209,7 @@ def _wal(host) -> WalArchive:
         failure_reason_wal="0000000100000000000000A5", failure_reason_at=timezone.now(),
         failure_reason="cp: cannot create regular file '/tank/pozol_wal/pg:data/"
                        "0000000100000000000000A5.tmp': Read-only file system",
-        last_archived_wal="0000000100000000000000A4",
+        command_outdated=True, last_archived_wal="0000000100000000000000A4",
         last_archived_at=timezone.now() - timedelta(minutes=2),
         current_wal="0000000100000000000000A5", lag_segments=0, space_used=5 << 20,
         segments=40, first_segment="00000001000000000000007D",

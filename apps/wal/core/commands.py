@@ -39,6 +39,9 @@ STATUS_SQL = (
     "archived_count, pg_walfile_name(pg_current_wal_lsn()), pg_current_wal_lsn(), "
     "(select setting from pg_settings where name = 'wal_segment_size'), "
     "current_setting('archive_mode') from pg_stat_archiver;")
+# The archive_command the cluster runs, hex-encoded: one line whatever it holds.
+COMMAND_SQL = ("select encode(convert_to(current_setting('archive_command'), 'UTF8'), "
+               "'hex');")
 MARK_SQL = "select pg_current_wal_lsn(), extract(epoch from clock_timestamp());"
 SWITCH_SQL = "select pg_switch_wal();"
 RESTORE_POINT_SQL = ("select pg_create_restore_point(:'name'), "
@@ -75,6 +78,8 @@ echo '== archiver'
 {status}
 echo '== archive failure'
 {failure}
+echo '== archive command'
+{command}
 echo '== dataset'
 zfs get -Hp -o property,value used,available,mountpoint,mounted {dataset}
 m=$(zfs get -H -o value mountpoint {dataset})
@@ -134,7 +139,7 @@ def status(target: ClusterTarget, dataset: str) -> Command:
     failure = (script(_FAILURE, note=f"{target.data_dir.rstrip('/')}/{archive_plan.FAILURE_NOTE}")
                if target.data_dir else script(":"))
     return script(_STATUS, status=target.psql(STATUS_SQL), dataset=dataset_name(dataset),
-                  failure=failure, **_waldump(target),
+                  failure=failure, command=target.psql(COMMAND_SQL), **_waldump(target),
                   shown=f"read pg_stat_archiver and list the archive {dataset}")
 
 
@@ -196,6 +201,8 @@ class Status:
     # The archive command's note of its last failure; None when it has none (its last
     # run succeeded, or it is a command from before the note).
     failure: Failure | None = None
+    # The archive_command the cluster runs; None: not read (a read from before it was).
+    archive_command: str | None = None
 
     @property
     def failing(self) -> bool:
@@ -248,7 +255,19 @@ def parse_status(stdout: str) -> Status:
     return Status(archiver, _int(props.get("used")), _int(props.get("available")),
                   props.get("mountpoint", ""), archived, props.get("mounted", "yes") == "yes",
                   parse_last_transaction(sections.get("last transaction", []), size),
-                  parse_failure(sections.get("archive failure", [])))
+                  parse_failure(sections.get("archive failure", [])),
+                  parse_command(sections.get("archive command")))
+
+
+def parse_command(lines: list[str] | None) -> str | None:
+    """COMMAND_SQL's hex line as text; None when it was not read, is empty (psql failed,
+    or there is no command: nothing to compare) or is not hex."""
+    if not lines:
+        return None
+    try:
+        return bytes.fromhex("".join(lines)).decode("utf-8", "replace")
+    except ValueError:
+        return None
 
 
 _CONTROL = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")

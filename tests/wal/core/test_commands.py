@@ -10,6 +10,7 @@ import pytest
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import InvalidValue
 from apps.wal.core import commands
+from apps.wal.core import plan as archive_plan
 from apps.wal.core.segments import Segment
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -140,3 +141,27 @@ def test_the_note_is_read_from_the_data_directory_quoted():
     assert "[ ! -f /var/lib/postgresql/15/main/pozol_archive_failure ] ||" in text
     assert text.index("== archive failure") < text.index("== dataset")
     assert "pozol_archive_failure" not in commands.status(TARGET, "tank/x").text
+
+
+# Captured by tests/integration/test_wal_command.py (POZOL_WAL_CAPTURE): a cluster whose
+# archive_command an older PoZoL wrote.
+OLDER_COMMAND = "status-older-command-zfs-fuse-pg15.txt"
+
+
+def test_the_status_reads_the_archive_command_the_cluster_runs():
+    status = commands.parse_status(captured(OLDER_COMMAND))
+    directory = status.mountpoint
+    assert status.archive_command == (
+        f"if [ -f {directory}/%f ]; then cmp -s %p {directory}/%f; else cp %p "
+        f"{directory}/%f.tmp && sync {directory}/%f.tmp && mv {directory}/%f.tmp "
+        f"{directory}/%f && sync {directory}; fi")
+    assert status.archive_command != archive_plan.archive_command(directory)
+
+
+def test_a_read_without_the_command_leaves_it_unknown():
+    # A read from before the command was asked, a psql that printed nothing, not hex.
+    assert commands.parse_status(captured("status-zfs-fuse-pg15.txt")).archive_command is None
+    out = captured(OLDER_COMMAND)
+    blank = out.replace(out.split("== archive command\n")[1].split("\n")[0], "")
+    assert commands.parse_status(blank).archive_command is None
+    assert commands.parse_command(["not hex"]) is None
