@@ -86,12 +86,14 @@ bench-rollouts: deps
 # fleet page, a host page, 24-hour and 7-day series and /metrics timed, the
 # database's size (each in a database of its own); upkeep at 1,000 and 10,000 hosts:
 # the collector's writes per round, the rollup tick and MiB per host against their
-# goals and a bare COPY.
+# goals and a bare COPY; the same rounds with the VictoriaMetrics store beside a bare
+# POST of their payload, and its storage per host.
 bench-telemetry: deps
 	$(PY) -m tests.bench.telemetry_cost $(BENCH_ARGS)
 	$(PY) -m tests.bench.collection_scale
 	$(PY) -m tests.bench.telemetry_scale
 	$(PY) -m tests.bench.telemetry_upkeep $(TELEMETRY_UPKEEP_ARGS)
+	$(PY) -m tests.bench.telemetry_victoriametrics $(TELEMETRY_VM_ARGS)
 
 # Not part of `make test`: docker-compose.yml run for real, as root, then undone. Installs
 # docker.io and docker-compose (v1) if missing, runs a private dockerd under nice, builds
