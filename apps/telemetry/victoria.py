@@ -10,14 +10,16 @@ store). The database keeps what the overview, /metrics and alerts read now
 keeps the history, and the rollup upkeep does not run.
 
 A VictoriaMetrics that is down, slow or refusing: the round's write is logged as
-failed with the number of samples lost (the database's part is already written),
-and a chart's read raises StoreUnavailable, a 503 with a sentence.
+failed (the database's part is already written) and the round is sent again in
+front of the next one, up to BACKLOG_BYTES of rounds (the oldest dropped beyond,
+logged as lost); a chart's read raises StoreUnavailable, a 503 with a sentence.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from datetime import datetime, timedelta
 
 import requests
@@ -64,19 +66,40 @@ def write(payload: str) -> None:
                                f"{answer.status_code} {answer.text[:300]}")
 
 
+# Rounds VictoriaMetrics did not take wait here, in the collector's memory, and are
+# sent again in front of the next round's: an outage of a few minutes loses nothing.
+# Past this many bytes (about 25 rounds of 10,000 hosts) the oldest are dropped.
+BACKLOG_BYTES = 64 * 1024 * 1024
+_backlog: deque[str] = deque()
+
+
 def write_round(payload: str, hosts: int) -> bool:
-    """write(), with its failure logged (how many hosts' samples were lost), never
-    raised: the round's database part is written either way."""
+    """The rounds waiting and this one in one request; a failure logged (and the round
+    kept for the next), never raised: the round's database part is written either way."""
     started = time.monotonic()
     try:
-        write(payload)
+        write("".join(_backlog) + payload)
     except StoreUnavailable as error:
-        logger.error("telemetry: %d hosts' samples of this round were not kept in "
-                     "VictoriaMetrics (%d lines lost): %s", hosts, payload.count("\n"), error)
+        _keep(payload)
+        logger.error("telemetry: VictoriaMetrics did not take this round's samples of %d "
+                     "hosts (%d lines); %d rounds wait in this process to be sent again "
+                     "with the next: %s", hosts, payload.count("\n"), len(_backlog), error)
         return False
-    logger.info("telemetry: %d hosts' samples written to VictoriaMetrics in %.3f s",
-                hosts, time.monotonic() - started)
+    again = len(_backlog)
+    _backlog.clear()
+    logger.info("telemetry: %d hosts' samples written to VictoriaMetrics in %.3f s%s", hosts,
+                time.monotonic() - started,
+                f" with {again} earlier rounds it had not taken" if again else "")
     return True
+
+
+def _keep(payload: str) -> None:
+    _backlog.append(payload)
+    while sum(len(p) for p in _backlog) > BACKLOG_BYTES and len(_backlog) > 1:
+        dropped = _backlog.popleft()
+        logger.error("telemetry: the oldest round waiting for VictoriaMetrics was dropped "
+                     "(over %d MiB wait): %d lines lost", BACKLOG_BYTES >> 20,
+                     dropped.count("\n"))
 
 
 def query_range(query: str, start: datetime, end: datetime, step: timedelta) -> object:

@@ -66,6 +66,7 @@ def silent(settings):
                           "VICTORIAMETRICS_URL": f"http://127.0.0.1:{listener.getsockname()[1]}",
                           "VICTORIAMETRICS_TIMEOUT": 1}
         yield
+    victoria._backlog.clear()
 
 
 def test_a_store_that_hangs_is_a_clear_503_and_a_logged_round(
@@ -75,12 +76,31 @@ def test_a_store_that_hangs_is_a_clear_503_and_a_logged_round(
     with caplog.at_level(logging.ERROR, logger="pozol.telemetry"):
         [taken] = services.collect_fleet()
     assert taken.sample is not None
-    assert any("not kept in VictoriaMetrics" in r.getMessage() and "timed out" in r.getMessage()
-               for r in caplog.records)
+    assert any("VictoriaMetrics did not take this round" in r.getMessage()
+               and "timed out" in r.getMessage() for r in caplog.records)
 
     answer = signed_in.get(f"/telemetry/hosts/{host.pk}/charts/arc-size/", {"range": "6h"})
     assert answer.status_code == 503
     assert answer.json()["code"] == "telemetry_store_unavailable"
+
+
+def test_rounds_not_taken_wait_and_the_oldest_go_past_the_limit(monkeypatch, caplog):
+    sent = []
+
+    def write(payload):
+        sent.append(payload)
+        if payload.endswith("down\n"):
+            raise victoria.StoreUnavailable("down")
+    monkeypatch.setattr(victoria, "write", write)
+    monkeypatch.setattr(victoria, "BACKLOG_BYTES", 10)
+    victoria._backlog.clear()
+    with caplog.at_level(logging.ERROR, logger="pozol.telemetry"):
+        assert not victoria.write_round("a 1\ndown\n", 1)
+        assert not victoria.write_round("b 2\ndown\n", 1)  # over 10 bytes: "a" dropped
+        assert victoria.write_round("c 3\n", 1)
+    assert sent[-1] == "b 2\ndown\nc 3\n" and not victoria._backlog
+    assert any("dropped" in r.getMessage() and "2 lines lost" in r.getMessage()
+               for r in caplog.records)
 
 
 def test_upkeep_keeps_the_raw_tail_and_makes_no_rollups(fake_ssh, victoriametrics):  # noqa: F811
