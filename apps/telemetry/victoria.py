@@ -10,9 +10,10 @@ store). The database keeps what the overview, /metrics and alerts read now
 keeps the history, and the rollup upkeep does not run.
 
 A VictoriaMetrics that is down, slow or refusing: the round's write is logged as
-failed (the database's part is already written) and the round is sent again in
-front of the next one, up to BACKLOG_BYTES of rounds (the oldest dropped beyond,
-logged as lost); a chart's read raises StoreUnavailable, a 503 with a sentence.
+failed (the database's part is already written) and the round is sent again
+before the next one, up to BACKLOG_BYTES of rounds (the oldest dropped beyond,
+logged as lost; a round refused with a client error is dropped at once, logged);
+a chart's read raises StoreUnavailable, a 503 with a sentence.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ logger = logging.getLogger("pozol.telemetry")
 
 class StoreUnavailable(Exception):
     """VictoriaMetrics did not take or answer a request (down, slow, refusing)."""
+
+
+class StoreRefused(StoreUnavailable):
+    """VictoriaMetrics answered a write with a client error: sent again, it would be
+    refused again."""
 
 
 def enabled() -> bool:
@@ -62,39 +68,49 @@ def write(payload: str) -> None:
         raise StoreUnavailable(f"VictoriaMetrics at {settings.POZOL['VICTORIAMETRICS_URL']} "
                                f"did not take the samples: {error}") from error
     if answer.status_code >= 300:
-        raise StoreUnavailable(f"VictoriaMetrics refused the samples: HTTP "
-                               f"{answer.status_code} {answer.text[:300]}")
+        refused = StoreRefused if 400 <= answer.status_code < 500 else StoreUnavailable
+        raise refused(f"VictoriaMetrics refused the samples: HTTP "
+                      f"{answer.status_code} {answer.text[:300]}")
 
 
 # Rounds VictoriaMetrics did not take wait here, in the collector's memory, and are
-# sent again in front of the next round's: an outage of a few minutes loses nothing.
-# Past this many bytes (about 25 rounds of 10,000 hosts) the oldest are dropped.
-BACKLOG_BYTES = 64 * 1024 * 1024
+# sent again before the next round's, oldest first, each in its own request: an
+# outage of a quarter of an hour loses nothing. Past this many bytes (17 rounds of
+# 10,000 hosts, days of a small fleet) the oldest are dropped.
+BACKLOG_BYTES = 256 * 1024 * 1024
 _backlog: deque[str] = deque()
 
 
 def write_round(payload: str, hosts: int) -> bool:
-    """The rounds waiting and this one in one request; a failure logged (and the round
-    kept for the next), never raised: the round's database part is written either way."""
+    """This round (after any waiting); a failure logged, never raised: the round's
+    database part is written either way. A round VictoriaMetrics could not take waits
+    for the next; one it refused (a client error) is dropped, logged as lost."""
     started = time.monotonic()
+    _backlog.append(payload)
+    sent = 0
     try:
-        write("".join(_backlog) + payload)
+        while _backlog:
+            write(_backlog[0])
+            _backlog.popleft()
+            sent += 1
+    except StoreRefused as error:
+        lost = _backlog.popleft()
+        logger.error("telemetry: VictoriaMetrics refused a round's samples (%d lines lost): "
+                     "%s", lost.count("\n"), error)
+        return False
     except StoreUnavailable as error:
-        _keep(payload)
+        _trim()
         logger.error("telemetry: VictoriaMetrics did not take this round's samples of %d "
                      "hosts (%d lines); %d rounds wait in this process to be sent again "
                      "with the next: %s", hosts, payload.count("\n"), len(_backlog), error)
         return False
-    again = len(_backlog)
-    _backlog.clear()
     logger.info("telemetry: %d hosts' samples written to VictoriaMetrics in %.3f s%s", hosts,
                 time.monotonic() - started,
-                f" with {again} earlier rounds it had not taken" if again else "")
+                f" after {sent - 1} earlier rounds it had not taken" if sent > 1 else "")
     return True
 
 
-def _keep(payload: str) -> None:
-    _backlog.append(payload)
+def _trim() -> None:
     while sum(len(p) for p in _backlog) > BACKLOG_BYTES and len(_backlog) > 1:
         dropped = _backlog.popleft()
         logger.error("telemetry: the oldest round waiting for VictoriaMetrics was dropped "

@@ -84,23 +84,33 @@ def test_a_store_that_hangs_is_a_clear_503_and_a_logged_round(
     assert answer.json()["code"] == "telemetry_store_unavailable"
 
 
-def test_rounds_not_taken_wait_and_the_oldest_go_past_the_limit(monkeypatch, caplog):
-    sent = []
+def test_rounds_not_taken_wait_oldest_first_and_go_past_the_limit(monkeypatch, caplog):
+    """write() itself is the real request (the tests above); here it is a stand-in that
+    is down, refuses, or takes, to follow what waits."""
+    sent, state = [], {"now": "down"}
 
     def write(payload):
+        if state["now"] == "down":
+            raise victoria.StoreUnavailable("connection refused")
+        if state["now"] == "refuse" and payload.startswith("bad"):
+            raise victoria.StoreRefused("HTTP 400")
         sent.append(payload)
-        if payload.endswith("down\n"):
-            raise victoria.StoreUnavailable("down")
     monkeypatch.setattr(victoria, "write", write)
     monkeypatch.setattr(victoria, "BACKLOG_BYTES", 10)
     victoria._backlog.clear()
     with caplog.at_level(logging.ERROR, logger="pozol.telemetry"):
-        assert not victoria.write_round("a 1\ndown\n", 1)
-        assert not victoria.write_round("b 2\ndown\n", 1)  # over 10 bytes: "a" dropped
-        assert victoria.write_round("c 3\n", 1)
-    assert sent[-1] == "b 2\ndown\nc 3\n" and not victoria._backlog
-    assert any("dropped" in r.getMessage() and "2 lines lost" in r.getMessage()
-               for r in caplog.records)
+        assert not victoria.write_round("a 1\n", 1)
+        assert not victoria.write_round("b 2\n", 1)
+        assert not victoria.write_round("c 3\n", 1)  # over 10 bytes wait: "a" dropped
+        state["now"] = "up"
+        assert victoria.write_round("d 4\n", 1)
+        state["now"] = "refuse"
+        assert not victoria.write_round("bad 5\n", 1)
+        assert victoria.write_round("e 6\n", 1)
+    assert sent == ["b 2\n", "c 3\n", "d 4\n", "e 6\n"] and not victoria._backlog
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("dropped" in m and "1 lines lost" in m for m in messages)
+    assert any("refused a round's samples (1 lines lost)" in m for m in messages)
 
 
 def test_upkeep_keeps_the_raw_tail_and_makes_no_rollups(fake_ssh, victoriametrics):  # noqa: F811
