@@ -6,9 +6,13 @@ PY := $(VENV)/bin/python
 # Debian packages the demo fleet and the suite need: real ZFS (zfs-fuse), sshd,
 # sudo (a test host reached as an ordinary user), PostgreSQL 15 with pgbench, Redis,
 # and Chromium for the browser tests; QEMU, debootstrap, lz4 and zstd build and boot the
-# OpenZFS VM test host (apps/demo/vm).
+# OpenZFS VM test host (apps/demo/vm); VictoriaMetrics, the optional telemetry store
+# (its tests start their own process: the package's service is neither started nor
+# enabled, see `debs`).
 DEBS := zfs-fuse openssh-server sudo postgresql-15 postgresql-client-15 redis-server chromium \
-	qemu-system-x86 qemu-utils debootstrap lz4 zstd
+	qemu-system-x86 qemu-utils debootstrap lz4 zstd victoria-metrics
+# Installed without starting or enabling their Debian service.
+DEBS_NO_SERVICE := victoria-metrics
 
 .PHONY: run test bench bench-scale bench-snapshots bench-streams bench-clones bench-create bench-rollouts bench-telemetry fuzz deps debs venv node lint fleet-up fleet-down pg-settings-tables compose-check clean
 
@@ -82,12 +86,14 @@ bench-rollouts: deps
 # fleet page, a host page, 24-hour and 7-day series and /metrics timed, the
 # database's size (each in a database of its own); upkeep at 1,000 and 10,000 hosts:
 # the collector's writes per round, the rollup tick and MiB per host against their
-# goals and a bare COPY.
+# goals and a bare COPY; the same rounds with the VictoriaMetrics store beside a bare
+# POST of their payload, and its storage per host.
 bench-telemetry: deps
 	$(PY) -m tests.bench.telemetry_cost $(BENCH_ARGS)
 	$(PY) -m tests.bench.collection_scale
 	$(PY) -m tests.bench.telemetry_scale
 	$(PY) -m tests.bench.telemetry_upkeep $(TELEMETRY_UPKEEP_ARGS)
+	$(PY) -m tests.bench.telemetry_victoriametrics $(TELEMETRY_VM_ARGS)
 
 # Not part of `make test`: docker-compose.yml run for real, as root, then undone. Installs
 # docker.io and docker-compose (v1) if missing, runs a private dockerd under nice, builds
@@ -112,7 +118,25 @@ debs:
 	  exit 0; \
 	fi; \
 	echo "PoZoL: installing $$missing"; \
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null
+	quiet=; plain=; for p in $$missing; do \
+	  case " $(DEBS_NO_SERVICE) " in *" $$p "*) quiet="$$quiet $$p";; *) plain="$$plain $$p";; esac; \
+	done; \
+	apt-get update -qq || exit 1; \
+	if [ -n "$$plain" ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$plain >/dev/null || exit 1; \
+	fi; \
+	if [ -n "$$quiet" ]; then \
+	  made=; if [ ! -e /usr/sbin/policy-rc.d ]; then \
+	    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && made=1; \
+	  fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$quiet >/dev/null; status=$$?; \
+	  if [ -n "$$made" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
+	  for p in $$quiet; do \
+	    deb-systemd-helper disable $$p.service >/dev/null 2>&1; \
+	    update-rc.d $$p disable >/dev/null 2>&1; \
+	  done; \
+	  exit $$status; \
+	fi
 
 venv: $(VENV)/.installed
 

@@ -148,6 +148,32 @@ def database_from_url(url: str) -> dict:
     )
 
 
+TELEMETRY_STORES = ("postgres", "victoriametrics")
+
+
+def telemetry_store(value: str) -> str:
+    store = value.strip().lower() or "postgres"
+    if store not in TELEMETRY_STORES:
+        raise ImproperlyConfigured(
+            f"POZOL_TELEMETRY_STORE={value!r}: expected one of {', '.join(TELEMETRY_STORES)}")
+    return store
+
+
+def victoriametrics_url(url: str, store: str) -> str:
+    """http(s)://host:port of a VictoriaMetrics single node; required by that store."""
+    url = url.strip().rstrip("/")
+    if not url:
+        if telemetry_store(store) == "victoriametrics":
+            raise ImproperlyConfigured("POZOL_TELEMETRY_STORE=victoriametrics needs "
+                                       "POZOL_VICTORIAMETRICS_URL (like http://127.0.0.1:8428)")
+        return ""
+    parsed = urlparse(url)
+    if parsed.scheme not in {"http", "https"} or not parsed.hostname:
+        raise ImproperlyConfigured(
+            f"POZOL_VICTORIAMETRICS_URL={url!r}: expected http(s)://host:port")
+    return url
+
+
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY", "insecure-debug-only-key" if DEBUG else _UNSET)
 if not SECRET_KEY.strip():
@@ -430,6 +456,14 @@ POZOL = {
     "TELEMETRY_FIVE_MINUTE_DAYS": env_int("TELEMETRY_FIVE_MINUTE_DAYS", 30, minimum=1),
     "TELEMETRY_HOURLY_DAYS": env_int("TELEMETRY_HOURLY_DAYS", 400, minimum=1),
     "TELEMETRY_ROLLUP_INTERVAL": env_int("TELEMETRY_ROLLUP_INTERVAL", 300, minimum=60),
+    # Where samples' history is kept: "postgres" (the raw rows and rollups above), or
+    # "victoriametrics" at POZOL_VICTORIAMETRICS_URL (its own -retentionPeriod keeps
+    # the history; the database keeps only current values and a few minutes of raw
+    # rows). README, "Telemetry in VictoriaMetrics".
+    "TELEMETRY_STORE": telemetry_store(env_str("TELEMETRY_STORE", "postgres")),
+    "VICTORIAMETRICS_URL": victoriametrics_url(env_str("VICTORIAMETRICS_URL", ""),
+                                               env_str("TELEMETRY_STORE", "postgres")),
+    "VICTORIAMETRICS_TIMEOUT": env_int("VICTORIAMETRICS_TIMEOUT", 10, minimum=1),
     # /metrics (Prometheus): a scraper's bearer token, and/or the addresses (CIDRs)
     # that may scrape without one. Neither set: /metrics answers 403.
     "METRICS_TOKEN": env_str("METRICS_TOKEN", ""),

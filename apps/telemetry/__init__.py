@@ -60,6 +60,12 @@ dataset or cluster the database cuts each key's object to the fields read too
 what keeps a 7-day graph of 200 hosts' fleet under its 300 ms goal
 (tests/bench/telemetry_scale.py).
 
+With `POZOL_TELEMETRY_STORE=victoriametrics` the history is kept in
+VictoriaMetrics instead (apps/telemetry/victoria.py): each round also posts every
+sample's chart values in one request, the series API and charts read
+/api/v1/query_range, and the database keeps host states and a 10-minute tail of
+raw rows (for /metrics and alerts); `telemetry.maintain` only prunes that tail.
+
 `/metrics` (apps/telemetry/scrape.py: a bearer token or an allowed CIDR, else
 401/403) runs one FleetCollector per request (apps/telemetry/prometheus.py, a
 prometheus_client Collector) and writes its gauges straight to the text format

@@ -34,8 +34,8 @@ from apps.fleet.models import Host
 from apps.remote import ssh
 from apps.remote.errors import AuthenticationFailed, RemoteError, Unreachable
 from apps.remote.facts.host import HostFacts
-from apps.telemetry import store, upkeep
-from apps.telemetry.core import current, metrics, packing, series
+from apps.telemetry import store, upkeep, victoria
+from apps.telemetry.core import current, metrics, packing, series, vmformat
 from apps.telemetry.core.command import SAMPLE_TIMEOUT, sample_command
 from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR, Retention
@@ -150,7 +150,8 @@ _STATE = ("host_id bigint, last_sample jsonb, last_sample_at timestamptz, last_d
 
 def record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
     """A round's answers written in a constant number of queries: the raw rows with one
-    COPY, the hosts' states with one COPY and one UPDATE, errors with one UPDATE."""
+    COPY, the hosts' states with one COPY and one UPDATE, errors with one UPDATE; with
+    the VictoriaMetrics store, each metric's value of each sample in one POST too."""
     if not answers:
         return
     previous = _previous_samples([a.host_id for a in answers])
@@ -159,15 +160,21 @@ def record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
     for taken in failed:
         _outage_began(taken)
     _outages_ended(answered)
-    raw, states, remembered = [], [], {}
+    raw, states, remembered, history = [], [], {}, []
     interval = _interval()
+    to_victoria = victoria.enabled()
     for taken in answered:
         sample = taken.sample
         before, recent = previous.get(taken.host_id, (None, {}))
         now = current.current(before, sample, interval)
         recent = current.remember(recent, sample.taken_at.timestamp(), now)
-        raw.append((taken.host_id, sample.taken_at, json.dumps(series.stored(sample, before)),
+        stored = series.stored(sample, before)
+        raw.append((taken.host_id, sample.taken_at, json.dumps(stored),
                     json.dumps(dict(sample.missing))))
+        if to_victoria:
+            history.append(vmformat.lines(taken.host_id, sample.taken_at,
+                                          metrics.interval_values(before, sample, stored,
+                                                                  interval)))
         states.append((taken.host_id, json.dumps(sample.to_dict()), sample.taken_at,
                        taken.duration, json.dumps(skipped.get(taken.host_id, [])),
                        now.arc_hit_rate, now.tps, now.capacity, now.used, now.space_saved,
@@ -188,6 +195,8 @@ def record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
                     used = i.used, space_saved = i.space_saved, recent = i.recent
                 FROM state_in i WHERE t.host_id = i.host_id""")
         transaction.on_commit(lambda: _previous.update(remembered))
+    if to_victoria and answered:
+        victoria.write_round("".join(history), len(answered))
 
 
 def _previous_samples(host_ids: list[int]) -> dict[int, tuple[Sample | None, dict]]:
@@ -260,7 +269,10 @@ def _interval() -> timedelta:
 # -- rollups and retention: apps.telemetry.upkeep -------------------------------------------
 
 def maintain(now: datetime | None = None) -> Maintained:
-    """Roll closed buckets up, then delete what is past its retention."""
+    """Roll closed buckets up, then delete what is past its retention; with the
+    VictoriaMetrics store (which keeps the history) only the raw rows' tail is kept."""
+    if victoria.enabled():
+        return Maintained(0, 0, upkeep.prune_tail(now or timezone.now(), _interval()), 0)
     return upkeep.maintain(now or timezone.now())
 
 
@@ -276,6 +288,13 @@ RAW, FIVE, HOURLY = "raw", Rollup.Resolution.FIVE_MINUTE.value, Rollup.Resolutio
 
 class TelemetryError(DomainError):
     code = "invalid_telemetry_query"
+
+
+class StoreUnavailable(TelemetryError):
+    """The VictoriaMetrics store did not answer a read: the chart says so, no 500."""
+
+    status = 503
+    code = "telemetry_store_unavailable"
 
 
 @dataclass(frozen=True)
@@ -317,6 +336,8 @@ def read(host: Host, metric_name: str, start: datetime | None = None,
         raise TelemetryError("`from` must be before `to`.", fields={"from": ["before `to`"]})
     resolution = resolution_for(start, end, now)
     interval = _interval()
+    if victoria.enabled():
+        return _read_victoria(host, metric, resolution, start, end)
     if resolution == RAW:
         rows = _raw_rows(host, metric, start - 2 * interval, end)
         found = metrics.raw_series(metric, rows, interval)
@@ -328,6 +349,22 @@ def read(host: Host, metric_name: str, start: datetime | None = None,
     shown = [metrics.Series(s.key, [(at, v) for at, v in s.points if start <= at <= end])
              for s in found]
     return Reading(metric, resolution, start, end, shown, _reason(host, metric, shown))
+
+
+def _read_victoria(host: Host, metric: metrics.Metric, resolution: str, start: datetime,
+                   end: datetime) -> Reading:
+    """The same window read from VictoriaMetrics: a step of the resolution the
+    PostgreSQL store would read (the interval, 5 minutes, an hour)."""
+    step = {RAW: _interval(), FIVE: FIVE_MINUTES, HOURLY: HOUR}[resolution]
+    try:
+        found = victoria.series(host.pk, metric, start, end, step)
+    except victoria.StoreUnavailable as error:
+        logger.warning("telemetry: a chart of host #%s could not be read: %s", host.pk, error)
+        raise StoreUnavailable(
+            "The telemetry store (VictoriaMetrics) did not answer: no history can be drawn "
+            "until it does. Current values are not affected.") from error
+    # VictoriaMetrics' points are its steps across the window: the chart's as they are.
+    return Reading(metric, resolution, start, end, found, _reason(host, metric, found))
 
 
 def _raw_rows(host: Host, metric: metrics.Metric, start: datetime,

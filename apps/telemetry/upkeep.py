@@ -413,3 +413,16 @@ def prune(now: datetime) -> int:
     deleted += RollupChunk.objects.filter(resolution=HOURLY,
                                           start__lte=cut.hourly - SPANS[HOURLY]).delete()[0]
     return deleted
+
+
+# With the VictoriaMetrics store the database keeps raw rows only for what reads the
+# newest two samples (/metrics' rates over its last three intervals, the ARC alert's
+# last half hour of which two rows suffice): at least this long, or 5 intervals.
+RAW_TAIL = timedelta(minutes=10)
+
+
+def prune_tail(now: datetime, interval: timedelta) -> int:
+    """Raw rows older than the tail deleted through the time index; nothing is rolled
+    up or compacted (VictoriaMetrics keeps the history)."""
+    keep = max(RAW_TAIL, 5 * interval)
+    return RawSample.objects.filter(taken_at__lt=now - keep).delete()[0]
