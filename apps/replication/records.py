@@ -61,3 +61,13 @@ def step_of(values: dict) -> Step:
     send = Send(**values["send"]) if values.get("send") else None
     return Step(StepKind(values["kind"]), Side(values["side"]), values["dataset"],
                 values["text"], send, tuple(values.get("destroys", ())))
+
+
+def note_large_blocks(link: ReplicationLink, send: Send) -> None:
+    """The -L of the link's first send is kept by every later one (streams.py): written
+    before that send starts, so a send cut short still counts. A resume carries its
+    flags in its token; a raw send implies -L whatever the link says."""
+    if send.resume_token or send.raw or link.large_blocks_sent is not None:
+        return
+    ReplicationLink.objects.filter(pk=link.pk, large_blocks_sent=None).update(
+        large_blocks_sent=send.large_blocks)

@@ -65,7 +65,6 @@ from apps.replication.core.capabilities import ReplicationCapabilities
 from apps.replication.core.lag import newest_received
 from apps.replication.core.planner import (
     Action,
-    Send,
     Side,
     Step,
     StepKind,
@@ -267,7 +266,7 @@ def _note_encryption(link: ReplicationLink, sources: dict) -> None:
 
 # ---- execute ------------------------------------------------------------------------------
 
-def execute(ctx: StepContext) -> Next | Wait | Fail:
+def execute(ctx: StepContext) -> Next | Wait | Done | Fail:
     link = _link(ctx)
     if link is None:
         return Fail("the link was deleted", code="link_gone")
@@ -436,17 +435,17 @@ def _judge(link: ReplicationLink, step: Step, ok: bool, stderr: str,
 
 
 def _send(ctx: StepContext, link: ReplicationLink, planned: list[Step], index: int,
-          first: list[Step]) -> Next | Wait | Fail | None:
+          first: list[Step]) -> Done | Wait | Fail | None:
     """None when the transfer is done; Wait while it runs; Fail when it (or `first`, the
-    source's quick steps run in its round trip before it starts) failed; Next(prune)
-    when the run's finish was done in the last follow's round trips (_closing). The step
+    source's quick steps run in its round trip before it starts) failed; Done when the
+    run's finish was done in the last follow's round trips (_closing). The step
     follows the unit for up to FOLLOW_SECONDS, each follow waiting on the host for its
     end (so the end is seen within a tick, not at the next delivery)."""
     step = planned[index]
     assert step.send is not None
     name = f"send{index}"
     if name not in ctx.state.setdefault("started", {}):
-        _note_large_blocks(link, step.send)
+        records.note_large_blocks(link, step.send)
         if not (ctx.state["expected"].get(name) or {}).get("exact"):  # none at the plan
             exact = sizing.exact_size(ctx, step.send)
             if exact is not None:
@@ -544,7 +543,7 @@ def _target_wait(link: ReplicationLink, closing: _Closing, seconds: float) -> Ca
 
 
 def _closed(ctx: StepContext, link: ReplicationLink, closing: _Closing, found,
-            target_text: str | None) -> Next | Fail | None:
+            target_text: str | None) -> Done | Fail | None:
     """The finish from the closing's outputs, or None (finish then runs as ever) when a
     side did not do its part: the snapshot had not arrived, a command failed."""
     sides_of = [side for side, *_ in closing.batches]
@@ -562,8 +561,11 @@ def _closed(ctx: StepContext, link: ReplicationLink, closing: _Closing, found,
                    listing.parse_target(target[-2], core.receiving()).targets,
                    (source[-1],), (target[-1],))
     outputs = [source[0] if side is Side.SOURCE else target[0] for side in sides_of]
-    return _close(ctx, link, core, closing.trailing, closing.batches, outputs, sides,
-                  units_left=True)
+    closed = _close(ctx, link, core, closing.trailing, closing.batches, outputs, sides,
+                    units_left=True)
+    # prune now rather than after a delivery of its own: run again, it prunes by what the
+    # target then lists, as its own step would.
+    return prune(ctx) if isinstance(closed, Next) else closed
 
 
 def _show_progress(ctx: StepContext, step: Step, index: int, total: int, sent: int,
@@ -596,16 +598,6 @@ def _sent(ctx: StepContext, link: ReplicationLink, planned: list[Step], index: i
     ctx.log(f"{step.text}: {_size(sent)} in {seconds:.1f} s"
             + (f" ({_size(int(sent / seconds))}/s)" if seconds > 0 else ""))
     return None
-
-
-def _note_large_blocks(link: ReplicationLink, send: Send) -> None:
-    """The -L of the link's first send is kept by every later one (streams.py): written
-    before that send starts, so a send cut short still counts. A resume carries its
-    flags in its token; a raw send implies -L whatever the link says."""
-    if send.resume_token or send.raw or link.large_blocks_sent is not None:
-        return
-    ReplicationLink.objects.filter(pk=link.pk, large_blocks_sent=None).update(
-        large_blocks_sent=send.large_blocks)
 
 
 def _units_removal(ctx: StepContext, prefix: str | None = None) -> Command:
