@@ -488,13 +488,15 @@ def _send(ctx: StepContext, link: ReplicationLink, planned: list[Step], index: i
 
 def _ends_within(ctx: StepContext, name: str, sent: int, expected: dict | None,
                  window: float) -> bool:
-    """Whether the transfer should end within this follow's wait, as its rate so far
-    (before any, GUESSED_RATE) foresees it: the target then waits for it alongside."""
+    """Whether the transfer may end within this follow's wait, as its rate so far
+    (before any, GUESSED_RATE) foresees it, with room for a rate read too low early
+    on: the target then waits for it alongside (a wait that costs one `zfs get` a tick
+    on the target, so not for the whole of a long transfer)."""
     elapsed = time.time() - ctx.state["started"][name]
     rate = sent / elapsed if sent > 0 and elapsed > 0 else GUESSED_RATE
     if not expected or not expected.get("bytes"):
         return True
-    return max(0, expected["bytes"] - sent) / rate < window
+    return max(0, expected["bytes"] - sent) / rate < 2 * window
 
 
 @dataclass(frozen=True)
