@@ -165,13 +165,44 @@ while [ ! -e {status} ] && [ "$i" -lt {ticks} ]; do sleep 0.05; i=$((i + 1)); do
 
 
 _FOLLOW = """\
-( {start} )
+rc=0
+{first}
 echo @@pozol:wait
-( {wait} )
+[ "$rc" -ne 0 ] || ( {wait} )
 ( {poll} )
 echo @@pozol:err
 tail -c {tail} {dir}/{err} 2>/dev/null || true
+( {after} )
 """
+# The unit is started only if `first` succeeded; its output and exit status come first.
+_FIRST = """\
+( {first}
+); rc=$?
+printf '\\n@@pozol:first %s\\n' "$rc"
+[ "$rc" -ne 0 ] || ( {start} )
+"""
+# `after` runs only once the unit has ended with exit status 0, its output last.
+_AFTER = """\
+echo; echo @@pozol:after
+[ "$(cat {dir}/{status} 2>/dev/null)" = 0 ] || exit 0
+( {after}
+); printf '\\n@@pozol:after-rc %s\\n' "$?"
+"""
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What one follow saw: whether it started the unit, where the unit stands, the end
+    of its stderr; `first`'s output and exit status (None: not given), and `after`'s
+    (None: not given, or not run since the unit has not ended well)."""
+
+    started: bool
+    status: UnitStatus
+    err: str
+    first: str | None = None
+    first_code: int | None = None
+    after: str | None = None
+    after_code: int | None = None
 
 
 def follow(run: Runner, unit: str, command: Command, work_dir: str, use_systemd: bool,
@@ -183,21 +214,54 @@ def follow(run: Runner, unit: str, command: Command, work_dir: str, use_systemd:
     notices the end up to an interval late; this costs one and notices it within
     WAIT_TICK seconds.
     """
+    found = follow_with(run, unit, command, work_dir, use_systemd, seconds, tail=tail)
+    return found.started, found.status, found.err
+
+
+def follow_with(run: Runner, unit: str, command: Command, work_dir: str, use_systemd: bool,
+                seconds: float, *, first: Command | None = None,
+                after: Command | None = None, tail: int = 64 * 1024) -> Followed:
+    """`follow`, with the work around the unit in its round trip too: `first` before the
+    start (the unit is started only if `first` exits 0: what must hold before it runs),
+    and `after` once it has ended with exit status 0 (what comes after it)."""
     unit, work_dir = unit_name(unit), abs_path(work_dir)
     # A tick of 0.05 s: a short transfer (an increment) is noticed ending sooner; the
     # wait is a `test` and a `sleep` per tick, nothing the host notices.
     ticks = integer(int(seconds / WAIT_TICK), minimum=0, maximum=12000)
+    status = f"{unit}.status"
+    start = script(_START, **_start_values(unit, command, work_dir, use_systemd))
     text = script(_FOLLOW,
-                  start=script(_START, **_start_values(unit, command, work_dir, use_systemd)),
-                  wait=script(_WAIT, dir=work_dir, status=f"{unit}.status", ticks=ticks),
-                  poll=script(_POLL, dir=work_dir, pid=f"{unit}.pid", status=f"{unit}.status",
+                  first=script(_FIRST, first=first, start=start) if first is not None
+                  else script("( {start} )", start=start),
+                  wait=script(_WAIT, dir=work_dir, status=status, ticks=ticks),
+                  poll=script(_POLL, dir=work_dir, pid=f"{unit}.pid", status=status,
                               unit=unit),
-                  tail=integer(tail, minimum=1), dir=work_dir, err=f"{unit}.err")
-    result = run(Command(text.text, secrets=command.secrets,
-                         shown=f"detached {unit}: follow"), timeout=seconds + 60)
-    head, _, rest = result.stdout.partition("@@pozol:wait\n")
-    state, _, err = rest.partition("@@pozol:err\n")
-    return head.strip() == "started", _parse_status(state.strip()), err
+                  tail=integer(tail, minimum=1), dir=work_dir, err=f"{unit}.err",
+                  after=script(_AFTER, dir=work_dir, status=status, after=after)
+                  if after is not None else script(":"))
+    secrets = command.secrets + tuple(s for c in (first, after) if c is not None
+                                      for s in c.secrets)
+    result = run(Command(text.text, secrets=secrets, shown=f"detached {unit}: follow"),
+                 timeout=seconds + 60)
+    return _followed(result.stdout, first is not None)
+
+
+def _followed(stdout: str, with_first: bool) -> Followed:
+    head, _, rest = stdout.partition("@@pozol:wait\n")
+    state, _, rest = rest.partition("@@pozol:err\n")
+    err, marker, after_text = rest.partition("\n@@pozol:after\n")
+    first, first_code = None, None
+    if with_first:
+        first, _, head = head.rpartition("\n@@pozol:first ")
+        code, _, head = head.partition("\n")
+        first_code = int(code)
+    after, after_code = None, None
+    if marker:
+        output, found, code = after_text.rpartition("\n@@pozol:after-rc ")
+        if found:
+            after, after_code = output, int(code.strip())
+    return Followed(head.strip() == "started", _parse_status(state.strip()), err, first,
+                    first_code, after, after_code)
 
 
 def read_output(

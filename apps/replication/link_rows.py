@@ -7,8 +7,19 @@ core's Link of a saved row for every command, and neither imports the other for 
 from __future__ import annotations
 
 from apps.common.errors import DomainError
+from apps.fleet.models import Host
+from apps.remote.errors import RemoteError
+from apps.remote.facts.zfs import ZfsVersion
+from apps.replication.core import commands
+from apps.replication.core.capabilities import ReplicationCapabilities, replication_capabilities
 from apps.replication.core.link import Link, ReplicationError
 from apps.replication.models import ReplicationLink
+
+
+class LinkFailure(RemoteError):
+    """A run cannot go on for a reason a person must fix (it fails the operation)."""
+
+    code = "replication_failed"
 
 
 class LinkError(DomainError):
@@ -28,3 +39,19 @@ def core_link(link: ReplicationLink) -> Link:
                     archive=link.archive or None)
     except ReplicationError as exc:
         raise LinkError(f"{exc.field}: {exc}", fields={exc.field: [str(exc)]}) from None
+
+
+def capabilities_of(host: Host) -> ReplicationCapabilities:
+    facts = host.typed_facts()
+    if facts is None or facts.zfs is None:
+        raise LinkFailure(f"{host.name} has no ZFS facts: run discovery")
+    version = ZfsVersion(userland=facts.zfs.userland_version, kernel=facts.zfs.kernel_version)
+    return replication_capabilities(facts.zfs.dialect, version, facts.zfs.capabilities)
+
+
+def endpoint(link: ReplicationLink) -> commands.Endpoint:
+    directory = commands.link_dir(link.source_host.work_dir, link.name)
+    target = link.target_host
+    return commands.Endpoint(host=target.address, key_path=f"{directory}/id",
+                             known_hosts_path=f"{directory}/known_hosts", user=target.user,
+                             port=target.port)

@@ -22,7 +22,7 @@ from apps.fleet.models import Host
 from apps.ops import engine
 from apps.ops.models import Operation
 from apps.ops.schedule import due
-from apps.replication import steps
+from apps.replication import link_rows, steps
 from apps.replication.alert_kinds import REPLICATION_LAG
 from apps.replication.core import lag as core_lag
 from apps.replication.core import streams
@@ -203,8 +203,9 @@ def _check_streams(source_host: Host, target_host: Host) -> None:
     not halfway through its first send (hosts discovery has not read pass here; their
     plan refuses)."""
     try:
-        source, target = steps.capabilities_of(source_host), steps.capabilities_of(target_host)
-    except steps.LinkFailure:
+        source = link_rows.capabilities_of(source_host)
+        target = link_rows.capabilities_of(target_host)
+    except link_rows.LinkFailure:
         return
     if refusal := stream_refusal(source, target):
         raise _refuse("target_host", refusal)
@@ -217,9 +218,9 @@ def streams_of(link: ReplicationLink) -> list[tuple[str, StreamFlags]]:
     run: "-w at each run"). A run decides again from the hosts and logs it. A Conflict
     when discovery has not read a host."""
     try:
-        source = steps.capabilities_of(link.source_host)
-        target = steps.capabilities_of(link.target_host)
-    except steps.LinkFailure as exc:
+        source = link_rows.capabilities_of(link.source_host)
+        target = link_rows.capabilities_of(link.target_host)
+    except link_rows.LinkFailure as exc:
         raise Conflict(str(exc), code="no_facts") from None
     core = core_link(link)
     known = link.source_encryption or {}

@@ -66,7 +66,7 @@ def test_a_clone_and_its_operations_reach_a_receiver_signed(api, host, enqueued)
 
 
 def test_a_replication_run_reaches_the_receiver_as_link_in_sync(pair, api, enqueued):  # noqa: F811
-    from apps.replication import steps as replication_steps
+    from apps.replication import records
     from apps.replication.models import ReplicationLink
     from tests.integration.test_replication import insert, make_link, run_link, snapshot
 
@@ -82,7 +82,7 @@ def test_a_replication_run_reaches_the_receiver_as_link_in_sync(pair, api, enque
         operation = run_link(link)
         assert operation.status == Operation.Status.SUCCEEDED, operation.error
         # the one place a failed run is recorded, as a failing step calls it
-        replication_steps._record_outcome(link, ReplicationLink.State.FAILED, "send: broken pipe")
+        records.record_outcome(link, ReplicationLink.State.FAILED, "send: broken pipe")
         rows = [sending.attempt(pk) for pk in enqueued]
     assert {r.status for r in rows} == {"sent"} and receiver.refused == 0
     assert receiver.kinds() == ["link.failed", "link.in_sync"]

@@ -246,3 +246,34 @@ def test_follow_starts_once_waits_for_the_end_and_reads_the_last_stderr(
     assert status.state == "succeeded" and status.exit_code == 0
     assert err.split() == ["working", "done"]
     assert waited < 30, "follow returns when the unit ends, not after its whole wait"
+
+
+@pytest.mark.ssh
+def test_follow_with_runs_first_before_the_start_and_after_once_it_ended_well(
+        run: ssh.Session, work_dir: str):
+    command = script("echo working >&2; sleep 0.5")
+    found = detached.follow_with(run, "f2", command, work_dir, False, 60,
+                                 first=script("echo held"), after=script("echo listed"))
+    assert found.started and found.status.state == "succeeded"
+    assert (found.first.strip(), found.first_code) == ("held", 0)
+    assert (found.after.strip(), found.after_code) == ("listed", 0)
+    assert found.err.split() == ["working"]
+
+
+@pytest.mark.ssh
+def test_follow_with_starts_nothing_when_first_fails(run: ssh.Session, work_dir: str):
+    found = detached.follow_with(run, "f3", script("echo started > {f}", f=f"{work_dir}/ran"),
+                                 work_dir, False, 60, first=script("echo refused; exit 3"),
+                                 after=script("echo listed"))
+    assert not found.started and found.status.state == "missing"
+    assert (found.first.strip(), found.first_code) == ("refused", 3)
+    assert found.after is None and found.after_code is None
+    assert not Path(work_dir, "ran").exists()
+
+
+@pytest.mark.ssh
+def test_follow_with_does_not_run_after_when_the_unit_failed(run: ssh.Session, work_dir: str):
+    found = detached.follow_with(run, "f4", script("exit 2"), work_dir, False, 60,
+                                 after=script("echo listed"))
+    assert (found.status.state, found.status.exit_code) == ("failed", 2)
+    assert found.after is None and found.first is None

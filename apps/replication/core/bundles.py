@@ -47,17 +47,22 @@ def parts(stdout: str, count: int) -> list[str]:
     return found
 
 
-def batch(commands: list[Command], shown: str, together: Command | None = None) -> Command:
+def batch(commands: list[Command], shown: str, together: Command | None = None,
+          *, strict: bool = False) -> Command:
     """`together`, when given, does what all of `commands` do in one command (one
     `zfs hold` of several snapshots: one transaction group to wait for, not one per
-    snapshot); when it succeeds every step reports success, else each runs alone."""
-    lines = [f"printf '%s\\n' '{STEP}'; ( {c.text}\n) 2>&1; printf '\\n{RC} %s\\n' \"$?\""
+    snapshot); when it succeeds every step reports success, else each runs alone.
+    `strict`: the batch exits 1 when any step failed (what must succeed before a
+    transfer starts, in its round trip), else always 0."""
+    lines = [f"printf '%s\\n' '{STEP}'; ( {c.text}\n) 2>&1; rc=$?; "
+             f"printf '\\n{RC} %s\\n' \"$rc\"; [ \"$rc\" -eq 0 ] || failed=1"
              for c in commands]
     text = "\n".join(lines)
     if together is not None:
         done = "; ".join(f"printf '%s\\n\\n{RC} 0\\n' '{STEP}'" for _ in commands)
         text = f"if ( {together.text}\n) >/dev/null 2>&1; then {done}\nelse\n{text}\nfi"
-    return Command(text + "\nexit 0", secrets=_secrets(commands), shown=shown)
+    ending = "exit ${failed:-0}" if strict else "exit 0"
+    return Command(f"failed=0\n{text}\n{ending}", secrets=_secrets(commands), shown=shown)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ key cannot roll back, destroy or write anywhere else.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from apps.remote.commands import (
@@ -303,3 +304,15 @@ def known_hosts_line(address: str, port: int, host_key: str) -> str:
     kind, blob = _public_key(host_key)
     where = address if port == 22 else f"[{address}]:{port}"
     return f"{where} {kind} {blob}"
+
+
+def together(steps: Iterable[Step], tag: str) -> Command | None:
+    """One `zfs hold` (or `zfs release`) of every snapshot when the side's steps are
+    all holds (or all releases): ZFS waits for one transaction group, not one per
+    snapshot. A side with one step, or with steps of other kinds, has none."""
+    steps = list(steps)
+    for kinds, verb in (({StepKind.HOLD}, "hold"),
+                        ({StepKind.RELEASE, StepKind.RELEASE_STALE}, "release")):
+        if len(steps) > 1 and all(step.kind in kinds for step in steps):
+            return cmd("zfs", verb, tag, *(snapshot_name(step.dataset) for step in steps))
+    return None

@@ -603,3 +603,18 @@ def protected_snapshots(plan: LinkPlan, side: Side = Side.SOURCE) -> dict[str, s
     if side is Side.SOURCE:
         return {f"{d.source}@{d.common}": reason for d in plan.datasets if d.common}
     return {f"{d.target}@{d.target_common}": reason for d in plan.datasets if d.target_common}
+
+
+def newest_common_name(sources: tuple[str, ...], targets: dict[str, str], source_states: dict,
+                 target_states: dict) -> str | None:
+    """The newest snapshot name common (by guid) to every source and its target."""
+    names: set[str] | None = None
+    order: list[str] = []
+    for source in sources:
+        mine = {s.guid: s.name for s in source_states[source].snapshots}
+        theirs = ordered(target_states[targets[source]].snapshots)
+        common = [mine[s.guid] for s in theirs if s.guid in mine]
+        names = set(common) if names is None else names & set(common)
+        order = common
+    kept = [name for name in order if names and name in names]
+    return kept[-1] if kept else None

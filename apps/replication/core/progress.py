@@ -125,3 +125,15 @@ def pipeline_messages(err: str, limit: int = 600) -> str:
 _COUNTER_RECORD = re.compile(
     r"\d+ bytes(?: \([^)]*\))? copied, [0-9.]+ s, [0-9.,]+ ?[kMGTP]?i?B/s"
     r"|\d+\+\d+ records (?:in|out)")
+
+
+def next_wait(sent: int, expected: int | None, elapsed: float, least: float,
+              most: float) -> float:
+    """How long a follow of a transfer should wait on the host for its end: past the
+    end its rate so far foresees (so that one follow sees the end, rather than the
+    next one a round trip after it), `least` at least and `most` at most (the progress
+    shown between follows is that old at worst)."""
+    if not expected or sent <= 0 or elapsed <= 0:
+        return least
+    remaining = max(0, expected - sent) / (sent / elapsed)
+    return min(most, max(least, remaining * 1.25 + 1))
