@@ -7,6 +7,8 @@ is held or sent when its receives would take a target pool below its reserve.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from apps.fleet import reserves
 from apps.ops.engine import Fail, StepContext
 from apps.remote.shell import Runner
@@ -50,19 +52,23 @@ def exact_size(ctx: StepContext, send: Send) -> dict | None:
     return {"bytes": size, "exact": True, "label": "expected"} if size is not None else None
 
 
+def _sends(steps: tuple[Step, ...]) -> Iterator[tuple[str, Send]]:
+    """Each send of a snapshot, under its key in the run's state ("send<index>")."""
+    for index, step in enumerate(steps):
+        if step.send is not None and step.send.snapshot is not None:
+            yield f"send{index}", step.send
+
+
 def estimates(steps: tuple[Step, ...], sources: dict) -> dict[str, dict]:
     """The size of each send from the plan's own listing (used/referenced), labelled an
     estimate; sends whose snapshots it cannot size are left out."""
     found = {}
-    for index, step in enumerate(steps):
-        send = step.send
-        if send is None or send.snapshot is None:
-            continue
+    for key, send in _sends(steps):
         to = send.snapshot.partition("@")[2]
         from_ = send.from_snapshot.partition("@")[2] if send.from_snapshot else None
         estimate = progress.estimate_from_listing(sources[send.source].snapshots, to, from_)
         if estimate is not None:
-            found[f"send{index}"] = {"bytes": estimate.bytes, "exact": False,
+            found[key] = {"bytes": estimate.bytes, "exact": False,
                                      "label": estimate.label}
     return found
 
@@ -70,14 +76,11 @@ def estimates(steps: tuple[Step, ...], sources: dict) -> dict[str, dict]:
 def arrivals(steps: tuple[Step, ...], sources: dict) -> dict[str, list]:
     """Each send's snapshot as the target will have it: [dataset, snapshot, guid]."""
     found = {}
-    for index, step in enumerate(steps):
-        send = step.send
-        if send is None or send.snapshot is None:
-            continue
+    for key, send in _sends(steps):
         name = send.snapshot.partition("@")[2]
         guid = next((s.guid for s in sources[send.source].snapshots if s.name == name), None)
         if guid is not None:
-            found[f"send{index}"] = [send.target, f"{send.target}@{name}", guid]
+            found[key] = [send.target, f"{send.target}@{name}", guid]
     return found
 
 

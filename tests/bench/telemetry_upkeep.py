@@ -136,13 +136,11 @@ def _load() -> str:
 
 # -- collector --------------------------------------------------------------------------
 
-def _collector(hosts: list, rounds: int) -> tuple[float, float, float]:
-    import statistics
-
-    from django.db import connection
-
+def timed_rounds(hosts: list, rounds: int) -> tuple[list[float], object, object]:
+    """rounds+1 collector rounds of every host's answer recorded by services.record_all,
+    the first after a restart (nothing in memory): each round's seconds, the last
+    round's sample and the one every host had before the first."""
     from apps.telemetry import services
-    from apps.telemetry.core import series
     from apps.telemetry.models import HostTelemetry
 
     sample_at = _sample()
@@ -161,6 +159,17 @@ def _collector(hosts: list, rounds: int) -> tuple[float, float, float]:
         began = time.perf_counter()
         services.record_all(answers, skipped)
         times.append(time.perf_counter() - began)
+    return times, sample, previous
+
+
+def _collector(hosts: list, rounds: int) -> tuple[float, float, float]:
+    import statistics
+
+    from django.db import connection
+
+    from apps.telemetry.core import series
+
+    times, sample, previous = timed_rounds(hosts, rounds)
     # The floor: the same raw rows, already made, with one bare COPY.
     text = json.dumps(series.stored(sample, previous))
     with connection.cursor() as cursor:

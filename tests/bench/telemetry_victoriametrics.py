@@ -153,28 +153,11 @@ def _rounds(hosts: list, rounds: int) -> tuple[float, float, int]:
     size after them; the tables emptied before and after."""
     from django.db import connection
 
-    from apps.telemetry import services
-    from apps.telemetry.models import HostTelemetry
-    from tests.bench.telemetry_upkeep import _sample
+    from tests.bench.telemetry_upkeep import timed_rounds
 
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE telemetry_rawsample, telemetry_hosttelemetry")
-    sample_at = _sample()
-    start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=rounds + 2)
-    previous = sample_at(start)
-    HostTelemetry.objects.bulk_create(
-        [HostTelemetry(host=h, last_sample=previous.to_dict(), last_sample_at=start,
-                       recent={}) for h in hosts], batch_size=1000)
-    skipped = {h.pk: [] for h in hosts}
-    times = []
-    for n in range(rounds + 1):
-        sample = sample_at(start + timedelta(minutes=n + 1))
-        answers = [services.Taken(h.pk, sample, 0.2) for h in hosts]
-        if n == 0:
-            services._previous.clear()  # a restarted worker: nothing in memory
-        began = time.perf_counter()
-        services.record_all(answers, skipped)
-        times.append(time.perf_counter() - began)
+    times, _, _ = timed_rounds(hosts, rounds)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE telemetry_rawsample")
         cursor.execute("SELECT pg_total_relation_size('telemetry_rawsample')")
