@@ -1,6 +1,7 @@
 """Rollouts on the real test hosts: one that reaches every host, one whose canary fails
 and is rolled back (read back over SSH), one that skips a host changed by hand, and
-one whose worker is killed midway.
+one whose worker is killed midway. A local receiver hears the stopped rollout's event,
+signed.
 
 The profiles here touch ZFS properties and PostgreSQL settings only: sysctls are the
 kernel's, which every test host shares, so a canary's sysctl would read as a change by
@@ -10,9 +11,12 @@ hand on the others.
 from __future__ import annotations
 
 import pytest
+from django.conf import settings as django_settings
 from django.utils import timezone
 
 from apps.alerts.alert_kinds import POOL_HEALTH
+from apps.events import sending
+from apps.events import services as events
 from apps.events.models import Event
 from apps.ops import engine
 from apps.ops.models import Operation
@@ -21,6 +25,7 @@ from apps.rollouts.models import Rollout
 from apps.tuning import services as tuning
 from apps.tuning.models import Plan
 from tests.driving import drive
+from tests.events.receiver import event_receiver
 from tests.integration.conftest import register, run_on, show
 from tests.waiting import wait_for
 from tests.workers import Worker
@@ -118,7 +123,16 @@ def test_a_rollout_that_passes_reaches_every_host(fleet_hosts, delivered):
             before[fleet_host.name]
 
 
-def test_a_failing_canary_stops_and_is_rolled_back(fleet_hosts, delivered):
+@pytest.fixture
+def enqueued(monkeypatch, settings) -> list[int]:
+    """Event deliveries the test sends itself, to a receiver on loopback."""
+    settings.POZOL = {**django_settings.POZOL, "ALERT_WEBHOOK_ALLOW": ["127.0.0.1/32"]}
+    sent: list[int] = []
+    monkeypatch.setattr(sending, "enqueue", lambda ids: sent.extend(ids))
+    return sent
+
+
+def test_a_failing_canary_stops_and_is_rolled_back(fleet_hosts, delivered, enqueued):
     hosts = [discovered(fleet_host) for fleet_host in fleet_hosts]
     canary, other = hosts[1], hosts[0]
     before = {fh.name: zfs_get(fh, "atime") for fh in fleet_hosts}
@@ -129,7 +143,17 @@ def test_a_failing_canary_stops_and_is_rolled_back(fleet_hosts, delivered):
         "postgres": {"max_stack_depth": "100MB"}})
     rollout = services.start_rollout(profile.current, hosts, wave_size=1, canary=canary)
     try:
-        operation = drive_rollout(rollout)
+        with event_receiver() as receiver:
+            receiver.secret = events.create_subscription(
+                name="rollouts", url=receiver.url,
+                events=["rollout.stopped", "rollout.wave_done"]).secret
+            operation = drive_rollout(rollout)
+            rows = [sending.attempt(pk) for pk in enqueued]
+        assert {r.status for r in rows} == {"sent"}, [r.last_error for r in rows]
+        assert receiver.refused == 0 and receiver.kinds() == ["rollout.stopped"]
+        heard = next(iter(receiver.events.values()))
+        assert heard["subject"]["id"] == rollout.pk
+        assert heard["data"]["rolled_back"] == [canary.name]
         rollout.refresh_from_db()
         assert (operation.status, operation.error_code) == ("failed", "rollout_stopped")
         assert rollout.status == Rollout.Status.STOPPED
