@@ -61,6 +61,11 @@ class Host:
     # sudoers rules are the file etc_sudoers_file, the host's /etc/sudoers.d/pozol.
     login_user: str = "root"
     etc_sudoers_file: str | None = None
+    # Where the ssh client keeps one connection to the host that later commands share
+    # (OpenSSH's ControlPath, %C a hash of the host, port and user), for a host whose
+    # connections are dear: a guest under software emulation takes about a second to
+    # open one and 0.1 s to run a command on one already open. None: one per command.
+    control_path: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

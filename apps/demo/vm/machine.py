@@ -23,7 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from apps.demo.fleet import keys
-from apps.demo.fleet.client import ssh_argv
+from apps.demo.fleet.client import close_shared, ssh_argv
 from apps.demo.fleet.model import Host
 from apps.demo.fleet.procs import Proc, is_ours, spawn, stop
 
@@ -31,6 +31,7 @@ from .image import Image, ImageError
 
 MARKER = "pozol-vm"
 STATE_FILE = "vm.json"
+SHARED_PREFIX = "ssh-"  # the ssh client's shared connections: Host.control_path
 BOOT_DEADLINE_TCG = 420.0
 BOOT_DEADLINE_KVM = 120.0
 
@@ -116,6 +117,8 @@ def _network_script(addresses: tuple[str, ...]) -> str:
 
 def shutdown(state: Path) -> None:
     """Stop the guest started in state (by its recorded PID) and remove its disks."""
+    for shared in state.glob(f"{SHARED_PREFIX}*"):
+        close_shared(str(shared))
     record = state / STATE_FILE
     if record.exists():
         proc = Proc.from_dict(json.loads(record.read_text())["qemu"])
@@ -169,7 +172,7 @@ def _host(image: Image, state: Path, address: str, name: str) -> Host:
         pg_data_dataset="tank/pg/data", pg_wal_dataset="tank/pg/wal", pg_database="pgbench",
         pg_log_file=f"/var/log/postgresql/postgresql-{major}-main.log",
         work_dir="/var/lib/pozol", authorized_keys_path="/root/.ssh/authorized_keys",
-        pg_major=major,
+        pg_major=major, control_path=str(state / f"{SHARED_PREFIX}%C"),
     )  # fmt: skip
 
 
