@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 
 from apps.demo.fleet.client import ssh
+from apps.events import sending
 from apps.fleet import services
 from apps.fleet.models import Host
 from apps.remote import ssh as product_ssh
@@ -37,6 +39,16 @@ def register(fleet_host, **changes) -> Host:
     arguments.update(changes)
     host, _ = services.add_host(**arguments)
     return host
+
+
+@pytest.fixture
+def enqueued(monkeypatch, settings) -> list[int]:
+    """Event deliveries recorded instead of handed to Celery (a test attempts them
+    itself, to a receiver on loopback, which the allowlist then admits)."""
+    settings.POZOL = {**django_settings.POZOL, "ALERT_WEBHOOK_ALLOW": ["127.0.0.1/32"]}
+    sent: list[int] = []
+    monkeypatch.setattr(sending, "enqueue", lambda ids: sent.extend(ids))
+    return sent
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ verifies every signature, and a repeated Idempotency-Key made one clone."""
 from __future__ import annotations
 
 import pytest
-from django.conf import settings as django_settings
 
 from apps.clones.models import Clone
 from apps.events import sending
@@ -16,14 +15,6 @@ from tests.integration.test_clones import host  # noqa: F401  the fixture
 from tests.integration.test_replication import pair  # noqa: F401  the fixture
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def enqueued(monkeypatch, settings) -> list[int]:
-    settings.POZOL = {**django_settings.POZOL, "ALERT_WEBHOOK_ALLOW": ["127.0.0.1/32"]}
-    sent: list[int] = []
-    monkeypatch.setattr(sending, "enqueue", lambda ids: sent.extend(ids))
-    return sent
 
 
 def test_a_clone_and_its_operations_reach_a_receiver_signed(api, host, enqueued):  # noqa: F811

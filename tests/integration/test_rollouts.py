@@ -11,7 +11,6 @@ hand on the others.
 from __future__ import annotations
 
 import pytest
-from django.conf import settings as django_settings
 from django.utils import timezone
 
 from apps.alerts.alert_kinds import POOL_HEALTH
@@ -121,15 +120,6 @@ def test_a_rollout_that_passes_reaches_every_host(fleet_hosts, delivered):
     for fleet_host in fleet_hosts:
         assert (zfs_get(fleet_host, "atime"), show(fleet_host, "work_mem")) == \
             before[fleet_host.name]
-
-
-@pytest.fixture
-def enqueued(monkeypatch, settings) -> list[int]:
-    """Event deliveries the test sends itself, to a receiver on loopback."""
-    settings.POZOL = {**django_settings.POZOL, "ALERT_WEBHOOK_ALLOW": ["127.0.0.1/32"]}
-    sent: list[int] = []
-    monkeypatch.setattr(sending, "enqueue", lambda ids: sent.extend(ids))
-    return sent
 
 
 def test_a_failing_canary_stops_and_is_rolled_back(fleet_hosts, delivered, enqueued):
