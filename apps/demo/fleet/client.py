@@ -25,9 +25,13 @@ def ssh_argv(host: Host, command: str) -> list[str]:
 
 def close_shared(control_path: str) -> None:
     """Ask the shared connection at control_path (no % token left in it) to exit, if one
-    is open: it goes by itself SHARED_FOR seconds after its last command otherwise."""
-    subprocess.run(["ssh", "-F", "/dev/null", "-o", f"ControlPath={control_path}",
-                    "-O", "exit", "shared"], capture_output=True, timeout=10, check=False)
+    is open: it goes by itself SHARED_FOR seconds after its last command otherwise. Never
+    raises, so that stopping a host goes on whatever the connection does."""
+    try:
+        subprocess.run(["ssh", "-F", "/dev/null", "-o", f"ControlPath={control_path}",
+                        "-O", "exit", "shared"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
 
 
 def ssh(host: Host, command: str, stdin: str = "", *, check: bool = True,
