@@ -86,6 +86,13 @@ def test_a_zfs_fuse_host_to_openzfs_full_then_incremental_and_not_back(
                                  f"zfs release $t {name}; done; zfs destroy {name}")
 
 
+def _sent(vm_host, pid_file: str) -> int:
+    """Bytes the unit's counter (pv -n -b, one number a line on stderr) has seen."""
+    err = f"{vm_host.work_dir}/{pid_file.removesuffix('.pid')}.err"
+    last = run_on(vm_host, f"tr '\\r' '\\n' < {err} | grep -E '^[0-9]+$' | tail -n 1 || true")
+    return int(last.strip() or 0)
+
+
 def _unit_pid_files(vm_host, operation_id: int) -> list[str]:
     # The run's plan rewrites this guest's authorized_keys in place (the link's key, for
     # vm2): a login in that instant is refused, which is no answer, not a failure.
@@ -115,7 +122,11 @@ def test_openzfs_to_openzfs_compressed_resumed_after_an_interruption(
         def interrupt() -> None:
             pid_file = wait_for(lambda: _unit_pid_files(vm_host, operation.pk), 300,
                                 "the transfer to start")[0]
-            time.sleep(3)
+            # Cut once the target has received some of it (resumable from there): a cut
+            # before the first records leaves no partial receive to resume. A fixed wait
+            # did, once the test's own commands came back sooner (a shared connection).
+            wait_for(lambda: _sent(vm_host, pid_file) >= 2 * 2**20, 300,
+                     "the transfer to carry 2 MiB")
             held = run_on(vm_host, "zfs holds -H $(zfs list -H -t snapshot -o name -r tank/pg)")
             cut.append(held)
             # The whole pipeline (its process group), as a dropped connection would.
