@@ -46,6 +46,9 @@ DEFAULT_TIMEOUT = 60
 # how much of what the failed copy printed it keeps.
 FAILURE_NOTE = "pozol_archive_failure"
 FAILURE_BYTES = 500
+# PostgreSQL 15 and older build the command to run in a buffer of MAXPGPATH (1024)
+# bytes and silently drop what does not fit (shell_archive.c, pgarch.c); 16 has no limit.
+EXPANDED_LIMIT = 1023
 MIN_TIMEOUT, MAX_TIMEOUT = 10, 3600
 SETTINGS = ("archive_mode", "archive_command", "archive_timeout")
 # What each setting needs to take effect (pg_settings.context): shown in the plan.
@@ -74,10 +77,24 @@ def archive_command(directory: str) -> str:
             "echo \"$d/%f is archived already with different content: not overwritten\" "
             "|| cmp %p $d/%f; exit 1; }; "
             "else cp %p $d/%f.tmp && sync $d/%f.tmp && mv $d/%f.tmp $d/%f && sync $d; fi")
-    return (f"d={d}; r=$({copy}) && {{ [ ! -e {FAILURE_NOTE} ] || rm -f {FAILURE_NOTE}; "
-            f"exit 0; }}; printf %%s \"$r\" >&2; echo >&2; {{ echo %f; printf %%s \"$r\" "
-            f"| tr -s \"[:cntrl:]\" \" \" | tail -c {FAILURE_BYTES}; }} > {FAILURE_NOTE} "
-            "2> /dev/null; exit 1")
+    command = (f"d={d}; r=$({copy}) && {{ [ ! -e {FAILURE_NOTE} ] || rm -f {FAILURE_NOTE}; "
+               f"exit 0; }}; printf %%s \"$r\" >&2; echo >&2; {{ echo %f; printf %%s \"$r\" "
+               f"| tr -s \"[:cntrl:]\" \" \" | tail -c {FAILURE_BYTES}; }} > {FAILURE_NOTE} "
+               "2> /dev/null; exit 1")
+    if len(expanded(command)) > EXPANDED_LIMIT:
+        raise InvalidValue("archive directory", directory,
+                           f"too long: PostgreSQL 15 and older cut an archive_command at "
+                           f"{EXPANDED_LIMIT} bytes once %p and %f are filled in, and this "
+                           f"one would cut its closing `exit 1` (a failure would read as "
+                           f"success)")
+    return command
+
+
+def expanded(command: str) -> str:
+    """The command as PostgreSQL runs it for a segment (%p, %f and %% filled in)."""
+    segment = "0" * 24
+    return (command.replace("%%", "\0").replace("%p", f"pg_wal/{segment}")
+            .replace("%f", segment).replace("\0", "%"))
 
 
 def restore_command(directory: str) -> str:

@@ -8,6 +8,7 @@ import pytest
 from apps.remote.commands import InvalidValue
 from apps.wal.core import commands
 from apps.wal.core.plan import (
+    EXPANDED_LIMIT,
     FAILURE_BYTES,
     FAILURE_NOTE,
     archive_command,
@@ -15,6 +16,7 @@ from apps.wal.core.plan import (
     check_timeout,
     disable_plan,
     enable_plan,
+    expanded,
     restore_command,
 )
 from apps.wal.core.segments import Segment
@@ -136,3 +138,13 @@ def test_only_segment_files_are_ever_removed():
     assert command.text == "cd /tank/pozol_wal/pg:data && rm -f -- 000000010000000000000003"
     with pytest.raises(InvalidValue):
         commands.remove("/x", ["../../etc/passwd"])
+
+
+def test_a_directory_that_would_get_the_command_cut_by_postgresql_15_is_refused():
+    """PostgreSQL 15 and older drop what passes 1023 bytes of the expanded command: the
+    cut would take the closing `exit 1`, and a failed copy would read as archived."""
+    assert len(expanded(archive_command("/tank/pozol_wal/pg:data"))) <= EXPANDED_LIMIT
+    longest = "/" + "a" * (EXPANDED_LIMIT - len(expanded(archive_command("/"))))
+    assert len(expanded(archive_command(longest))) == EXPANDED_LIMIT
+    with pytest.raises(InvalidValue, match="too long"):
+        archive_command(longest + "a")
