@@ -22,7 +22,8 @@ PostgreSQL counts the command's failures (pg_stat_archiver) but keeps their reas
 the server log only, so the command also writes the reason of a failure to
 FAILURE_NOTE in the data directory (its working directory, PostgreSQL's documented
 one for archive_command): the segment, then the last 500 bytes of what the copy
-printed, on one line; the note's mtime is when. In the data directory because that is
+printed, on one line, written beside its place and renamed into it so that a read
+never sees half of it; the note's mtime is when. In the data directory because that is
 the place still writable when the archive is not: a read-only, full, unmounted or
 missing archive is exactly when a reason is wanted, and PostgreSQL itself writes to the
 data directory, as the same user, for the cluster to run at all. The command still
@@ -73,14 +74,18 @@ def archive_command(directory: str) -> str:
     # unmounted its path is a directory of the parent, which is not the archive.
     copy = ("exec 2>&1; ! command -v mountpoint > /dev/null || mountpoint -q $d || "
             "{ echo \"$d is not a mount point: the archive dataset is not mounted\"; exit 1; }; "
-            "if [ -f $d/%f ]; then cmp -s %p $d/%f || { [ $? = 1 ] && "
-            "echo \"$d/%f is archived already with different content: not overwritten\" "
-            "|| cmp %p $d/%f; exit 1; }; "
-            "else cp %p $d/%f.tmp && sync $d/%f.tmp && mv $d/%f.tmp $d/%f && sync $d; fi")
-    command = (f"d={d}; r=$({copy}) && {{ [ ! -e {FAILURE_NOTE} ] || rm -f {FAILURE_NOTE}; "
-               f"exit 0; }}; printf %%s \"$r\" >&2; echo >&2; {{ echo %f; printf %%s \"$r\" "
-               f"| tr -s \"[:cntrl:]\" \" \" | tail -c {FAILURE_BYTES}; }} > {FAILURE_NOTE} "
-               "2> /dev/null; exit 1")
+            "if [ -f $d/$f ]; then cmp -s $p $d/$f || { [ $? = 1 ] && "
+            "echo \"$d/$f is archived already with different content: not overwritten\" "
+            "|| cmp $p $d/$f; exit 1; }; "
+            "else cp $p $d/$f.tmp && sync $d/$f.tmp && mv $d/$f.tmp $d/$f && sync $d; fi")
+    # %f and %p once each, into variables: every copy counts against EXPANDED_LIMIT.
+    # The note is written beside its place and renamed into it, so a read never sees a
+    # half-written one (PostgreSQL retries a failing segment every second).
+    note = FAILURE_NOTE
+    command = (f"d={d}; f=%f; p=%p; r=$({copy}) && {{ [ ! -e {note} ] || rm -f {note}; "
+               f"exit 0; }}; printf %%s \"$r\" >&2; echo >&2; {{ echo $f; printf %%s \"$r\" "
+               f"| tr -s \"[:cntrl:]\" \" \" | tail -c {FAILURE_BYTES}; }} > {note}.tmp "
+               f"2> /dev/null && mv -f {note}.tmp {note}; exit 1")
     if len(expanded(command)) > EXPANDED_LIMIT:
         raise InvalidValue("archive directory", directory,
                            f"too long: PostgreSQL 15 and older cut an archive_command at "

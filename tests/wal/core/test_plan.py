@@ -30,12 +30,13 @@ def test_the_archive_is_outside_the_clusters_parent():
 
 def test_the_archive_command_never_overwrites_and_renames_atomically():
     text = archive_command("/tank/pozol_wal/pg:data")
-    assert text.startswith("d=/tank/pozol_wal/pg:data; r=$(exec 2>&1; ")
-    assert "if [ -f $d/%f ]; then cmp -s %p $d/%f ||" in text
-    assert "cp %p $d/%f.tmp && sync $d/%f.tmp && mv $d/%f.tmp $d/%f && sync $d; fi" in text
-    # A failure is noted in the data directory (the working directory) and still fails;
-    # a success removes the note.
-    assert text.endswith("> pozol_archive_failure 2> /dev/null; exit 1")
+    assert text.startswith("d=/tank/pozol_wal/pg:data; f=%f; p=%p; r=$(exec 2>&1; ")
+    assert "if [ -f $d/$f ]; then cmp -s $p $d/$f ||" in text
+    assert "cp $p $d/$f.tmp && sync $d/$f.tmp && mv $d/$f.tmp $d/$f && sync $d; fi" in text
+    # A failure is noted in the data directory (the working directory), whole or not at
+    # all, and still fails; a success removes the note.
+    assert text.endswith("> pozol_archive_failure.tmp 2> /dev/null "
+                         "&& mv -f pozol_archive_failure.tmp pozol_archive_failure; exit 1")
     assert "&& { [ ! -e pozol_archive_failure ] || rm -f pozol_archive_failure; exit 0; }" in text
     # PostgreSQL reads % itself: only %p, %f and %% (a literal %) are in the command.
     assert set(re.findall(r"%.", text.replace("%%", ""))) == {"%p", "%f"}
@@ -92,6 +93,32 @@ def test_the_archive_command_notes_why_it_failed_and_clears_the_note_on_success(
     (data / "pg_wal" / name).write_bytes(b"segment")
     assert run_archive_command(archive, data, name).returncode == 0
     assert not note.exists() and (archive / name).read_bytes() == b"segment"
+
+
+def test_a_read_never_sees_a_half_written_note(tmp_path):
+    """The status read can come while the command writes the note (PostgreSQL retries a
+    failing segment every second). A `tr` that copies the note aside as it starts shows
+    what such a read would see between the segment's name and the reason."""
+    archive, data = tmp_path / "archive", tmp_path / "data"
+    (data / "pg_wal").mkdir(parents=True)
+    archive.mkdir()
+    name = "000000010000000000000004"
+    (data / "pg_wal" / name).write_bytes(b"segment")
+    (archive / name).write_bytes(b"another")
+    assert run_archive_command(archive, data, name).returncode == 1
+    first = (data / FAILURE_NOTE).read_text()
+
+    tools = data / "bin"
+    (tools / "tr").unlink()
+    (tools / "tr").write_text(f"#!/bin/sh\n/bin/cat {FAILURE_NOTE} > seen 2> /dev/null\n"
+                              f"exec {shutil.which('tr')} \"$@\"\n")
+    (tools / "tr").chmod(0o755)
+    (archive / name).unlink()
+    (data / "pg_wal" / name).unlink()
+    assert run_archive_command(archive, data, name).returncode == 1
+    assert (data / "seen").read_text() == first  # the whole earlier note, not a torn one
+    assert "No such file or directory" in (data / FAILURE_NOTE).read_text()
+    assert not (data / f"{FAILURE_NOTE}.tmp").exists()
 
 
 @pytest.mark.parametrize("value", [9, 3601, True, "60", 60.0, None])
