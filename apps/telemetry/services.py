@@ -41,6 +41,7 @@ from apps.telemetry import store, upkeep, victoria
 from apps.telemetry.core import current, metrics, packing, series, vmformat
 from apps.telemetry.core.command import SAMPLE_TIMEOUT, sample_command
 from apps.telemetry.core.parse import parse_sample
+from apps.telemetry.core.rates import rates
 from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR, Retention
 from apps.telemetry.core.sample import NOT_AVAILABLE, Sample
 from apps.telemetry.core.spec import SampleSpec, spec_from_facts
@@ -189,15 +190,15 @@ def _record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
     for taken in answered:
         sample = taken.sample
         before, recent = previous.get(taken.host_id, (None, {}))
-        now = current.current(before, sample, interval)
+        interval_rates = rates(before, sample, interval)  # shared by both below
+        now = current.current(interval_rates, sample)
         recent = current.remember(recent, sample.taken_at.timestamp(), now)
         stored = series.stored(sample, before)
         raw.append((taken.host_id, sample.taken_at, json.dumps(stored),
                     json.dumps(dict(sample.missing))))
         if to_victoria:
             history.append(vmformat.lines(taken.host_id, sample.taken_at,
-                                          metrics.interval_values(before, sample, stored,
-                                                                  interval)))
+                                          metrics.interval_values(interval_rates, stored)))
         states.append((taken.host_id, json.dumps(sample.to_dict()), sample.taken_at,
                        taken.duration, json.dumps(skipped.get(taken.host_id, [])),
                        now.arc_hit_rate, now.tps, now.capacity, now.used, now.space_saved,

@@ -10,10 +10,9 @@ overview's sparklines, also in the host's one row.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 from apps.telemetry.core.metrics import space_saved
-from apps.telemetry.core.rates import rates
+from apps.telemetry.core.rates import Rates
 from apps.telemetry.core.sample import Sample
 
 RECENT_POINTS = 60  # an hour at the default 60 s interval
@@ -29,9 +28,9 @@ class Current:
     space_saved: int | None  # bytes compression saves there
 
 
-def current(previous: Sample | None, sample: Sample, interval: timedelta) -> Current:
-    """Rates over the last interval (None after a gap or a reboot: unknown, not 0)."""
-    interval_rates = rates(previous, sample, interval)
+def current(interval_rates: Rates, sample: Sample) -> Current:
+    """The host's values at `sample`, with `interval_rates` (rates() from the sample
+    before it): rates unknown, not 0, after a gap or a reboot."""
     usable = interval_rates.seconds and not interval_rates.gap
     arc = interval_rates.arc.hit_ratio if usable and interval_rates.arc else None
     per_cluster = [r.tps for r in interval_rates.clusters.values() if r.tps is not None]

@@ -251,22 +251,19 @@ def _sample(at: datetime, uptime: float | None, source: str, values: dict | None
 
 # -- one interval's values (the VictoriaMetrics store) ----------------------------------------
 
-def interval_values(before: Sample | None, sample: Sample, stored: dict,
-                    interval: timedelta) -> list[tuple[str, str | None, float]]:
-    """(metric, key, value) of every metric at `sample`: what a raw-resolution graph
+def interval_values(interval_rates: Rates, stored: dict) -> list[tuple[str, str | None, float]]:
+    """(metric, key, value) of every metric at a sample: what a raw-resolution graph
     draws at that point, worked out once when the sample is taken. `stored` is the
     sample's stored row (series.stored: txg figures come from the previous sample);
-    rates run from `before` as raw_series runs them, and an unknown value (a gap, a
-    reboot, a field the host lacks) is left out, never written."""
-    interval_rates = rates(before, sample, interval) if before is not None else None
+    `interval_rates` is rates() from the sample before it, as raw_series runs them, and
+    an unknown value (a first sample, a gap, a reboot, a field the host lacks) is left
+    out, never written."""
     found = []
     for metric in METRICS.values():
         source = stored.get(metric.source)
         for key in _keys(metric, [stored]):
             if metric.pick is None:
                 value = _gauge(metric, source, key)
-            elif interval_rates is None:
-                value = None
             else:
                 value = _rate(metric, interval_rates, key)
             if value is not None:

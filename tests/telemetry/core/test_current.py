@@ -8,6 +8,7 @@ from datetime import timedelta
 from apps.telemetry.core.current import Current, current, remember
 from apps.telemetry.core.metrics import space_saved
 from apps.telemetry.core.parse import parse_sample
+from apps.telemetry.core.rates import rates
 from apps.telemetry.core.spec import spec_from_facts
 from tests.telemetry.core.helpers import fuse_facts
 from tests.telemetry.fixtures import captured
@@ -22,7 +23,7 @@ def _samples():
 
 def test_rates_over_the_last_interval_and_the_fullest_pool():
     first, second = _samples()
-    now = current(first, second, MINUTE)
+    now = current(rates(first, second, MINUTE), second)
     assert 0 <= now.arc_hit_rate <= 1
     assert now.tps > 0
     assert now.capacity == max(p.capacity for p in second.pools)
@@ -32,9 +33,9 @@ def test_rates_over_the_last_interval_and_the_fullest_pool():
 
 def test_a_first_sample_or_a_gap_leaves_rates_unknown_not_zero():
     first, second = _samples()
-    assert current(None, second, MINUTE).arc_hit_rate is None
+    assert current(rates(None, second, MINUTE), second).arc_hit_rate is None
     late = replace(second, taken_at=first.taken_at + 10 * MINUTE)
-    gap = current(first, late, MINUTE)
+    gap = current(rates(first, late, MINUTE), late)
     assert gap.arc_hit_rate is None and gap.tps is None and gap.capacity is not None
 
 

@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from apps.telemetry.core import metrics, series, vmformat
 from apps.telemetry.core.parse import parse_sample
+from apps.telemetry.core.rates import rates
 from tests.telemetry.core.helpers import fuse_spec
 from tests.telemetry.fixtures import captured
 from tests.telemetry.victoriametrics import HERE
@@ -33,7 +34,8 @@ def test_a_sample_s_values_are_what_the_raw_graph_draws_at_it():
     before, after = samples()
     stored = series.stored(after, before)
     written = {(name, key): value for name, key, value in
-               metrics.interval_values(before, after, stored, after.taken_at - before.taken_at)}
+               metrics.interval_values(
+                   rates(before, after, after.taken_at - before.taken_at), stored)}
     rows = [(before.taken_at, series.stored(before)), (after.taken_at, stored)]
     for metric in metrics.METRICS.values():
         for found in metrics.raw_series(metric, rows, after.taken_at - before.taken_at):
@@ -49,7 +51,7 @@ def test_a_sample_s_values_are_what_the_raw_graph_draws_at_it():
 def test_the_first_sample_writes_gauges_and_no_rates():
     before, _ = samples()
     names = {name for name, _, _ in metrics.interval_values(
-        None, before, series.stored(before), STEP)}
+        rates(None, before, STEP), series.stored(before))}
     assert "arc_size" in names and "pool_capacity" in names
     assert not names & {"arc_hit_rate", "tps", "cache_hit", "wal_bytes_per_s", "checkpoints"}
 
@@ -70,8 +72,8 @@ def test_what_was_written_to_the_real_binary_is_what_the_writer_writes():
     before, after = samples()
     text = (HERE / "import.txt").read_text()
     first = datetime.fromtimestamp(int(text.split("\n", 1)[0].split()[-1]) / 1000, tz=UTC)
-    values = metrics.interval_values(before, after, series.stored(after, before),
-                                     after.taken_at - before.taken_at)
+    values = metrics.interval_values(rates(before, after, after.taken_at - before.taken_at),
+                                     series.stored(after, before))
     assert text.startswith(vmformat.lines(7, first, values))
 
 

@@ -22,6 +22,7 @@ import requests
 
 from apps.telemetry.core import metrics, vmformat
 from apps.telemetry.core.parse import parse_sample
+from apps.telemetry.core.rates import rates
 from tests.telemetry.core.helpers import fuse_spec
 from tests.telemetry.fixtures import captured
 from tests.telemetry.victoriametrics import HERE, VictoriaMetrics
@@ -37,8 +38,8 @@ def main() -> None:
     before, after = parse_sample(one, spec, at_one), parse_sample(two, spec, at_two)
     from apps.telemetry.core import series
 
-    values = metrics.interval_values(before, after, series.stored(after, before),
-                                     at_two - at_one)
+    values = metrics.interval_values(rates(before, after, at_two - at_one),
+                                     series.stored(after, before))
     start = at_two.replace(second=0, microsecond=0) + timedelta(seconds=7)
     text = "".join(vmformat.lines(HOST, start + minute * STEP, values) for minute in MINUTES)
     server = VictoriaMetrics()
