@@ -137,10 +137,11 @@ def plan(ctx: StepContext) -> Next | Done | Fail:
         records.record_outcome(link, ReplicationLink.State.BUSY,
                         "; ".join(d.reason for d in chosen.datasets if d.action is Action.BUSY))
         return Done({"action": chosen.action.value}, message="target busy: nothing done")
-    # A hold the plan's round trip took already is not taken again.
-    early = set(ctx.state["early"])
+    # A hold the plan's round trip took already is not taken again, nor a parent it made.
+    early, made = set(ctx.state["early"]), set(ctx.state["parents"])
     kept = tuple(s for s in chosen.steps
-                 if not (s.kind is StepKind.HOLD and records.entry(s) in early))
+                 if not (s.kind is StepKind.HOLD and records.entry(s) in early)
+                 and not (s.kind is StepKind.ENSURE_PARENT and s.dataset in made))
     ctx.state["steps"] = [records.step_dict(s) for s in kept]
     ctx.state["index"] = 0
     ctx.state["sending"] = chosen.sending
@@ -225,7 +226,10 @@ def _plan(ctx: StepContext, link: ReplicationLink, core, key: dict[Side, Command
     target_caps = capabilities_of(link.target_host)
     pools = _target_pools(core)
     early_batch = early_holds.batch(link, early)
-    target_before = [c for c in (key.get(Side.TARGET), early_batch) if c is not None]
+    parents = early_holds.parents(link, core)
+    parents_batch = early_holds.parents_batch(parents)
+    target_before = [c for c in (key.get(Side.TARGET), early_batch, parents_batch)
+                     if c is not None]
     left = (link.last_transfer or {}).get("units")  # a run that finished in its transfer's
     source_before = [c for c in (key.get(Side.SOURCE),  # round trips left them
                                  _units_removal(ctx, left) if left else None) if c is not None]
@@ -235,9 +239,11 @@ def _plan(ctx: StepContext, link: ReplicationLink, core, key: dict[Side, Command
         script("{read} 2>/dev/null || :", read=room.read_command(pool),
                shown=f"{pool}'s used and available") for pool in pools),
         source_before=tuple(source_before), target_before=tuple(target_before))
+    outputs = list(sides.target_before)
+    ctx.state["parents"], ctx.state["parents_made"] = (
+        early_holds.made(parents, outputs.pop()) if parents_batch is not None else ([], []))
     if early_batch is not None:
-        output = sides.target_before[-1]
-        ctx.state["early"] = early_holds.judge(link, early, output)
+        ctx.state["early"] = early_holds.judge(link, early, outputs.pop())
         link.held = ReplicationLink.objects.values_list("held", flat=True).get(pk=link.pk)
     ctx.state.setdefault("early", [])
     sources, on_target = sides.listed, sides.on_target

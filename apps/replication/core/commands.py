@@ -225,8 +225,7 @@ def step_command(step: Step, link: Link, endpoint: Endpoint,
         case StepKind.DISCARD_PARTIAL:
             return cmd("zfs", "recv", "-A", dataset_name(step.dataset))
         case StepKind.ENSURE_PARENT:
-            return cmd("zfs", "create", "-p", "-o", "readonly=on", "-o", "canmount=off",
-                       dataset_name(step.dataset))
+            return ensure_parent(step.dataset)
         case StepKind.FIX_PROPERTIES:
             ds = dataset_name(step.dataset)
             return script("zfs set readonly=on {ds} && zfs set canmount=noauto {ds}", ds=ds)
@@ -304,6 +303,13 @@ def known_hosts_line(address: str, port: int, host_key: str) -> str:
     kind, blob = _public_key(host_key)
     where = address if port == 22 else f"[{address}]:{port}"
     return f"{where} {kind} {blob}"
+
+
+def ensure_parent(dataset: str) -> Command:
+    """A target's parent, made if missing (readonly, never mounted); with -p, one that
+    exists already is success and its properties are left as they are."""
+    return cmd("zfs", "create", "-p", "-o", "readonly=on", "-o", "canmount=off",
+               dataset_name(dataset))
 
 
 def together(steps: Iterable[Step], tag: str) -> Command | None:
