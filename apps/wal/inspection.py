@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from apps.remote import ssh
 from apps.remote.cluster import ClusterTarget
+from apps.remote.commands import InvalidValue
 from apps.remote.errors import RemoteError
 from apps.remote.shell import Runner
 from apps.snapshots.models import Snapshot
@@ -122,10 +123,16 @@ def record(archive: WalArchive, found: Found, *, removed: int = 0) -> str:
 
 def outdated_command(archive: WalArchive, status: commands.Status) -> bool:
     """Whether an archive that is on archives with another command than the one PoZoL
-    writes for it now; unknown (not read) counts as not."""
-    return (archive.state == WalArchive.State.ON and bool(archive.directory)
-            and status.archive_command is not None
-            and status.archive_command != archive_command(archive.directory))
+    writes for it now; unknown (not read) counts as not. One in a directory PoZoL
+    would not archive into now (an older release's, longer than PostgreSQL 15 keeps
+    whole) is: its refresh then says why it cannot be."""
+    if not (archive.state == WalArchive.State.ON and archive.directory
+            and status.archive_command is not None):
+        return False
+    try:
+        return status.archive_command != archive_command(archive.directory)
+    except InvalidValue:
+        return True
 
 
 def _read_failed(archive: WalArchive, error: Exception) -> None:

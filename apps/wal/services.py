@@ -80,8 +80,16 @@ def plan_enable(cluster: PgCluster, archive_timeout: object = archive_plan.DEFAU
     timeout = _timeout(archive_timeout)
     dataset = archive_plan.archive_dataset(cluster.data_dataset.name)
     directory, exists = _directory(cluster.host, dataset)
-    return archive_plan.enable_plan(_current(cluster), dataset, directory, timeout,
-                                    dataset_exists=exists)
+    try:
+        return archive_plan.enable_plan(_current(cluster), dataset, directory, timeout,
+                                        dataset_exists=exists)
+    except InvalidValue as exc:
+        raise _refuse("cluster", _unusable_directory(directory, exc)) from None
+
+
+def _unusable_directory(directory: str, exc: InvalidValue) -> str:
+    return (f"the archive would be mounted at {directory}, which PoZoL cannot archive "
+            f"into: {exc.reason}")
 
 
 def enable(cluster: PgCluster, archive_timeout: object = archive_plan.DEFAULT_TIMEOUT, *,
@@ -158,6 +166,12 @@ def refresh_command(archive: WalArchive, *, by=None,
         if not archive.command_outdated:
             raise Conflict(f"the archive_command of {cluster.data_dir} is PoZoL's current "
                            "one (as of the last read): nothing to refresh", code="current")
+        try:
+            archive_plan.archive_command(archive.directory)
+        except InvalidValue as exc:
+            raise Conflict(_unusable_directory(archive.directory, exc) + ": turn archiving "
+                           "off, and on again once the pool's mountpoint is shorter",
+                           code="bad_directory") from None
         _busy(archive)
         if cluster.down_reason:
             raise Conflict(cluster.down_reason, code="cluster_down")

@@ -28,6 +28,7 @@ from django.utils import timezone
 from apps.ops import remote_jobs
 from apps.ops.engine import Done, Fail, Kind, Next, StepContext, Wait, register
 from apps.remote.cluster import ClusterTarget
+from apps.remote.commands import InvalidValue
 from apps.remote.errors import RemoteError
 from apps.snapshots import inventory
 from apps.snapshots.core import commands as snapshot_commands
@@ -58,13 +59,21 @@ def begin(ctx: StepContext) -> Next:
     return Next("make", progress=10)
 
 
-def make(ctx: StepContext) -> Next:
+def make(ctx: StepContext) -> Next | Fail:
     archive = _archive(ctx)
     target = _target(ctx)
     out = ctx.runner()(commands.make_dataset(archive.dataset, target.owner,
                                              archive.cluster.data_dir)).stdout
     directory = out.strip().splitlines()[-1]
-    archive_plan.directory_path(directory)
+    try:
+        archive_plan.archive_command(directory)  # its characters, and its length
+    except InvalidValue as exc:
+        # Nothing of the cluster's is written yet: no restore, no restart.
+        error = (f"the archive is mounted at {directory}, which PoZoL cannot archive into: "
+                 f"{exc.reason}")
+        WalArchive.objects.filter(pk=archive.pk).update(state=WalArchive.State.FAILED,
+                                                        error=error)
+        return Fail(error, code="bad_directory")
     WalArchive.objects.filter(pk=archive.pk).update(directory=directory)
     ctx.state["directory"] = directory
     return Next("write", f"archive {archive.dataset} mounted at {directory}", progress=30)

@@ -90,3 +90,38 @@ def test_the_plan_page_says_why_a_cluster_cannot_archive(client, operator, clust
     page = client.get(f"/wal/clusters/{cluster.pk}/enable/")
     assert page.status_code == 200 and b"not on a ZFS dataset" in page.content
     assert b"Turn archiving on" not in page.content
+
+
+LONG = "/" + "m" * 300  # its archive command would pass PostgreSQL 15's 1023 bytes
+
+
+@pytest.mark.parametrize("mountpoint", [LONG, "/my pool"])
+def test_a_pool_mounted_where_no_archive_command_would_hold_is_a_400(api, cluster,
+                                                                     mountpoint):
+    cluster.host.datasets.filter(name="tank").update(mountpoint=mountpoint)
+    for body in ({"cluster": cluster.pk, "dry_run": True}, {"cluster": cluster.pk}):
+        answer = api.post("/api/wal-archives/", body, format="json")
+        assert answer.status_code == 400, answer.content
+        message = answer.json()["error"]["message"]
+        assert f"the archive would be mounted at {mountpoint}/pozol_wal/pg:data" in message
+        assert ("1023 bytes" if mountpoint == LONG else "are allowed") in message
+    assert not WalArchive.objects.exists() and not Operation.objects.exists()
+
+
+def test_an_archive_in_a_directory_too_long_now_cannot_be_refreshed(api, cluster):
+    """An older PoZoL enabled it there; its refresh says why not, rather than fail on
+    the host, and the read still calls its command outdated."""
+    from apps.wal.core.commands import Status
+    from apps.wal.inspection import outdated_command
+
+    archive = WalArchive.objects.create(cluster=cluster, dataset="tank/pozol_wal/pg:data",
+                                        directory=f"{LONG}/pozol_wal/pg:data",
+                                        state=WalArchive.State.ON, command_outdated=True)
+    answer = api.post(f"/api/wal-archives/{archive.pk}/refresh-command/")
+    assert answer.status_code == 409, answer.content
+    assert answer.json()["error"]["code"] == "bad_directory"
+    assert "turn archiving off" in answer.json()["error"]["message"]
+    assert not Operation.objects.exists()
+    status = Status(archiver=None, used=None, available=None, mountpoint=archive.directory,
+                    archived=[], archive_command="cp %p /somewhere/%f")
+    assert outdated_command(archive, status) is True

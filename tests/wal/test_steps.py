@@ -144,3 +144,21 @@ def test_a_check_removes_what_no_snapshot_needs_records_the_window_and_a_gap(mon
     assert not Snapshot.objects.filter(pk=stale.pk).exists()
     alert = Alert.objects.get(host=host, kind="wal_archive", resolved_at=None)
     assert "000000010000000000000005" in alert.message
+
+
+def test_an_archive_mounted_where_no_command_would_hold_fails_before_writing(monkeypatch,
+                                                                            cluster):
+    """The dataset came up mounted at a path PoZoL predicted shorter (changed on the
+    host since discovery): the enable fails saying why, writes nothing, restarts
+    nothing."""
+    shell, restarts = scripted(monkeypatch, cluster)
+    long = "/" + "m" * 300 + "/pozol_wal/pg:data"
+    shell.on(commands.make_dataset("tank/pozol_wal/pg:data", "postgres", cluster.data_dir),
+             long + "\n")
+    archive, operation = services.enable(cluster, 30)
+    operation = drive(operation)
+    assert operation.status == Operation.Status.FAILED
+    assert operation.error_code == "bad_directory" and "1023 bytes" in operation.error
+    assert not any("ALTER SYSTEM" in call for call in shell.calls) and restarts == []
+    archive.refresh_from_db()
+    assert archive.state == WalArchive.State.FAILED and long in archive.error
