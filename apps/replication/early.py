@@ -1,19 +1,16 @@
 """A run's early holds: after a clean run, the target's newest common snapshot is held in
-the plan's round trip, beside the target's listing (bundles.alongside: a hold waits for
-a transaction group, the listing does not), rather than in a round trip of its own
-before the send (an incremental's plan asks for that hold).
+the plan's round trip, ahead of the target's listing, rather than in a round trip of its
+own before the send (an incremental's plan asks for that hold).
 
-The snapshot is the one the last run recorded as common; the listing says whether it
-still is. One destroyed while the two ran fails its hold, which is judged as any: the
-plan then asks for the hold itself, which fails, and the run with it (nothing is sent
-from a base that is gone). The planner is given the hold as one the link holds
+The snapshot is the one the last run recorded as common; the listing, taken after the
+hold, says whether it still is. The planner is given the hold as one the link holds
 (`held`): a hold it wants is not taken again, one it does not want (a target changed by
 hand, nothing to send) is released as one left by a run before, with the run's other
 releases; a run that ends at its plan (refused, busy, no room) releases them at once.
 Each is recorded in `held` before it is taken, as every hold of a run is.
 
 Before a clean run (a new link, or one whose last run did not end in sync), the
-targets' parents are made (if missing) beside the listing too: a full send's plan asks
+targets' parents are made (if missing) in the same round trip: a full send's plan asks
 for them before its send, and with them made the quick steps left before the send are
 the source's holds, which go in the send's own round trip. Each prints the deepest of
 its ancestors that was there already, so a run that ends at its plan destroys what it

@@ -165,37 +165,27 @@ def _list_sides(ctx: StepContext, link: ReplicationLink, core,
                 source_extra: tuple[Command, ...] = (),
                 target_extra: tuple[Command, ...] = (),
                 source_before: tuple[Command, ...] = (),
-                target_before: tuple[Command, ...] = (),
-                target_alongside: tuple[Command, ...] = ()) -> _Sides:
+                target_before: tuple[Command, ...] = ()) -> _Sides:
     """Both sides at once, one round trip each: the source's listing (with its tools)
     and the target's states keyed by target dataset (the carried archive's among
     them); `*_extra`, more commands run after each side's listing in the same round
     trip (each must succeed), their outputs returned in order; `*_before`, commands
-    run ahead of the listing (a batch, the key's files), their outputs returned too;
-    `target_alongside`, batches run in the background meanwhile (bundles.alongside),
-    their outputs returned too."""
+    run ahead of the listing (a batch, the key's files), their outputs returned too."""
     datasets = core.sources + ((core.archive,) if core.archive else ())
     receiving = core.receiving()
     source_command = _chain(listing.source_command(datasets, source_caps), source_extra,
                             source_before)
     target_command = _chain(listing.target_command(receiving, target_caps), target_extra,
                             target_before)
-    if target_alongside:
-        background = _chain(target_alongside[0], target_alongside[1:])
-        target_command = bundles.alongside(target_command, background, shown=(
-            f"{background.redacted()} alongside {target_command.redacted()}"))
     source, target = ctx.runner(), _on(link.target_host)
     source_text, target_text = concurrently(
         lambda: source(source_command, timeout=300).stdout,
         lambda: target(target_command, timeout=300).stdout)
     source_first, source_parts = _parts(source_text, source_extra, source_before)
-    target_first, target_parts = _parts(target_text, target_extra + target_alongside,
-                                        target_before)
-    beside = len(target_parts) - len(target_alongside)
+    target_first, target_parts = _parts(target_text, target_extra, target_before)
     return _Sides(listing.parse_source(source_parts[0], datasets),
                   listing.parse_target(target_parts[0], receiving).targets,
-                  tuple(source_parts[1:]), tuple(target_parts[1:beside]), source_first,
-                  target_first, tuple(target_parts[beside:]))
+                  tuple(source_parts[1:]), tuple(target_parts[1:]), source_first, target_first)
 
 
 def _parts(text: str, extra: tuple, before: tuple) -> tuple[tuple[str, ...], list[str]]:
@@ -212,7 +202,6 @@ class _Sides:
     target_extra: tuple[str, ...] = ()
     source_before: tuple[str, ...] = ()
     target_before: tuple[str, ...] = ()
-    target_alongside: tuple[str, ...] = ()
 
 
 def _chain(command: Command, extra: tuple[Command, ...],
@@ -239,11 +228,8 @@ def _plan(ctx: StepContext, link: ReplicationLink, core, key: dict[Side, Command
     early_batch = early_holds.batch(link, early)
     parents = early_holds.parents(link, core)
     parents_batch = early_holds.parents_batch(parents)
-    target_before = [c for c in (key.get(Side.TARGET),) if c is not None]
-    # The early holds wait for a transaction group and the listing does not need them
-    # (the parents neither: the planner asks for them whatever it lists), so both run
-    # beside it: a hold that failed is judged as ever, the listing only said more.
-    alongside = [c for c in (early_batch, parents_batch) if c is not None]
+    target_before = [c for c in (key.get(Side.TARGET), early_batch, parents_batch)
+                     if c is not None]
     left = (link.last_transfer or {}).get("units")  # a run that finished in its transfer's
     source_before = [c for c in (key.get(Side.SOURCE),  # round trips left them
                                  _units_removal(ctx, left) if left else None) if c is not None]
@@ -252,9 +238,8 @@ def _plan(ctx: StepContext, link: ReplicationLink, core, key: dict[Side, Command
     sides = _list_sides(ctx, link, core, source_caps, target_caps, target_extra=tuple(
         script("{read} 2>/dev/null || :", read=room.read_command(pool),
                shown=f"{pool}'s used and available") for pool in pools),
-        source_before=tuple(source_before), target_before=tuple(target_before),
-        target_alongside=tuple(alongside))
-    outputs = list(sides.target_alongside)
+        source_before=tuple(source_before), target_before=tuple(target_before))
+    outputs = list(sides.target_before)
     ctx.state["parents"], ctx.state["parents_made"] = (
         early_holds.made(parents, outputs.pop()) if parents_batch is not None else ([], []))
     if early_batch is not None:

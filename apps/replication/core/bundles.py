@@ -5,10 +5,6 @@ files, then its listing, then the inventory's listing); it stops at the first th
 fails, and `parts` splits its output back into each one's. One of them may read
 stdin (the key's private half, never on a command line).
 
-`alongside`: commands run in the background while others run, their output kept in
-a temporary file and printed after the others' (a plan's early holds, which wait for
-a transaction group, beside the listing, which does not need them).
-
 `batch`: a plan's quick steps on one side (holds, releases, the target's parent,
 its properties), every one run whatever the others did (each is safe alone and
 judged alone, in order, by the caller), each one's exit status and merged output
@@ -41,18 +37,6 @@ def chained(*commands: Command, shown: str) -> Command:
         raise ValueError("at most one of the chained commands may read stdin")
     return Command(text, secrets=_secrets(commands), shown=shown,
                    stdin=inputs[0] if inputs else None)
-
-
-def alongside(command: Command, background: Command, shown: str) -> Command:
-    """`background` (stdin from /dev/null) run while `command` runs; `command`'s output,
-    a marker line, then `background`'s. Exits as `command` did, once both ended."""
-    text = (f"t=$(mktemp) || exit 1\n( {background.text}\n) < /dev/null > \"$t\" 2>&1 &\n"
-            f"p=$!\n( {command.text}\n); rc=$?\nwait \"$p\"\n"
-            f"printf '\\n%s\\n' '{PART}'; cat \"$t\"; rm -f \"$t\"; exit \"$rc\"")
-    if background.stdin is not None:
-        raise ValueError("a command run alongside cannot read stdin")
-    return Command(text, secrets=_secrets((command, background)), shown=shown,
-                   stdin=command.stdin)
 
 
 def parts(stdout: str, count: int) -> list[str]:

@@ -99,30 +99,3 @@ def test_a_batch_whose_command_together_fails_runs_each_step_alone(tmp_path):
     found = bundles.outcomes(done.stdout, 2)
     assert [o.exit_code for o in found] == [0, 4] and found[1].output == "two"
     assert log.read_text() == "one\n"
-
-
-def test_alongside_runs_both_at_once_and_prints_the_background_s_output_after(tmp_path):
-    """The background waits for a file the foreground writes: run one after the other,
-    the background would time out; its output comes after the foreground's, which
-    keeps its stdin and its exit status."""
-    from dataclasses import replace
-
-    flag = tmp_path / "listed"
-    background = script("i=0; until [ -e {flag} ]; do i=$((i + 1)); [ $i -lt 100 ] || "
-                        "{{ echo timed out; exit 1; }}; sleep 0.05; done; echo held; cat",
-                        flag=str(flag))
-    foreground = replace(script("read line && echo \"$line\" && : > {flag} && exit 4",
-                                flag=str(flag)), stdin=b"key\n")
-    command = bundles.alongside(bundles.chained(cmd("echo", "first"), foreground, shown="x"),
-                                background, shown="y")
-    done = subprocess.run(["/bin/sh", "-c", command.text], input=command.stdin,
-                          capture_output=True, timeout=30, check=False)
-    assert done.returncode == 4
-    assert bundles.parts(done.stdout.decode(), 3) == ["first\n", "key\n", "held\n"]
-
-
-def test_alongside_refuses_a_background_that_reads_stdin():
-    from dataclasses import replace
-
-    with pytest.raises(ValueError):
-        bundles.alongside(cmd("true"), replace(cmd("cat"), stdin=b"x"), shown="x")
