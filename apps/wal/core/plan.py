@@ -95,9 +95,8 @@ def archive_command(directory: str) -> str:
     return command
 
 
-def expanded(command: str) -> str:
+def expanded(command: str, segment: str = "0" * 24) -> str:
     """The command as PostgreSQL runs it for a segment (%p, %f and %% filled in)."""
-    segment = "0" * 24
     return (command.replace("%%", "\0").replace("%p", f"pg_wal/{segment}")
             .replace("%f", segment).replace("\0", "%"))
 

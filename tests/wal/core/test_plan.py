@@ -49,8 +49,7 @@ def test_the_archive_command_never_overwrites_and_renames_atomically():
 def run_archive_command(directory: Path, data: Path, name: str) -> subprocess.CompletedProcess:
     """The command as PostgreSQL runs it: %-placeholders replaced, `sh -c` in the data
     directory. Without `mountpoint` in PATH (a temporary directory is not a mount)."""
-    text = (archive_command(str(directory)).replace("%p", f"pg_wal/{name}")
-            .replace("%f", name).replace("%%", "%"))
+    text = expanded(archive_command(str(directory)), name)
     tools = data / "bin"
     tools.mkdir(exist_ok=True)
     for tool in ("cp", "sync", "mv", "cmp", "tr", "tail", "rm"):
