@@ -651,3 +651,29 @@ def test_a_raw_row_written_late_into_a_packed_hour_is_read_beside_the_chunk():
     size = services.read(host, "arc_size", start, start + timedelta(hours=1), now=now)
     assert dict(size.series[0].points)[late] == 5000
     assert _arc_size(host, "5m", start + timedelta(minutes=55)) == (1055.0, 5000.0, 6)
+
+
+def test_a_round_after_a_restart_records_what_one_with_memory_records(
+        django_capture_on_commit_callbacks):
+    """The sample before is read back without what no round uses of it (its datasets,
+    memory, load): the second round's row and values are the same as when the
+    process still had the whole sample in memory."""
+    remembered, restarted = pinned("db1"), pinned("db2")
+    spec = services.spec_of(remembered)
+    shift = timezone.now() - captured(2)[1]
+    services._previous.clear()
+    for number in (1, 2):
+        text, taken_at = captured(number)
+        sample = parse_sample(text, spec, taken_at + shift)
+        with django_capture_on_commit_callbacks(execute=True):  # kept in memory
+            services.record(services.Taken(remembered.pk, sample, 0.2))
+        services.record(services.Taken(restarted.pk, sample, 0.2))
+        services._previous.pop(restarted.pk, None)  # read back from the database
+    assert remembered.pk in services._previous and restarted.pk not in services._previous
+    rows = [RawSample.objects.filter(host=h).order_by("taken_at").last().values
+            for h in (remembered, restarted)]
+    assert rows[0] == rows[1] and rows[0]["pools"]
+    columns = ("arc_hit_rate", "tps", "capacity", "used", "space_saved", "recent")
+    states = [HostTelemetry.objects.filter(host=h).values(*columns).get()
+              for h in (remembered, restarted)]
+    assert states[0] == states[1] and states[0]["tps"] > 0
