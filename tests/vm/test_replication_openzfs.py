@@ -15,6 +15,7 @@ import pytest
 
 from apps.ops.models import Operation
 from apps.replication import services
+from apps.replication.core import progress
 from apps.replication.models import ReplicationLink
 from tests.driving import drive
 from tests.integration.conftest import run_on
@@ -87,10 +88,9 @@ def test_a_zfs_fuse_host_to_openzfs_full_then_incremental_and_not_back(
 
 
 def _sent(vm_host, pid_file: str) -> int:
-    """Bytes the unit's counter (pv -n -b, one number a line on stderr) has seen."""
+    """Bytes the unit's counter has seen, read from its stderr as the product reads it."""
     err = f"{vm_host.work_dir}/{pid_file.removesuffix('.pid')}.err"
-    last = run_on(vm_host, f"tr '\\r' '\\n' < {err} | grep -E '^[0-9]+$' | tail -n 1 || true")
-    return int(last.strip() or 0)
+    return progress.parse_counter(run_on(vm_host, f"cat {err} 2>/dev/null || true")) or 0
 
 
 def _unit_pid_files(vm_host, operation_id: int) -> list[str]:
