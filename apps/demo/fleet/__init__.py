@@ -32,7 +32,11 @@ Those two directories are the host's ``etc_sysctl_dir`` and
 from the machine, without ssh. A directory the machine lacks (a container may
 have no /etc/modprobe.d) is not created on the machine, nor mounted: the
 host's field is null and the host has no such directory, and whatever creates
-it over the host's ssh creates it in the machine's real /etc. Processes: a
+it over the host's ssh creates it in the machine's real /etc. /root/.bashrc,
+where the machine has one, is a bind mount of Debian's stock file (base-files'
+dot.bashrc, ``<state dir>/hostN/etc/root.bashrc``): sshd runs every command
+through root's bash, and a machine's own .bashrc (pyenv's set-up, say) would
+add its cost to every command, which no real server pays. Processes: a
 PID namespace with its own /proc. Every mount is made inside the host's
 namespace only (checked before each one); the machine mounts nothing.
 

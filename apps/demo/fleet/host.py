@@ -197,6 +197,7 @@ def _start_namespace(layout: Layout, record: Record) -> Proc:
         tmpfs = ["mount", "-t", "tmpfs", "-o", "mode=0755,size=16m", "pozol-fleet", str(path)]
         run(in_namespace(holder, tmpfs))
     _private_etc(holder, layout, record.host)
+    _plain_root_shell(holder, layout)
     login.add_login(holder, layout, record.host)
     layout.work_dir.mkdir(mode=0o755)
     return holder
@@ -229,6 +230,27 @@ def _private_etc(holder: Proc, layout: Layout, host: Host) -> None:
         Path(host.etc_postgresql_dir).mkdir(mode=0o755)
         run(in_namespace(holder, ["mount", "--bind", host.etc_postgresql_dir,
                                   str(ETC_POSTGRESQL)]))
+
+
+# sshd runs each command through the login's shell; root's is bash, which reads
+# ~/.bashrc when sshd starts it. A new Debian server's /root/.bashrc is base-files'
+# dot.bashrc, which does nothing; the machine's may do a lot (one seen here ran
+# `pyenv init`: 0.2-0.4 s added to every command of every host, and to every round
+# trip a benchmark compares with a floor of fewer). So the host gets Debian's own.
+ROOT_BASHRC = Path("/root/.bashrc")
+DEBIAN_ROOT_BASHRC = Path("/usr/share/base-files/dot.bashrc")
+
+
+def _plain_root_shell(holder: Proc, layout: Layout) -> None:
+    """Bind-mount Debian's stock root .bashrc (or an empty file) over the machine's,
+    in the host's namespace; a machine without one is left alone, nothing created."""
+    if not ROOT_BASHRC.is_file():
+        return
+    stock = DEBIAN_ROOT_BASHRC.read_text() if DEBIAN_ROOT_BASHRC.is_file() else ""
+    copy = layout.root_bashrc
+    copy.write_text(stock)
+    copy.chmod(0o644)
+    run(in_namespace(holder, ["mount", "--bind", str(copy), str(ROOT_BASHRC)]))
 
 
 def _holder_ready(launcher: Proc, found: list[Proc]) -> bool:

@@ -109,6 +109,8 @@ class Layout:
     pg_log = property(lambda self: self.root / "postgresql.log")
     # Copies of the machine's /etc/sysctl.d and /etc/modprobe.d, bind-mounted over them in the host.
     etc_dir = property(lambda self: self.root / "etc")
+    # Debian's stock root .bashrc, bind-mounted over the machine's in the host.
+    root_bashrc = property(lambda self: self.root / "etc" / "root.bashrc")
 
     def log(self, process: str) -> Path:
         return self.root / f"{process}.log"

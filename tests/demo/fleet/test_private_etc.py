@@ -1,4 +1,5 @@
-"""Each host's /etc/sysctl.d and /etc/modprobe.d are its own, never the machine's.
+"""Each host's /etc/sysctl.d and /etc/modprobe.d are its own, never the machine's;
+its root's .bashrc is Debian's stock one, not the machine's.
 
 The product persists sysctls in /etc/sysctl.d and ZFS module parameters in
 /etc/modprobe.d/zfs.conf. On a test host those must land in the host's
@@ -21,6 +22,7 @@ import pytest
 
 from apps.demo.fleet import Host, down, up
 from apps.demo.fleet.client import ssh
+from apps.demo.fleet.host import DEBIAN_ROOT_BASHRC, ROOT_BASHRC
 from apps.demo.fleet.preflight import PRIVATE_ETC_DIRS
 from tests.demo.fleet.conftest import fresh_state_dir
 
@@ -152,6 +154,19 @@ def test_a_file_written_on_host1_stays_on_host1(
             # Leaked to the machine: remove what this test wrote before failing.
             etc.machine_file.unlink()
             pytest.fail(f"{etc.machine_file} was written on the machine")
+
+
+def test_root_s_shell_reads_debian_s_stock_bashrc_not_the_machine_s(
+    hosts: list[Host], tmp_path: Path
+) -> None:
+    if not ROOT_BASHRC.is_file():
+        pytest.skip("the machine has no /root/.bashrc: the hosts read none either")
+    machine = ROOT_BASHRC.read_bytes()
+    stock = DEBIAN_ROOT_BASHRC.read_text() if DEBIAN_ROOT_BASHRC.is_file() else ""
+    for host in hosts:
+        assert str(ROOT_BASHRC) in _host_mount_points(host, tmp_path)
+        assert ssh(host, f"cat {ROOT_BASHRC}") == stock
+    assert ROOT_BASHRC.read_bytes() == machine
 
 
 def test_down_removes_the_private_dirs(state_dir: Path, hosts: list[Host]) -> None:
