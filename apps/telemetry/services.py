@@ -156,7 +156,8 @@ _STATE = ("host_id bigint, last_sample jsonb, last_sample_at timestamptz, last_d
 def record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
     """A round's answers written in a constant number of queries: the raw rows with one
     COPY, the hosts' states with one COPY and one UPDATE, errors with one UPDATE; with
-    the VictoriaMetrics store, each metric's value of each sample in one POST too."""
+    the VictoriaMetrics store, each metric's value of each sample in one POST too, sent
+    while those run."""
     if not answers:
         return
     with _cycles_collected_after():
@@ -205,23 +206,34 @@ def _record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
                        now.arc_hit_rate, now.tps, now.capacity, now.used, now.space_saved,
                        json.dumps(recent)))
         remembered[taken.host_id] = (sample.taken_at, sample, recent)
-    with transaction.atomic():
-        if failed:
-            _record_failures(failed)
-        if answered:
-            store.copy("telemetry_rawsample", ("host_id", "taken_at", "values", "missing"), raw)
-            store.temporary("state_in", _STATE)
-            store.copy("state_in", [c.split()[0] for c in _STATE.split(", ")], states)
-            store.execute("""
-                UPDATE telemetry_hosttelemetry t SET last_sample = i.last_sample,
-                    last_sample_at = i.last_sample_at, last_duration = i.last_duration,
-                    skipped = i.skipped, last_error = '', last_error_code = '',
-                    arc_hit_rate = i.arc_hit_rate, tps = i.tps, capacity = i.capacity,
-                    used = i.used, space_saved = i.space_saved, recent = i.recent
-                FROM state_in i WHERE t.host_id = i.host_id""")
-        transaction.on_commit(lambda: _previous.update(remembered))
-    if to_victoria and answered:
-        victoria.write_round("".join(history), len(answered))
+    # The POST goes beside the database's writes, not after them: each store works
+    # while the other does (VictoriaMetrics' answer to a host's very first round, when
+    # it registers the host's series, is the slowest of all). Its thread touches no
+    # database; the round ends when both have.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="victoria") as beside:
+        posting = (beside.submit(victoria.write_round, "".join(history), len(answered))
+                   if to_victoria and answered else None)
+        with transaction.atomic():
+            if failed:
+                _record_failures(failed)
+            if answered:
+                _write_answered(raw, states)
+            transaction.on_commit(lambda: _previous.update(remembered))
+    if posting is not None:
+        posting.result()
+
+
+def _write_answered(raw: list[tuple], states: list[tuple]) -> None:
+    store.copy("telemetry_rawsample", ("host_id", "taken_at", "values", "missing"), raw)
+    store.temporary("state_in", _STATE)
+    store.copy("state_in", [c.split()[0] for c in _STATE.split(", ")], states)
+    store.execute("""
+        UPDATE telemetry_hosttelemetry t SET last_sample = i.last_sample,
+            last_sample_at = i.last_sample_at, last_duration = i.last_duration,
+            skipped = i.skipped, last_error = '', last_error_code = '',
+            arc_hit_rate = i.arc_hit_rate, tps = i.tps, capacity = i.capacity,
+            used = i.used, space_saved = i.space_saved, recent = i.recent
+        FROM state_in i WHERE t.host_id = i.host_id""")
 
 
 # What a round uses of a host's last sample is what rates() and series.stored() read; a

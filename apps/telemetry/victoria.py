@@ -1,16 +1,16 @@
 """Telemetry history in VictoriaMetrics (POZOL_TELEMETRY_STORE=victoriametrics).
 
 A collector round's samples go to VictoriaMetrics in one POST of Prometheus text
-(/api/v1/import/prometheus, apps.telemetry.core.vmformat), after the round's
-database writes; a chart's series come back from /api/v1/query_range with a step
-that fits its window (the sampling interval up to the raw retention's 48 hours,
-5 minutes up to 1,000 points, then an hour: the resolutions of the PostgreSQL
-store). The database keeps what the overview, /metrics and alerts read now
-(HostTelemetry, a few minutes of raw rows); VictoriaMetrics' -retentionPeriod
-keeps the history, and the rollup upkeep does not run.
+(/api/v1/import/prometheus, apps.telemetry.core.vmformat), sent from a thread of its
+own while the round's database writes run; a chart's series come back from
+/api/v1/query_range with a step that fits its window (the sampling interval up to
+the raw retention's 48 hours, 5 minutes up to 1,000 points, then an hour: the
+resolutions of the PostgreSQL store). The database keeps what the overview, /metrics
+and alerts read now (HostTelemetry, a few minutes of raw rows); VictoriaMetrics'
+-retentionPeriod keeps the history, and the rollup upkeep does not run.
 
 A VictoriaMetrics that is down, slow or refusing: the round's write is logged as
-failed (the database's part is already written) and the round is sent again
+failed (the database's part is written either way) and the round is sent again
 before the next one, up to BACKLOG_BYTES of rounds (the oldest dropped beyond,
 logged as lost; a round refused with a client error is dropped at once, logged);
 a chart's read raises StoreUnavailable, a 503 with a sentence.

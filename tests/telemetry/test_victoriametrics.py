@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 from datetime import timedelta
 
 import pytest
@@ -54,6 +55,34 @@ def test_a_round_of_many_hosts_is_one_request_with_every_host_s_series(
         "end": f"{now + 60:.0f}"}, timeout=10).json()["data"]
     assert sorted(int(s["host_id"]) for s in found) == sorted(h.pk for h in hosts)
     assert {s["key"] for s in found} == {"tank"}
+
+
+def test_a_round_s_post_goes_while_its_database_writes_run(
+        fake_ssh, victoriametrics, monkeypatch):  # noqa: F811
+    """The round's database part waits here until VictoriaMetrics has the round's
+    samples: a POST sent after the database part would never come."""
+    posted = threading.Event()
+    real_post, real_write = victoria._session.post, services._write_answered
+
+    def post(url, **kwargs):
+        answer = real_post(url, **kwargs)
+        posted.set()
+        return answer
+
+    waited = []
+
+    def write(raw, states):
+        waited.append(posted.wait(timeout=30))
+        real_write(raw, states)
+    monkeypatch.setattr(victoria._session, "post", post)
+    monkeypatch.setattr(services, "_write_answered", write)
+    host = pinned("db1")
+    fake_ssh({"db1": [captured(1)[0]]})
+
+    [taken] = services.collect_fleet()
+
+    assert taken.sample is not None and waited == [True]
+    assert RawSample.objects.filter(host=host).count() == 1
 
 
 @pytest.fixture
