@@ -118,13 +118,24 @@ def _through_sudo(found: Guest) -> Guest:
     return dataclasses.replace(found, host=SudoLogin(**dataclasses.asdict(host)))
 
 
+# A command on a guest, by the tests themselves: a deadline of its own. Under software
+# emulation on a slow two-core machine with the suite's other workers beside it, one
+# pg_createcluster took over a minute (run_on's 60 s is for the zfs-fuse hosts).
+GUEST_COMMAND_SECONDS = 600
+
+
+def run_on(vm_host: Host, command: str, timeout: float = GUEST_COMMAND_SECONDS) -> str:
+    """Run a command on a guest with OpenSSH, independently of the product's code."""
+    from tests.integration.conftest import run_on as run_on_host
+
+    return run_on_host(vm_host, command, timeout=timeout)
+
+
 SUDOERS = "/etc/sudoers.d/pozol"
 
 
 def install_sudoers(vm_host: Host, text: str) -> None:
     """As root, over OpenSSH: checked by visudo, then put in place (root, 0440)."""
-    from tests.integration.conftest import run_on
-
     run_on(vm_host, f"printf %s {shlex.quote(text)} > {SUDOERS}.tmp && "
                     f"visudo -cqf {SUDOERS}.tmp && chmod 0440 {SUDOERS}.tmp && "
                     f"mv {SUDOERS}.tmp {SUDOERS}")

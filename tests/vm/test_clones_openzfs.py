@@ -14,9 +14,9 @@ from apps.clones.models import Clone
 from apps.ops.models import Operation
 from apps.snapshots.models import Snapshot
 from tests.driving import drive
-from tests.integration.conftest import run_on
 from tests.integration.test_drills import drill, leftovers, snapshot_now
 from tests.integration.test_recover_table import recover
+from tests.vm.conftest import run_on
 from tests.vm.test_openzfs_host import discovered, psql, unit, unit_pid
 
 pytestmark = [pytest.mark.vm, pytest.mark.django_db(transaction=True)]

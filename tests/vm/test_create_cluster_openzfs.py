@@ -20,9 +20,9 @@ from apps.ops.models import Operation
 from apps.replication import services as replication
 from apps.snapshots import services as snapshot_services
 from tests.driving import drive
-from tests.integration.conftest import run_on
 from tests.integration.test_drills import drill, leftovers
 from tests.integration.test_replication import run_link
+from tests.vm.conftest import run_on
 from tests.vm.test_openzfs_host import discovered
 from tests.vm.test_replication_openzfs import cleanup, snapshots_of
 

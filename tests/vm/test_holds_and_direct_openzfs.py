@@ -11,7 +11,7 @@ from apps.ops.models import Operation
 from apps.snapshots import services as snapshot_services
 from tests.driving import drive
 from tests.html import parse
-from tests.integration.conftest import run_on
+from tests.vm.conftest import run_on
 from tests.vm.test_openzfs_host import discovered
 
 pytestmark = [pytest.mark.vm, pytest.mark.django_db(transaction=True)]

@@ -22,8 +22,9 @@ from apps.telemetry.models import RawSample
 from apps.tuning import services as tuning
 from apps.tuning.models import Profile
 from tests.driving import drive
-from tests.integration.conftest import register, run_on
+from tests.integration.conftest import register
 from tests.integration.test_telemetry import read
+from tests.vm.conftest import run_on
 
 pytestmark = [pytest.mark.vm, pytest.mark.django_db(transaction=True)]
 

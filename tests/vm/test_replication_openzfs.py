@@ -18,9 +18,9 @@ from apps.replication import services
 from apps.replication.core import progress
 from apps.replication.models import ReplicationLink
 from tests.driving import drive
-from tests.integration.conftest import run_on
 from tests.integration.test_replication import run_link, snapshot
 from tests.integration.test_snapshots import discovered as discovered_fuse
+from tests.vm.conftest import run_on
 from tests.vm.test_openzfs_host import discovered
 from tests.waiting import wait_for
 

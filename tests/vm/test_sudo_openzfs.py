@@ -12,8 +12,8 @@ from apps.fleet import services as fleet
 from apps.ops.models import Operation
 from apps.snapshots import services as snapshots
 from tests.driving import drive
-from tests.integration.conftest import register, run_on
-from tests.vm.conftest import SUDOERS, install_sudoers
+from tests.integration.conftest import register
+from tests.vm.conftest import SUDOERS, install_sudoers, run_on
 from tests.vm.test_openzfs_host import discovered
 
 pytestmark = [pytest.mark.vm, pytest.mark.django_db(transaction=True)]

@@ -15,8 +15,8 @@ from apps.clones.models import Clone
 from apps.ops.models import Operation
 from apps.wal import services
 from tests.driving import drive
-from tests.integration.conftest import run_on
 from tests.integration.test_drills import snapshot_now
+from tests.vm.conftest import run_on
 from tests.vm.test_clones_openzfs import connect_inside, no_clone_left  # noqa: F401
 from tests.vm.test_openzfs_host import discovered, psql, unit_pid
 from tests.waiting import wait_for
