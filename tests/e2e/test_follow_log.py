@@ -20,6 +20,7 @@ from apps.benchmarks import services as benchmarks
 from apps.ops.models import Operation
 from apps.tuning import services as tuning
 from tests.browser import ARTIFACTS, signed_in
+from tests.browser import session as browser_session
 from tests.integration.conftest import register
 from tests.workers import Worker
 
@@ -91,15 +92,17 @@ def test_follow_a_benchmark_log_to_its_end(live_server, worker, operator,
     discovery = wait_until_ended(host.operations.get(), worker, 60)
     assert discovery.status == "succeeded", discovery.error
 
-    operation = benchmarks.run_benchmark(host, None, RUN).operation
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
+    with browser_session() as playwright:
         browser, page = signed_in(playwright, live_server.url, operator)
         # A short window, so the log (at most 60% of it high) overflows within seconds.
         page.set_viewport_size({"width": 1000, "height": 520})
-        # The lists, opened while the run is active, must show its end without a reload.
         session = browser.new_context(storage_state=page.context.storage_state())
         lists = {path: session.new_page() for path in ("/operations/", "/benchmarks/")}
+        # Started once the browser is up: on a loaded machine Chromium's start took
+        # longer than the whole run, and the page then saw only its end.
+        operation = benchmarks.run_benchmark(host, None, RUN).operation
+        # The lists, opened while the run is active, must show its end without a reload.
         for path, listing in lists.items():
             listing.goto(f"{live_server.url}{path}")
         final, last_line = follow_to_the_end(page, live_server.url, operation, worker,
