@@ -9,13 +9,13 @@ POZOL_* variables are tested in their real shape.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
+import requests
 from django.conf import settings
 
 from apps.demo.services import free_port
@@ -45,16 +45,22 @@ class Gunicorn(ProcessGroup):
              f"127.0.0.1:{self.port}", "--workers", "2", "--access-logfile", "-"],
             cwd=ROOT, env=environment, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
             start_new_session=True)
-        self._wait_until_listening()
+        self._wait_until_answering()
 
-    def _wait_until_listening(self, timeout: float = 30) -> None:
+    def _wait_until_answering(self, timeout: float = 120) -> None:
+        # The port opens when the master binds it, before any worker has loaded Django;
+        # on a loaded machine that load alone took over a request's 10 s. Ready is when
+        # a page answers.
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while (left := deadline - time.monotonic()) > 0:
             if self.process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited: {self.output()[-3000:]}")
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.2)
+            try:
+                requests.get(f"{self.url}/login/", timeout=left, allow_redirects=False)
+                return
+            except requests.ConnectionError:
+                time.sleep(0.2)
+            except requests.Timeout:
+                break
         self.stop()
-        raise RuntimeError(f"gunicorn did not listen in {timeout}s: {self.output()[-3000:]}")
+        raise RuntimeError(f"gunicorn did not answer in {timeout}s: {self.output()[-3000:]}")

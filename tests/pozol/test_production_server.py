@@ -35,6 +35,9 @@ def start(tmp_path):
     yield start
     for server in servers:
         server.stop()
+        # Shown with a failed test's report: what the server said, such as why a
+        # worker never answered.
+        print(f"gunicorn on {server.url}:\n{server.output()[-3000:]}")
 
 
 def sign_in(server: Gunicorn, password: str, **headers: str) -> requests.Response:
