@@ -42,7 +42,9 @@ class Gunicorn(ProcessGroup):
         })
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "pozol.wsgi", "--bind",
-             f"127.0.0.1:{self.port}", "--workers", "2", "--access-logfile", "-"],
+             f"127.0.0.1:{self.port}", "--workers", "2", "--access-logfile", "-",
+             # Not gunicorn's default control socket in $HOME, shared by every server.
+             "--no-control-socket"],
             cwd=ROOT, env=environment, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
             start_new_session=True)
         self._wait_until_answering()

@@ -171,8 +171,11 @@ def services(env: dict[str, str]) -> Supervisor:
     # Redis outage is where kombu fails ('NoneType' object has no attribute 'hostname').
     quiet = ["--without-gossip", "--without-mingle"]
     commands = {
+        # gunicorn's control socket (for gunicornc) in the demo's state, not one path
+        # in $HOME that every gunicorn of the user shares and the first to stop removes.
         "web": [PY, "-m", "gunicorn", "pozol.wsgi", "--bind", f"{HOST}:{PORT}",
-                "--workers", "2", "--access-logfile", "-"],
+                "--workers", "2", "--access-logfile", "-",
+                "--control-socket", str(STATE / "gunicorn.ctl")],
         "worker": [PY, "-m", "celery", "-A", "pozol", "worker", "-l", "info",
                    "--concurrency", "4", "-n", f"demo-{os.getpid()}@%h", *quiet],
         # Telemetry's collector: one process holds the pooled connections (settings),

@@ -227,6 +227,8 @@ def test_the_readme_api_examples_work_verbatim_in_a_new_shell_against_the_demo(t
     seen: set[str] = set()
     with running_demo(DEMO_SUBNET) as demo:
         print(f"\ndemo ready in {time.monotonic() - started:.0f}s at {demo.origin}")
+        # gunicorn's control socket is the demo's own, not the one in $HOME.
+        assert (demo.checkout / ".pozol" / "gunicorn.ctl").is_socket()
         with NewShell(demo.checkout, tmp_path / "shell") as shell:
             for command in readme:
                 result = _run(shell, command, command.text.replace(README_ORIGIN, demo.origin))
