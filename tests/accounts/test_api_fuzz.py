@@ -98,7 +98,9 @@ def test_the_api_holds_under_the_fuzzer(live_server, operator, tmp_path):
          "--checks", "all", "--max-examples", examples, "--seed", str(chosen_seed),
          "--generation-database", "none", "--request-timeout", "30", "--workers", "1",
          "--no-color", *time_budget()],
-        capture_output=True, text=True, timeout=1800, cwd=tmp_path)
+        # A guard against a hang only: on a slow, loaded two-core machine the run has
+        # taken 1,797 s, and CI's own limit bounds the suite.
+        capture_output=True, text=True, timeout=3600, cwd=tmp_path)
     report = run.stdout + run.stderr
     print(report[-6000:])
     assert "Test cases:" in report, "schemathesis did not run:\n" + report[-3000:]
