@@ -60,6 +60,12 @@ class CommandTimeout(RemoteError):
     code = "timeout"
 
 
+class OutputTooLarge(RemoteError):
+    """A command wrote more than PoZoL keeps of a stream (apps.remote.ssh.OUTPUT_LIMIT)."""
+
+    code = "output_too_large"
+
+
 # What PostgreSQL's programs print when they fail: the server's ERROR/FATAL
 # line (`psql:<stdin>:1: ERROR:  invalid value for parameter ...`, or FATAL
 # inside a connection failure), else the program's own `psql: error: ...`.

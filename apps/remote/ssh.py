@@ -3,7 +3,8 @@
 Strict by design (ARCHITECTURE.md, "Commands"): only the pinned host key is
 accepted, no agent and no key search, timeouts on every phase, an overall
 deadline per command enforced here and on the host, output drained so a chatty
-command cannot stall, one connection per host reused within a worker, and every
+command cannot stall and kept up to a limit so a runaway one cannot exhaust the
+worker's memory, one connection per host reused within a worker, and every
 command logged once, with secrets redacted, and offered to `command_observer`.
 
     run = session(target)          # a shell.Runner
@@ -33,6 +34,7 @@ from apps.remote.errors import (
     CommandTimeout,
     HostKeyMismatch,
     HostKeyUnknown,
+    OutputTooLarge,
     SSHForbidden,
     SudoRefused,
     Unreachable,
@@ -55,6 +57,10 @@ KILL_GRACE = 5  # seconds the host's `timeout` waits after TERM before it sends 
 REMOTE_SLACK = 2
 STDERR_LOG_LIMIT = 2000
 _CHUNK = 64 * 1024
+# Bytes kept of each of a command's streams. What PoZoL reads is far smaller (a listing
+# of 100,000 snapshots is about 15 MiB); a command past it is stopped, not kept: `yes`
+# writes about 220 MB a second through one connection, 13 GB in a 60 s deadline.
+OUTPUT_LIMIT = 64 * 2**20
 
 command_observer: ContextVar[Callable[[str, Result], None] | None] = ContextVar(
     "command_observer", default=None
@@ -140,6 +146,11 @@ class Session:
             raise CommandTimeout(
                 f"{self.target.name}: `{result.command}` did not finish within {timeout:g} s"
             )
+        if outcome.too_large:
+            raise OutputTooLarge(
+                f"{self.target.name}: `{result.command}` wrote more than "
+                f"{OUTPUT_LIMIT // 2**20} MiB to one stream, more than PoZoL keeps: it was "
+                "stopped and its output not used")
         if outcome.lost:
             raise Unreachable(
                 f"{self.target.name}: connection to {self.target.where} was lost while "
@@ -196,6 +207,7 @@ class _Outcome:
     stderr: bytes
     timed_out: bool = False
     lost: bool = False
+    too_large: bool = False  # a stream outgrew OUTPUT_LIMIT: stopped there
 
 
 # sshd gives non-login sessions a PATH without the sbin directories, where zfs,
@@ -218,28 +230,48 @@ def _with_remote_deadline(command: Command, seconds: int, login: str = sudo.ROOT
 def _exchange(
     channel: paramiko.Channel, command: Command, stdin: bytes | None, *, deadline: float
 ) -> _Outcome:
-    """Run `command` on `channel`, draining both streams, until it ends or the deadline."""
+    """Run `command` on `channel`, draining both streams, until it ends, the deadline,
+    or a stream outgrows OUTPUT_LIMIT."""
     channel.exec_command(command.text)
     stdout: list[bytes] = []
     stderr: list[bytes] = []
+    too_large = threading.Event()
     # Both streams are read concurrently: a command filling one stream's window
     # while we wait on the other (or on the exit status) would block forever.
-    readers = [_in_thread(_drain, channel.recv, stdout),
-               _in_thread(_drain, channel.recv_stderr, stderr)]
+    readers = [_in_thread(_drain, channel.recv, stdout, too_large),
+               _in_thread(_drain, channel.recv_stderr, stderr, too_large)]
     _in_thread(_feed, channel, stdin)
-    for reader in readers:
-        reader.join(_remaining(deadline))
-    finished = not any(r.is_alive() for r in readers)
+    _wait_for(readers, too_large, deadline)
+    finished = not any(r.is_alive() for r in readers) and not too_large.is_set()
     if finished and channel.status_event.wait(_remaining(deadline)):
         code = channel.exit_status if channel.exit_status >= 0 else None
         lost = code is None and not channel.get_transport().is_active()
         return _Outcome(code, b"".join(stdout), b"".join(stderr), lost=lost)
-    channel.close()  # wakes the readers; the host's `timeout` ends the command
-    return _Outcome(None, b"".join(stdout), b"".join(stderr), timed_out=True)
+    # Wakes the readers. The host's command loses its streams (a writer gets SIGPIPE),
+    # and its `timeout` ends whatever still runs.
+    channel.close()
+    return _Outcome(None, b"".join(stdout), b"".join(stderr),
+                    timed_out=not too_large.is_set(), too_large=too_large.is_set())
 
 
-def _drain(read: Callable[[int], bytes], sink: list[bytes]) -> None:
+def _wait_for(readers: list[threading.Thread], too_large: threading.Event,
+              deadline: float) -> None:
+    """Until both streams have ended, one is too large, or the deadline has passed."""
+    while not too_large.is_set() and (left := _remaining(deadline)) > 0:
+        alive = [r for r in readers if r.is_alive()]
+        if not alive:
+            return
+        # Not one long join: the other stream may be the one that grows too large.
+        alive[0].join(min(left, 0.1))
+
+
+def _drain(read: Callable[[int], bytes], sink: list[bytes], too_large: threading.Event) -> None:
+    kept = 0
     while chunk := read(_CHUNK):
+        kept += len(chunk)
+        if kept > OUTPUT_LIMIT:
+            too_large.set()
+            return
         sink.append(chunk)
 
 
@@ -284,6 +316,8 @@ def _redact(text: str, secrets: tuple[str, ...]) -> str:
 def _record(target: Target, result: Result, outcome: _Outcome, timeout: float) -> None:
     if outcome.timed_out:
         ending = f"timed out after {timeout:g} s"
+    elif outcome.too_large:
+        ending = f"stopped: output over {OUTPUT_LIMIT // 2**20} MiB"
     elif outcome.lost:
         ending = "connection lost"
     elif outcome.exit_code is None:

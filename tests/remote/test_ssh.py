@@ -17,6 +17,7 @@ from apps.remote.errors import (
     CommandTimeout,
     HostKeyMismatch,
     HostKeyUnknown,
+    OutputTooLarge,
     SSHForbidden,
     Unreachable,
 )
@@ -103,8 +104,24 @@ def test_overall_deadline_fires_and_the_remote_command_dies_too(server: Sshd):
 def test_deadline_holds_against_a_command_that_never_stops_talking(server: Sshd):
     run = ssh.session(server.target())
     run(cmd("true"))
+    talker = script("while :; do echo still talking; sleep 0.001; done")
 
-    assert isinstance(raised_within(4, lambda: run(cmd("yes"), timeout=2)), CommandTimeout)
+    assert isinstance(raised_within(10, lambda: run(talker, timeout=2)), CommandTimeout)
+
+
+def test_a_flood_of_output_is_stopped_at_the_limit_not_kept(server: Sshd, caplog):
+    run = ssh.session(server.target())
+    run(cmd("true"))
+
+    # `yes` writes about 220 MB a second: 13 GB kept by a 60 s deadline before the limit.
+    error = raised_within(30, lambda: run(cmd("yes", "pozol-flood"), timeout=60))
+
+    assert isinstance(error, OutputTooLarge) and error.code == "output_too_large"
+    assert "more than 64 MiB" in str(error)
+    assert "`yes pozol-flood` stopped: output over 64 MiB" in caplog.text
+    # Stopped on the host too (its stream closed), long before its own 60 s timer.
+    assert wait_until(lambda: "yes pozol-flood" not in run(cmd("ps", "-eo", "args")).stdout, 15)
+    assert run(cmd("echo", "still usable")).stdout == "still usable\n"
 
 
 # --- Host keys -----------------------------------------------------------------
