@@ -242,7 +242,10 @@ def _exchange(
                _in_thread(_drain, channel.recv_stderr, stderr, too_large)]
     _in_thread(_feed, channel, stdin)
     _wait_for(readers, too_large, deadline)
-    finished = not any(r.is_alive() for r in readers) and not too_large.is_set()
+    # Read once: a reader may still cross the limit while the channel closes below, and
+    # the outcome must be one of "too large" and "timed out", never both.
+    stopped = too_large.is_set()
+    finished = not stopped and not any(r.is_alive() for r in readers)
     if finished and channel.status_event.wait(_remaining(deadline)):
         code = channel.exit_status if channel.exit_status >= 0 else None
         lost = code is None and not channel.get_transport().is_active()
@@ -251,7 +254,7 @@ def _exchange(
     # and its `timeout` ends whatever still runs.
     channel.close()
     return _Outcome(None, b"".join(stdout), b"".join(stderr),
-                    timed_out=not too_large.is_set(), too_large=too_large.is_set())
+                    timed_out=not stopped, too_large=stopped)
 
 
 def _wait_for(readers: list[threading.Thread], too_large: threading.Event,
