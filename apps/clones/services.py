@@ -121,11 +121,12 @@ def create_clone(host: Host, cluster: PgCluster, *, snapshot: str | None = None,
             # A tenant's clone always ends: with no TTL asked and no TTL quota, the longest
             # any clone may have (what the tenant's pages promise as "longest TTL").
             ttl = tenancy.check_quota(tenant, ttl, protected_for) or MAX_TTL
-        _check_memory(host)
-        quota = _quota(host, tenant)
+        limits = settings_of(host)
+        _check_memory(host, limits)
+        quota = _quota(limits, tenant)
         room_state = _room(host, origin, quota)
-        port = _free_port(host)
-        layout = _layout(host, origin, name, snapshot, port, role,
+        port = _free_port(host, limits)
+        layout = _layout(host, limits, origin, name, snapshot, port, role,
                          moment.recovery if moment else None)
         now = timezone.now()
         clone = Clone(host=host, cluster_data_dir=cluster.data_dir, name=name, link=link,
@@ -241,9 +242,10 @@ def _reset_on_target(clone: Clone, snapshot: str | None, by, trigger: str) -> Op
     # archive's end, not to a time (one at its last transaction would need a later one).
     moment = moment_on_target(link, cluster, clone.name, at=newest)
     _check_snapshot(clone.host, origin, moment.snapshot)
-    room_state = _room(clone.host, origin, clone.quota or settings_of(clone.host).clone_quota)
-    layout = _layout(clone.host, origin, clone.name, moment.snapshot, clone.port, clone.role,
-                     replace(moment.recovery, target=LATEST, value=LATEST))
+    limits = settings_of(clone.host)
+    room_state = _room(clone.host, origin, clone.quota or limits.clone_quota)
+    layout = _layout(clone.host, limits, origin, clone.name, moment.snapshot, clone.port,
+                     clone.role, replace(moment.recovery, target=LATEST, value=LATEST))
     operation = engine.start(
         steps.RESET.name, host=clone.host, trigger=trigger, user=by,
         subject=f"{clone.host.name}: reset clone {clone.name} to {newest:%Y-%m-%d %H:%M:%S}"
@@ -387,9 +389,8 @@ def _check_snapshot(host: Host, origin: Origin, snapshot: object) -> None:
                                   "needs the same snapshot of data and WAL")
 
 
-def _check_memory(host: Host) -> None:
-    limits = CloneHostSettings.objects.filter(host=host).first()
-    if limits is None or limits.memory_limit is None:
+def _check_memory(host: Host, limits: CloneHostSettings) -> None:
+    if limits.memory_limit is None:
         return
     live = Clone.objects.select_for_update().filter(host=host).exclude(
         state=Clone.State.DESTROYED).count()
@@ -401,10 +402,10 @@ def _check_memory(host: Host) -> None:
                       code="memory_limit", status=409)
 
 
-def _quota(host: Host, tenant: Tenant | None) -> int:
+def _quota(limits: CloneHostSettings, tenant: Tenant | None) -> int:
     """The new clone's ZFS quota: the host's per-clone quota, or what its tenant's clone
     space leaves when that is less (refused when it leaves too little to start)."""
-    quota = settings_of(host).clone_quota
+    quota = limits.clone_quota
     if tenant is None or tenant.max_clone_space is None:
         return quota
     left = tenant.max_clone_space - tenancy.usage(tenant)["space"]
@@ -427,11 +428,23 @@ def _room(host: Host, origin: Origin, quota: int) -> dict:
     return reserves.room_state(pools, needed, "a clone")
 
 
-def _free_port(host: Host) -> int:
-    limits = CloneHostSettings.objects.filter(host=host).first() or CloneHostSettings(host=host)
+def ports_in_use(host: Host) -> set[int]:
+    """The ports of `host` that a clone, a discovered cluster, or a disposable clone (a
+    running drill's or table recovery's, taken from the top of the clone range down)
+    holds: a new clone or drill takes none of them."""
+    # Drills and table recoveries build on clones, so they are asked here, not imported
+    # at the top.
+    from apps.drills.services import disposable_ports
+
     taken = set(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED)
                 .values_list("port", flat=True))
     taken |= {c.port for c in host.clusters.all() if c.port}
+    return taken | disposable_ports(host)
+
+
+def _free_port(host: Host, limits: CloneHostSettings) -> int:
+    """A clone's port: from the bottom of the host's clone range up."""
+    taken = ports_in_use(host)
     for port in range(limits.port_min, limits.port_max + 1):
         if port not in taken:
             return port
@@ -655,9 +668,8 @@ def _copy(link: ReplicationLink, cluster: PgCluster, core, archive) -> copies.Co
                        marks=marks, segment_size=archive.segment_size or DEFAULT_SEGMENT_SIZE)
 
 
-def _layout(host: Host, origin: Origin, name: str, snapshot: str, port: int,
-            role: str, recovery: Recovery | None = None) -> Layout:
-    limits = CloneHostSettings.objects.filter(host=host).first() or CloneHostSettings(host=host)
+def _layout(host: Host, limits: CloneHostSettings, origin: Origin, name: str, snapshot: str,
+            port: int, role: str, recovery: Recovery | None = None) -> Layout:
     listen = limits.listen_address or host.address
     if not _is_ip(listen):
         # A host registered by name (demo-host in docker-compose.yml): which of its

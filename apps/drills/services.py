@@ -28,7 +28,6 @@ from apps.clones.core.layout import (
     Recovery,
     clone_uid,
 )
-from apps.clones.models import Clone
 from apps.common.errors import Conflict, DomainError
 from apps.common.numbers import whole_in
 from apps.drills import steps
@@ -297,18 +296,20 @@ def _newest(host: Host, datasets: list[str]) -> str:
     return newest
 
 
+def disposable_ports(host: Host) -> set[int]:
+    """The ports a running drill or table recovery holds on `host` for its clone."""
+    taken = set(DrillRun.objects.filter(host=host, status=DrillRun.Status.RUNNING)
+                .exclude(port=None).values_list("port", flat=True))
+    return taken | {op.state["layout"]["port"] for op in Operation.objects.filter(
+        host=host, kind=steps.RECOVER.name, status__in=Operation.ACTIVE).only("state")}
+
+
 def free_clone_port(host: Host) -> int | None:
     """A port of the host's clone range that no clone, running drill, running table
     recovery or discovered cluster uses; None when every one is taken."""
     limits = clone_services.settings_of(host)
-    taken = set(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED)
-                .values_list("port", flat=True))
-    taken |= set(DrillRun.objects.filter(host=host, status=DrillRun.Status.RUNNING)
-                 .exclude(port=None).values_list("port", flat=True))
-    taken |= {c.port for c in host.clusters.all() if c.port}
-    taken |= {op.state["layout"]["port"] for op in Operation.objects.filter(
-        host=host, kind=steps.RECOVER.name, status__in=Operation.ACTIVE).only("state")}
-    return core.pick_port(limits.port_min, limits.port_max, taken)
+    return core.pick_port(limits.port_min, limits.port_max,
+                          clone_services.ports_in_use(host))
 
 
 def disposable_layout(host: Host, origin: Origin, snapshot: str, name: str, *,

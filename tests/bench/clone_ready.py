@@ -196,9 +196,10 @@ def _floor(connection, host, cluster, name: str) -> float:
     time.sleep(1.1)  # snapshot names have one-second resolution, as for PoZoL's rounds
     origin = services.origin_of(host, cluster)
     snapshot, state = services._source_snapshot(host, cluster, origin, None, name)
-    quota = services.settings_of(host).clone_quota
-    layout = services._layout(host, origin, name, snapshot, services._free_port(host),
-                              "dev")
+    limits = services.settings_of(host)
+    quota = limits.clone_quota
+    layout = services._layout(host, limits, origin, name, snapshot,
+                              services._free_port(host, limits), "dev")
     password = services._password()
     row = Clone(host=host, cluster_data_dir=cluster.data_dir, name=name, snapshot=snapshot,
                 port=layout.port, role="dev", layout=layout.stored(), quota=quota,

@@ -127,6 +127,19 @@ def test_an_exhausted_port_range_is_a_conflict(api, host):
     assert not Operation.objects.exists()
 
 
+def test_a_port_a_running_drill_holds_is_not_given_to_a_clone(api, host):
+    from apps.drills.models import DrillRun
+
+    CloneHostSettings.objects.create(host=host, port_min=6500, port_max=6501)
+    factories.clone(host, "taken", port=6500)
+    DrillRun.objects.create(host=host, cluster_data_dir=host.clusters.get().data_dir,
+                            check_query="select 1", port=6501)
+    response = make(api, host)
+    assert response.status_code == 409, response.content
+    assert response.json()["error"]["code"] == "no_port"
+    assert not Operation.objects.exists()
+
+
 def test_the_list_filters_by_host_state_and_cluster(api, host):
     other = factories.host("db2")
     factories.clone(host, "a", port=6500)

@@ -69,7 +69,8 @@ def _layout(host) -> dict:
     from apps.clones import services
 
     origin = services.origin_of(host, host.clusters.get())
-    made = services._layout(host, origin, "x", factories.SNAPSHOT, 6500, "dev")
+    made = services._layout(host, services.settings_of(host), origin, "x", factories.SNAPSHOT,
+                            6500, "dev")
     values = made.stored()
     values["listen"] = "127.0.81.1"
     return values
