@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import string
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -428,18 +429,21 @@ def _room(host: Host, origin: Origin, quota: int) -> dict:
     return reserves.room_state(pools, needed, "a clone")
 
 
-def ports_in_use(host: Host) -> set[int]:
-    """The ports of `host` that a clone, a discovered cluster, or a disposable clone (a
-    running drill's or table recovery's, taken from the top of the clone range down)
-    holds: a new clone or drill takes none of them."""
-    # Drills and table recoveries build on clones, so they are asked here, not imported
-    # at the top.
-    from apps.drills.services import disposable_ports
+# Apps that run clones of their own on a host's clone range (restore drills and table
+# recoveries, from the top of the range down) add here, from their AppConfig.ready(),
+# what their running ones hold: they build on clones, so clones cannot import them.
+PORT_HOLDERS: list[Callable[[Host], set[int]]] = []
 
+
+def ports_in_use(host: Host) -> set[int]:
+    """The ports of `host` that a clone, a discovered cluster or a PORT_HOLDERS' clone
+    holds: a new clone or drill takes none of them."""
     taken = set(Clone.objects.filter(host=host).exclude(state=Clone.State.DESTROYED)
                 .values_list("port", flat=True))
     taken |= {c.port for c in host.clusters.all() if c.port}
-    return taken | disposable_ports(host)
+    for held_by in PORT_HOLDERS:
+        taken |= held_by(host)
+    return taken
 
 
 def _free_port(host: Host, limits: CloneHostSettings) -> int:

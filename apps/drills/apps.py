@@ -15,8 +15,10 @@ class DrillsConfig(AppConfig):
     )
 
     def ready(self) -> None:
+        from apps.clones import services as clones
         from apps.drills import alert_kinds, host_page, services, steps  # noqa: F401
         from apps.replication import readers
 
         host_page.register()
         readers.READERS.append(services.replaying)
+        clones.PORT_HOLDERS.append(services.disposable_ports)
