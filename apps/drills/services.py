@@ -28,6 +28,7 @@ from apps.clones.core.layout import (
     Recovery,
     clone_uid,
 )
+from apps.clones.models import CloneHostSettings
 from apps.common.errors import Conflict, DomainError
 from apps.common.numbers import whole_in
 from apps.drills import steps
@@ -304,10 +305,9 @@ def disposable_ports(host: Host) -> set[int]:
         host=host, kind=steps.RECOVER.name, status__in=Operation.ACTIVE).only("state")}
 
 
-def free_clone_port(host: Host) -> int | None:
-    """A port of the host's clone range that no clone, running drill, running table
-    recovery or discovered cluster uses; None when every one is taken."""
-    limits = clone_services.settings_of(host)
+def free_clone_port(host: Host, limits: CloneHostSettings) -> int | None:
+    """A port of the host's clone range (`limits`) that no clone, running drill, running
+    table recovery or discovered cluster uses; None when every one is taken."""
     return core.pick_port(limits.port_min, limits.port_max,
                           clone_services.ports_in_use(host))
 
@@ -318,7 +318,7 @@ def disposable_layout(host: Host, origin: Origin, snapshot: str, name: str, *,
     recovery's): a port from the top of the clone range, no network in pg_hba; with
     `recovery`, replayed to a moment as a point-in-time clone is."""
     limits = clone_services.settings_of(host)
-    port = free_clone_port(host)
+    port = free_clone_port(host, limits)
     if port is None:
         raise _refuse("port", f"every port of {host.name}'s clone range "
                               f"{limits.port_min}-{limits.port_max} is taken", code="no_port",
