@@ -41,6 +41,7 @@ class HostTelemetry(models.Model):
     capacity = models.PositiveSmallIntegerField(null=True, blank=True)  # fullest pool, %
     used = models.BigIntegerField(null=True, blank=True)  # pools' root datasets, bytes
     space_saved = models.BigIntegerField(null=True, blank=True)  # by compression, bytes
+    cache_hit_rate = models.FloatField(null=True, blank=True)  # 0..1, worst cluster
     recent = models.JSONField(default=dict, blank=True)  # the last hour, for sparklines
 
     def __str__(self) -> str:

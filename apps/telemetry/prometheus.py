@@ -2,7 +2,7 @@
 
 A custom prometheus_client Collector reads what the collector and discovery
 already stored, in a constant number of queries whatever the fleet's size
-(hosts with their newest snapshot, the two newest raw samples of each host,
+(hosts with their newest snapshot, each host's newest raw sample and rates,
 collector state, pools, replication links, operations by state, operations
 still active by kind) and one Redis round trip (queue lengths and the step
 latency histogram, apps.ops.timing). It never opens SSH: the web process
@@ -15,17 +15,20 @@ per-cluster label: PostgreSQL figures are per host (TPS summed over its
 clusters, cache hit of its worst cluster), so a host with several clusters
 still gives one series.
 
-Rates (ARC hit ratio, TPS, cache hit) come from the host's two newest raw
-samples through the product's own rate code (apps.telemetry.core.rates): a
-reboot, a reset counter or a missed sample gives no value, never a spike.
-A host whose newest sample is older than a few intervals gives no telemetry
-series (Prometheus sees them go stale) but still its reachability.
+Rates (ARC hit ratio, TPS, cache hit) are the ones the collector worked out
+when it recorded the host's newest sample (HostTelemetry's current values,
+apps.telemetry.core.current, through the product's own rate code), the same
+the fleet overview shows: a reboot, a reset counter or a missed sample gives
+no value, never a spike. A host whose newest sample is older than a few
+intervals gives no telemetry series (Prometheus sees them go stale) but still
+its reachability.
 
 Scale: the gauges are written straight to the text format (Gauge.lines), not
 through prometheus_client's generate_latest, which validates and escapes every
 label name of every sample again (the step histogram, a few series, still goes
-through it); the older raw row of each host is cut down in SQL to what rates
-read; the build runs with the cyclic GC paused. A fleet too big for one scrape
+through it); each host's newest raw row is found through its state row (an
+index lookup a host, no sort of the fleet's recent rows) and read without
+what no gauge reads; the build runs with the cyclic GC paused. A fleet too big for one scrape
 is split: FleetCollector(shard=Shard(I, N)) reads only the hosts whose id mod
 N is I (in SQL, every query), so the N shards partition the hosts, and serves
 the control plane's own series on shard 0 only (/metrics?shard=I&shards=N;
@@ -55,9 +58,6 @@ from apps.ops.models import Operation
 from apps.replication.models import ReplicationLink
 from apps.snapshots.models import Snapshot
 from apps.telemetry import shards
-from apps.telemetry.core.pgstats import PgStats
-from apps.telemetry.core.rates import rates
-from apps.telemetry.core.sample import Arc, Cluster, Sample
 from apps.telemetry.models import HostTelemetry
 from apps.telemetry.shards import WHOLE, Shard
 
@@ -65,8 +65,6 @@ logger = logging.getLogger("pozol.telemetry")
 
 # Samples older than this many intervals are not current values any more.
 STALE_INTERVALS = 3
-_ARC = tuple(Arc.__dataclass_fields__)
-_PG = tuple(name for name in PgStats.__dataclass_fields__ if name != "connections")
 _HEALTHY = "ONLINE"
 
 
@@ -274,13 +272,14 @@ class FleetCollector(Collector):
 
     def _samples(self, families: Families, names: dict[int, str]) -> None:
         self.sampled: set[int] = set()
-        for host_id, rows in _two_newest_samples(self.now - self._stale(),
-                                                 self.shard).items():
+        for host_id, current, newest in _newest_samples(self.now - self._stale(),
+                                                        self.shard):
             name = names.get(host_id)
             if name is None:
                 continue
             try:
-                _add_sample(families, name, rows, self._interval())
+                _add_sample(families, name, _json(newest))
+                _add_rates(families, name, *current)
                 self.sampled.add(host_id)
             except (TypeError, ValueError, KeyError, AttributeError):
                 # A row this code cannot read must not cost the others their scrape.
@@ -389,30 +388,26 @@ def _queues() -> list[str]:
 
 # -- the database reads ---------------------------------------------------------------
 
-_TWO_NEWEST = """
-    SELECT host_id, taken_at, CASE WHEN newest = 1 THEN "values" - 'load' - 'dmu_tx'
-        ELSE jsonb_build_object('uptime', "values"->'uptime', 'arc', "values"->'arc',
-                                'clusters', "values"->'clusters') END
-    FROM (
-        SELECT host_id, taken_at, "values",
-               row_number() OVER (PARTITION BY host_id ORDER BY taken_at DESC) AS newest
-        FROM telemetry_rawsample WHERE taken_at >= %s AND {shard}) AS recent
-    WHERE newest <= 2 ORDER BY host_id, taken_at
+_NEWEST = """
+    SELECT t.host_id, t.arc_hit_rate, t.tps, t.cache_hit_rate, newest."values"
+    FROM telemetry_hosttelemetry t CROSS JOIN LATERAL (
+        SELECT "values" - 'load' - 'dmu_tx' - 'uptime' AS "values"
+        FROM telemetry_rawsample
+        WHERE host_id = t.host_id AND taken_at = t.last_sample_at
+        ORDER BY id DESC LIMIT 1) AS newest
+    WHERE t.last_sample_at >= %s AND {shard}
 """
 
 
-def _two_newest_samples(since: datetime, shard: Shard = WHOLE,
-                        ) -> dict[int, list[tuple[datetime, dict]]]:
-    """Each host's two newest raw rows since `since`, oldest first (one query, read
-    through the time index: a few intervals of the fleet, not its 48 hours), cut down
-    in the database to what /metrics reads: of the older one only what rates need."""
-    found: dict[int, list[tuple[datetime, dict]]] = {}
-    condition, params = shard.sql("host_id")
+def _newest_samples(since: datetime, shard: Shard = WHOLE,
+                    ) -> list[tuple[int, tuple[float | None, ...], object]]:
+    """(host, (ARC hit, TPS, cache hit), its newest raw row's values) of each host
+    sampled since `since`: one query, one index lookup a host."""
+    condition, params = shard.sql("t.host_id")
     with connection.cursor() as cursor:
-        cursor.execute(_TWO_NEWEST.format(shard=condition), [since, *params])
-        for host_id, taken_at, values in cursor.fetchall():
-            found.setdefault(host_id, []).append((taken_at, _json(values)))
-    return found
+        cursor.execute(_NEWEST.format(shard=condition), [since, *params])
+        return [(host_id, (arc_hit, tps, cache_hit), values)
+                for host_id, arc_hit, tps, cache_hit, values in cursor.fetchall()]
 
 
 _POOL_HEALTH = """
@@ -441,9 +436,7 @@ def _json(value: object) -> object:
 
 # -- one host's values ----------------------------------------------------------------
 
-def _add_sample(families: Families, host: str, rows: list[tuple[datetime, dict]],
-                interval: timedelta) -> None:
-    at, newest = rows[-1]
+def _add_sample(families: Families, host: str, newest: dict) -> None:
     arc = newest.get("arc") or {}
     memory = newest.get("memory") or {}
     _add(families.arc_size, [host], arc.get("size"))
@@ -462,22 +455,15 @@ def _add_sample(families: Families, host: str, rows: list[tuple[datetime, dict]]
     if clusters:
         _add(families.connections, [host], _sum(c.get("connections") for c in clusters.values()))
         _add(families.xid_age, [host], _max(c.get("xid_age_max") for c in clusters.values()))
-    if len(rows) == 2:
-        _add_rates(families, host, rows, interval)
 
 
-def _add_rates(families: Families, host: str, rows: list[tuple[datetime, dict]],
-               interval: timedelta) -> None:
-    before, after = (_sample(at, values) for at, values in rows)
-    found = rates(before, after, interval)
-    if found.gap or found.seconds is None:
-        return  # a missed sample: the rate is an average over a hole, not a current value
-    if found.arc is not None:
-        _add(families.arc_hit, [host], found.arc.hit_ratio)
-    pg = list(found.clusters.values())
-    if pg and all(c.tps is not None for c in pg):
-        families.tps.add_metric([host], sum(c.tps for c in pg))  # type: ignore[misc]
-    _add(families.cache_hit, [host], _min(c.cache_hit_ratio for c in pg))
+def _add_rates(families: Families, host: str, arc_hit: float | None, tps: float | None,
+               cache_hit: float | None) -> None:
+    """The rates over the interval before the newest sample, as the collector stored
+    them: none after a gap (an average over a hole is not a current value)."""
+    _add(families.arc_hit, [host], arc_hit)
+    _add(families.tps, [host], tps)
+    _add(families.cache_hit, [host], cache_hit)
 
 
 def _add_pool(families: Families, host: str, pool: str, values: dict) -> None:
@@ -497,16 +483,6 @@ def _add_health(families: Families, host: str, pool: str, health: str | None) ->
     families.pool_health.add_metric([host, pool, health], 1.0)
 
 
-def _sample(at: datetime, values: dict) -> Sample:
-    """A stored row as a Sample carrying what rates() needs (ARC, clusters, uptime)."""
-    arc = values.get("arc")
-    clusters = tuple(Cluster(key, PgStats(**{name: stats.get(name) for name in _PG}))
-                     for key, stats in (values.get("clusters") or {}).items())
-    return Sample(taken_at=at, uptime=values.get("uptime"), memory=None, load=None,
-                  arc=Arc(**{name: arc.get(name) for name in _ARC}) if arc else None,
-                  dmu_tx=None, pools=None, datasets=None, clusters=clusters)
-
-
 def _add(family: Gauge, labels: list[str], value: float | None) -> None:
     if value is not None:
         family.add_metric(labels, float(value))
@@ -522,6 +498,3 @@ def _max(values) -> float | None:
     return max(known) if known else None
 
 
-def _min(values) -> float | None:
-    known = [v for v in values if v is not None]
-    return min(known) if known else None

@@ -150,7 +150,7 @@ _previous: dict[int, tuple[datetime, Sample, dict]] = {}
 
 _STATE = ("host_id bigint, last_sample jsonb, last_sample_at timestamptz, last_duration float8, "
           "skipped jsonb, arc_hit_rate float8, tps float8, capacity integer, used bigint, "
-          "space_saved bigint, recent jsonb")
+          "space_saved bigint, cache_hit_rate float8, recent jsonb")
 
 
 def record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
@@ -204,7 +204,7 @@ def _record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
         states.append((taken.host_id, json.dumps(sample.to_dict()), sample.taken_at,
                        taken.duration, json.dumps(skipped.get(taken.host_id, [])),
                        now.arc_hit_rate, now.tps, now.capacity, now.used, now.space_saved,
-                       json.dumps(recent)))
+                       now.cache_hit_rate, json.dumps(recent)))
         remembered[taken.host_id] = (sample.taken_at, sample, recent)
     # The POST goes beside the database's writes, not after them: each store works
     # while the other does (VictoriaMetrics' answer to a host's very first round, when
@@ -232,7 +232,8 @@ def _write_answered(raw: list[tuple], states: list[tuple]) -> None:
             last_sample_at = i.last_sample_at, last_duration = i.last_duration,
             skipped = i.skipped, last_error = '', last_error_code = '',
             arc_hit_rate = i.arc_hit_rate, tps = i.tps, capacity = i.capacity,
-            used = i.used, space_saved = i.space_saved, recent = i.recent
+            used = i.used, space_saved = i.space_saved, cache_hit_rate = i.cache_hit_rate,
+            recent = i.recent
         FROM state_in i WHERE t.host_id = i.host_id""")
 
 

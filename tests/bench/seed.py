@@ -185,7 +185,8 @@ def telemetry(hosts: list[Host], now: datetime) -> None:
         wave = math.sin((minute + index) / 9)
         return Current(arc_hit_rate=0.9 + 0.09 * wave, tps=400 + 300 * wave + index % 97,
                        capacity=20 + index % 70, used=(50 + index % 400) << 30,
-                       space_saved=(10 + index % 90) << 30)
+                       space_saved=(10 + index % 90) << 30,
+                       cache_hit_rate=0.98 + 0.01 * wave)
 
     states = []
     for index, host in enumerate(hosts):
@@ -198,7 +199,8 @@ def telemetry(hosts: list[Host], now: datetime) -> None:
             host=host, last_sample=last_sample, last_sample_at=last_at, last_duration=0.2,
             arc_hit_rate=now_values.arc_hit_rate, tps=now_values.tps,
             capacity=now_values.capacity, used=now_values.used,
-            space_saved=now_values.space_saved, recent=recent))
+            space_saved=now_values.space_saved, cache_hit_rate=now_values.cache_hit_rate,
+            recent=recent))
     HostTelemetry.objects.bulk_create(states, batch_size=500)
 
 

@@ -71,6 +71,25 @@ def test_a_host_s_two_samples_are_its_current_values_with_rates(scrape):
     assert 0 <= value(found, "pozol_host_sample_age_seconds", host="db1") < 60
 
 
+def test_rates_are_the_ones_the_collector_stored_as_the_overview_shows(scrape):
+    host = pinned("db1")
+    _record_captured(host)
+    state = HostTelemetry.objects.get(host=host)
+    assert None not in (state.arc_hit_rate, state.tps, state.cache_hit_rate)
+
+    found = samples(scrape())
+
+    assert value(found, "pozol_host_arc_hit_ratio", host="db1") == state.arc_hit_rate
+    assert value(found, "pozol_host_tps", host="db1") == state.tps
+    assert value(found, "pozol_host_cache_hit_ratio", host="db1") == state.cache_hit_rate
+    HostTelemetry.objects.filter(host=host).update(arc_hit_rate=None, tps=None,
+                                                   cache_hit_rate=None)
+    after_a_gap = samples(scrape())
+    assert ("pozol_host_tps", frozenset({"host": "db1"}.items())) not in after_a_gap
+    assert ("pozol_host_arc_hit_ratio", frozenset({"host": "db1"}.items())) not in after_a_gap
+    assert value(after_a_gap, "pozol_host_arc_size_bytes", host="db1") > 0
+
+
 def test_snapshot_age_replication_lag_operations_and_steps(scrape):
     source, target = pinned("db1"), pinned("db2")
     now = timezone.now()

@@ -3,8 +3,10 @@
 The overview shows every host's ARC hit rate, TPS, fullest pool and space
 saved by compression, sorted worst first on demand, at 200 hosts in one
 query: so these are worked out once per sample (HostTelemetry's columns),
-never per page. `recent` keeps the last hour's ARC hit rate and TPS for the
-overview's sparklines, also in the host's one row.
+never per page. /metrics serves the same rates (and the worst cluster's cache
+hit) from those columns, never working them out again per scrape. `recent`
+keeps the last hour's ARC hit rate and TPS for the overview's sparklines, also
+in the host's one row.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Current:
     capacity: int | None  # the fullest pool's, percent
     used: int | None  # bytes on disk, summed over the pools' root datasets
     space_saved: int | None  # bytes compression saves there
+    cache_hit_rate: float | None = None  # 0..1, the host's worst cluster's
 
 
 def current(interval_rates: Rates, sample: Sample) -> Current:
@@ -35,13 +38,16 @@ def current(interval_rates: Rates, sample: Sample) -> Current:
     arc = interval_rates.arc.hit_ratio if usable and interval_rates.arc else None
     per_cluster = [r.tps for r in interval_rates.clusters.values() if r.tps is not None]
     tps = sum(per_cluster) if usable and per_cluster else None
+    cache_hits = [r.cache_hit_ratio for r in interval_rates.clusters.values()
+                  if r.cache_hit_ratio is not None]
     capacities = [p.capacity for p in sample.pools or () if p.capacity is not None]
     roots = [d for d in sample.datasets or () if "/" not in d.name]
     used = [d.used for d in roots if d.used is not None]
     saved = [s for d in roots if (s := space_saved(vars(d))) is not None]
     return Current(arc_hit_rate=arc, tps=tps, capacity=max(capacities, default=None),
                    used=sum(used) if used else None,
-                   space_saved=int(sum(saved)) if saved else None)
+                   space_saved=int(sum(saved)) if saved else None,
+                   cache_hit_rate=min(cache_hits) if usable and cache_hits else None)
 
 
 def remember(recent: dict | None, at: float, now: Current,

@@ -31,12 +31,21 @@ def test_rates_over_the_last_interval_and_the_fullest_pool():
     assert now.space_saved == 0  # compressratio 1.00x on the test host: nothing saved
 
 
+def test_the_cache_hit_is_the_worst_cluster_s_over_the_interval():
+    first, second = _samples()
+    interval_rates = rates(first, second, MINUTE)
+    ratios = [r.cache_hit_ratio for r in interval_rates.clusters.values()]
+    assert ratios and all(r is not None for r in ratios)
+    assert current(interval_rates, second).cache_hit_rate == min(ratios)
+
+
 def test_a_first_sample_or_a_gap_leaves_rates_unknown_not_zero():
     first, second = _samples()
     assert current(rates(None, second, MINUTE), second).arc_hit_rate is None
     late = replace(second, taken_at=first.taken_at + 10 * MINUTE)
     gap = current(rates(first, late, MINUTE), late)
     assert gap.arc_hit_rate is None and gap.tps is None and gap.capacity is not None
+    assert gap.cache_hit_rate is None
 
 
 def test_space_saved_uses_logicalused_or_else_the_ratio():
