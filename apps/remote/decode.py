@@ -42,19 +42,29 @@ def decode(cls: type[T], data: Mapping[str, Any]) -> T:
 @cache
 def _decoder(cls: type) -> Callable[[Mapping[str, Any]], Any]:
     hints = typing.get_type_hints(cls)
-    plan = tuple((f.name, _reader(hints[f.name]), _absent(f, hints[f.name]))
-                 for f in fields(cls) if f.init)
+    plan = [(f.name, _reader(hints[f.name]), _absent(f, hints[f.name]))
+            for f in fields(cls) if f.init]
+    # Most fields are a number or text kept as JSON has it, None when absent: read with
+    # a plain get (about half of a telemetry sample's decoding went into calls per field).
+    plain = tuple(name for name, reader, absent in plan if reader is _as_is and absent is _none)
+    typed = tuple(step for step in plan if step[0] not in plain)
 
     def read(data: Mapping[str, Any]) -> Any:
         get = data.get
-        return cls(**{name: absent() if (value := get(name)) is None else reader(value)
-                      for name, reader, absent in plan})
+        values = {name: get(name) for name in plain}
+        for name, reader, absent in typed:
+            values[name] = absent() if (value := get(name)) is None else reader(value)
+        return cls(**values)
 
     return read
 
 
 def _as_is(value: Any) -> Any:
     return value
+
+
+def _none() -> None:
+    return None
 
 
 @cache
@@ -96,4 +106,4 @@ def _absent(f: Field, hint: Any) -> Callable[[], Any]:
     if f.default_factory is not MISSING:
         return f.default_factory
     origin = typing.get_origin(hint)
-    return origin if origin in (list, dict) else lambda: None
+    return origin if origin in (list, dict) else _none
