@@ -42,7 +42,7 @@ from apps.telemetry import store, upkeep, victoria
 from apps.telemetry.core import current, metrics, packing, series, vmformat
 from apps.telemetry.core.command import SAMPLE_TIMEOUT, sample_command
 from apps.telemetry.core.parse import parse_sample
-from apps.telemetry.core.rates import rates
+from apps.telemetry.core.rates import as_before, rates
 from apps.telemetry.core.rollup import FIVE_MINUTES, HOUR, Retention
 from apps.telemetry.core.sample import NOT_AVAILABLE, Sample
 from apps.telemetry.core.spec import SampleSpec, spec_from_facts
@@ -201,11 +201,12 @@ def _record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
         if to_victoria:
             history.append(vmformat.lines(taken.host_id, sample.taken_at,
                                           metrics.interval_values(interval_rates, stored)))
-        states.append((taken.host_id, json.dumps(sample.to_dict()), sample.taken_at,
+        kept = as_before(sample)
+        states.append((taken.host_id, json.dumps(kept.to_dict()), sample.taken_at,
                        taken.duration, json.dumps(skipped.get(taken.host_id, [])),
                        now.arc_hit_rate, now.tps, now.capacity, now.used, now.space_saved,
                        now.cache_hit_rate, json.dumps(recent)))
-        remembered[taken.host_id] = (sample.taken_at, sample, recent)
+        remembered[taken.host_id] = (sample.taken_at, kept, recent)
     # The POST goes beside the database's writes, not after them: each store works
     # while the other does (VictoriaMetrics' answer to a host's very first round, when
     # it registers the host's series, is the slowest of all). Its thread touches no
@@ -247,7 +248,7 @@ def _previous_samples(host_ids: list[int]) -> dict[int, tuple[Sample | None, dic
     """Each host's last sample and recent values: from this process's memory when the
     database agrees it is the last, else read, all hosts in one query (without
     _NOT_READ_BACK: only ever the `before` of rates() and series.stored())."""
-    marks = dict(HostTelemetry.objects.filter(pk__in=host_ids)
+    marks = dict(HostTelemetry.objects.filter(pk__in=_ids(host_ids))
                  .values_list("pk", "last_sample_at"))
     missing = [pk for pk in host_ids if pk not in marks]
     if missing:
@@ -265,11 +266,17 @@ def _previous_samples(host_ids: list[int]) -> dict[int, tuple[Sample | None, dic
             found[pk] = (None, {})
     last_sample = RawSQL("last_sample - %s::text[]", (list(_NOT_READ_BACK),),
                          output_field=JSONField())
-    for pk, last, recent in (HostTelemetry.objects.filter(pk__in=unread)
+    for pk, last, recent in (HostTelemetry.objects.filter(pk__in=_ids(unread))
                              .values_list("pk", last_sample, "recent")):
         found[pk] = (Sample.from_dict(last) if last else None,
                      recent if isinstance(recent, dict) else {})
     return found
+
+
+def _ids(ids: list[int]) -> RawSQL:
+    """`pk__in` as one array parameter: Django makes a parameter of each id otherwise,
+    and resolving 10,000 of them cost a first round about 0.3 s a query."""
+    return RawSQL("SELECT unnest(%s::bigint[])", (ids,))
 
 
 def _record_failures(failed: list[Taken]) -> None:

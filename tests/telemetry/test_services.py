@@ -28,7 +28,7 @@ from apps.telemetry.models import (
 )
 from tests.benchmarks import factories
 from tests.telemetry.core.helpers import fuse_facts
-from tests.telemetry.fixtures import ZFS_FUSE, captured
+from tests.telemetry.fixtures import ZFS_FUSE, captured, captured_openzfs
 
 pytestmark = pytest.mark.django_db
 
@@ -677,3 +677,21 @@ def test_a_round_after_a_restart_records_what_one_with_memory_records(
     states = [HostTelemetry.objects.filter(host=h).values(*columns).get()
               for h in (remembered, restarted)]
     assert states[0] == states[1] and states[0]["tps"] > 0
+
+
+def test_the_state_row_keeps_a_pool_s_last_committed_txg_not_its_whole_history():
+    """A real OpenZFS host answers with dozens of txg rows a pool (zfs_txg_history,
+    100 by default); the next round reads only the last committed one of them."""
+    answers = captured_openzfs("2.3")
+    host = pinned("db1", answers[0][2])
+    spec = services.spec_of(host)
+    shift = timezone.now() - answers[1][1]
+    for text, taken_at, _ in answers:
+        sample = parse_sample(text, spec, taken_at + shift)
+        services.record(services.Taken(host.pk, sample, 0.2))
+        services._previous.pop(host.pk, None)  # the second round reads it back
+    assert len(sample.pools[0].txgs) > 10
+    [pool] = HostTelemetry.objects.get(host=host).last_sample["pools"]
+    assert [t["state"] for t in pool["txgs"]] == ["C"]
+    newest = RawSample.objects.filter(host=host).order_by("taken_at").last().values
+    assert newest["pools"]["tank"]["txg_synced"] > 0

@@ -30,7 +30,7 @@ the position kept growing).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from apps.telemetry.core.pgstats import PgStats
@@ -252,6 +252,23 @@ def txg_rates(before: tuple[Txg, ...], after: tuple[Txg, ...], seconds: float) -
 
 def _last_committed(txgs: tuple[Txg, ...]) -> int | None:
     return max((t.txg for t in txgs if t.state == "C"), default=None)
+
+
+def as_before(sample: Sample) -> Sample:
+    """`sample` as the next round needs it for rates(): each pool's txg history cut to
+    its last committed txg, the only one txg_rates reads of the history before. A host
+    keeps zfs_txg_history rows a pool (100 by default), about 20 KB of JSON that every
+    round would otherwise write to the host's state row, and a restart read back."""
+    if not sample.pools or all(p.txgs is None for p in sample.pools):
+        return sample
+    return replace(sample, pools=tuple(
+        pool if pool.txgs is None else replace(pool, txgs=_last_committed_only(pool.txgs))
+        for pool in sample.pools))
+
+
+def _last_committed_only(txgs: tuple[Txg, ...]) -> tuple[Txg, ...]:
+    committed = [t for t in txgs if t.state == "C"]
+    return (max(committed, key=lambda t: t.txg),) if committed else ()
 
 
 # -- PostgreSQL ------------------------------------------------------------------------------

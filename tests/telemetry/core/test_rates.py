@@ -7,8 +7,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from apps.remote.facts.host import HostFacts
+from apps.telemetry.core import series
 from apps.telemetry.core.parse import parse_sample
-from apps.telemetry.core.rates import CLOCK, FIRST, REBOOT, rates, txg_rates
+from apps.telemetry.core.rates import CLOCK, FIRST, REBOOT, as_before, rates, txg_rates
+from apps.telemetry.core.spec import spec_from_facts
 from tests.telemetry.core.helpers import (
     PG_KEY,
     arc,
@@ -19,7 +22,13 @@ from tests.telemetry.core.helpers import (
     sample,
     txg,
 )
-from tests.telemetry.fixtures import ZFS_FUSE, captured, frame, openzfs_sections
+from tests.telemetry.fixtures import (
+    ZFS_FUSE,
+    captured,
+    captured_openzfs,
+    frame,
+    openzfs_sections,
+)
 
 
 def test_real_interval_around_pgbench_on_the_test_host():
@@ -205,3 +214,24 @@ def test_a_real_postgresql_crash_resets_its_counters_and_gives_no_spike():
     assert pg_rates.tps is None and pg_rates.cache_hit_ratio is None
     assert s2.wal_position > s1.wal_position
     assert pg_rates.wal_bytes_per_second > 0  # from the position, which a crash keeps
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.3"])
+def test_the_before_kept_with_its_last_committed_txg_only_gives_the_same_rates(version):
+    (text1, at1, facts), (text2, at2, _) = captured_openzfs(version)
+    spec = spec_from_facts(HostFacts.from_dict(facts))
+    before, after = parse_sample(text1, spec, at1), parse_sample(text2, spec, at2)
+    kept = as_before(before)
+    [whole], [cut] = [p.txgs for p in before.pools], [p.txgs for p in kept.pools]
+    assert len(whole) > 10 and len(cut) == 1  # the real host's history: dozens of rows
+    assert cut[0].state == "C" and cut[0].txg == max(t.txg for t in whole if t.state == "C")
+    assert rates(kept, after) == rates(before, after)
+    assert series.stored(after, kept) == series.stored(after, before)
+    assert "txg_synced" in series.stored(after, kept)["pools"]["tank"]
+
+
+def test_a_pool_without_txg_history_or_a_committed_txg_is_kept_as_it_is():
+    plain = sample(pools=(pool(txgs=None),))
+    assert as_before(plain) is plain
+    open_only = sample(pools=(pool(txgs=(txg(9, state="O"),)),))
+    assert as_before(open_only).pools[0].txgs == ()
