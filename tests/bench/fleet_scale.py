@@ -13,9 +13,10 @@ clusters with their pg_settings rows, disks, an open and a resolved alert, a
 tuning profile and findings, an operation running on every tenth host) and what a
 fleet has around its hosts:
 
-- telemetry as the collector leaves it: the two newest raw samples (one real
-  OpenZFS 2.2 sample), the state row with the current values the overview sorts
-  by and the last hour the sparklines draw (every host has sparklines);
+- telemetry as the collector leaves it: the two newest raw samples (the
+  OpenZFS 2.2 sample written from the sources' formats), the state row with the
+  current values the overview sorts by and the last hour the sparklines draw
+  (every host has sparklines);
 - 10 snapshots per host, a replication link from every tenth host, two clones on
   every tenth host;
 - --days of history at --per-day finished operations a day per host (a year at

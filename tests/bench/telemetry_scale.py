@@ -13,9 +13,9 @@ for the last TELEMETRY_RAW_HOURS (48 h), 5-minute rollups for the whole span
 and hourly ones merged from those, packed (apps.telemetry.core.packing), and as
 the tick compacts them: closed hours of 5-minute buckets and of raw samples (an
 hour behind) and closed days of hourly buckets in chunks, the rest rows
-(--rows: everything rows, as before chunks). The rows
-are one real OpenZFS 2.2 sample (tests/telemetry/fixtures) with its counters
-growing and its gauges moving each minute; the rollups are made by the product's
+(--rows: everything rows, as before chunks). The rows are the OpenZFS 2.2 sample
+written from the sources' formats (tests/telemetry/fixtures/openzfs-2.2) with its
+counters growing and its gauges moving each minute; the rollups are made by the product's
 own code (apps.telemetry.core.packing roll_up and merge) for one host and written
 for every host with COPY.
 

@@ -8,8 +8,9 @@ Not a test: it prints figures. In a database of its own with a random suffix (tw
 runs never collide), for each size: one host from a replayed real discovery copied
 to N hosts (tests/bench/seed.py), then
 
-- collector: a round of N answers (one real OpenZFS 2.2 sample, moved) recorded by
-  services.record_all, the first after a restart (previous samples read from the
+- collector: a round of N answers (the OpenZFS 2.3 VM test host's captured answer,
+  tests/telemetry/fixtures/openzfs-2.3, with its real txg history of 34 rows, moved)
+  recorded by services.record_all, the first after a restart (previous samples read from the
   database) and --rounds later ones; floor: a bare COPY of the same raw rows into
   a table like telemetry_rawsample. Goal: 10 % of TELEMETRY_INTERVAL.
 - rollup ticks: at the hour (every host's 5-minute bucket made, every host's
@@ -86,11 +87,27 @@ def _fleet(count: int) -> list:
 
 
 def _sample():
+    """Rows for the storage figures: the OpenZFS 2.2 sample written from the sources'
+    formats (tests/telemetry/fixtures/openzfs-2.2; a PostgreSQL 16 primary)."""
     from apps.telemetry.core.parse import parse_sample
     from tests.telemetry.core.helpers import openzfs_spec
     from tests.telemetry.fixtures import frame, openzfs_sections
 
     return lambda at: parse_sample(frame(openzfs_sections()), openzfs_spec(), at)
+
+
+def _answer():
+    """What a host answers each round: the OpenZFS 2.3 VM test host's captured sample
+    (a real txg history: the state row and a restart's read-back carry what is kept of
+    it)."""
+    from apps.remote.facts.host import HostFacts
+    from apps.telemetry.core.parse import parse_sample
+    from apps.telemetry.core.spec import spec_from_facts
+    from tests.telemetry.fixtures import captured_openzfs
+
+    _, (text, _, facts) = captured_openzfs("2.3")
+    spec = spec_from_facts(HostFacts.from_dict(facts))
+    return lambda at: parse_sample(text, spec, at)
 
 
 # -- one size ---------------------------------------------------------------------------
@@ -141,14 +158,16 @@ def timed_rounds(hosts: list, rounds: int) -> tuple[list[float], object, object]
     the first after a restart (nothing in memory): each round's seconds, the last
     round's sample and the one every host had before the first."""
     from apps.telemetry import services
+    from apps.telemetry.core.rates import as_before
     from apps.telemetry.models import HostTelemetry
 
-    sample_at = _sample()
+    sample_at = _answer()
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=rounds + 2)
     previous = sample_at(start)
+    stored = as_before(previous).to_dict()  # as a round leaves it in the state row
     HostTelemetry.objects.bulk_create(
-        [HostTelemetry(host=h, last_sample=previous.to_dict(), last_sample_at=start,
-                       recent={}) for h in hosts], batch_size=1000)
+        [HostTelemetry(host=h, last_sample=stored, last_sample_at=start, recent={})
+         for h in hosts], batch_size=1000)
     skipped = {h.pk: [] for h in hosts}
     times = []
     for n in range(rounds + 1):
