@@ -31,7 +31,10 @@ hosts' states with one COPY into a temporary table and one UPDATE, errors
 likewise; each host's last sample stays in the collector's memory for the next
 round's rates (a query of the hosts' `last_sample_at` checks it is still the
 last; after a restart all hosts' are read in one query): a few KB of
-memory a host in the collector's process.
+memory a host in the collector's process. Of a pool's txg history (up to
+zfs_txg_history rows, 100 by default) the memory and the state row keep the
+last committed txg, the only one the next round's rates read
+(core/rates.py `as_before`).
 `telemetry.maintain` (apps/telemetry/upkeep.py) rolls closed buckets into
 5-minute and hourly `Rollup` rows for the whole fleet at once: one mark per
 resolution (`RollupMark`), only the buckets closed since the last tick (a
@@ -74,15 +77,17 @@ scrape). `?shard=I&shards=N` serves only the hosts with id mod N == I, and the
 control plane's own series on shard 0, so scrapers can split a big fleet (README,
 "Prometheus and Grafana"); a bad pair is a 400. It reads in a constant number of
 queries whatever the fleet's size: hosts with their newest snapshot (a subquery
-on the (host, created_at) index), each host's two newest raw rows (one window
-query over the last three intervals through the time index), collector state,
+on the (host, created_at) index), each host's newest raw row and the rates the
+collector stored with it (the state row's ARC hit, TPS and cache hit, the
+overview's; the row found by the state's `last_sample_at`), collector state,
 pool health cut out of each last sample in SQL, pools of hosts without a
 current sample, links, operations by status and active ones by kind; and one
 Redis round trip: Celery queue lengths (`LLEN`) and the step latency histogram.
 Steps run in workers, the page in the web process, so the engine adds each
 step's duration to a Redis hash (apps/ops/timing.py, one pipelined `HINCRBY`
 per step, skipped for a minute when Redis is away) that /metrics reads with one
-`HGETALL`. Rates come from core/rates.py as the graphs' do. Labels are host,
+`HGETALL`. Rates come from core/rates.py as the graphs' do, worked out once
+when the sample is recorded, never per scrape. Labels are host,
 pool and dataset names plus code-bounded ones (state, status, kind, step,
 queue); PostgreSQL figures are per host (TPS summed, cache hit of the worst
 cluster), so no cluster or snapshot label exists. docs/grafana/pozol-fleet.json
