@@ -244,14 +244,20 @@ def hold_not_there(stderr: str) -> bool:
 
 # ---- installing and removing the link's key ----------------------------------------------
 
-# $HOME of the SSH user when the host names no file; `cat >` keeps the file's inode, owner
-# and mode (sshd's StrictModes checks them); awk keeps every line but this link's.
+# $HOME of the SSH user when the host names no file; awk keeps every line but this link's.
+# The new file is renamed into place: a login at that moment (an operator's, another
+# link's receive) reads the old file or the new, never the empty one `cat >` left while
+# it wrote. It takes the old one's owner and mode (sshd's StrictModes, and sshd reads it
+# as the user); a symlink is followed, not replaced. The directory's lock puts two
+# links' installs one after the other: each reads what the other wrote.
 _INSTALL_KEY = """\
 f={file}; [ -n "$f" ] || f="$HOME/.ssh/authorized_keys"
-umask 077; mkdir -p "$(dirname "$f")" && touch "$f" || exit 1
+umask 077; mkdir -p "$(dirname "$f")" && touch "$f" && f=$(readlink -f "$f") || exit 1
+exec 9<"$(dirname "$f")" && flock 9 || exit 1
 awk -v c={comment} '$NF != c' "$f" > "$f.pozol-tmp" || exit 1
 {append}
-cat "$f.pozol-tmp" > "$f" && rm -f "$f.pozol-tmp"
+chown --reference="$f" "$f.pozol-tmp" && chmod --reference="$f" "$f.pozol-tmp" \\
+&& mv -f "$f.pozol-tmp" "$f"
 """
 
 
