@@ -100,14 +100,12 @@ def _answer():
     """What a host answers each round: the OpenZFS 2.3 VM test host's captured sample
     (a real txg history: the state row and a restart's read-back carry what is kept of
     it)."""
-    from apps.remote.facts.host import HostFacts
-    from apps.telemetry.core.parse import parse_sample
-    from apps.telemetry.core.spec import spec_from_facts
-    from tests.telemetry.fixtures import captured_openzfs
+    from dataclasses import replace
 
-    _, (text, _, facts) = captured_openzfs("2.3")
-    spec = spec_from_facts(HostFacts.from_dict(facts))
-    return lambda at: parse_sample(text, spec, at)
+    from tests.telemetry.fixtures import openzfs_samples
+
+    _, answer = openzfs_samples("2.3")
+    return lambda at: replace(answer, taken_at=at)
 
 
 # -- one size ---------------------------------------------------------------------------

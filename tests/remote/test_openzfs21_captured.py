@@ -6,7 +6,6 @@ says how). What 2.1 lacks (Direct I/O, block cloning) must read as absent, not a
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
 import pytest
 
@@ -15,13 +14,11 @@ from apps.remote import gather
 from apps.remote.facts.host import HostFacts
 from apps.remote.facts.snapshots import parse_holds
 from apps.replication.core.progress import parse_send_estimate
-from apps.telemetry.core.parse import parse_sample
-from apps.telemetry.core.spec import spec_from_facts
 from apps.tuning.core.advisor import advise
 from tests.remote.fixtures.hosts import FIXTURES, captured_extra, replay_transcript
+from tests.telemetry.fixtures import openzfs_samples
 
 CAPTURED = FIXTURES / "openzfs-2.1" / "captured"
-TELEMETRY = FIXTURES.parent.parent / "telemetry" / "fixtures" / "openzfs-2.1"
 
 
 def extra(number: int) -> str:
@@ -95,10 +92,7 @@ def test_holds_send_estimates_and_a_scrub():
 
 
 def test_a_telemetry_sample_reads_arc_txgs_and_dmu_tx():
-    facts = HostFacts.from_dict(json.loads((TELEMETRY / "facts.json").read_text()))
-    meta = json.loads((TELEMETRY / "meta.json").read_text())["samples"][1]
-    sample = parse_sample((TELEMETRY / "sample-2.txt").read_text(), spec_from_facts(facts),
-                          datetime.fromisoformat(meta["taken_at"]).astimezone(UTC))
+    _, sample = openzfs_samples("2.1")
     assert not sample.missing, sample.missing
     assert sample.arc.hits > 0 and sample.arc.size > 0
     assert sample.dmu_tx is not None

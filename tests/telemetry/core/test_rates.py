@@ -7,11 +7,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from apps.remote.facts.host import HostFacts
 from apps.telemetry.core import series
 from apps.telemetry.core.parse import parse_sample
 from apps.telemetry.core.rates import CLOCK, FIRST, REBOOT, as_before, rates, txg_rates
-from apps.telemetry.core.spec import spec_from_facts
 from tests.telemetry.core.helpers import (
     PG_KEY,
     arc,
@@ -25,8 +23,8 @@ from tests.telemetry.core.helpers import (
 from tests.telemetry.fixtures import (
     ZFS_FUSE,
     captured,
-    captured_openzfs,
     frame,
+    openzfs_samples,
     openzfs_sections,
 )
 
@@ -218,9 +216,7 @@ def test_a_real_postgresql_crash_resets_its_counters_and_gives_no_spike():
 
 @pytest.mark.parametrize("version", ["2.1", "2.3"])
 def test_the_before_kept_with_its_last_committed_txg_only_gives_the_same_rates(version):
-    (text1, at1, facts), (text2, at2, _) = captured_openzfs(version)
-    spec = spec_from_facts(HostFacts.from_dict(facts))
-    before, after = parse_sample(text1, spec, at1), parse_sample(text2, spec, at2)
+    before, after = openzfs_samples(version)
     kept = as_before(before)
     [whole], [cut] = [p.txgs for p in before.pools], [p.txgs for p in kept.pools]
     assert len(whole) > 10 and len(cut) == 1  # the real host's history: dozens of rows
