@@ -28,8 +28,8 @@ through prometheus_client's generate_latest, which validates and escapes every
 label name of every sample again (the step histogram, a few series, still goes
 through it); each host's newest raw row is found through its state row (an
 index lookup a host, no sort of the fleet's recent rows) and read without
-what no gauge reads; the build runs with the cyclic GC paused. A fleet too big for one scrape
-is split: FleetCollector(shard=Shard(I, N)) reads only the hosts whose id mod
+what no gauge reads; the build runs with the cyclic GC paused. A fleet too big
+for one scrape is split: FleetCollector(shard=Shard(I, N)) reads only the hosts whose id mod
 N is I (in SQL, every query), so the N shards partition the hosts, and serves
 the control plane's own series on shard 0 only (/metrics?shard=I&shards=N;
 Prometheus set-up in the README). tests/bench/metrics_scale.py measures both.
@@ -496,5 +496,3 @@ def _sum(values) -> float | None:
 def _max(values) -> float | None:
     known = [v for v in values if v is not None]
     return max(known) if known else None
-
-

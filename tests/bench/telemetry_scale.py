@@ -15,8 +15,8 @@ the tick compacts them: closed hours of 5-minute buckets and of raw samples (an
 hour behind) and closed days of hourly buckets in chunks, the rest rows
 (--rows: everything rows, as before chunks). The rows are the OpenZFS 2.2 sample
 written from the sources' formats (tests/telemetry/fixtures/openzfs-2.2) with its
-counters growing and its gauges moving each minute; the rollups are made by the product's
-own code (apps.telemetry.core.packing roll_up and merge) for one host and written
+counters growing and its gauges moving each minute; the rollups are made by the
+product's own code (apps.telemetry.core.packing roll_up and merge) for one host and written
 for every host with COPY.
 
 Each URL is requested --requests times after two warm-ups, through Django's test

@@ -10,8 +10,8 @@ to N hosts (tests/bench/seed.py), then
 
 - collector: a round of N answers (the OpenZFS 2.3 VM test host's captured answer,
   tests/telemetry/fixtures/openzfs-2.3, with its real txg history of 34 rows, moved)
-  recorded by services.record_all, the first after a restart (previous samples read from the
-  database) and --rounds later ones; floor: a bare COPY of the same raw rows into
+  recorded by services.record_all, the first after a restart (previous samples read
+  from the database) and --rounds later ones; floor: a bare COPY of the same raw rows into
   a table like telemetry_rawsample. Goal: 10 % of TELEMETRY_INTERVAL.
 - rollup ticks: at the hour (every host's 5-minute bucket made, every host's
   hour merged from twelve, a 5-minute bucket of raw rows past 48 h, an hour of

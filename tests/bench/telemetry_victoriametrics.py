@@ -8,8 +8,8 @@ Not a test: it prints figures. In a database of its own with a random suffix, wi
 a real /usr/bin/victoria-metrics of its own (tests/telemetry/victoriametrics: a
 free loopback port of 18428-18438, a temporary data directory, stopped by its PID).
 For each size: one host from a replayed real discovery copied to N hosts
-(tests/bench/seed.py), every host answering the OpenZFS 2.3 VM test host's captured sample
-(moved a minute a round), then
+(tests/bench/seed.py), every host answering the OpenZFS 2.3 VM test host's
+captured sample (moved a minute a round), then
 
 - the collector: rounds of N answers recorded by services.record_all, the first
   after a restart and --rounds later ones, with POZOL_TELEMETRY_STORE=postgres and
