@@ -405,6 +405,8 @@ AXES_CLIENT_IP_CALLABLE = "apps.accounts.throttling.client_ip"
 AXES_VERBOSE = False
 
 CELERY_BROKER_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+# Redis, with a Celery 5.7.0 crash on a lost broker turned into a reconnect (see there).
+CELERY_BROKER_TRANSPORT = "apps.ops.broker:Transport"
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
