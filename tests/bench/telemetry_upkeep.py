@@ -173,10 +173,35 @@ def timed_rounds(hosts: list, rounds: int) -> tuple[list[float], object, object]
         answers = [services.Taken(h.pk, sample, 0.2) for h in hosts]
         if n == 0:
             services._previous.clear()  # a restarted worker: nothing in memory
+        server_before, cpu_began = _server_counters(), time.process_time()
         began = time.perf_counter()
         services.record_all(answers, skipped)
         times.append(time.perf_counter() - began)
+        _print_round(n, times[-1], time.process_time() - cpu_began, server_before)
     return times, sample, previous
+
+
+def _server_counters() -> tuple[int, int, int]:
+    """The server's WAL bytes and full-page images written so far, and its checkpoints:
+    what can make one round slower than another on the same code."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT wal_bytes, wal_fpi FROM pg_stat_wal")
+        wal_bytes, fpi = cursor.fetchone()
+        cursor.execute("SELECT to_regclass('pg_stat_checkpointer') IS NOT NULL")
+        cursor.execute("SELECT num_timed + num_requested FROM pg_stat_checkpointer"
+                       if cursor.fetchone()[0] else  # PostgreSQL 17 moved them
+                       "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter")
+        (checkpoints,) = cursor.fetchone()
+    return int(wal_bytes), fpi, checkpoints
+
+
+def _print_round(n: int, seconds: float, cpu: float, before: tuple[int, int, int]) -> None:
+    wal_bytes, fpi, checkpoints = (b - a for a, b in zip(before, _server_counters(), strict=True))
+    print(f"  round {n}: {seconds:.2f} s, of it {cpu:.2f} s this process's CPU; server "
+          f"wrote {wal_bytes / MIB:.0f} MiB of WAL, {fpi:,} full-page images, "
+          f"{checkpoints} checkpoints began", flush=True)
 
 
 def _collector(hosts: list, rounds: int) -> tuple[float, float, float]:
