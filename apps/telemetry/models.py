@@ -24,8 +24,9 @@ class HostTelemetry(models.Model):
 
     host = models.OneToOneField(Host, on_delete=models.CASCADE, primary_key=True,
                                 related_name="telemetry")
-    # The whole last Sample (Sample.to_dict(), txg history and text included): the
-    # next sample's txg rates, and the current values a page shows.
+    # The last Sample as Sample.to_dict() spells it, each pool's txg history cut to
+    # its last committed txg (rates.as_before): the next sample's rates, and the
+    # current values a page shows.
     last_sample = models.JSONField(null=True, blank=True)
     last_sample_at = models.DateTimeField(null=True, blank=True)
     last_duration = models.FloatField(null=True, blank=True)  # seconds, the round trip

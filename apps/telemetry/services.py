@@ -15,11 +15,10 @@ recorded on the host's HostTelemetry (last error, when) and never raised.
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -148,16 +147,19 @@ def record(taken: Taken, *, skipped: list[str] | None = None) -> RawSample | Non
 # as the database still has that sample as the host's last (one small query checks).
 _previous: dict[int, tuple[datetime, Sample, dict]] = {}
 
-_STATE = ("host_id bigint, last_sample jsonb, last_sample_at timestamptz, last_duration float8, "
-          "skipped jsonb, arc_hit_rate float8, tps float8, capacity integer, used bigint, "
-          "space_saved bigint, cache_hit_rate float8, recent jsonb")
+# A round's rows, one a host: its raw sample's columns, then its state row's.
+_ROUND = ("host_id bigint, taken_at timestamptz, \"values\" jsonb, missing jsonb, "
+          "last_sample jsonb, last_duration float8, skipped jsonb, arc_hit_rate float8, "
+          "tps float8, capacity integer, used bigint, space_saved bigint, "
+          "cache_hit_rate float8, recent jsonb")
 
 
 def record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
-    """A round's answers written in a constant number of queries: the raw rows with one
-    COPY, the hosts' states with one COPY and one UPDATE, errors with one UPDATE; with
-    the VictoriaMetrics store, each metric's value of each sample in one POST too, sent
-    while those run."""
+    """A round's answers written in a constant number of queries: every answer's raw
+    row and state with one COPY into a temporary table, then one INSERT and one
+    UPDATE from it, errors with one UPDATE; with the VictoriaMetrics store, each
+    metric's value of each sample in one POST too, sent while the INSERT and UPDATE
+    run."""
     if not answers:
         return
     with _cycles_collected_after():
@@ -186,7 +188,37 @@ def _record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
     for taken in failed:
         _outage_began(taken)
     _outages_ended(answered)
-    raw, states, remembered, history = [], [], {}, []
+    remembered: dict[int, tuple[datetime, Sample, dict]] = {}
+    history: list[str] = []
+    rows = _rows(answered, previous, skipped, remembered, history)
+    # The POST goes beside the database's work, not after it: each store works while
+    # the other does (VictoriaMetrics' answer to a host's very first round, when it
+    # registers the host's series, is the slowest of all). Its thread touches no
+    # database; the round ends when both have.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="victoria") as beside:
+        posting = None
+        with transaction.atomic():
+            if failed:
+                _record_failures(failed)
+            if answered:
+                _take_in(rows)
+                if victoria.enabled():
+                    posting = beside.submit(victoria.write_round, "".join(history),
+                                            len(answered))
+                _apply_round()
+            transaction.on_commit(lambda: _previous.update(remembered))
+    if posting is not None:
+        posting.result()
+
+
+def _rows(answered: list[Taken], previous: dict[int, tuple[Sample | None, dict]],
+          skipped: dict[int, list[str]], remembered: dict, history: list[str],
+          ) -> Iterator[tuple]:
+    """Each answered host's row of the round, made when the COPY asks for it: Python
+    makes a host's documents while the server parses the ones before (jsonb's parse
+    of a round's documents is as long as making them). On the way it fills
+    `remembered` (what the next round reads from memory) and, with VictoriaMetrics
+    on, `history` (the lines to POST)."""
     interval = _interval()
     to_victoria = victoria.enabled()
     for taken in answered:
@@ -196,46 +228,38 @@ def _record_all(answers: list[Taken], skipped: dict[int, list[str]]) -> None:
         now = current.current(interval_rates, sample)
         recent = current.remember(recent, sample.taken_at.timestamp(), now)
         stored = series.stored(sample, before)
-        raw.append((taken.host_id, sample.taken_at, json.dumps(stored),
-                    json.dumps(dict(sample.missing))))
         if to_victoria:
             history.append(vmformat.lines(taken.host_id, sample.taken_at,
                                           metrics.interval_values(interval_rates, stored)))
         kept = as_before(sample)
-        states.append((taken.host_id, json.dumps(kept.to_dict()), sample.taken_at,
-                       taken.duration, json.dumps(skipped.get(taken.host_id, [])),
-                       now.arc_hit_rate, now.tps, now.capacity, now.used, now.space_saved,
-                       now.cache_hit_rate, json.dumps(recent)))
         remembered[taken.host_id] = (sample.taken_at, kept, recent)
-    # The POST goes beside the database's writes, not after them: each store works
-    # while the other does (VictoriaMetrics' answer to a host's very first round, when
-    # it registers the host's series, is the slowest of all). Its thread touches no
-    # database; the round ends when both have.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="victoria") as beside:
-        posting = (beside.submit(victoria.write_round, "".join(history), len(answered))
-                   if to_victoria and answered else None)
-        with transaction.atomic():
-            if failed:
-                _record_failures(failed)
-            if answered:
-                _write_answered(raw, states)
-            transaction.on_commit(lambda: _previous.update(remembered))
-    if posting is not None:
-        posting.result()
+        yield (taken.host_id, sample.taken_at, store.json_text(stored),
+               store.json_text(dict(sample.missing)), store.json_text(kept),
+               taken.duration, store.json_text(skipped.get(taken.host_id, [])),
+               now.arc_hit_rate, now.tps, now.capacity, now.used, now.space_saved,
+               now.cache_hit_rate, store.json_text(recent))
 
 
-def _write_answered(raw: list[tuple], states: list[tuple]) -> None:
-    store.copy("telemetry_rawsample", ("host_id", "taken_at", "values", "missing"), raw)
-    store.temporary("state_in", _STATE)
-    store.copy("state_in", [c.split()[0] for c in _STATE.split(", ")], states)
+def _take_in(rows: Iterable[tuple]) -> None:
+    """The round's rows into a temporary table with one COPY, streamed as made."""
+    store.temporary("round_in", _ROUND)
+    store.copy("round_in", [c.split()[0].strip('"') for c in _ROUND.split(", ")], rows)
+
+
+def _apply_round() -> None:
+    """The raw rows appended and the hosts' states updated from the round's table (its
+    documents already parsed: they are copied, not read again)."""
+    store.execute("""
+        INSERT INTO telemetry_rawsample (host_id, taken_at, "values", missing)
+        SELECT host_id, taken_at, "values", missing FROM round_in""")
     store.execute("""
         UPDATE telemetry_hosttelemetry t SET last_sample = i.last_sample,
-            last_sample_at = i.last_sample_at, last_duration = i.last_duration,
+            last_sample_at = i.taken_at, last_duration = i.last_duration,
             skipped = i.skipped, last_error = '', last_error_code = '',
             arc_hit_rate = i.arc_hit_rate, tps = i.tps, capacity = i.capacity,
             used = i.used, space_saved = i.space_saved, cache_hit_rate = i.cache_hit_rate,
             recent = i.recent
-        FROM state_in i WHERE t.host_id = i.host_id""")
+        FROM round_in i WHERE t.host_id = i.host_id""")
 
 
 # What a round uses of a host's last sample is what rates() and series.stored() read; a

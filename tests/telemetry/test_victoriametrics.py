@@ -59,10 +59,10 @@ def test_a_round_of_many_hosts_is_one_request_with_every_host_s_series(
 
 def test_a_round_s_post_goes_while_its_database_writes_run(
         fake_ssh, victoriametrics, monkeypatch):  # noqa: F811
-    """The round's database part waits here until VictoriaMetrics has the round's
-    samples: a POST sent after the database part would never come."""
+    """The round's INSERT and UPDATE wait here until VictoriaMetrics has the round's
+    samples: a POST sent after them would never come."""
     posted = threading.Event()
-    real_post, real_write = victoria._session.post, services._write_answered
+    real_post, real_apply = victoria._session.post, services._apply_round
 
     def post(url, **kwargs):
         answer = real_post(url, **kwargs)
@@ -71,11 +71,11 @@ def test_a_round_s_post_goes_while_its_database_writes_run(
 
     waited = []
 
-    def write(raw, states):
+    def apply():
         waited.append(posted.wait(timeout=30))
-        real_write(raw, states)
+        real_apply()
     monkeypatch.setattr(victoria._session, "post", post)
-    monkeypatch.setattr(services, "_write_answered", write)
+    monkeypatch.setattr(services, "_apply_round", apply)
     host = pinned("db1")
     fake_ssh({"db1": [captured(1)[0]]})
 

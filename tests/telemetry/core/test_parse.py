@@ -289,6 +289,28 @@ def test_a_sample_survives_json_and_back(fuse_sample):
         assert Sample.from_dict(stored) == sample
 
 
+@pytest.mark.parametrize("version", ["2.1", "2.3"])
+def test_the_collectors_json_text_of_a_real_sample_is_what_to_dict_spells(version):
+    """The state row is written with store.json_text (orjson, straight from the
+    dataclass): the same document as Sample.to_dict() through json, and it reads back
+    as the same sample, on both VM hosts' captured answers."""
+    from apps.telemetry.core.rates import as_before
+    from apps.telemetry.store import json_text
+    from tests.telemetry.fixtures import openzfs_samples
+
+    for sample in openzfs_samples(version):
+        for value in (sample, as_before(sample)):
+            assert json.loads(json_text(value)) == json.loads(json.dumps(value.to_dict()))
+            assert Sample.from_dict(json.loads(json_text(value))) == value
+
+
+def test_json_text_writes_null_for_what_jsonb_refuses():
+    from apps.telemetry.store import json_text
+
+    assert json.loads(json_text({"a": float("nan"), "b": float("inf")})) == {
+        "a": None, "b": None}
+
+
 def test_a_sample_stored_before_a_field_existed_reads_it_as_unknown(fuse_sample):
     stored = json.loads(json.dumps(fuse_sample.to_dict()))
     del stored["arc"]["iohits"], stored["clusters"][0]["stats"]["wal_fpi"], stored["uptime"]
