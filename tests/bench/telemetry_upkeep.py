@@ -187,6 +187,9 @@ def _server_counters() -> tuple[int, int, int]:
     from django.db import connection
 
     with connection.cursor() as cursor:
+        # A backend reports its counts at most once a second: have this one's reported
+        # now (it is the one that wrote the round), before the next statement reads.
+        cursor.execute("SELECT pg_stat_force_next_flush()")
         cursor.execute("SELECT wal_bytes, wal_fpi FROM pg_stat_wal")
         wal_bytes, fpi = cursor.fetchone()
         cursor.execute("SELECT to_regclass('pg_stat_checkpointer') IS NOT NULL")
