@@ -25,13 +25,13 @@ host that answered is a missing sample, not an outage. A raw row (`RawSample`)
 is the sample in apps/telemetry/core/series.py's stored form: nested JSON by
 source, pools, datasets and clusters keyed by name, counters raw (the txg
 history, a ring buffer, is turned into per-interval figures when sampled).
-A round (one shard's) is written in a constant
-number of queries (apps/telemetry/store.py): every host's raw row and state
-with one COPY into a temporary table, streamed as they are made (their JSON
-text by orjson), then one INSERT of the raw rows and one UPDATE of the states
-from it, errors with one UPDATE; each host's last sample stays in the collector's memory for the next
-round's rates (a query of the hosts' `last_sample_at` checks it is still the
-last; after a restart all hosts' are read in one query): a few KB of
+A round (one shard's) is written in a constant number of queries
+(apps/telemetry/store.py): every host's raw row and state with one COPY into a
+temporary table, streamed as they are made (their JSON text by orjson), then
+one INSERT of the raw rows and one UPDATE of the states from it, errors with
+one UPDATE; each host's last sample stays in the collector's memory for the
+next round's rates (a query of the hosts' `last_sample_at` checks it is still
+the last; after a restart all hosts' are read in one query): a few KB of
 memory a host in the collector's process. Of a pool's txg history (up to
 zfs_txg_history rows, 100 by default) the memory and the state row keep the
 last committed txg, the only one the next round's rates read
