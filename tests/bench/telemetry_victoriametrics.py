@@ -18,7 +18,7 @@ captured sample (moved a minute a round), then
   a host's life, not at each restart of the collector): the second time is the
   restart's figure; of the latter, the one POST to
   VictoriaMetrics alone (the product's own timing of victoria.write_round, which runs
-  beside the round's database part): the very first and the median of the rest; and the
+  beside the round's INSERT and UPDATE): the very first and the median of the rest; and the
   floor: the same payload POSTed bare by a fresh requests session (median of
   --rounds). Goal: the round within 10 % of TELEMETRY_INTERVAL.
 - storage after those rounds: VictoriaMetrics' data directory (du, after a flush,
