@@ -92,7 +92,15 @@ def new_context(browser):
 
 
 def sign_in(context, base_url: str, user) -> None:
-    """Put a real Django session for `user` into the context: no login form per test."""
+    """Put a real Django session for `user` into the context: no login form per test.
+
+    The context's pages are parked on about:blank first. A page left open by the
+    test before may still poll with its old cookie, whose session that test's
+    flush removed; Django answers such a request by deleting the cookie, and if
+    that answer lands after the new cookie is added it signs the new user out.
+    """
+    for page in context.pages:
+        page.goto("about:blank")
     client = Client()
     client.force_login(user)
     context.clear_cookies()
