@@ -14,7 +14,7 @@ tuning profile and findings, an operation running on every tenth host) and what 
 fleet has around its hosts:
 
 - telemetry as the collector leaves it: the two newest raw samples (the
-  OpenZFS 2.2 sample written from the sources' formats), the state row with the
+  OpenZFS 2.3 VM test host's captured sample), the state row with the
   current values the overview sorts by and the last hour the sparklines draw
   (every host has sparklines);
 - 10 snapshots per host, a replication link from every tenth host, two clones on

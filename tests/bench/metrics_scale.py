@@ -8,10 +8,10 @@ Not a test: it prints figures. In a database of its own (pozol_metrics_bench_<ra
 on the suite's PostgreSQL, dropped at the end) it records one host from a replayed
 real discovery and copies it (tests/bench/seed.py: its pools, datasets, clusters,
 disks), gives every host its telemetry as the collector leaves it (seed.telemetry:
-the two newest raw samples, the OpenZFS 2.2 sample written from the sources'
-formats (tests/telemetry/fixtures/openzfs-2.2) a minute apart with its counters
-grown, the state row with the last sample, the current values and the last hour
-for sparklines), 10 snapshots, and one replication link per 10 hosts
+the two newest raw samples, the OpenZFS 2.3 VM test host's captured sample
+(tests/telemetry/fixtures/openzfs-2.3) a minute apart with its counters grown,
+the state row with the last sample, the current values and the last hour for
+sparklines), 10 snapshots, and one replication link per 10 hosts
 (seed.snapshots, seed.links). The fleet grows to each size in turn.
 
 Each request runs --requests times after two warm-ups through Django's test client

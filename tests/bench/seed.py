@@ -157,7 +157,7 @@ def start_work(hosts: list[Host]) -> None:
 
 def telemetry(hosts: list[Host], now: datetime) -> None:
     """Each host's telemetry as the collector leaves it: its two newest raw samples
-    (the OpenZFS 2.2 sample written from the sources' formats, a minute apart, its
+    (the OpenZFS 2.3 VM test host's captured sample, a minute apart, its
     counters grown), its state row with the last sample, the current values the
     overview shows and sorts by (and /metrics serves), and `recent`, the last hour's
     ARC hit rate and TPS the sparklines draw, made by the product's own

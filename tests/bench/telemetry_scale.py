@@ -13,8 +13,8 @@ for the last TELEMETRY_RAW_HOURS (48 h), 5-minute rollups for the whole span
 and hourly ones merged from those, packed (apps.telemetry.core.packing), and as
 the tick compacts them: closed hours of 5-minute buckets and of raw samples (an
 hour behind) and closed days of hourly buckets in chunks, the rest rows
-(--rows: everything rows, as before chunks). The rows are the OpenZFS 2.2 sample
-written from the sources' formats (tests/telemetry/fixtures/openzfs-2.2) with its
+(--rows: everything rows, as before chunks). The rows are the OpenZFS 2.3 VM test
+host's captured sample (tests/telemetry/fixtures/openzfs-2.3) with its
 counters growing and its gauges moving each minute; the rollups are made by the
 product's own code (apps.telemetry.core.packing roll_up and merge) for one host and written
 for every host with COPY.
@@ -103,10 +103,9 @@ def _run(args: argparse.Namespace) -> None:
           "hourly rollups", flush=True)
     windows = {"host": template.pk, "to": _q(now), "from24": _q(now - timedelta(hours=24)),
                "from7d": _q(now - timedelta(days=args.days))}
-    priority = _first_in_line()
     results = {label: _measure(_fetch(clients, who, path.format(**windows)), args.requests)
                for label, who, path in [*URLS, *args.url]}
-    _print(results, args, priority)
+    _print(results, args)
     for label, who, path in [*URLS, *args.url]:
         if label in args.profile:
             _profile(label, _fetch(clients, who, path.format(**windows)))
@@ -221,12 +220,12 @@ def _chunked(hosts: list, raw: list, five: list, hourly: list, last: datetime):
 
 
 def _base_sample() -> tuple[dict, dict]:
+    """The OpenZFS 2.3 VM test host's second captured sample: its stored row and its
+    whole form (the state row's last sample)."""
     from apps.telemetry.core import series
-    from apps.telemetry.core.parse import parse_sample
-    from tests.telemetry.core.helpers import T0, openzfs_spec
-    from tests.telemetry.fixtures import frame, openzfs_sections
+    from tests.telemetry.fixtures import openzfs_samples
 
-    sample = parse_sample(frame(openzfs_sections()), openzfs_spec(), T0)
+    sample = openzfs_samples("2.3")[1]
     return series.stored(sample), sample.to_dict()
 
 
@@ -308,22 +307,6 @@ def _measure(fetch: Callable, requests: int) -> Figures:
                    statistics.median(sql), statistics.median(cpu))
 
 
-def _first_in_line() -> str:
-    """On a machine shared with other suites, run this process and its PostgreSQL
-    backend at a raised priority, so the figures are the code's cost more than
-    the queue for the CPUs (said in the output)."""
-    from django.db import connection
-
-    if os.geteuid() != 0:
-        return "normal priority (not root)"
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        [backend] = cursor.fetchone()
-    for pid in (0, backend):
-        os.setpriority(os.PRIO_PROCESS, pid, -10)
-    return "this process and its PostgreSQL backend at nice -10"
-
-
 def _profile(label: str, fetch: Callable) -> None:
     """Where one request's time goes (--profile LABEL): to find why a goal is missed."""
     import cProfile
@@ -335,13 +318,13 @@ def _profile(label: str, fetch: Callable) -> None:
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
 
 
-def _print(results: dict[str, Figures], args: argparse.Namespace, priority: str) -> None:
+def _print(results: dict[str, Figures], args: argparse.Namespace) -> None:
     from django.db import connection
 
     load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
     print(f"\n{args.hosts} hosts, {args.days} days of 1-minute samples; {args.requests} "
           "requests each, Django test client in-process (server time); "
-          f"{os.cpu_count()} CPUs, load average {load}; {priority}")
+          f"{os.cpu_count()} CPUs, load average {load}; normal priority")
     print(f"{'request':<24}{'p50 ms':>8}{'p95 ms':>8}{'SQL ms':>8}{'CPU ms':>8}{'bytes':>9}"
           f"{'qs':>4}  goal")
     for label, f in results.items():

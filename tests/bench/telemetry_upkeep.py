@@ -87,13 +87,14 @@ def _fleet(count: int) -> list:
 
 
 def _sample():
-    """Rows for the storage figures: the OpenZFS 2.2 sample written from the sources'
-    formats (tests/telemetry/fixtures/openzfs-2.2; a PostgreSQL 16 primary)."""
-    from apps.telemetry.core.parse import parse_sample
-    from tests.telemetry.core.helpers import openzfs_spec
-    from tests.telemetry.fixtures import frame, openzfs_sections
+    """Rows for the storage figures: the OpenZFS 2.3 VM test host's second captured
+    sample (tests/telemetry/fixtures/openzfs-2.3)."""
+    from dataclasses import replace
 
-    return lambda at: parse_sample(frame(openzfs_sections()), openzfs_spec(), at)
+    from tests.telemetry.fixtures import openzfs_samples
+
+    sample = openzfs_samples("2.3")[1]
+    return lambda at: replace(sample, taken_at=at)
 
 
 def _answer():
