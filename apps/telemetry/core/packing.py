@@ -132,7 +132,7 @@ def unpack(layout: Layout, start: datetime, data: bytes) -> Bucket:
     if not data or data[0] != FORMAT:
         raise PackingError("not a packed bucket (unknown format)")
     try:
-        body = zlib.decompress(data[1:])
+        body = memoryview(zlib.decompress(data[1:]))
     except zlib.error as error:
         raise PackingError(f"not a packed bucket: {error}") from None
     lengths = {"g": len(layout.gauges), "c": len(layout.counters)}
@@ -141,18 +141,24 @@ def unpack(layout: Layout, start: datetime, data: bytes) -> Bucket:
     columns, offset, base = {}, 0, micros(start)
     for name, code in _COLUMNS:
         size = _SIZES[code] * lengths[name[0]]
-        raw = array(code)
-        raw.frombytes(body[offset:offset + size])
-        if _BIG_ENDIAN:  # pragma: no cover - stored little-endian everywhere
-            raw.byteswap()
-        column = raw.tolist()
+        column = _numbers(body[offset:offset + size], code)
         if name in ("c_first_at", "c_last_at"):
             column = [base + us for us in column]
         elif name == "c_reset":
-            column = [bool(flag) for flag in column]
+            column = [flag != 0 for flag in column]
         columns[name] = column
         offset += size
     return Bucket(start, layout, **columns)
+
+
+def _numbers(data: memoryview, code: str) -> list:
+    """Little-endian numbers read in place: the tick unpacks every host's eleven
+    5-minute buckets at the hour, and an array copy per column was a third of it."""
+    if _BIG_ENDIAN:  # pragma: no cover - stored little-endian everywhere
+        raw = array(code, bytes(data))
+        raw.byteswap()
+        return raw.tolist()
+    return data.cast(code).tolist()
 
 
 # -- chunks: a host's consecutive buckets in one row ------------------------------------------
