@@ -45,7 +45,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, Min, QuerySet
+from django.db.models import Max, Min, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from apps.fleet.models import Host
 from apps.telemetry import store
@@ -196,13 +197,15 @@ def samples(start: datetime, end: datetime, hosts: list[int] | None = None, *,
     chunked = _grouped(chunks.order_by("host_id", "start")
                        .values_list("host_id", "start", "layout_id", "data")
                        .iterator(chunk_size=_FETCH // 10))
+    # The values as text, parsed by store.json_value rather than Django's json.loads.
     single = _grouped(rows.order_by("host_id", "taken_at")
-                      .values_list("host_id", "taken_at", "values", "missing")
+                      .values_list("host_id", "taken_at", Cast("values", TextField()),
+                                   "missing")
                       .iterator(chunk_size=_FETCH))
     for host, in_chunks, in_rows in _joined(chunked, single):
         found = [sample for _, at, layout, data in in_chunks
                  for sample in store.raw_samples(at, layout, data) if start <= sample[0] < end]
-        found += [(at, values, taken) for _, at, values, taken in in_rows]
+        found += [(at, store.json_value(text), taken) for _, at, text, taken in in_rows]
         found.sort(key=lambda sample: sample[0])
         yield host, [sample if missing else sample[:2] for sample in found]
 

@@ -311,6 +311,16 @@ def test_json_text_writes_null_for_what_jsonb_refuses():
         "a": None, "b": None}
 
 
+def test_json_value_reads_what_json_loads_reads_past_orjsons_range():
+    """The tick parses raw rows with orjson; jsonb keeps numbers a double cannot hold,
+    which orjson refuses and json.loads reads as Django would."""
+    from apps.telemetry.store import json_value
+
+    text = '{"a": 1e400, "b": [18446744073709551615, -2.5], "c": {"d": null}}'
+    assert json_value(text) == json.loads(text)
+    assert json_value('{"e": 2.5}') == {"e": 2.5}
+
+
 def test_a_sample_stored_before_a_field_existed_reads_it_as_unknown(fuse_sample):
     stored = json.loads(json.dumps(fuse_sample.to_dict()))
     del stored["arc"]["iohits"], stored["clusters"][0]["stats"]["wal_fpi"], stored["uptime"]
