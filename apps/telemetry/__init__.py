@@ -49,8 +49,9 @@ one shape) and a deflated bytea of columns, exact to the bit, about 1.3 KB a
 5-minute buckets, a UTC day of hourly ones) a later tick puts each host's
 buckets of it into one `RollupChunk` (about 770 bytes a bucket), and an hour
 of raw rows an hour behind the rollups into one `RawChunk` (core/rawpack.py,
-about 230 bytes a sample), so the default retention takes about 16 MiB a host
-instead of 34; rows written before migration 0003 keep their JSON, rows
+about 230 bytes a sample), so the default retention takes about 13 MiB a host
+instead of 27 (the OpenZFS 2.3 VM host's captured sample, tests/bench/
+telemetry_upkeep); rows written before migration 0003 keep their JSON, rows
 from before 0004 are compacted by the ticks after it, and all are read and
 merged as before.
 `/api/hosts/{id}/telemetry/` picks the resolution by the span, fetches only
