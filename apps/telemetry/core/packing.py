@@ -153,7 +153,8 @@ def unpack(layout: Layout, start: datetime, data: bytes) -> Bucket:
 
 def _numbers(data: memoryview, code: str) -> list:
     """Little-endian numbers read in place: the tick unpacks every host's eleven
-    5-minute buckets at the hour, and an array copy per column was a third of it."""
+    5-minute buckets at the hour, and copying each column into an array first took
+    a third of the unpacking."""
     if _BIG_ENDIAN:  # pragma: no cover - stored little-endian everywhere
         raw = array(code, bytes(data))
         raw.byteswap()
