@@ -86,21 +86,10 @@ def _fleet(count: int) -> list:
     return hosts
 
 
-def _sample():
-    """Rows for the storage figures: the OpenZFS 2.3 VM test host's second captured
-    sample (tests/telemetry/fixtures/openzfs-2.3)."""
-    from dataclasses import replace
-
-    from tests.telemetry.fixtures import openzfs_samples
-
-    sample = openzfs_samples("2.3")[1]
-    return lambda at: replace(sample, taken_at=at)
-
-
 def _answer():
-    """What a host answers each round: the OpenZFS 2.3 VM test host's captured sample
-    (a real txg history: the state row and a restart's read-back carry what is kept of
-    it)."""
+    """What a host answers each round, and the rows of the storage figures: the
+    OpenZFS 2.3 VM test host's captured sample (a real txg history: the state row and
+    a restart's read-back carry what is kept of it)."""
     from dataclasses import replace
 
     from tests.telemetry.fixtures import openzfs_samples
@@ -421,7 +410,7 @@ def _minutes(start: datetime, count: int) -> list[tuple[datetime, dict]]:
     from apps.telemetry.core import series
     from tests.bench.telemetry_scale import _moved
 
-    base = series.stored(_sample()(start))
+    base = series.stored(_answer()(start))
     return [(start + timedelta(minutes=m, seconds=30), _moved(base, m)) for m in range(count)]
 
 
