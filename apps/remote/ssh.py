@@ -512,6 +512,10 @@ def _open_socket(address: str, port: int, timeout: float) -> socket.socket:
     # paramiko's keepalive does not wait for replies; TCP keepalive is what
     # notices a peer that vanished, so a pooled connection is not trusted forever.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    # A command is a few small packets each way. With Nagle's algorithm on, one sent
+    # while the last is unacknowledged waits for the host's delayed ACK (40 ms on
+    # Linux): every command took about 50 ms on loopback, against 5 ms without it.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     for option, value in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
         if hasattr(socket, option):
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)

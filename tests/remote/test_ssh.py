@@ -357,6 +357,15 @@ def test_commands_share_one_connection_until_close_all(server: Sshd):
     assert third != first
 
 
+def test_the_connection_sends_small_packets_at_once(server: Sshd):
+    run = ssh.session(server.target())
+    run(cmd("true"))
+
+    sock = ssh._pooled(server.target(), ssh.CONNECT_TIMEOUT).get_transport().sock
+
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
 def test_a_dead_pooled_connection_is_replaced_once(server: Sshd):
     run = ssh.session(server.target())
     before = connection_of(run)
