@@ -55,7 +55,7 @@ SHARED_KERNEL_MODULES = {
 # when it runs out, so the long ones must not start last: `--no-loadscope-reorder`
 # keeps this order): the 2.3 guest's tests (20 to 35 minutes under emulation, by the
 # machine), the 2.1 guest's (9 to 19), the kernel group (5 to 13), the fuzzer (3 to
-# 6). Then the other modules on real hosts, then the rest.
+# 6). Then the other modules on real hosts, then the browser modules, then the rest.
 FIRST = (VM_GROUP, VM21_GROUP, KERNEL_GROUP, "tests/accounts/test_api_fuzz.py")
 
 
@@ -88,7 +88,12 @@ def _rank(item: pytest.Item) -> int:
     group = xdist_group_of(item)
     if group in FIRST:
         return FIRST.index(group)
-    return len(FIRST) + (0 if _on_real_hosts(item) else 1)
+    if _on_real_hosts(item):
+        return len(FIRST)
+    # The browser modules next: minutes each (the accessibility module 3 to 5), they
+    # made a run's last five minutes on one worker when pytest-django's order (its
+    # transactional tests last) left them at the end.
+    return len(FIRST) + (1 if item.nodeid.startswith("tests/e2e/") else 2)
 
 
 def _on_the_21_guest(item: pytest.Item) -> bool:
