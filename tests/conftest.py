@@ -54,8 +54,9 @@ SHARED_KERNEL_MODULES = {
 # The groups that take longest go first, longest first (a worker takes the next group
 # when it runs out, so the long ones must not start last: `--no-loadscope-reorder`
 # keeps this order): the 2.3 guest's tests (20 to 35 minutes under emulation, by the
-# machine), the 2.1 guest's (9 to 19), the kernel group (5 to 13), the fuzzer (3 to
-# 6). Then the other modules on real hosts, then the browser modules, then the rest.
+# machine), the 2.1 guest's (9 to 19), the kernel group (5 to 13), the fuzzer (3
+# alone, 11 beside the guests). Then the other modules on real hosts, then the browser
+# modules, then the rest.
 FIRST = (VM_GROUP, VM21_GROUP, KERNEL_GROUP, "tests/accounts/test_api_fuzz.py")
 
 
