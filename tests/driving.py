@@ -20,20 +20,20 @@ def drive(operation: Operation, *, limit: int = 50, pause: float = 0.0) -> Opera
     """Run an operation's steps until it ends. Waits are cut short (WAIT_CAP);
     `pause` between steps lets work on the host take its real time (a pgbench run)."""
     started = time.monotonic()
+    operation.refresh_from_db()
     for _ in range(limit):
-        operation.refresh_from_db()
         if not operation.is_active:
             return operation
         Operation.objects.filter(pk=operation.pk, wake_at__isnull=False).update(
             wake_at=timezone.now())
         engine.run_step(operation.pk, owner="test-driver")
-        time.sleep(max(pause, _asked_wait(operation.pk)))
+        operation.refresh_from_db()  # what the step left: its wait, and for the next turn
+        time.sleep(max(pause, _asked_wait(operation)))
     raise AssertionError(f"operation {operation} did not end in {limit} steps "
                          f"({time.monotonic() - started:.1f} s)")
 
 
-def _asked_wait(pk: int) -> float:
-    wake_at = Operation.objects.filter(pk=pk).values_list("wake_at", flat=True).first()
-    if wake_at is None:
+def _asked_wait(operation: Operation) -> float:
+    if operation.wake_at is None:
         return 0.0
-    return min(WAIT_CAP, max(0.0, (wake_at - timezone.now()).total_seconds()))
+    return min(WAIT_CAP, max(0.0, (operation.wake_at - timezone.now()).total_seconds()))
