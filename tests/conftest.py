@@ -153,11 +153,13 @@ def replayed_host(db):
     from apps.fleet.models import Host
     from apps.fleet.steps import record_facts
     from apps.remote.gather import discover
+    from apps.remote.keys import generate_keypair
     from tests.remote.fixtures.hosts import replay_transcript
 
     host = Host(name="db1", address="127.0.0.9", credential_kind="pasted",
                 host_key_state=Host.KeyState.PINNED)
-    host.set_private_key("unused")
+    # Never used to connect; the sudoers answer writes its public half in the helper.
+    host.set_private_key(generate_keypair("db1")[0])
     host.save()
     record_facts(host, discover(replay_transcript()).to_dict())
     return host

@@ -98,8 +98,10 @@ class HostViewSet(IdempotentPosts, viewsets.ModelViewSet):
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, parameters=[OpenApiParameter(
         "login", str, description="another login than the host's own")], description=(
         "The sudoers file a non-root login needs on this host (install it as "
-        "/etc/sudoers.d/pozol, mode 0440): each rule with what it grants. `check` is what "
-        "the last discovery through that login found missing in `sudo -n -l`."))
+        "/etc/sudoers.d/pozol, mode 0440): each rule with what it grants; `helper`, the "
+        "program its `run` rule names (install it at `helper_path`, root, mode 0755), which "
+        "runs as root only scripts signed with this host's key. `check` is what the last "
+        "discovery through that login found missing in `sudo -n -l`."))
     @action(detail=True, methods=["get"])
     def sudoers(self, request, pk=None) -> Response:
         return Response(services.sudoers(self.get_object(), request.query_params.get("login")))

@@ -9,13 +9,13 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from apps.common.errors import Conflict, DomainError
-from apps.fleet import steps
+from apps.fleet import credentials, steps
 from apps.fleet.models import Host
 from apps.ops import engine
 from apps.ops.models import Operation
-from apps.remote import sudo
+from apps.remote import signed, sudo
 from apps.remote.commands import InvalidValue, os_user
-from apps.remote.keys import generate_keypair
+from apps.remote.keys import generate_keypair, public_line_of
 
 
 @transaction.atomic
@@ -127,8 +127,9 @@ def retire_cluster(host: Host, cluster_id: int) -> None:
 
 def sudoers(host: Host, login: str | None = None) -> dict:
     """The sudoers file `login` (the host's own login by default) needs on this host,
-    from its discovered clusters and tool paths, and what the last discovery's check
-    of `sudo -n -l` found missing (None until a discovery through that login)."""
+    from its discovered clusters; the helper its `run` rule names, trusting this host's
+    key (apps.remote.signed); and what the last discovery's check of `sudo -n -l` found
+    missing (None until a discovery through that login)."""
     login = host.user if login is None else login
     if login == sudo.ROOT:
         raise DomainError(f"{host.name} is reached as root, which needs no sudoers rules; "
@@ -139,7 +140,6 @@ def sudoers(host: Host, login: str | None = None) -> dict:
     except InvalidValue as exc:
         raise DomainError(f"login: {exc.reason}", fields={"login": [exc.reason]}) from None
     checked = (host.facts or {}).get("sudo")
-    found = (checked or {}).get("paths") or (host.facts or {}).get("tools") or {}
     try:
         clusters = [sudo.Cluster(c.owner, c.bin_dir) for c in host.clusters.all()
                     if c.owner and c.bin_dir]
@@ -148,8 +148,14 @@ def sudoers(host: Host, login: str | None = None) -> dict:
         facts = host.typed_facts()
         clusters += [sudo.Cluster(owner, bin_dir)
                      for bin_dir, owner in (facts.majors().values() if facts else ())]
-        text = sudo.sudoers(login, clusters, found)
+        text = sudo.sudoers(login, clusters)
     except InvalidValue as exc:  # what the host reported cannot be written in sudoers
         raise Conflict(f"{host.name}: {exc}", code="unnamable") from None
+    try:
+        helper = signed.helper(public_line_of(credentials.decrypt(host.private_key_encrypted)))
+    except (credentials.CredentialError, ValueError) as exc:
+        raise Conflict(f"{host.name}: its stored key cannot make the helper: {exc}",
+                       code="unusable_key") from None
     return {"login": login, "sudoers": text,
+            "helper_path": signed.HELPER_PATH, "helper": helper,
             "check": checked if checked and checked.get("login") == login else None}

@@ -27,18 +27,19 @@ parsers read English whatever locale a host's logins get.
 
 A host's login may be an ordinary user with sudo (`Host.user` other than root).
 ssh.py's wrapper then runs each command through `sudo -n` by the route
-apps/remote/sudo.py picks from how the command was built: `cmd("zfs"|"zpool",
-...)` through the `zfs` rule, `cmd("sysctl", ...)` through `sysctl`, a
-`ClusterTarget` program as `sudo -n -u OWNER BIN_DIR/PROGRAM` (the `cluster`
-rule), anything else (a script) as `sudo -n /bin/sh -c SCRIPT` (the `shell`
-rule, root-equivalent). `Command.direct` carries "this is one program, as this
-user"; a command rebuilt from another's text loses it and falls back to the
-shell route, so keep it with `dataclasses.replace`. A refusal by sudo is
-`SudoRefused` (code `sudo_refused`) naming the rule, whatever `check` asked.
-Discovery first runs `sudo -n -l` as the login (`Command.as_login`), refuses to
-go on without the shell rule, and records `HostFacts.sudo` (the rules
-`sudo.rules()` derives from the host's clusters and tool paths that the listing
-does not grant); `GET /api/hosts/<id>/sudoers/` and `manage.py pozol_sudoers`
-print the file. A replication link to such a target receives through `sudo -n
--- zfs recv` in its forced command. Root logins run exactly as before.
+apps/remote/sudo.py picks from how the command was built: a `ClusterTarget`
+program as `sudo -n -u OWNER BIN_DIR/PROGRAM` (the `cluster` rule), anything
+else (zfs, sysctl, every script) through the helper `pozol-run` (the `run`
+rule), signed with the host's own key for one run (apps/remote/signed.py): the
+login alone can run nothing as root. `Command.direct` carries "this is one
+program, as this user"; a command rebuilt from another's text loses it and falls
+back to the helper, so keep it with `dataclasses.replace`. A refusal by sudo or
+by the helper is `SudoRefused` (code `sudo_refused`) naming the rule, whatever
+`check` asked. Discovery first runs `sudo -n -l` and reads the helper's version
+as the login (`Command.as_login`), refuses to go on without either, and records
+`HostFacts.sudo` (the rules `sudo.rules()` derives from the host's clusters
+that the listing does not grant); `GET /api/hosts/<id>/sudoers/` and `manage.py
+pozol_sudoers` print the file and the helper. A replication link to such a
+target receives through the helper's standing script of the link in its forced
+command. Root logins run exactly as before.
 """

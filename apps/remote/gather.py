@@ -36,7 +36,7 @@ from dataclasses import asdict
 from functools import reduce
 
 from apps.common.sizes import MiB
-from apps.remote import commands, sudo
+from apps.remote import commands, signed, sudo
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import Command, InvalidValue, cmd, script
 from apps.remote.errors import SudoRefused
@@ -154,25 +154,30 @@ def under(name: str, parent: str) -> bool:
 # -- a login other than root: its sudoers rules ---------------------------------
 
 def _sudo_listing(run: Runner, login: str) -> SudoListing | None:
-    """`sudo -n -l` as the login itself, with the paths of the programs its rules name;
-    refused at once when the shell rule, which every later round trip needs, is not
-    granted (the error names what is missing)."""
+    """`sudo -n -l` as the login itself, and the helper it runs as root; refused at once
+    when the `run` rule or the helper (apps.remote.signed), which every later round trip
+    needs, is missing (the error names what to install)."""
     if login == sudo.ROOT:
         return None
-    asked = bundle({"sudo_list": cmd(*sudo.LIST_COMMAND), "sudo_paths": script(
-        "for tool in zfs zpool sysctl; do command -v \"$tool\"; done")})
+    asked = bundle({"sudo_list": cmd(*sudo.LIST_COMMAND),
+                    "helper": script("head -n 3 {path}", path=signed.HELPER_PATH)})
     sections = split_sections(run(dataclasses.replace(
-        asked, as_login=True, shown="sudo -n -l  (the login's sudoers rules)"),
+        asked, as_login=True, shown="sudo -n -l  (the login's sudoers rules and helper)"),
         timeout=30, check=False).stdout)
     listed = sections.get("sudo_list") or Section("sudo_list", -1, "no answer")
-    found = SudoListing(listed.exit_code, listed.text,
-                        system.parse_tools(_text(sections, "sudo_paths")))
-    shell = found.check(login, [r for r in sudo.rules() if r.name == "shell"])
-    if not shell.ok and any(m["rule"] == "shell" for m in shell.missing):
+    found = SudoListing(listed.exit_code, listed.text)
+    needed = found.check(login, [r for r in sudo.rules() if r.name == "run"])
+    if not needed.ok and any(m["rule"] == "run" for m in needed.missing):
         raise SudoRefused(
             f"sudo does not let {login} run PoZoL's commands"
-            f"{f' ({shell.refused})' if shell.refused else ''}; missing: "
-            + "; ".join(m["line"] for m in shell.missing), rule="shell")
+            f"{f' ({needed.refused})' if needed.refused else ''}; missing: "
+            + "; ".join(m["line"] for m in needed.missing), rule="run")
+    version = signed.installed_version(_text(sections, "helper"))
+    if version != signed.HELPER_VERSION:
+        state = "missing" if version is None else f"version {version}, not {signed.HELPER_VERSION}"
+        raise SudoRefused(
+            f"the helper {signed.HELPER_PATH} that {login} runs as root is {state}: install "
+            "the one GET /api/hosts/<id>/sudoers/ gives (root, mode 0755)", rule="run")
     return found
 
 
@@ -180,7 +185,6 @@ def _sudo_listing(run: Runner, login: str) -> SudoListing | None:
 class SudoListing:
     exit_code: int
     text: str  # stdout and stderr together
-    paths: dict[str, str]
 
     def check(self, login: str, needed: list[sudo.Rule]) -> sudo.SudoCheck:
         return sudo.check(login, self.exit_code, self.text, self.text, needed)
@@ -199,13 +203,7 @@ def _sudo_check(login: str, listing: SudoListing, facts: HostFacts) -> sudo.Sudo
             clusters.append(sudo.Cluster(owner, bin_dir))
         except InvalidValue as exc:
             facts.skip("sudoers rule of PostgreSQL", major, exc.reason)
-    paths = {}
-    for name, path in listing.paths.items():
-        try:
-            paths[name] = sudo.command_path(path)
-        except InvalidValue as exc:
-            facts.skip("sudoers path", path, exc.reason)
-    return dataclasses.replace(listing.check(login, sudo.rules(clusters, paths)), paths=paths)
+    return listing.check(login, sudo.rules(clusters))
 
 
 # -- bundling ---------------------------------------------------------------

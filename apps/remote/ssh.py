@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import paramiko
 
-from apps.remote import keys, sudo
+from apps.remote import keys, signed, sudo
 from apps.remote.commands import Command, script
 from apps.remote.errors import (
     AuthenticationFailed,
@@ -164,7 +164,8 @@ class Session:
         remote_deadline = math.ceil(_remaining(deadline)) + REMOTE_SLACK
         try:
             with _mapped_errors(self.target.where, self.connect_timeout):
-                wrapped = _with_remote_deadline(command, remote_deadline, self.target.user)
+                wrapped = _with_remote_deadline(command, remote_deadline, self.target.user,
+                                                sign=self._sign)
                 return _exchange(channel, wrapped, stdin, deadline=deadline)
         finally:
             channel.close()
@@ -173,7 +174,8 @@ class Session:
         """sudo would not run it: say so whatever `check` asked, since the command
         itself never ran (a bundle read with check=False would otherwise look empty)."""
         login = self.target.user
-        if login == sudo.ROOT or command.as_login or result.exit_code not in (1, 127):
+        if login == sudo.ROOT or command.as_login or result.exit_code not in (
+                1, 127, signed.REFUSED_STATUS):
             return
         words = sudo.refusal(result.stderr)
         if words is None:
@@ -183,7 +185,11 @@ class Session:
         raise SudoRefused(
             f"{self.target.name}: sudo refused `{result.command}` for {login} ({words}); "
             f"PoZoL needs its sudoers rule {rule!r} on this host (see the host's sudoers "
-            "file: GET /api/hosts/<id>/sudoers/)", rule=rule)
+            "file and helper: GET /api/hosts/<id>/sudoers/)", rule=rule)
+
+    def _sign(self, text: str, seconds: int) -> signed.Signed:
+        """A signature the host's helper takes for `text`: made with the host's own key."""
+        return signed.sign_script(_private_key(self.target), text, seconds=seconds)
 
     @property
     def host_key(self) -> str:
@@ -215,14 +221,18 @@ class _Outcome:
 REMOTE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def _with_remote_deadline(command: Command, seconds: int, login: str = sudo.ROOT) -> Command:
+def _with_remote_deadline(command: Command, seconds: int, login: str = sudo.ROOT, *,
+                          sign: sudo.Signer | None = None) -> Command:
     # The command runs under `sh -c`, so templates are written for POSIX sh. LC_ALL=C:
     # parsers read English text (zpool status's scan line, psql's errors) whatever
     # locale the login sets; a prefix, because sshd passes client env only by AcceptEnv.
     # A login other than root runs it through sudo (apps.remote.sudo), unless it is
     # one of the few commands asked of the login itself.
     if login != sudo.ROOT and not command.as_login:
-        return sudo.wrap(command, path=REMOTE_PATH, grace=KILL_GRACE, seconds=seconds)
+        if sign is None:
+            raise AssertionError("a login other than root needs a signer")
+        return sudo.wrap(command, path=REMOTE_PATH, grace=KILL_GRACE, seconds=seconds,
+                         sign=sign)
     return script("PATH={path} LC_ALL=C timeout -k {grace} {seconds} sh -c {text}",
                   path=REMOTE_PATH, grace=KILL_GRACE, seconds=seconds, text=command.text)
 

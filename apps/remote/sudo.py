@@ -2,22 +2,24 @@
 
 A host may be reached as an ordinary user with sudo. Every command then runs
 through `sudo -n` (never a password prompt: a refusal is an error at once,
-`SudoRefused`), by one of four routes, chosen from how the command was built
+`SudoRefused`), by one of two routes, chosen from how the command was built
 (`Command.direct`, set by `commands.cmd` and `ClusterTarget.as_owner`):
 
-- `zfs`: a plain `zfs ...` or `zpool ...` runs as `sudo -n -- zfs ...`;
-- `sysctl`: a plain `sysctl ...` runs as `sudo -n -- sysctl ...`;
 - `cluster`: a program of a cluster's bin_dir run as its owner (psql, pg_ctl,
   pgbench) runs as `sudo -n -u OWNER -- BIN_DIR/PROGRAM ...`;
-- `shell`: anything else (a script: pipes, several commands, discovery's
-  bundles, a clone's creation) runs as `sudo -n /bin/sh -c SCRIPT`.
+- `run`: everything PoZoL runs as root (zfs, zpool, sysctl, and every script:
+  discovery's bundles, clones, replication, restarts, detached units) runs as
+  `sudo -n pozol-run NONCE EXPIRES SIGNATURE SCRIPT`, the helper of
+  apps.remote.signed, which runs a script only when the control plane signed
+  it with the host's key.
 
-The `shell` rule lets the login run any command as root: it is root. It is
-listed, and named so, because most of PoZoL's operations are still scripts run
-in one round trip; a command moved to a plain program of the first three routes
-stops needing it. `RULES` says what each rule grants, in the words the README
-repeats. The pure parts: `route`, `wrap`, `sudoers` (the file an operator
-installs) and `check` (what `sudo -n -l` says is missing).
+No rule names a shell, zfs or sysctl: each of those is root to whoever holds
+the login (a shell runs anything; a crafted `zfs receive` stream brings a setuid
+program and mounts it; kernel.core_pattern names a program the kernel runs as
+root). Through the helper the login alone can run nothing as root that the
+control plane did not sign. `RULES_TEXT` says what each rule grants, in the
+words the README repeats. The pure parts: `route`, `wrap`, `sudoers` (the file
+an operator installs) and `check` (what `sudo -n -l` says is missing).
 """
 
 from __future__ import annotations
@@ -25,22 +27,18 @@ from __future__ import annotations
 import fnmatch
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from apps.remote import signed
 from apps.remote.commands import Command, InvalidValue, abs_path, os_user, script
+from apps.remote.signed import HELPER_PATH, Signed
 
 ROOT = "root"
-# Where Debian and Ubuntu put them; sudo matches a command by its inode as well
-# as its path, so /sbin/zfs on a merged /usr also matches /usr/sbin/zfs.
-DEFAULT_PATHS = {"zfs": "/usr/sbin/zfs", "zpool": "/usr/sbin/zpool",
-                 "sysctl": "/usr/sbin/sysctl", "sh": "/bin/sh"}
-SHELL = DEFAULT_PATHS["sh"]
-# Through the narrow routes a command gets sudo's environment, where env_reset
-# drops LC_ALL; PoZoL's parsers read the C locale's words (zpool status).
+# Through the cluster route a command gets sudo's environment, where env_reset
+# drops LC_ALL; PoZoL's parsers read the C locale's words (psql's errors).
 LOCALE_DEFAULT = 'env_keep += "LC_ALL"'
 
-_PROGRAM_RULE = {"zfs": "zfs", "zpool": "zfs", "sysctl": "sysctl"}
 # The programs of a cluster's bin_dir PoZoL runs as its owner on their own (outside a
 # script): ClusterTarget's psql and pg_ctl, benchmarks' and experiments' pgbench.
 CLUSTER_PROGRAMS = ("psql", "pg_ctl", "pgbench")
@@ -60,15 +58,12 @@ class Rule:
 
 
 RULES_TEXT = {
-    "zfs": "zfs and zpool with any arguments, as root: every dataset and pool of the "
-           "host (create, destroy, rollback, send, receive, set properties)",
-    "sysctl": "sysctl with any arguments, as root: root-equivalent, since "
-              "kernel.core_pattern and kernel.modprobe name programs the kernel runs as root",
+    "run": f"{HELPER_PATH} as root: the scripts PoZoL's control plane signs with this "
+           "host's key (zfs, zpool, sysctl, discovery, snapshots, clones, replication, "
+           "restarts), each once; the login alone can sign none. Install the helper "
+           "from GET /api/hosts/<id>/sudoers/ first",
     "cluster": "psql, pg_ctl and pgbench of the cluster's bin_dir as its owner: the "
                "cluster's superuser role, and through it the owner's OS account",
-    "shell": "/bin/sh as root: any command as root. PoZoL's multi-command scripts "
-             "(discovery's bundles, clones, drills, replication, rollbacks, restarts, "
-             "detached units) need it until they are single programs",
 }
 
 
@@ -86,33 +81,26 @@ class Cluster:
 
 def command_path(value: object) -> str:
     """A path as a sudoers line can name it, or InvalidValue: it comes from a host (a
-    postmaster's binary, `command -v`), and a comma or colon would end the command
-    there and start another in the file an operator installs."""
+    postmaster's binary), and a comma or colon would end the command there and start
+    another in the file an operator installs."""
     path = abs_path(value)
     if set(path) & set(":,=\\"):
         raise InvalidValue("path", path, "sudoers cannot name a path with : , = or \\")
     return path
 
 
-def rules(clusters: Iterable[Cluster] = (), paths: dict[str, str] | None = None) -> list[Rule]:
+def rules(clusters: Iterable[Cluster] = ()) -> list[Rule]:
     """Every rule a host needs, in the order the file lists them."""
-    where = {**DEFAULT_PATHS, **{name: command_path(path) for name, path in
-                                 (paths or {}).items() if name in DEFAULT_PATHS}}
-    found = [
-        Rule("zfs", ROOT, (where["zfs"], where["zpool"]), RULES_TEXT["zfs"]),
-        Rule("sysctl", ROOT, (where["sysctl"],), RULES_TEXT["sysctl"]),
-    ]
+    found = [Rule("run", ROOT, (HELPER_PATH,), RULES_TEXT["run"])]
     for owner in sorted({c.owner for c in clusters}):
         dirs = sorted({c.bin_dir.rstrip("/") for c in clusters if c.owner == owner})
         found.append(Rule(f"cluster:{owner}", os_user(owner),
                           tuple(f"{d}/{p}" for d in dirs for p in CLUSTER_PROGRAMS),
                           RULES_TEXT["cluster"]))
-    found.append(Rule("shell", ROOT, (SHELL,), RULES_TEXT["shell"]))
     return found
 
 
-def sudoers(login: str, clusters: Iterable[Cluster] = (),
-            paths: dict[str, str] | None = None) -> str:
+def sudoers(login: str, clusters: Iterable[Cluster] = ()) -> str:
     """The file an operator installs as /etc/sudoers.d/pozol (mode 0440, `visudo -cf`)."""
     login = os_user(login)
     lines = [
@@ -123,7 +111,7 @@ def sudoers(login: str, clusters: Iterable[Cluster] = (),
         "# LC_ALL=C reaches the commands run without a shell (parsers read C-locale text).",
         f"Defaults:{login} {LOCALE_DEFAULT}",
     ]
-    for rule in rules(clusters, paths):
+    for rule in rules(clusters):
         comment = textwrap.wrap(f"{rule.name}: {rule.grants}.", 78)
         lines += ["", *(f"# {text}" for text in comment), rule.line(login)]
     return "\n".join(lines) + "\n"
@@ -134,22 +122,23 @@ def sudoers(login: str, clusters: Iterable[Cluster] = (),
 
 @dataclass(frozen=True)
 class Route:
-    rule: str  # "zfs", "sysctl", "cluster", "shell"
+    rule: str  # "run", "cluster"
     user: str = ROOT
 
 
 def route(command: Command) -> Route:
     """Which rule a command needs, from how it was built."""
     direct = command.direct
-    if direct is None:
-        return Route("shell")
-    if direct.user != ROOT:
+    if direct is not None and direct.user != ROOT:
         return Route("cluster", direct.user)
-    rule = _PROGRAM_RULE.get(direct.argv[0])
-    return Route(rule) if rule else Route("shell")
+    return Route("run")
 
 
-def wrap(command: Command, *, path: str, grace: int, seconds: int) -> Command:
+# Signs a script's text for a run within so many seconds (apps.remote.signed).
+Signer = Callable[[str, int], Signed]
+
+
+def wrap(command: Command, *, path: str, grace: int, seconds: int, sign: Signer) -> Command:
     """`command` as a non-root login runs it: through sudo -n, under the deadline.
 
     The deadline's `timeout` runs as the login and signals sudo, which passes the
@@ -157,9 +146,6 @@ def wrap(command: Command, *, path: str, grace: int, seconds: int) -> Command:
     """
     found = route(command)
     direct = command.direct
-    if found.rule in ("zfs", "sysctl"):
-        return script("PATH={path} LC_ALL=C timeout -k {grace} {seconds} sudo -n -- {argv}",
-                      path=path, grace=grace, seconds=seconds, argv=list(direct.argv))
     if found.rule == "cluster":
         # From `/`: the owner cannot read the login's home, and PostgreSQL's programs
         # complain on every call when they cannot change back to it.
@@ -168,8 +154,9 @@ def wrap(command: Command, *, path: str, grace: int, seconds: int) -> Command:
                       "sudo -n -u {user} -- {argv}", path=path, grace=grace, seconds=seconds,
                       limit=limit, user=found.user, argv=list(direct.argv))
     inner = f"PATH={path}; LC_ALL=C; export PATH LC_ALL\n{command.text}"
-    return script("PATH={path} LC_ALL=C timeout -k {grace} {seconds} sudo -n {shell} -c {text}",
-                  path=path, grace=grace, seconds=seconds, shell=SHELL, text=inner)
+    return script("PATH={path} LC_ALL=C timeout -k {grace} {seconds} sudo -n {argv}",
+                  path=path, grace=grace, seconds=seconds,
+                  argv=sign(inner, seconds + grace).argv(inner))
 
 
 # What sudo -n prints when it will not run a command: not allowed (it asks for a
@@ -179,13 +166,18 @@ _REFUSALS = re.compile(
     r"sudo: sorry, you must have a tty to run sudo|"
     r"Sorry, user \S+ (?:is not allowed to execute|may not run sudo).*|"
     r"sudo: .*(?:not allowed|not in the sudoers file).*|"
-    r"(?:sh: \d+: )?sudo: (?:not found|command not found))$", re.M)
+    r"(?:sh: \d+: )?sudo: (?:not found|command not found)|"
+    r"sudo: \S+: command not found)$", re.M)
 
 
 def refusal(stderr: str) -> str | None:
-    """sudo's own line when it refused to run the command, else None."""
+    """sudo's own line when it refused to run the command, or the helper's (pozol-run:
+    a signature it does not trust, a nonce it has seen), else None."""
     match = _REFUSALS.search(stderr)
-    return match.group(0).strip() if match else None
+    if match:
+        return match.group(0).strip()
+    words = signed.refusal(stderr)
+    return f"pozol-run refused: {words}" if words else None
 
 
 # -- checking what sudo -n -l allows ----------------------------------------------
@@ -274,7 +266,6 @@ class SudoCheck:
     ok: bool = False
     refused: str | None = None  # sudo's words when it would not even list
     missing: list[dict[str, str]] = field(default_factory=list)
-    paths: dict[str, str] = field(default_factory=dict)  # where its rules' programs are
 
 
 def check(login: str, exit_code: int, stdout: str, stderr: str,
@@ -333,9 +324,7 @@ def _covers(entry: str, path: str) -> bool:
     if entry == "ALL":
         return True
     program, _, args = entry.partition(" ")
-    # PoZoL passes the shell `-c SCRIPT`, and the others any arguments.
-    any_args = ("", "*", "-c *") if path == SHELL else ("", "*")
-    if args.strip() not in any_args:
+    if args.strip() not in ("", "*"):  # PoZoL passes any arguments
         return False
     return fnmatch.fnmatchcase(_merged(path), _merged(program))
 

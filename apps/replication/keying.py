@@ -35,5 +35,8 @@ def key_commands(link: ReplicationLink) -> dict[Side, Command] | Fail:
     known = commands.known_hosts_line(target.address, target.port, target.host_key)
     files = commands.write_source_files(endpoint(link), known,
                                         credentials.decrypt(link.private_key_encrypted))
-    install = commands.install_key(target.authorized_keys_file, core_link(link), line)
+    standing = (None if target.user == "root" else
+                commands.standing_receive(core_link(link), capabilities_of(target)))
+    install = commands.install_key(target.authorized_keys_file, core_link(link), line,
+                                   standing)
     return {Side.SOURCE: files, Side.TARGET: install}

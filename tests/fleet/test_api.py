@@ -9,8 +9,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.accounts.models import ApiToken
+from apps.fleet import credentials
 from apps.fleet.models import Host
 from apps.ops.models import Operation
+from apps.remote import keys
 from apps.remote.keys import generate_keypair
 from tests.racing import race
 
@@ -218,6 +220,10 @@ def test_the_sudoers_file_of_a_host_names_its_clusters_and_refuses_root_or_a_bad
     line = f"pozol ALL=({cluster.owner}) NOPASSWD: {cluster.bin_dir}/psql, "
     assert line in answer.json()["sudoers"]
     assert answer.json()["check"] is None  # no discovery through that login yet
+    # The helper the run rule names trusts this host's key, and only it.
+    public = keys.public_line_of(credentials.decrypt(replayed_host.private_key_encrypted))
+    assert answer.json()["helper_path"] == "/usr/local/sbin/pozol-run"
+    assert f"TRUSTED='{public}'" in answer.json()["helper"]
 
     for hostile in HOSTILE[:8]:
         refused = api.get(f"/api/hosts/{replayed_host.pk}/sudoers/", {"login": hostile})

@@ -1,12 +1,14 @@
 """A host reached as an ordinary user with sudo (issue 21, section 3): a test host whose
-sshd lets in `pozol`, who exists only inside the host, with the sudoers file PoZoL
-generates (apps/demo/fleet/login.py). Discovery through that login sees what root sees
-and its check of `sudo -n -l` passes; with a rule taken away, discovery names it, and
-the command that needs it fails naming it; a snapshot and a tuning apply work."""
+sshd lets in `pozol`, who exists only inside the host, with the sudoers file and the
+helper PoZoL generates (apps/demo/fleet/login.py). Discovery through that login sees
+what root sees and its check of `sudo -n -l` passes; with a rule taken away, discovery
+names it, and the command that needs it fails naming it; the login on its own runs
+nothing as root that PoZoL did not sign; snapshots, tuning, clones, replication work."""
 
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import tempfile
 import time
 from pathlib import Path
@@ -23,13 +25,15 @@ from apps.demo.fleet.login import SUDOERS_FILE, write_sudoers
 from apps.demo.fleet.model import Layout
 from apps.drills import services as drills
 from apps.drills import table_recovery
+from apps.fleet import services as fleet
 from apps.fleet.models import PgCluster
 from apps.ops.models import Operation
-from apps.remote import ssh
+from apps.remote import keys, signed, ssh
 from apps.remote.commands import cmd
 from apps.remote.errors import SudoRefused
 from apps.remote.gather import discover
 from apps.replication import services as replication
+from apps.replication.models import ReplicationLink
 from apps.snapshots import services as snapshots
 from apps.snapshots.models import Snapshot
 from apps.telemetry import tasks as telemetry
@@ -86,9 +90,15 @@ def without(sudo_host, original: str, needle: str) -> None:
     set_sudoers(sudo_host, "\n".join(kept) + "\n")
 
 
-def as_login(sudo_host, command: str) -> str:
+def as_login(sudo_host, command: str, *, check: bool = True) -> str:
     """A command on the host over OpenSSH as pozol, independently of the product's code."""
-    return openssh(sudo_host, command)
+    return openssh(sudo_host, command, check=check)
+
+
+def as_root(sudo_host, command: str) -> str:
+    """A command on the host over OpenSSH as root (its sshd lets root in too): what the
+    tests check with, since the login itself can run no zfs as root."""
+    return openssh(dataclasses.replace(sudo_host, user="root"), command)
 
 
 def setting(sudo_host, name: str) -> str:
@@ -128,9 +138,7 @@ def test_discovery_through_sudo_sees_what_root_sees_and_every_rule_is_granted(
         sudo_host, rules, api):
     host, operation = discovered(sudo_host)
     assert operation.status == Operation.Status.SUCCEEDED, operation.error
-    assert host.facts["sudo"] == {"login": LOGIN, "ok": True, "refused": None, "missing": [],
-                                  "paths": {"zfs": "/usr/sbin/zfs", "zpool": "/usr/sbin/zpool",
-                                            "sysctl": "/usr/sbin/sysctl"}}
+    assert host.facts["sudo"] == {"login": LOGIN, "ok": True, "refused": None, "missing": []}
     assert "sudo -n -l" in logged(operation)
     cluster = PgCluster.objects.get(host=host)
     assert (cluster.owner, cluster.data_dir, cluster.port) == (
@@ -159,42 +167,98 @@ def test_discovery_through_sudo_sees_what_root_sees_and_every_rule_is_granted(
     assert answer.status_code == 200
     assert answer.json()["sudoers"] == rules
     assert answer.json()["check"]["ok"] is True
+    helper = Path(sudo_host.etc_sudoers_file).parents[2] / "usr-local-sbin" / "pozol-run"
+    assert answer.json()["helper"] == helper.read_text().replace(
+        str(helper.parents[1] / "pozol-run"), signed.STATE_DIR)
 
 
 def test_a_removed_rule_is_named_by_discovery_and_by_what_needs_it(
         sudo_host, rules, signed_in):
-    without(sudo_host, rules, "NOPASSWD: /usr/sbin/zfs, /usr/sbin/zpool")
+    cluster_rule = f"{LOGIN} ALL=(postgres) NOPASSWD:"
+    without(sudo_host, rules, cluster_rule)
     host, operation = discovered(sudo_host)
-    # Discovery's bundles run through the shell rule: it still sees the host.
+    # Discovery's bundles run through the helper, as root: it still sees the host.
     assert operation.status == Operation.Status.SUCCEEDED, operation.error
     check = host.facts["sudo"]
     assert not check["ok"]
-    assert [m["rule"] for m in check["missing"]] == ["zfs"]
-    assert check["missing"][0]["line"] == (
-        f"{LOGIN} ALL=(root) NOPASSWD: /usr/sbin/zfs, /usr/sbin/zpool")
+    assert [m["rule"] for m in check["missing"]] == ["cluster:postgres"]
+    assert check["missing"][0]["line"].startswith(cluster_rule)
     page = signed_in.get(f"/hosts/{host.pk}/").content.decode()
-    assert 'id="sudo-missing"' in page and "/usr/sbin/zfs, /usr/sbin/zpool" in page
+    assert 'id="sudo-missing"' in page and "/usr/lib/postgresql/15/bin/psql" in page
 
     cluster = PgCluster.objects.get(host=host)
-    taken = drive(snapshots.snapshot_now(host, cluster=cluster))
-    assert taken.status == Operation.Status.FAILED
-    assert "sudo refused" in taken.error and "'zfs'" in taken.error, taken.error
-
-    # A plain sysctl read needs its own rule, which is still there.
     run = ssh.session(host.ssh_target())
-    assert run(cmd("sysctl", "-n", "vm.swappiness")).stdout.strip().isdigit()
-    without(sudo_host, rules, "NOPASSWD: /usr/sbin/sysctl")
     with pytest.raises(SudoRefused) as refused:
-        run(cmd("sysctl", "-n", "vm.swappiness"))
-    assert refused.value.rule == "sysctl" and "sudo: a password is required" in str(refused.value)
+        run(cluster.target().psql("select 1"))
+    assert refused.value.rule == "cluster:postgres"
+    assert "sudo: a password is required" in str(refused.value)
+    # The rest still runs: a plain zfs and a plain sysctl go through the helper.
+    assert run(cmd("sysctl", "-n", "vm.swappiness")).stdout.strip().isdigit()
+    assert sudo_host.pg_data_dataset in run(cmd("zfs", "list", "-H", "-o", "name")).stdout
 
 
-def test_without_the_shell_rule_discovery_fails_saying_so(sudo_host, rules, api):
-    without(sudo_host, rules, "NOPASSWD: /bin/sh")
+def test_the_login_alone_runs_nothing_as_root_that_pozol_did_not_sign(
+        sudo_host, rules, monkeypatch):
+    host, operation = discovered(sudo_host)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    for command in ("sudo -n /bin/sh -c id", "sudo -n /usr/sbin/zfs list",
+                    "sudo -n /usr/sbin/sysctl -n vm.swappiness"):
+        said = as_login(sudo_host, f"{command} 2>&1; echo status=$?", check=False)
+        assert "status=1" in said and "sudo: a password is required" in said, (command, said)
+
+    # A signature of another key, a changed script, a replay: each refused, never run.
+    other = keys.load_private_key(keys.generate_keypair("not the host's")[0])
+    mine = keys.load_private_key(host.ssh_target().private_key)
+    text = "touch /pozol-was-here"
+    forged = signed.sign_script(other, text, seconds=60)
+    changed = signed.sign_script(mine, "true", seconds=60)
+    honest = signed.sign_script(mine, "id -un", seconds=60)
+    for signature, script_text, words in ((forged, text, "bad signature"),
+                                          (changed, text, "bad signature"),
+                                          (honest, "id -un", None),
+                                          (honest, "id -un", "this signed script already ran")):
+        argv = " ".join(shlex.quote(a) for a in signature.argv(script_text))
+        said = as_login(sudo_host, f"sudo -n {argv} 2>&1; echo status=$?", check=False)
+        if words is None:
+            assert said.split() == ["root", "status=0"], said
+        else:
+            assert f"pozol-run: refused: {words}" in said and "status=126" in said, said
+    assert as_root(sudo_host, "test -e /pozol-was-here; echo $?").strip() == "1"
+
+    # Through the product, the helper's refusal is a SudoRefused naming the rule: here a
+    # host whose clock runs far ahead of the control plane's.
+    monkeypatch.setattr(signed, "CLOCK_SKEW", -3600)
+    with pytest.raises(SudoRefused) as refused:
+        ssh.session(host.ssh_target())(cmd("true"), check=False)
+    assert refused.value.rule == "run"
+    assert "pozol-run refused: the signature expired" in str(refused.value)
+
+
+def test_without_the_run_rule_discovery_fails_saying_so(sudo_host, rules, api):
+    without(sudo_host, rules, "NOPASSWD: /usr/local/sbin/pozol-run")
     host, operation = discovered(sudo_host)
     assert operation.status == Operation.Status.FAILED
-    assert f"{LOGIN} ALL=(root) NOPASSWD: /bin/sh" in operation.error, operation.error
+    assert f"{LOGIN} ALL=(root) NOPASSWD: /usr/local/sbin/pozol-run" in operation.error, \
+        operation.error
     assert host.last_error_code == "sudo_refused" and host.reachable is not False
+
+
+def test_without_the_helper_or_with_an_old_one_discovery_fails_saying_so(sudo_host, rules):
+    helper = Path(sudo_host.etc_sudoers_file).parents[2] / "usr-local-sbin" / "pozol-run"
+    current = helper.read_text()
+    try:
+        helper.write_text(current.replace("# pozol-run 1:", "# pozol-run 0:", 1))
+        host, operation = discovered(sudo_host)
+        assert operation.status == Operation.Status.FAILED
+        assert "/usr/local/sbin/pozol-run" in operation.error
+        assert "is version 0, not 1" in operation.error, operation.error
+        helper.unlink()
+        operation = drive(fleet.discover(host))
+        assert operation.status == Operation.Status.FAILED
+        assert "pozol-run that pozol runs as root is missing" in operation.error, operation.error
+    finally:
+        helper.write_text(current)
+        helper.chmod(0o755)
 
 
 def test_a_snapshot_and_a_tuning_apply_work_through_sudo(sudo_host, rules):
@@ -204,7 +268,7 @@ def test_a_snapshot_and_a_tuning_apply_work_through_sudo(sudo_host, rules):
 
     taken = drive(snapshots.snapshot_now(host, cluster=cluster))
     assert taken.status == Operation.Status.SUCCEEDED, taken.error
-    listed = as_login(sudo_host, "sudo -n zfs list -H -t snapshot -o name").split()
+    listed = as_root(sudo_host, "zfs list -H -t snapshot -o name").split()
     assert f"{sudo_host.pg_data_dataset}@{taken.state['snapshot']}" in listed, listed
 
     memory = "11MB" if work_mem(sudo_host) != "11MB" else "13MB"
@@ -216,7 +280,7 @@ def test_a_snapshot_and_a_tuning_apply_work_through_sudo(sudo_host, rules):
     assert applied.status == Operation.Status.SUCCEEDED, applied.error
     assert {c.status for c in plan.changes.all()} == {PlanChange.Status.APPLIED}
     assert work_mem(sudo_host) == memory
-    atime = as_login(sudo_host, f"sudo -n zfs get -H -o value atime {sudo_host.pg_data_dataset}")
+    atime = as_root(sudo_host, f"zfs get -H -o value atime {sudo_host.pg_data_dataset}")
     assert atime.strip() == "off"
 
 
@@ -228,7 +292,7 @@ def psql_as_login(sudo_host, sql: str) -> str:
 
 
 def test_a_clone_and_a_rollback_work_through_sudo(sudo_host, rules):
-    """The broad operations: scripts run through the shell rule, as root."""
+    """The broad operations: scripts run through the helper, as root."""
     host, operation = discovered(sudo_host)
     assert operation.status == Operation.Status.SUCCEEDED, operation.error
     cluster = PgCluster.objects.get(host=host)
@@ -253,8 +317,9 @@ def test_a_clone_and_a_rollback_work_through_sudo(sudo_host, rules):
 
 
 def test_replication_to_and_from_the_sudo_login(sudo_fleet, rules):
-    """To it: the link's forced command receives through `sudo -n zfs recv` (the zfs
-    rule); from it: the send runs as a detached unit through the shell rule."""
+    """To it: the link's forced command receives through the helper's standing script of
+    the link, removed with the link; from it: the send runs as a detached unit through
+    the helper."""
     pozol_host, root_host = sudo_fleet
     pozol_row, operation = discovered(pozol_host)
     assert operation.status == Operation.Status.SUCCEEDED, operation.error
@@ -277,10 +342,17 @@ def test_replication_to_and_from_the_sudo_login(sudo_fleet, rules):
                 link.refresh_from_db()
                 assert link.newest_received == taken.state["snapshot"]
                 time.sleep(1.1)  # snapshot names have a one-second resolution
+        # The receive of the link to pozol is a root-owned standing script, gone with it.
+        standing = (Path(pozol_host.etc_sudoers_file).parents[2] / "pozol-run" / "standing"
+                    / signed.standing_name("to-pozol"))
+        assert "exec zfs recv" in standing.read_text() and standing.stat().st_uid == 0
+        link = ReplicationLink.objects.get(name="to-pozol")
+        removed = drive(replication.delete_link(link))
+        assert removed.status == Operation.Status.SUCCEEDED, removed.error
+        assert not standing.exists()
     finally:
         for fleet_host, parent in ((pozol_host, "tank/to-pozol"), (root_host, "tank/from-pozol")):
-            openssh(fleet_host, f"{'sudo -n ' if fleet_host.user != 'root' else ''}"
-                                f"zfs destroy -r {parent} || true")
+            as_root(fleet_host, f"zfs destroy -r {parent} || true")
 
 
 def test_telemetry_a_scrub_a_benchmark_and_a_restart_work_through_sudo(sudo_host, rules):

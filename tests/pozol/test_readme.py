@@ -39,6 +39,9 @@ NOT_RUN = {
     "Supported and tested hosts": "its commands are the suite's own VM group (tests/vm, "
                                   "which `make test` runs) and a by-hand VM on a fixed "
                                   "subnet, a second guest beside the suite's",
+    "Non-root login": "it installs the helper as root on a database host, not here; the "
+                      "test hosts get the helper the API prints the same way "
+                      "(tests/integration/test_sudo_login.py, tests/vm)",
     "Test hosts by hand": "its fleet takes a fixed subnet (127.0.79) and state directory, "
                           "which another checkout's README test would share",
 }

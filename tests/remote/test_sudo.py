@@ -1,11 +1,12 @@
 """A login other than root: routes through sudo, the generated sudoers file, and the
 check of `sudo -n -l`, on output captured from a real sudo 1.9.13 (fixtures/sudo/)."""
 
+import time
 from pathlib import Path
 
 import pytest
 
-from apps.remote import sudo
+from apps.remote import keys, signed, sudo
 from apps.remote.cluster import ClusterTarget
 from apps.remote.commands import cmd, script
 from apps.snapshots.core.commands import listing
@@ -26,20 +27,20 @@ def test_the_generated_rules_grant_everything_pozol_asks():
 
 
 def test_a_removed_rule_is_named_with_the_line_to_add():
-    found = sudo.check("pozol", 0, read("sudo/list_without_zfs.txt"), "", NEEDED)
+    found = sudo.check("pozol", 0, read("sudo/list_without_run.txt"), "", NEEDED)
     assert not found.ok
-    assert found.missing == [{"rule": "zfs",
-                              "line": "pozol ALL=(root) NOPASSWD: /usr/sbin/zfs, /usr/sbin/zpool",
-                              "grants": sudo.RULES_TEXT["zfs"]}]
+    assert found.missing == [{"rule": "run",
+                              "line": "pozol ALL=(root) NOPASSWD: /usr/local/sbin/pozol-run",
+                              "grants": sudo.RULES_TEXT["run"]}]
 
 
 def test_without_lc_all_kept_the_locale_default_is_missing():
     assert missing("list_without_locale.txt") == ["locale"]
 
 
-def test_aliases_globs_merged_usr_and_a_shell_limited_to_dash_c_still_grant():
-    # /sbin/zfs on a merged /usr is /usr/sbin/zfs; (postgres, pg-admin) and a bin glob
-    # cover the cluster; `/bin/sh -c *` is what PoZoL runs; LC_* keeps LC_ALL.
+def test_aliases_and_globs_still_grant():
+    # A Runas_Alias (postgres, pg-admin) and a bin glob cover the cluster; a glob of
+    # /usr/local/sbin/pozol-* the helper; LC_* keeps LC_ALL.
     assert missing("list_aliases_and_globs.txt") == []
 
 
@@ -54,7 +55,7 @@ def test_a_cluster_of_another_owner_or_bin_dir_is_missing_its_rule():
 def test_a_password_protected_entry_grants_nothing():
     listing = sudo.parse_listing(read("sudo/list_aliases_and_globs.txt"))
     assert listing.privileges[-1] == sudo.Privilege(("ALL",), (("ALL", False),))
-    assert missing("list_without_zfs.txt") == ["zfs"]  # not saved by any (ALL) ALL
+    assert missing("list_without_run.txt") == ["run"]  # not saved by any (ALL) ALL
 
 
 @pytest.mark.parametrize("name", ["list_no_rules", "list_password_only"])
@@ -62,13 +63,15 @@ def test_sudo_refusing_to_list_misses_every_rule_and_says_why(name):
     stderr = read(f"sudo/{name}.stderr")
     found = sudo.check("pozol", 1, read(f"sudo/{name}.stdout"), stderr, NEEDED)
     assert found.refused == "sudo: a password is required"
-    assert [m["rule"] for m in found.missing] == ["zfs", "sysctl", "cluster:postgres", "shell"]
+    assert [m["rule"] for m in found.missing] == ["run", "cluster:postgres"]
 
 
 def test_refusal_is_read_from_sudo_words_only():
     assert sudo.refusal(read("sudo/refused_zfs.stderr")) == "sudo: a password is required"
     assert sudo.refusal("sh: 1: sudo: not found\n") == "sh: 1: sudo: not found"
     assert sudo.refusal("cannot open 'tank/x': dataset does not exist\n") is None
+    assert sudo.refusal("pozol-run: refused: this signed script already ran once\n") == (
+        "pozol-run refused: this signed script already ran once")
 
 
 def test_defaults_split_on_commas_outside_quotes_and_escapes():
@@ -83,13 +86,12 @@ def test_the_sudoers_file_lists_each_rule_with_what_it_grants():
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     assert lines == [
         'Defaults:pozol env_keep += "LC_ALL"',
-        "pozol ALL=(root) NOPASSWD: /usr/sbin/zfs, /usr/sbin/zpool",
-        "pozol ALL=(root) NOPASSWD: /usr/sbin/sysctl",
+        "pozol ALL=(root) NOPASSWD: /usr/local/sbin/pozol-run",
         "pozol ALL=(postgres) NOPASSWD: /usr/lib/postgresql/15/bin/psql, "
         "/usr/lib/postgresql/15/bin/pg_ctl, /usr/lib/postgresql/15/bin/pgbench",
-        "pozol ALL=(root) NOPASSWD: /bin/sh",
     ]
-    assert "# shell: /bin/sh as root: any command as root." in text
+    # No rule names a shell, zfs or sysctl: each is root to whoever holds the login.
+    assert not [line for line in lines if "/bin/sh" in line or "/usr/sbin/" in line]
 
 
 def test_a_hostile_login_or_owner_never_reaches_the_file():
@@ -99,14 +101,25 @@ def test_a_hostile_login_or_owner_never_reaches_the_file():
         sudo.rules([sudo.Cluster("root) ALL\n", "/usr/bin")])
 
 
+SIGNED = signed.Signed("0" * 32, 1_900_000_000, "U1NIU0lH")
+
+
+def unsigned(text: str, seconds: int) -> signed.Signed:
+    assert seconds == 67  # the deadline and its grace
+    return SIGNED
+
+
 def wrapped(command) -> str:
-    return sudo.wrap(command, path="/usr/bin:/bin", grace=5, seconds=62).text
+    return sudo.wrap(command, path="/usr/bin:/bin", grace=5, seconds=62, sign=unsigned).text
 
 
-def test_a_plain_zfs_command_runs_through_the_zfs_rule():
-    assert sudo.route(cmd("zpool", "status", "tank")) == sudo.Route("zfs")
+def test_a_plain_zfs_or_sysctl_command_runs_through_the_helper():
+    assert sudo.route(cmd("zpool", "status", "tank")) == sudo.Route("run")
+    assert sudo.route(cmd("sysctl", "-n", "vm.swappiness")) == sudo.Route("run")
     assert wrapped(cmd("zfs", "list", "-H")) == (
-        "PATH=/usr/bin:/bin LC_ALL=C timeout -k 5 62 sudo -n -- zfs list -H")
+        "PATH=/usr/bin:/bin LC_ALL=C timeout -k 5 62 sudo -n /usr/local/sbin/pozol-run "
+        f"{SIGNED.nonce} {SIGNED.expires} {SIGNED.signature} "
+        "'PATH=/usr/bin:/bin; LC_ALL=C; export PATH LC_ALL\nzfs list -H'")
 
 
 def test_a_cluster_program_runs_as_its_owner_from_the_root_directory():
@@ -119,18 +132,30 @@ def test_a_cluster_program_runs_as_its_owner_from_the_root_directory():
         "/usr/lib/postgresql/15/bin/psql -h /run/postgresql -p 5432 -X -At")
 
 
-def test_a_script_or_another_program_needs_the_shell_rule():
-    assert sudo.route(script("zfs list | head -1")) == sudo.Route("shell")
-    assert sudo.route(cmd("cat", "/proc/meminfo")) == sudo.Route("shell")
-    assert wrapped(script("echo {x}", x="a b")) == (
-        "PATH=/usr/bin:/bin LC_ALL=C timeout -k 5 62 sudo -n /bin/sh -c "
+def test_a_script_runs_through_the_helper_signed_as_it_is_sent():
+    assert sudo.route(script("zfs list | head -1")) == sudo.Route("run")
+    assert sudo.route(listing(["tank/pg@a"])) == sudo.Route("run")
+    assert wrapped(script("echo {x}", x="a b")).endswith(
         "'PATH=/usr/bin:/bin; LC_ALL=C; export PATH LC_ALL\necho '\"'\"'a b'\"'\"''")
+    sent = []
+
+    def sign(text, seconds):
+        sent.append(text)
+        return SIGNED
+
+    command = script("echo {x}", x="a b")
+    sudo.wrap(command, path="/usr/bin:/bin", grace=5, seconds=62, sign=sign)
+    assert sent == ["PATH=/usr/bin:/bin; LC_ALL=C; export PATH LC_ALL\n" + command.text]
 
 
-def test_the_snapshot_inventory_is_one_zfs_program_for_the_zfs_rule():
-    command = listing(["tank/pg@a"])
-    assert sudo.route(command) == sudo.Route("zfs")
-    assert command.redacted() == "list 1 snapshots (zfs get -Hp)"
+def test_a_signature_is_good_for_one_message_and_some_minutes():
+    key = keys.load_private_key(keys.generate_keypair("t")[0])
+    made = signed.sign_script(key, "true", seconds=60, now=1_000_000)
+    assert made.expires == 1_000_000 + 60 + signed.CLOCK_SKEW
+    assert len(made.nonce) == 32 and made.nonce != signed.sign_script(key, "true", seconds=60).nonce
+    assert signed.message(made.nonce, made.expires, "a\nb\n") == (
+        f"pozol-run 1\n{made.nonce}\n{made.expires}\na\nb\n".encode())
+    assert time.time() < signed.sign_script(key, "true", seconds=0).expires
 
 
 def test_the_readme_shows_the_file_pozol_generates():
@@ -145,5 +170,3 @@ def test_the_readme_shows_the_file_pozol_generates():
 def test_a_path_a_host_reports_never_writes_a_rule_of_its_own(bin_dir):
     with pytest.raises(ValueError):
         sudo.Cluster("postgres", bin_dir)
-    with pytest.raises(ValueError):
-        sudo.rules(paths={"zfs": bin_dir})

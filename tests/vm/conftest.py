@@ -108,13 +108,15 @@ def _through_sudo(found: Guest) -> Guest:
     """The 2.1 guest is reached through a sudo login (issue 21 §3: everything on the real
     host works through it) and the 2.3 one as root, so both ways are proven on a real
     host at no extra boot."""
-    from apps.remote import sudo
+    from apps.demo.fleet.keys import public_key
+    from apps.remote import signed, sudo
 
     if found.host is None:
         return found
     host = found.host
     install_sudoers(host, sudo.sudoers(SudoLogin.login,
                                        [sudo.Cluster(host.pg_os_user, host.pg_bin_dir)]))
+    install_helper(host, signed.helper(public_key(Path(host.private_key_path))))
     return dataclasses.replace(found, host=SudoLogin(**dataclasses.asdict(host)))
 
 
@@ -139,6 +141,16 @@ def install_sudoers(vm_host: Host, text: str) -> None:
     run_on(vm_host, f"printf %s {shlex.quote(text)} > {SUDOERS}.tmp && "
                     f"visudo -cqf {SUDOERS}.tmp && chmod 0440 {SUDOERS}.tmp && "
                     f"mv {SUDOERS}.tmp {SUDOERS}")
+
+
+HELPER = "/usr/local/sbin/pozol-run"
+
+
+def install_helper(vm_host: Host, text: str) -> None:
+    """The helper the sudoers file's `run` rule names, as an operator installs it (root,
+    0755), renamed into place."""
+    run_on(vm_host, f"printf %s {shlex.quote(text)} > {HELPER}.tmp && "
+                    f"chmod 0755 {HELPER}.tmp && mv {HELPER}.tmp {HELPER}")
 
 
 def kinds_of(item: pytest.Item | None) -> set[str]:

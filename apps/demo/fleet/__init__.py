@@ -49,7 +49,8 @@ Writeback), CPU and memory. Users, the network and the rest of the root
 filesystem (the rest of /etc included) are shared too, except on a host reached
 as an ordinary user (``logins={4: "pozol"}`` / ``--login-user pozol``): it has
 its own /etc/passwd, group, shadow, sudoers and sudoers.d, copies in its state
-dir with that user and PoZoL's sudoers file added (login.py). From the machine,
+dir with that user and PoZoL's sudoers file added, and its own /usr/local/sbin
+with PoZoL's helper pozol-run (login.py). From the machine,
 every process of every host is visible (with another PID than inside the
 host).
 

@@ -5,7 +5,10 @@ The user exists only inside the host: its /etc/passwd, /etc/group, /etc/shadow,
 dir (`<host>/etc/`), made from the machine's files plus the login, so nothing
 outside the state dir changes. /etc/sudoers.d/pozol is the file PoZoL itself
 generates (apps.remote.sudo.sudoers) for the host's cluster: a test edits the
-host's `etc_sudoers_file` from the machine to take a rule away.
+host's `etc_sudoers_file` from the machine to take a rule away. The helper that
+file's `run` rule names, /usr/local/sbin/pozol-run (apps.remote.signed), trusting
+the fleet's client key, is in a copy of the machine's /usr/local/sbin mounted over
+it, and keeps its record of signatures seen in `<host>/pozol-run`.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import pwd
 import shutil
 from pathlib import Path
 
+from apps.remote import signed
 from apps.remote.sudo import Cluster, sudoers
 
+from .keys import public_key
 from .model import Host, Layout
 from .procs import Proc, in_namespace, run
 from .settings import FleetError
@@ -59,6 +64,21 @@ def add_login(holder: Proc, layout: Layout, host: Host) -> None:
     for name in PRIVATE_FILES:
         run(in_namespace(holder, ["mount", "--bind", str(etc / name), f"/etc/{name}"]))
     run(in_namespace(holder, ["mount", "--bind", str(etc / "sudoers.d"), "/etc/sudoers.d"]))
+    _add_helper(holder, layout, host)
+
+
+def _add_helper(holder: Proc, layout: Layout, host: Host) -> None:
+    machine_dir = Path(signed.HELPER_PATH).parent
+    if not machine_dir.is_dir():
+        raise FleetError(f"a non-root login needs {machine_dir} on the machine, to mount "
+                         "the host's own copy with PoZoL's helper over it")
+    copy = layout.root / "usr-local-sbin"
+    shutil.copytree(machine_dir, copy, symlinks=True)
+    helper = copy / Path(signed.HELPER_PATH).name
+    helper.write_text(signed.helper(public_key(Path(host.private_key_path)),
+                                    state_dir=str(layout.root / "pozol-run")))
+    helper.chmod(0o755)
+    run(in_namespace(holder, ["mount", "--bind", str(copy), str(machine_dir)]))
 
 
 def write_sudoers(layout: Layout, text: str) -> None:

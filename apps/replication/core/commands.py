@@ -52,6 +52,7 @@ from apps.remote.commands import (
     script,
     snapshot_name,
 )
+from apps.remote.signed import HELPER_PATH, standing_name
 from apps.replication.core.capabilities import ReplicationCapabilities
 from apps.replication.core.link import Link, ReplicationError
 from apps.replication.core.planner import Send, Step, StepKind
@@ -174,24 +175,42 @@ _WRAPPER = (
     "case $d in *[!A-Za-z0-9_.:/-]*|*/|*//*) no \"bad dataset name\";; esac; "
     "case /$d in */[!A-Za-z0-9]*) no \"bad dataset name\";; esac; "
     "case $d in {allowed}) ;; *) no \"not a target of this link\";; esac; "
-    "exec {sudo}zfs recv {flags} \"$d\""
+    "exec {receive}"
 )
+# A target reached as a login other than root receives through the helper's standing
+# script of this link (apps.remote.signed), installed with the key: the same checks,
+# run as root, so that the login itself can receive only into this link's datasets.
+_STANDING_RECEIVE = """\
+set -f
+case $1 in {allowed}) ;; *) echo "pozol: refused: not a target of this link" >&2; exit 1;; esac
+exec zfs recv {flags} "$1"
+"""
 
 
 def recv_wrapper(link: Link, target_caps: ReplicationCapabilities, login: str = "root") -> str:
     """The forced command's shell script, one line (see the module docstring).
 
-    A target reached as a login other than root receives through `sudo -n zfs`, the
-    zfs rule of its sudoers file (apps.remote.sudo); the wrapper still decides which
-    `zfs recv` runs.
+    A target reached as a login other than root receives through `sudo -n pozol-run
+    --standing`, the link's standing script (`standing_receive`), which checks the
+    dataset again as root; the wrapper still decides which receive runs.
     """
-    allowed = "|".join(quote(dataset_name(t)) for t in link.receiving())
-    text = _WRAPPER.format(verb=RECV_VERB, allowed=allowed,
-                           sudo="" if os_user(login) == "root" else "sudo -n -- ",
-                           flags=" ".join(quote(f) for f in recv_flags(target_caps)))
+    flags = " ".join(quote(f) for f in recv_flags(target_caps))
+    receive = (f"zfs recv {flags} \"$d\"" if os_user(login) == "root" else
+               f"sudo -n {HELPER_PATH} --standing {standing_name(link.name)} \"$d\"")
+    text = _WRAPPER.format(verb=RECV_VERB, allowed=_allowed(link), receive=receive)
     if "'" in text or "\\\"" in text or "\n" in text:
         raise AssertionError("the wrapper must stay one line without single quotes")
     return text
+
+
+def _allowed(link: Link) -> str:
+    return "|".join(quote(dataset_name(t)) for t in link.receiving())
+
+
+def standing_receive(link: Link, target_caps: ReplicationCapabilities) -> str:
+    """The root-owned script a non-root target's helper runs for the link's receive."""
+    return _STANDING_RECEIVE.format(allowed=_allowed(link), flags=" ".join(
+        quote(f) for f in recv_flags(target_caps)))
 
 
 def authorized_keys_line(link: Link, public_key: str,
@@ -257,15 +276,30 @@ exec 9<"$(dirname "$f")" && flock 9 || exit 1
 awk -v c={comment} '$NF != c' "$f" > "$f.pozol-tmp" || exit 1
 {append}
 chown --reference="$f" "$f.pozol-tmp" && chmod --reference="$f" "$f.pozol-tmp" \\
-&& mv -f "$f.pozol-tmp" "$f"
+&& mv -f "$f.pozol-tmp" "$f" || exit 1
+{standing}
 """
+# Run by the helper as root on a non-root target (it exports POZOL_RUN_STATE): the link's
+# receive as a standing script, which only root can write.
+_INSTALL_STANDING = """\
+[ -n "${{POZOL_RUN_STATE-}}" ] || {{ echo "pozol: not run by pozol-run" >&2; exit 1; }}
+s=$POZOL_RUN_STATE/standing/{name}
+mkdir -p "$POZOL_RUN_STATE/standing" && printf '%s' {text} > "$s.tmp" && mv -f "$s.tmp" "$s"
+"""
+_REMOVE_STANDING = \
+    '[ -z "${{POZOL_RUN_STATE-}}" ] || rm -f "$POZOL_RUN_STATE/standing/"{name}'
 
 
-def install_key(authorized_keys_file: str, link: Link, line: str) -> Command:
-    """Put the link's line in the target's authorized_keys, replacing an older one."""
+
+def install_key(authorized_keys_file: str, link: Link, line: str,
+                standing: str | None = None) -> Command:
+    """Put the link's line in the target's authorized_keys, replacing an older one; on
+    a non-root target, its `standing` receive script in the helper's directory too."""
     return script(_INSTALL_KEY, file=_keys_file(authorized_keys_file),
                   comment=key_comment(link.name),
                   append=script("printf '%s\\n' {line} >> \"$f.pozol-tmp\"", line=line),
+                  standing=script(_INSTALL_STANDING, name=standing_name(link.name),
+                                  text=standing) if standing else Command(":"),
                   shown=f"install the receive-only key of link {link.name} in "
                         f"{authorized_keys_file or '~/.ssh/authorized_keys'}")
 
@@ -273,6 +307,7 @@ def install_key(authorized_keys_file: str, link: Link, line: str) -> Command:
 def remove_key(authorized_keys_file: str, link_name: str) -> Command:
     return script(_INSTALL_KEY, file=_keys_file(authorized_keys_file),
                   comment=key_comment(link_name), append=Command(":"),
+                  standing=script(_REMOVE_STANDING, name=standing_name(link_name)),
                   shown=f"remove the key of link {link_name} from "
                         f"{authorized_keys_file or '~/.ssh/authorized_keys'}")
 

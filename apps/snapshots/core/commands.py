@@ -49,8 +49,7 @@ def listing(snapshots: list[str] | None = None) -> Command:
     command = cmd("zfs", "get", "-Hp", "-o", LISTING_FIELDS, ",".join(LISTING_PROPERTIES),
                   *names)
     shown = f"list {len(names)} snapshots" if names else "list snapshots"
-    # replace(), not a new Command: it stays one program (a login with sudo runs it
-    # through the zfs rule, apps.remote.sudo).
+    # replace(), not a new Command: it keeps what it is (one program, as root).
     return replace(command, shown=f"{shown} (zfs get -Hp)")
 
 

@@ -1,6 +1,7 @@
 """Print the sudoers file a non-root login needs: for a host PoZoL knows, or by hand.
 
-    manage.py pozol_sudoers --host db1                 # its login, clusters and paths
+    manage.py pozol_sudoers --host db1                 # its login and clusters
+    manage.py pozol_sudoers --host db1 --helper        # the helper its run rule names
     manage.py pozol_sudoers --login pozol --cluster postgres:/usr/lib/postgresql/17/bin
 """
 
@@ -19,17 +20,22 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", help="a host PoZoL knows, by name")
         parser.add_argument("--login", help="the login (default: the host's, else pozol)")
+        parser.add_argument("--helper", action="store_true",
+                            help="print the helper (pozol-run) for --host instead")
         parser.add_argument("--cluster", action="append", default=[], metavar="OWNER:BIN_DIR",
                             help="a cluster's owner and bin directory (repeatable)")
 
-    def handle(self, *args, host=None, login=None, cluster=(), **options):
+    def handle(self, *args, host=None, login=None, cluster=(), helper=False, **options):
         try:
             if host is not None:
                 row = Host.objects.filter(name=host).first()
                 if row is None:
                     raise CommandError(f"no host named {host!r}")
-                self.stdout.write(services.sudoers(row, login)["sudoers"], ending="")
+                found = services.sudoers(row, login)
+                self.stdout.write(found["helper" if helper else "sudoers"], ending="")
                 return
+            if helper:
+                raise CommandError("--helper needs --host: the helper trusts that host's key")
             clusters = [sudo.Cluster(*_owner_and_dir(spec)) for spec in cluster]
             self.stdout.write(sudo.sudoers(login or "pozol", clusters), ending="")
         except (DomainError, InvalidValue) as exc:
