@@ -38,5 +38,5 @@ def key_commands(link: ReplicationLink) -> dict[Side, Command] | Fail:
     standing = (None if target.user == "root" else
                 commands.standing_receive(core_link(link), capabilities_of(target)))
     install = commands.install_key(target.authorized_keys_file, core_link(link), line,
-                                   standing)
+                                   standing, login=target.user)
     return {Side.SOURCE: files, Side.TARGET: install}

@@ -728,7 +728,7 @@ def remove(ctx: StepContext) -> Done:
     """Remove the key line on the target (this operation's host), the key files on the
     source, and the holds the link may have left; a host that is gone is skipped."""
     name = ctx.state["link"]
-    ctx.runner()(commands.remove_key(ctx.state["authorized_keys_file"], name))
+    ctx.runner()(commands.remove_key(ctx.state["authorized_keys_file"], name, ctx.host.user))
     source = Host.objects.filter(pk=ctx.state["source_host"]).first()
     tag = f"pozol-link-{name}"
     for entry in ctx.state.get("held", []):

@@ -33,6 +33,8 @@ from apps.remote.commands import cmd
 from apps.remote.errors import SudoRefused
 from apps.remote.gather import discover
 from apps.replication import services as replication
+from apps.replication.core import commands as replication_commands
+from apps.replication.core.link import Link
 from apps.replication.models import ReplicationLink
 from apps.snapshots import services as snapshots
 from apps.snapshots.models import Snapshot
@@ -353,6 +355,27 @@ def test_replication_to_and_from_the_sudo_login(sudo_fleet, rules):
     finally:
         for fleet_host, parent in ((pozol_host, "tank/to-pozol"), (root_host, "tank/from-pozol")):
             as_root(fleet_host, f"zfs destroy -r {parent} || true")
+
+
+def test_a_link_key_with_no_file_named_goes_to_the_login_s_own_home(sudo_host, rules):
+    """Run as root through the helper, where $HOME is root's: the key still goes where
+    sshd looks for the login's keys, in a directory and file the login owns."""
+    host, operation = discovered(sudo_host)
+    assert operation.status == Operation.Status.SUCCEEDED, operation.error
+    run = ssh.session(host.ssh_target())
+    link = Link(name="homeward", sources=("tank/pg",), target_parent="tank/homeward")
+    line = "restrict ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHomeward pozol-link-homeward"
+    run(replication_commands.install_key("", link, line, login=LOGIN))
+    home = Path(sudo_host.etc_sudoers_file).parents[2] / "home"
+    keys_file = home / ".ssh" / "authorized_keys"
+    uid = home.stat().st_uid
+    assert keys_file.read_text() == line + "\n"
+    assert (keys_file.stat().st_uid, keys_file.parent.stat().st_uid) == (uid, uid)
+    assert keys_file.parent.stat().st_mode & 0o777 == 0o700
+    run(replication_commands.remove_key("", "homeward", LOGIN))
+    assert keys_file.read_text() == ""
+    assert not Path("/root/.ssh/authorized_keys").exists() or \
+        "pozol-link-homeward" not in Path("/root/.ssh/authorized_keys").read_text()
 
 
 def test_telemetry_a_scrub_a_benchmark_and_a_restart_work_through_sudo(sudo_host, rules):

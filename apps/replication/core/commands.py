@@ -263,15 +263,21 @@ def hold_not_there(stderr: str) -> bool:
 
 # ---- installing and removing the link's key ----------------------------------------------
 
-# $HOME of the SSH user when the host names no file; awk keeps every line but this link's.
+# In the SSH user's home when the host names no file: root's $HOME, or the login's own
+# home from the user database (a login other than root runs this through sudo, as root,
+# where $HOME is root's); a directory or file made here is the user's, for sshd reads
+# it as the user. awk keeps every line but this link's.
 # The new file is renamed into place: a login at that moment (an operator's, another
 # link's receive) reads the old file or the new, never the empty one `cat >` left while
 # it wrote. It takes the old one's owner and mode (sshd's StrictModes, and sshd reads it
 # as the user); a symlink is followed, not replaced. The directory's lock puts two
 # links' installs one after the other: each reads what the other wrote.
 _INSTALL_KEY = """\
-f={file}; [ -n "$f" ] || f="$HOME/.ssh/authorized_keys"
-umask 077; mkdir -p "$(dirname "$f")" && touch "$f" && f=$(readlink -f "$f") || exit 1
+f={file}; [ -n "$f" ] || f="$({home})/.ssh/authorized_keys"
+umask 077; d=$(dirname "$f")
+[ -d "$d" ] || {{ mkdir -p "$d" && chown {owner} "$d"; }} || exit 1
+[ -e "$f" ] || {{ touch "$f" && chown {owner} "$f"; }} || exit 1
+f=$(readlink -f "$f") || exit 1
 exec 9<"$(dirname "$f")" && flock 9 || exit 1
 awk -v c={comment} '$NF != c' "$f" > "$f.pozol-tmp" || exit 1
 {append}
@@ -292,10 +298,10 @@ _REMOVE_STANDING = \
 
 
 def install_key(authorized_keys_file: str, link: Link, line: str,
-                standing: str | None = None) -> Command:
+                standing: str | None = None, login: str = "root") -> Command:
     """Put the link's line in the target's authorized_keys, replacing an older one; on
     a non-root target, its `standing` receive script in the helper's directory too."""
-    return script(_INSTALL_KEY, file=_keys_file(authorized_keys_file),
+    return script(_INSTALL_KEY, file=_keys_file(authorized_keys_file), **_owner(login),
                   comment=key_comment(link.name),
                   append=script("printf '%s\\n' {line} >> \"$f.pozol-tmp\"", line=line),
                   standing=script(_INSTALL_STANDING, name=standing_name(link.name),
@@ -304,12 +310,18 @@ def install_key(authorized_keys_file: str, link: Link, line: str,
                         f"{authorized_keys_file or '~/.ssh/authorized_keys'}")
 
 
-def remove_key(authorized_keys_file: str, link_name: str) -> Command:
-    return script(_INSTALL_KEY, file=_keys_file(authorized_keys_file),
+def remove_key(authorized_keys_file: str, link_name: str, login: str = "root") -> Command:
+    return script(_INSTALL_KEY, file=_keys_file(authorized_keys_file), **_owner(login),
                   comment=key_comment(link_name), append=Command(":"),
                   standing=script(_REMOVE_STANDING, name=standing_name(link_name)),
                   shown=f"remove the key of link {link_name} from "
                         f"{authorized_keys_file or '~/.ssh/authorized_keys'}")
+
+
+def _owner(login: str) -> dict:
+    home = (script('printf %s "$HOME"') if os_user(login) == "root" else
+            script("getent passwd {login} | cut -d: -f6", login=login))
+    return {"home": home, "owner": login}
 
 
 def key_comment(link_name: str) -> str:
