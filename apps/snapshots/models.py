@@ -18,6 +18,7 @@ from __future__ import annotations
 from django.db import models
 
 from apps.ops.identity import NameIsIdentity
+from apps.snapshots.core.commands import HOLD_TAG
 
 
 class Snapshot(models.Model):
@@ -66,6 +67,12 @@ class Snapshot(models.Model):
     @property
     def held(self) -> bool:
         return self.userrefs > 0
+
+    @property
+    def held_by_others_only(self) -> bool:
+        """Held, and the host's ZFS lists the tags, none of them PoZoL's: not PoZoL's to
+        release (zfs-fuse lists no tags: a hold there may be PoZoL's)."""
+        return self.held and bool(self.holds) and HOLD_TAG not in self.holds
 
 
 class SnapshotPolicy(NameIsIdentity, models.Model):

@@ -163,6 +163,10 @@ def hold(snapshot: Snapshot, *, by=None, trigger: str = Operation.Trigger.API) -
 def release(snapshot: Snapshot, *, by=None, trigger: str = Operation.Trigger.API) -> Operation:
     if not snapshot.held:
         raise Conflict(f"{snapshot.full_name} is not held", code="not_held")
+    if snapshot.held_by_others_only:
+        raise Conflict(f"{snapshot.full_name} is held by {', '.join(snapshot.holds)}, not by "
+                       "PoZoL: release it on the host if it is yours to release",
+                       code="not_ours")
     return _hold_or_release(snapshot, "release", by, trigger)
 
 

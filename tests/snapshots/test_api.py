@@ -147,6 +147,18 @@ def test_hold_and_release(api, delivered, db_host):
     assert api.post(f"/api/snapshots/{snap.pk}/release/").status_code == 202
 
 
+def test_a_hold_under_other_tags_only_is_not_offered_for_release(
+        api, signed_in, delivered, db_host):
+    snap = factories.snapshot(db_host, userrefs=1)
+    Snapshot.objects.filter(pk=snap.pk).update(holds=["keep"])
+    answer = refused(api.post(f"/api/snapshots/{snap.pk}/release/"), 409)
+    assert answer["code"] == "not_ours" and "held by keep, not by PoZoL" in answer["message"]
+    assert f'aria-label="Release {snap.full_name}"' not in signed_in.get(
+        f"/hosts/{db_host.pk}/snapshots/").content.decode()
+    Snapshot.objects.filter(pk=snap.pk).update(holds=["keep", "pozol"])
+    assert api.post(f"/api/snapshots/{snap.pk}/release/").status_code == 202
+
+
 def test_the_schema_documents_snapshots(api):
     schema = api.get("/api/schema/?format=json").json()
     paths = schema["paths"]
