@@ -238,9 +238,15 @@ def bclone_enabled_affected(ctx: Context) -> list[Finding]:
     if version is None or not (2, 2, 0) <= version < (2, 2, 4) \
             or r.module_param(ctx.facts, "zfs_bclone_enabled") != "1":
         return []
+    # A pool whose block_cloning feature is disabled clones nothing; one whose state
+    # discovery could not read may.
+    pools = [p.name for p in ctx.facts.pools if p.block_cloning != "disabled"]
+    if not pools:
+        return []
     return [Finding(
         "bclone_enabled_affected", "critical", "block cloning enabled on an affected OpenZFS",
-        f"kernel module {'.'.join(map(str, version))}; zfs_bclone_enabled=1",
+        f"kernel module {'.'.join(map(str, version))}; zfs_bclone_enabled=1; "
+        f"feature@block_cloning not disabled on {', '.join(pools)}",
         "Block cloning before 2.2.4 corrupted copied files (#15933: mmap flushing with"
         " cloning); 2.2.x turned it off by default for that reason.",
         "Write 0 to zfs_bclone_enabled and upgrade to 2.2.4 or later.", src.OPENZFS_15526,

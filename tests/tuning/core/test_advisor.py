@@ -271,8 +271,13 @@ def test_block_cloning_on_affected_versions():
     facts = hosts.openzfs("2.2.3")
     assert "bclone_enabled_affected" not in ids(facts)  # 2.2.x default 0
     facts.module_params["zfs_bclone_enabled"] = "1"
-    assert only(facts, "bclone_enabled_affected")[0].severity == "critical"
+    [finding] = only(facts, "bclone_enabled_affected")
+    assert finding.severity == "critical" and "not disabled on tank" in finding.evidence
     assert "bclone_enabled_affected" not in ids(hosts.openzfs("2.3.0"))  # default 1, fixed
+    facts.pools[0].block_cloning = "disabled"  # the pool cannot clone: nothing to fear
+    assert "bclone_enabled_affected" not in ids(facts)
+    facts.pools[0].block_cloning = None  # unread: it may
+    assert "bclone_enabled_affected" in ids(facts)
 
 
 def test_slog_needs_power_loss_protection():
