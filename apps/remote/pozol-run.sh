@@ -60,7 +60,8 @@ fi
 rm -rf "$work"
 # Atomic: of two runs of one signed script, the second finds it made.
 mkdir "$STATE/used/$expires-$nonce" 2>/dev/null || refuse "this signed script already ran once"
-# Now and then, forget what has expired: its signature is refused anyway.
+# Now and then, forget what has expired (its signature is refused anyway) and the
+# work directories of helpers killed while they checked.
 case $nonce in
 0*)
     for seen in "$STATE"/used/*; do
@@ -68,6 +69,7 @@ case $nonce in
         until=${until%%-*}
         [ "$until" -lt "$now" ] 2>/dev/null && rmdir "$seen"
     done
+    find "$STATE" -maxdepth 1 -name 'verify.*' -mmin +60 -exec rm -rf {} + 2>/dev/null
     ;;
 esac
 # The script gets the umask sudo gives a command (its files are read by others:

@@ -4,6 +4,7 @@ it is, with the machine's own ssh-keygen checking the signatures PoZoL makes."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -91,3 +92,16 @@ def test_the_helper_says_its_version_and_trusts_one_key_without_its_comment(help
     assert "a comment" not in text and "@" + "TRUSTED@" not in text
     with pytest.raises(ValueError):
         signed.helper("ssh-ed25519 not-base64!")
+
+
+def test_now_and_then_it_forgets_what_has_expired_and_abandoned_checks(helper, key_text):
+    state = helper.parent / "state"
+    (state / "used" / f"1000-{'a' * 32}").mkdir(parents=True)
+    abandoned = state / "verify.killed"
+    abandoned.mkdir()
+    os.utime(abandoned, (time.time() - 7200, time.time() - 7200))
+    key, nonce, expires = keys.load_private_key(key_text), "0" * 32, int(time.time()) + 600
+    made = signed.Signed(nonce, expires, signed.sshsig(key, signed.message(nonce, expires, "true")))
+    assert run(helper, *made.argv("true")[1:]).returncode == 0
+    assert sorted(p.name for p in (state / "used").iterdir()) == [f"{expires}-{nonce}"]
+    assert not abandoned.exists()
