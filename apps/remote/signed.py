@@ -40,6 +40,8 @@ from importlib import resources
 
 import paramiko
 
+from apps.remote import keys
+
 HELPER_PATH = "/usr/local/sbin/pozol-run"
 HELPER_VERSION = 1
 NAMESPACE = "pozol-run@pozol"
@@ -88,7 +90,7 @@ def sshsig(key: paramiko.PKey, data: bytes, namespace: str = NAMESPACE) -> str:
                + _string(digest))
     # An RSA key signs with SHA-512: ssh-keygen refuses SHA-1 ("ssh-rsa") signatures.
     algorithm = "rsa-sha2-512" if isinstance(key, paramiko.RSAKey) else None
-    signature = key.sign_ssh_data(to_sign, algorithm) if algorithm else key.sign_ssh_data(to_sign)
+    signature = key.sign_ssh_data(to_sign, algorithm)
     blob = (b"SSHSIG" + struct.pack(">I", 1) + _string(key.asbytes())
             + _string(namespace.encode()) + _string(b"") + _string(b"sha512")
             + _string(signature.asbytes()))
@@ -102,19 +104,11 @@ def _string(data: bytes) -> bytes:
 def helper(public_line: str, state_dir: str = STATE_DIR) -> str:
     """The helper an operator installs at HELPER_PATH (root, mode 0755), trusting the
     key of `public_line` ("type base64 [comment]": the comment is left out)."""
-    kind, blob = _key_parts(public_line)
+    trusted = keys.public_line(keys.public_key_of(public_line))  # InvalidKey: a ValueError
     template = resources.files(__package__).joinpath(_TEMPLATE).read_text()
     return (template.replace("@VERSION@", str(HELPER_VERSION))
-            .replace("@TRUSTED@", f"{kind} {blob}").replace("@STATE@", state_dir)
+            .replace("@TRUSTED@", trusted).replace("@STATE@", state_dir)
             .replace("@NAMESPACE@", NAMESPACE).replace("@HELPER_PATH@", HELPER_PATH))
-
-
-def _key_parts(public_line: str) -> tuple[str, str]:
-    parts = public_line.split()
-    if len(parts) < 2 or not parts[0].replace("-", "").replace("@", "").replace(".", "").isalnum():
-        raise ValueError("not a public key line")
-    base64.b64decode(parts[1], validate=True)
-    return parts[0], parts[1]
 
 
 def installed_version(text: str) -> int | None:

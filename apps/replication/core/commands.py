@@ -194,7 +194,7 @@ def recv_wrapper(link: Link, target_caps: ReplicationCapabilities, login: str = 
     --standing`, the link's standing script (`standing_receive`), which checks the
     dataset again as root; the wrapper still decides which receive runs.
     """
-    flags = " ".join(quote(f) for f in recv_flags(target_caps))
+    flags = _quoted_flags(target_caps)
     receive = (f"zfs recv {flags} \"$d\"" if os_user(login) == "root" else
                f"sudo -n {HELPER_PATH} --standing {standing_name(link.name)} \"$d\"")
     text = _WRAPPER.format(verb=RECV_VERB, allowed=_allowed(link), receive=receive)
@@ -203,14 +203,17 @@ def recv_wrapper(link: Link, target_caps: ReplicationCapabilities, login: str = 
     return text
 
 
+def _quoted_flags(caps: ReplicationCapabilities) -> str:
+    return " ".join(quote(f) for f in recv_flags(caps))
+
+
 def _allowed(link: Link) -> str:
     return "|".join(quote(dataset_name(t)) for t in link.receiving())
 
 
 def standing_receive(link: Link, target_caps: ReplicationCapabilities) -> str:
     """The root-owned script a non-root target's helper runs for the link's receive."""
-    return _STANDING_RECEIVE.format(allowed=_allowed(link), flags=" ".join(
-        quote(f) for f in recv_flags(target_caps)))
+    return _STANDING_RECEIVE.format(allowed=_allowed(link), flags=_quoted_flags(target_caps))
 
 
 def authorized_keys_line(link: Link, public_key: str,
