@@ -32,7 +32,9 @@ same buckets as series' from raw rows and from finer buckets, column by column
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import operator
 import sys
 import zlib
 from array import array
@@ -109,7 +111,16 @@ _COLUMNS = (("g_min", "d"), ("g_max", "d"), ("g_avg", "d"), ("g_count", "I"),
             ("c_first", "d"), ("c_last", "d"), ("c_first_at", "q"), ("c_last_at", "q"),
             ("c_reset", "B"), ("c_count", "I"))
 _SIZES = {"d": 8, "q": 8, "I": 4, "B": 1}
+# A packed bucket's bytes per gauge and per counter (its columns in _COLUMNS' order).
+_GAUGE_BYTES = sum(_SIZES[code] for name, code in _COLUMNS if name[0] == "g")
+_COUNTER_BYTES = sum(_SIZES[code] for name, code in _COLUMNS if name[0] == "c")
 _BIG_ENDIAN = sys.byteorder == "big"
+
+
+# A bucket's row lives until its span is put into a chunk (an hour, a day at most), and
+# the tick packs every host's one or two: the fastest level (14 us against 37 for a
+# host's bucket, 6 % larger), where chunks, which stay, take level 6.
+_BUCKET_LEVEL = 1
 
 
 def pack(bucket: Bucket) -> bytes:
@@ -125,7 +136,7 @@ def pack(bucket: Bucket) -> bytes:
         if _BIG_ENDIAN:  # pragma: no cover - stored little-endian everywhere
             raw.byteswap()
         parts.append(raw.tobytes())
-    return bytes([FORMAT]) + zlib.compress(b"".join(parts), 6)
+    return bytes([FORMAT]) + zlib.compress(b"".join(parts), _BUCKET_LEVEL)
 
 
 def unpack(layout: Layout, start: datetime, data: bytes) -> Bucket:
@@ -135,20 +146,21 @@ def unpack(layout: Layout, start: datetime, data: bytes) -> Bucket:
         body = memoryview(zlib.decompress(data[1:]))
     except zlib.error as error:
         raise PackingError(f"not a packed bucket: {error}") from None
-    lengths = {"g": len(layout.gauges), "c": len(layout.counters)}
-    if len(body) != sum(_SIZES[code] * lengths[name[0]] for name, code in _COLUMNS):
+    g, c = len(layout.gauges), len(layout.counters)
+    if len(body) != _GAUGE_BYTES * g + _COUNTER_BYTES * c:
         raise PackingError("a packed bucket's size does not match its layout")
-    columns, offset, base = {}, 0, micros(start)
-    for name, code in _COLUMNS:
-        size = _SIZES[code] * lengths[name[0]]
-        column = _numbers(body[offset:offset + size], code)
-        if name in ("c_first_at", "c_last_at"):
-            column = [base + us for us in column]
-        elif name == "c_reset":
-            column = [flag != 0 for flag in column]
-        columns[name] = column
-        offset += size
-    return Bucket(start, layout, **columns)
+    # Columns of one type side by side read at once (the tick at the hour unpacks
+    # every host's eleven 5-minute buckets): g_min, g_max, g_avg; c_first, c_last;
+    # c_first_at, c_last_at.
+    gauges, at = _numbers(body[:24 * g], "d"), 24 * g
+    g_count, at = _numbers(body[at:at + 4 * g], "I"), at + 4 * g
+    values, at = _numbers(body[at:at + 16 * c], "d"), at + 16 * c
+    times, at = _numbers(body[at:at + 16 * c], "q"), at + 16 * c
+    resets, at = _numbers(body[at:at + c], "B"), at + c
+    shifted = list(map(micros(start).__add__, times))
+    return Bucket(start, layout, gauges[:g], gauges[g:2 * g], gauges[2 * g:], g_count,
+                  values[:c], values[c:], shifted[:c], shifted[c:],
+                  list(map(bool, resets)), _numbers(body[at:], "I"))
 
 
 def _numbers(data: memoryview, code: str) -> list:
@@ -327,11 +339,14 @@ def roll_up(rows: Sequence[tuple[datetime, Values]], width: timedelta) -> list[B
         by_start.setdefault(rollup.bucket_start(at, width), []).append((micros(at), row))
     buckets = []
     for start, group in sorted(by_start.items()):
-        points: dict[Path, tuple[list[int], list[float]]] = {}
-        for us, row in group:
-            _points(row, (), us, points)
-        if points:
-            buckets.append(_bucket(start, points))
+        bucket = _rolled_alike(start, group)
+        if bucket is None:  # rows of more than one shape (or no number at all)
+            points: dict[Path, tuple[list[int], list[float]]] = {}
+            for us, row in group:
+                _points(row, (), us, points)
+            bucket = _bucket(start, points) if points else None
+        if bucket is not None:
+            buckets.append(bucket)
     return buckets
 
 
@@ -361,6 +376,101 @@ def _bucket(start: datetime, points: dict[Path, tuple[list[int], list[float]]]) 
         [t[0] for t, _ in counters], [t[-1] for t, _ in counters],
         [any(b < a for a, b in zip(v, v[1:], strict=False)) for _, v in counters],
         [len(v) for _, v in counters])
+
+
+# A bucket's raw rows almost always have one shape (the same paths, numbers in the
+# same places), and so do most hosts' of a fleet: the tick rolls up every host's
+# rows each 5 minutes, and walking each row's paths one by one was most of it.
+# Rows of the last shape seen are read by it, a number per place, and rolled up
+# column by column; a row of another shape makes the whole bucket go path by path.
+
+
+@dataclass(frozen=True)
+class _Shape:
+    # ((key, part), ...) in the row's order: a part is a _Shape's template for a
+    # dict, _NUMBER for a number, None for anything else (skipped, as _points does)
+    template: tuple
+    layout: Layout
+    gauges: tuple[int, ...]  # each layout gauge's place among the row's numbers
+    counters: tuple[int, ...]
+
+
+_NUMBER = True
+_ABSENT = object()
+_last_shape: list[_Shape] = []  # this process's last (one at most)
+
+
+def _shape_of(row: Values) -> _Shape:
+    paths: list[Path] = []
+
+    def template(node: Values, prefix: Path) -> tuple:
+        parts = []
+        for key, value in node.items():
+            if isinstance(value, dict):
+                parts.append((key, template(value, (*prefix, key))))
+            elif isinstance(value, int | float):
+                paths.append((*prefix, key))
+                parts.append((key, _NUMBER))
+            else:
+                parts.append((key, None))
+        return tuple(parts)
+
+    shape = template(row, ())
+    layout = Layout.of(paths)
+    place = {path: i for i, path in enumerate(paths)}
+    return _Shape(shape, layout, tuple(place[p] for p in layout.gauges),
+                  tuple(place[p] for p in layout.counters))
+
+
+def _numbers_in(node: Values, template: tuple, out: list) -> bool:
+    """`node`'s numbers appended in `template`'s order; False if it is of another shape
+    (then `out` is partly filled: thrown away)."""
+    if len(node) != len(template):
+        return False
+    for key, part in template:
+        value = node.get(key, _ABSENT)
+        if part is _NUMBER:
+            if isinstance(value, dict) or not isinstance(value, int | float):
+                return False
+            out.append(value)
+        elif part is None:
+            if value is _ABSENT or isinstance(value, dict | int | float):
+                return False
+        elif not isinstance(value, dict) or not _numbers_in(value, part, out):
+            return False
+    return True
+
+
+def _rolled_alike(start: datetime, group: list[tuple[int, Values]]) -> Bucket | None:
+    """The bucket of `group`'s rows if they are all of one shape with a number in it,
+    else None."""
+    shape = _last_shape[0] if _last_shape else None
+    rows = []
+    for _, row in group:
+        numbers: list = []
+        if shape is None or not _numbers_in(row, shape.template, numbers):
+            if rows:  # a row unlike the ones before it
+                return None
+            shape = _shape_of(row)
+            _last_shape[:] = [shape]
+            numbers = []
+            if not _numbers_in(row, shape.template, numbers):  # pragma: no cover
+                return None
+        rows.append(numbers)
+    if not shape.gauges and not shape.counters:
+        return None
+    columns = [list(map(float, column)) for column in zip(*rows, strict=True)]
+    gauges = [columns[i] for i in shape.gauges]
+    counters = [columns[i] for i in shape.counters]
+    count, first, last = len(rows), group[0][0], group[-1][0]
+    return Bucket(
+        start, shape.layout,
+        list(map(min, gauges)), list(map(max, gauges)),
+        [sum(v) / count for v in gauges], [count] * len(gauges),
+        [v[0] for v in counters], [v[-1] for v in counters],
+        [first] * len(counters), [last] * len(counters),
+        [any(b < a for a, b in zip(v, v[1:], strict=False)) for v in counters],
+        [count] * len(counters))
 
 
 def merge(buckets: Sequence[Bucket], width: timedelta) -> list[Bucket]:
@@ -411,25 +521,21 @@ def _merged(start: datetime, parts: list[Bucket]) -> Bucket:
 
 def _merged_alike(start: datetime, layout: Layout, parts: list[Bucket]) -> Bucket:
     """Parts of one layout (the usual case): every figure known in every part, so
-    each column merges with builtins over the parts, in series.merge's order."""
-    g_counts = [sum(c) for c in zip(*(p.g_count for p in parts), strict=True)]
-    avgs = zip(zip(*(p.g_avg for p in parts), strict=True),
-               zip(*(p.g_count for p in parts), strict=True), strict=True)
-    firsts = list(zip(*(p.c_first for p in parts), strict=True))
-    lasts = list(zip(*(p.c_last for p in parts), strict=True))
-    resets = zip(*(p.c_reset for p in parts), strict=True)
+    each column merges with builtins over the parts (map, not a loop in Python: the
+    tick at the hour merges every host's twelve), in series.merge's order."""
+    g_counts = list(map(sum, zip(*(p.g_count for p in parts), strict=True)))
+    weighted = zip(*(map(operator.mul, p.g_avg, p.g_count) for p in parts), strict=True)
+    crossed = (map(operator.lt, b.c_first, a.c_last) for a, b in itertools.pairwise(parts))
     first, last = parts[0], parts[-1]
     return Bucket(
         start, layout,
-        [min(c) for c in zip(*(p.g_min for p in parts), strict=True)],
-        [max(c) for c in zip(*(p.g_max for p in parts), strict=True)],
-        [sum(a * n for a, n in zip(a_col, n_col, strict=True)) / total
-         for (a_col, n_col), total in zip(avgs, g_counts, strict=True)],
+        list(map(min, zip(*(p.g_min for p in parts), strict=True))),
+        list(map(max, zip(*(p.g_max for p in parts), strict=True))),
+        list(map(operator.truediv, map(sum, weighted), g_counts)),
         g_counts, list(first.c_first), list(last.c_last), list(first.c_first_at),
         list(last.c_last_at),
-        [any(r) or any(b < a for a, b in zip(la, fi[1:], strict=False))
-         for r, fi, la in zip(resets, firsts, lasts, strict=True)],
-        [sum(c) for c in zip(*(p.c_count for p in parts), strict=True)])
+        list(map(any, zip(*(p.c_reset for p in parts), *crossed, strict=True))),
+        list(map(sum, zip(*(p.c_count for p in parts), strict=True))))
 
 
 def _widened(part: Bucket, layout: Layout) -> Bucket:

@@ -16,7 +16,8 @@ from tests.telemetry.fixtures import frame, openzfs_sections
 START = datetime(2026, 11, 20, tzinfo=UTC)
 
 
-def _rows(minutes: int, *, seed: int = 7) -> list[tuple[datetime, dict]]:
+def _rows(minutes: int, *, seed: int = 7,
+          unknown: float = 0.03) -> list[tuple[datetime, dict]]:
     """A real OpenZFS sample's stored row, minute after minute: counters moving (down
     too, a reset at a bucket's edge), gauges moving, now and then a value unknown,
     the pool gone a while."""
@@ -26,7 +27,7 @@ def _rows(minutes: int, *, seed: int = 7) -> list[tuple[datetime, dict]]:
     for m in range(minutes):
         row: dict = {}
         for path, value in series.leaves(base):
-            if chance.random() < 0.03:
+            if chance.random() < unknown:
                 continue  # unknown this minute
             if series.is_counter(path):
                 moved = value + m * chance.randint(0, 500) if m not in (37, 130) else m
@@ -47,6 +48,26 @@ def _json(buckets: list[packing.Bucket]) -> dict:
 def test_rolling_up_makes_the_buckets_series_makes_exactly():
     rows = _rows(180)
     assert _json(packing.roll_up(rows, FIVE_MINUTES)) == series.roll_up(rows, FIVE_MINUTES)
+
+
+def test_rows_of_one_shape_roll_up_as_series_does_and_unlike_ones_path_by_path(monkeypatch):
+    rows = _rows(180, unknown=0)  # every value known: one shape, the pool gone a while
+    for _, row in rows:
+        row["arc"]["state"] = "fine"  # a value that is no number is skipped
+        row["arc"]["hot"] = True  # a flag is a number (1.0), as series reads it
+    rows[100][1]["arc"]["size"] = None  # unknown this minute
+    rows[130][1]["arc"]["size"] = "12G"
+    rows[121][1]["arc"].pop("state")
+    rows[150][1]["arc"]["state"] = 3  # a number where the others have none
+    path_by_path = []
+    points = packing._points
+    monkeypatch.setattr(packing, "_points", lambda row, prefix, us, found: (
+        path_by_path.append(us) if not prefix else None, points(row, prefix, us, found)))
+    assert _json(packing.roll_up(rows, FIVE_MINUTES)) == series.roll_up(rows, FIVE_MINUTES)
+    unlike = {packing.rollup.bucket_start(at, FIVE_MINUTES) for at, _ in
+              (rows[100], rows[121], rows[130], rows[150])}
+    assert {packing.rollup.bucket_start(packing.moment(us), FIVE_MINUTES)
+            for us in path_by_path} == unlike
 
 
 def test_merging_makes_the_hours_series_makes_even_when_paths_come_and_go():
