@@ -153,12 +153,15 @@ def replayed_host(db):
     from apps.fleet.models import Host
     from apps.fleet.steps import record_facts
     from apps.remote.gather import discover
-    from apps.remote.keys import generate_keypair
+    from apps.remote.keys import fingerprint, generate_keypair, public_line_of
     from tests.remote.fixtures.hosts import replay_transcript
 
+    host_key = public_line_of(generate_keypair("db1's host key")[0])
     host = Host(name="db1", address="127.0.0.9", credential_kind="pasted",
-                host_key_state=Host.KeyState.PINNED)
-    # Never used to connect; the sudoers answer writes its public half in the helper.
+                host_key_state=Host.KeyState.PINNED, host_key=host_key,
+                host_key_fingerprint=fingerprint(host_key))
+    # Never used to connect; the sudoers answer writes its public half in the helper,
+    # which is made for the host key.
     host.set_private_key(generate_keypair("db1")[0])
     host.save()
     record_facts(host, discover(replay_transcript()).to_dict())

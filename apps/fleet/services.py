@@ -151,8 +151,13 @@ def sudoers(host: Host, login: str | None = None) -> dict:
         text = sudo.sudoers(login, clusters)
     except InvalidValue as exc:  # what the host reported cannot be written in sudoers
         raise Conflict(f"{host.name}: {exc}", code="unnamable") from None
+    if not host.host_key_fingerprint:
+        raise Conflict(f"{host.name}: its host key is not pinned yet, and the helper is made "
+                       "for that key: discover the host (and confirm its key) first",
+                       code="host_key_not_pinned")
     try:
-        helper = signed.helper(public_line_of(credentials.decrypt(host.private_key_encrypted)))
+        helper = signed.helper(public_line_of(credentials.decrypt(host.private_key_encrypted)),
+                               host.host_key_fingerprint)
     except (credentials.CredentialError, ValueError) as exc:
         raise Conflict(f"{host.name}: its stored key cannot make the helper: {exc}",
                        code="unusable_key") from None

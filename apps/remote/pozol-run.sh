@@ -4,8 +4,10 @@
 # Install as @HELPER_PATH@, owned by root, mode 0755; PoZoL's sudoers file lets
 # its login run this program, and no other, as root. It trusts one key, the
 # host's SSH key in PoZoL (below); the private key stays on the control plane,
-# so the login cannot sign, and so cannot choose what runs as root. PoZoL's
-# README, "Non-root login", says what it does and why.
+# so the login cannot sign, and so cannot choose what runs as root. It is made
+# for the host whose SSH host key is HOST (below): a script signed for another
+# host does not run here. PoZoL's README, "Non-root login", says what it does
+# and why.
 #
 #   pozol-run NONCE EXPIRES SIGNATURE SCRIPT   a signed script, run once
 #   pozol-run --standing NAME [ARG...]         a script PoZoL installed in
@@ -16,6 +18,7 @@ umask 077
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 TRUSTED='@TRUSTED@'
+HOST='@HOST@'
 STATE='@STATE@'
 NAMESPACE='@NAMESPACE@'
 POZOL_RUN_STATE=$STATE
@@ -50,12 +53,12 @@ mkdir -p "$STATE/used" "$STATE/standing" || refuse "cannot make $STATE"
 work=$(mktemp -d "$STATE/verify.XXXXXX") || refuse "cannot make a directory in $STATE"
 printf 'pozol namespaces="%s" %s\n' "$NAMESPACE" "$TRUSTED" >"$work/allowed"
 printf -- '-----BEGIN SSH SIGNATURE-----\n%s\n-----END SSH SIGNATURE-----\n' "$signature" >"$work/signature"
-printf 'pozol-run @VERSION@\n%s\n%s\n%s' "$nonce" "$expires" "$script" >"$work/message"
+printf 'pozol-run @VERSION@\n%s\n%s\n%s\n%s' "$HOST" "$nonce" "$expires" "$script" >"$work/message"
 if ! ssh-keygen -Y verify -f "$work/allowed" -I pozol -n "$NAMESPACE" \
     -s "$work/signature" <"$work/message" >/dev/null 2>"$work/error"; then
     why=$(head -c 300 "$work/error" | tr -d '\r' | tr '\n' ' ')
     rm -rf "$work"
-    refuse "bad signature: this helper trusts another key, or the script was changed ($why)"
+    refuse "bad signature: this helper trusts another key or was made for another host (host key $HOST), or the script was changed ($why)"
 fi
 rm -rf "$work"
 # Atomic: of two runs of one signed script, the second finds it made.

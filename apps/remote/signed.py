@@ -4,15 +4,19 @@ A sudoers rule naming /bin/sh, zfs or sysctl as root makes the login root: a she
 runs anything; `zfs receive` of a crafted stream with `setuid` and a mountpoint, or
 `sysctl kernel.core_pattern`, gets a root shell too. So the login may run one program
 as root, `pozol-run` (HELPER_PATH), which the operator installs with the host's
-public SSH key written inside it (`helper`). It runs a script only when it carries
-a signature made with the host's private key, which never leaves the control plane:
+public SSH key written inside it (`helper`), and the fingerprint of the host's own
+SSH host key, as PoZoL pinned it. It runs a script only when it carries a signature
+made with the host's private key, which never leaves the control plane:
 
     pozol-run NONCE EXPIRES SIGNATURE SCRIPT
 
 The signature is OpenSSH's SSHSIG format (`ssh-keygen -Y sign`), made here with
 paramiko and checked on the host by `ssh-keygen -Y verify` (OpenSSH 8.1 and newer;
-the host's sshd brings it), over `message(nonce, expires, script)` in the namespace
-NAMESPACE, so no SSH authentication signature can pass for one. The helper refuses
+the host's sshd brings it), over `message(nonce, expires, host, script)` in the
+namespace NAMESPACE, so no SSH authentication signature can pass for one. `host` is
+the fingerprint of the host key of the connection the script is sent over, and the
+helper puts its own in its place: a script signed for one host does not run on
+another, even where an operator gave many hosts one key. The helper refuses
 an expired signature and a nonce it has seen (a root-only directory under
 STATE_DIR), so a script read off the process list cannot be run again. Whoever holds
 the login alone can run nothing as root this way: only what the control plane asks.
@@ -43,7 +47,7 @@ import paramiko
 from apps.remote import keys
 
 HELPER_PATH = "/usr/local/sbin/pozol-run"
-HELPER_VERSION = 1
+HELPER_VERSION = 2
 NAMESPACE = "pozol-run@pozol"
 STATE_DIR = "/var/lib/pozol-run"
 # The host's clock may run this far ahead of the control plane's before a signature
@@ -55,6 +59,7 @@ REFUSED_PREFIX = "pozol-run: refused: "
 
 _TEMPLATE = "pozol-run.sh"
 _VERSION_LINE = re.compile(r"^# pozol-run (\d+):")
+_FINGERPRINT = re.compile(r"^SHA256:[A-Za-z0-9+/]{43}$")
 
 
 @dataclass(frozen=True)
@@ -70,17 +75,19 @@ class Signed:
         return [HELPER_PATH, self.nonce, str(self.expires), self.signature, script_text]
 
 
-def message(nonce: str, expires: int, script_text: str) -> bytes:
-    """The bytes signed, as the helper rebuilds them from its arguments."""
-    return f"pozol-run {HELPER_VERSION}\n{nonce}\n{expires}\n{script_text}".encode()
+def message(nonce: str, expires: int, host: str, script_text: str) -> bytes:
+    """The bytes signed, as the helper rebuilds them from its arguments and the host key
+    fingerprint written in it."""
+    return f"pozol-run {HELPER_VERSION}\n{host}\n{nonce}\n{expires}\n{script_text}".encode()
 
 
-def sign_script(key: paramiko.PKey, script_text: str, *, seconds: int,
+def sign_script(key: paramiko.PKey, script_text: str, *, host: str, seconds: int,
                 now: float | None = None) -> Signed:
-    """A signature for running `script_text` once within `seconds` (plus CLOCK_SKEW)."""
+    """A signature for running `script_text` once within `seconds` (plus CLOCK_SKEW), on
+    the host whose host key has the fingerprint `host` only."""
     nonce = secrets.token_hex(16)
     expires = int(time.time() if now is None else now) + int(seconds) + CLOCK_SKEW
-    return Signed(nonce, expires, sshsig(key, message(nonce, expires, script_text)))
+    return Signed(nonce, expires, sshsig(key, message(nonce, expires, host, script_text)))
 
 
 def sshsig(key: paramiko.PKey, data: bytes, namespace: str = NAMESPACE) -> str:
@@ -101,13 +108,17 @@ def _string(data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + data
 
 
-def helper(public_line: str, state_dir: str = STATE_DIR) -> str:
-    """The helper an operator installs at HELPER_PATH (root, mode 0755), trusting the
-    key of `public_line` ("type base64 [comment]": the comment is left out)."""
+def helper(public_line: str, host_fingerprint: str, state_dir: str = STATE_DIR) -> str:
+    """The helper an operator installs at HELPER_PATH (root, mode 0755) on the host whose
+    host key has `host_fingerprint` ("SHA256:..."), trusting the key of `public_line`
+    ("type base64 [comment]": the comment is left out)."""
     trusted = keys.public_line(keys.public_key_of(public_line))  # InvalidKey: a ValueError
+    if not _FINGERPRINT.match(host_fingerprint):
+        raise ValueError(f"not a host key fingerprint (SHA256:...): {host_fingerprint!r}")
     template = resources.files(__package__).joinpath(_TEMPLATE).read_text()
     return (template.replace("@VERSION@", str(HELPER_VERSION))
-            .replace("@TRUSTED@", trusted).replace("@STATE@", state_dir)
+            .replace("@TRUSTED@", trusted).replace("@HOST@", host_fingerprint)
+            .replace("@STATE@", state_dir)
             .replace("@NAMESPACE@", NAMESPACE).replace("@HELPER_PATH@", HELPER_PATH))
 
 

@@ -188,8 +188,10 @@ class Session:
             "file and helper: GET /api/hosts/<id>/sudoers/)", rule=rule)
 
     def _sign(self, text: str, seconds: int) -> signed.Signed:
-        """A signature the host's helper takes for `text`: made with the host's own key."""
-        return signed.sign_script(_private_key(self.target), text, seconds=seconds)
+        """A signature the host's helper takes for `text`: made with the host's own key,
+        for the host key this connection was made to (pinned, or being pinned)."""
+        return signed.sign_script(_private_key(self.target), text,
+                                  host=self.host_key_fingerprint, seconds=seconds)
 
     @property
     def host_key(self) -> str:

@@ -224,10 +224,23 @@ def test_the_sudoers_file_of_a_host_names_its_clusters_and_refuses_root_or_a_bad
     public = keys.public_line_of(credentials.decrypt(replayed_host.private_key_encrypted))
     assert answer.json()["helper_path"] == "/usr/local/sbin/pozol-run"
     assert f"TRUSTED='{public}'" in answer.json()["helper"]
+    assert f"HOST='{replayed_host.host_key_fingerprint}'" in answer.json()["helper"]
 
     for hostile in HOSTILE[:8]:
         refused = api.get(f"/api/hosts/{replayed_host.pk}/sudoers/", {"login": hostile})
         assert refused.status_code == 400 and "login" in refused.json()["error"]["fields"]
+
+
+def test_no_helper_before_the_host_key_is_pinned(api, replayed_host):
+    """The helper is made for the host's key: a host still awaiting its key's confirmation
+    has none yet, and is told what to do first."""
+    replayed_host.host_key = replayed_host.host_key_fingerprint = ""
+    replayed_host.host_key_state = Host.KeyState.AWAITING
+    replayed_host.save()
+    refused = api.get(f"/api/hosts/{replayed_host.pk}/sudoers/", {"login": "pozol"})
+    assert refused.status_code == 409, refused.content
+    assert refused.json()["error"]["code"] == "host_key_not_pinned"
+    assert "discover the host" in refused.json()["error"]["message"]
 
 
 def test_the_sudoers_file_names_a_major_installed_with_no_cluster_yet(api, replayed_host):

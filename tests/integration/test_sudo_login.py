@@ -208,15 +208,20 @@ def test_the_login_alone_runs_nothing_as_root_that_pozol_did_not_sign(
         said = as_login(sudo_host, f"{command} 2>&1; echo status=$?", check=False)
         assert "status=1" in said and "sudo: a password is required" in said, (command, said)
 
-    # A signature of another key, a changed script, a replay: each refused, never run.
+    # A signature of another key, a changed script, one made for another host with the
+    # same key, a replay: each refused, never run.
     other = keys.load_private_key(keys.generate_keypair("not the host's")[0])
     mine = keys.load_private_key(host.ssh_target().private_key)
+    here = host.host_key_fingerprint
+    elsewhere = keys.fingerprint(keys.public_line_of(keys.generate_keypair("B's host key")[0]))
     text = "touch /pozol-was-here"
-    forged = signed.sign_script(other, text, seconds=60)
-    changed = signed.sign_script(mine, "true", seconds=60)
-    honest = signed.sign_script(mine, "id -un", seconds=60)
+    forged = signed.sign_script(other, text, host=here, seconds=60)
+    changed = signed.sign_script(mine, "true", host=here, seconds=60)
+    for_b = signed.sign_script(mine, text, host=elsewhere, seconds=60)
+    honest = signed.sign_script(mine, "id -un", host=here, seconds=60)
     for signature, script_text, words in ((forged, text, "bad signature"),
                                           (changed, text, "bad signature"),
+                                          (for_b, text, "bad signature"),
                                           (honest, "id -un", None),
                                           (honest, "id -un", "this signed script already ran")):
         argv = " ".join(shlex.quote(a) for a in signature.argv(script_text))
@@ -249,15 +254,25 @@ def test_without_the_helper_or_with_an_old_one_discovery_fails_saying_so(sudo_ho
     helper = Path(sudo_host.etc_sudoers_file).parents[2] / "usr-local-sbin" / "pozol-run"
     current = helper.read_text()
     try:
-        helper.write_text(current.replace("# pozol-run 1:", "# pozol-run 0:", 1))
+        version = signed.HELPER_VERSION
+        helper.write_text(current.replace(f"# pozol-run {version}:", "# pozol-run 0:", 1))
         host, operation = discovered(sudo_host)
         assert operation.status == Operation.Status.FAILED
         assert "/usr/local/sbin/pozol-run" in operation.error
-        assert "is version 0, not 1" in operation.error, operation.error
+        assert f"is version 0, not {version}" in operation.error, operation.error
         helper.unlink()
         operation = drive(fleet.discover(host))
         assert operation.status == Operation.Status.FAILED
         assert "pozol-run that pozol runs as root is missing" in operation.error, operation.error
+        # One made for another host (the same key, another host key): nothing it is sent
+        # runs, and the error says why.
+        elsewhere = keys.fingerprint(keys.public_line_of(keys.generate_keypair("B")[0]))
+        helper.write_text(current.replace(host.host_key_fingerprint, elsewhere))
+        helper.chmod(0o755)
+        operation = drive(fleet.discover(host))
+        assert operation.status == Operation.Status.FAILED
+        assert f"made for another host (host key {elsewhere})" in operation.error, \
+            operation.error
     finally:
         helper.write_text(current)
         helper.chmod(0o755)

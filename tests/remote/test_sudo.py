@@ -150,12 +150,14 @@ def test_a_script_runs_through_the_helper_signed_as_it_is_sent():
 
 def test_a_signature_is_good_for_one_message_and_some_minutes():
     key = keys.load_private_key(keys.generate_keypair("t")[0])
-    made = signed.sign_script(key, "true", seconds=60, now=1_000_000)
+    host = "SHA256:" + "A" * 43
+    made = signed.sign_script(key, "true", host=host, seconds=60, now=1_000_000)
     assert made.expires == 1_000_000 + 60 + signed.CLOCK_SKEW
-    assert len(made.nonce) == 32 and made.nonce != signed.sign_script(key, "true", seconds=60).nonce
-    assert signed.message(made.nonce, made.expires, "a\nb\n") == (
-        f"pozol-run 1\n{made.nonce}\n{made.expires}\na\nb\n".encode())
-    assert time.time() < signed.sign_script(key, "true", seconds=0).expires
+    assert len(made.nonce) == 32 and made.nonce != signed.sign_script(
+        key, "true", host=host, seconds=60).nonce
+    assert signed.message(made.nonce, made.expires, host, "a\nb\n") == (
+        f"pozol-run 2\n{host}\n{made.nonce}\n{made.expires}\na\nb\n".encode())
+    assert time.time() < signed.sign_script(key, "true", host=host, seconds=0).expires
 
 
 def test_the_readme_shows_the_file_pozol_generates():

@@ -116,7 +116,8 @@ def _through_sudo(found: Guest) -> Guest:
     host = found.host
     install_sudoers(host, sudo.sudoers(SudoLogin.login,
                                        [sudo.Cluster(host.pg_os_user, host.pg_bin_dir)]))
-    install_helper(host, signed.helper(public_key(Path(host.private_key_path))))
+    install_helper(host, signed.helper(public_key(Path(host.private_key_path)),
+                                       host.host_key_fingerprint))
     return dataclasses.replace(found, host=SudoLogin(**dataclasses.asdict(host)))
 
 

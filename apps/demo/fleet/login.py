@@ -76,6 +76,7 @@ def _add_helper(holder: Proc, layout: Layout, host: Host) -> None:
     shutil.copytree(machine_dir, copy, symlinks=True)
     helper = copy / Path(signed.HELPER_PATH).name
     helper.write_text(signed.helper(public_key(Path(host.private_key_path)),
+                                    host.host_key_fingerprint,
                                     state_dir=str(layout.root / "pozol-run")))
     helper.chmod(0o755)
     run(in_namespace(holder, ["mount", "--bind", str(copy), str(machine_dir)]))
