@@ -85,4 +85,8 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
             responses = operation.setdefault("responses", {})
             for code, description in codes.items():
                 responses.setdefault(code, {"description": description, "content": reference})
+            for code, response in responses.items():
+                # An error a view documents by its description alone has the Error body too.
+                if code[0] in "45" and "content" not in response:
+                    response["content"] = reference
     return result

@@ -3,7 +3,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -95,7 +95,11 @@ class HostViewSet(IdempotentPosts, viewsets.ModelViewSet):
     def facts(self, request, pk=None) -> Response:
         return Response(self.get_object().facts)
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, parameters=[OpenApiParameter(
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 409: OpenApiResponse(description=(
+        "Not for this host yet: its host key is not pinned (`host_key_not_pinned`: the "
+        "helper is made for that key), what it reported cannot be written in sudoers "
+        "(`unnamable`), or its stored key cannot make the helper (`unusable_key`)."))},
+        parameters=[OpenApiParameter(
         "login", str, description="another login than the host's own")], description=(
         "The sudoers file a non-root login needs on this host (install it as "
         "/etc/sudoers.d/pozol, mode 0440): each rule with what it grants; `helper`, the "

@@ -241,6 +241,12 @@ def test_no_helper_before_the_host_key_is_pinned(api, replayed_host):
     assert refused.status_code == 409, refused.content
     assert refused.json()["error"]["code"] == "host_key_not_pinned"
     assert "discover the host" in refused.json()["error"]["message"]
+    # ... as the schema says (the fuzzer holds the API to it).
+    documented = api.get("/api/schema/?format=json").json()["paths"][
+        "/api/hosts/{id}/sudoers/"]["get"]["responses"]["409"]
+    assert "host_key_not_pinned" in documented["description"]
+    assert documented["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Error"}
 
 
 def test_the_sudoers_file_names_a_major_installed_with_no_cluster_yet(api, replayed_host):
