@@ -366,8 +366,14 @@ def _points(node: Values, prefix: Path, us: int,
 
 def _bucket(start: datetime, points: dict[Path, tuple[list[int], list[float]]]) -> Bucket:
     layout = Layout.of(points)
-    gauges = [points[p][1] for p in layout.gauges]
-    counters = [points[p] for p in layout.counters]
+    return _bucket_of(start, layout, [points[p][1] for p in layout.gauges],
+                      [points[p] for p in layout.counters])
+
+
+def _bucket_of(start: datetime, layout: Layout, gauges: list[list[float]],
+               counters: list[tuple[list[int], list[float]]]) -> Bucket:
+    """A bucket from its gauges' values and its counters' (times, values), in the
+    layout's order."""
     return Bucket(
         start, layout,
         [min(v) for v in gauges], [max(v) for v in gauges],
@@ -430,7 +436,7 @@ def _numbers_in(node: Values, template: tuple, out: list) -> bool:
     for key, part in template:
         value = node.get(key, _ABSENT)
         if part is _NUMBER:
-            if isinstance(value, dict) or not isinstance(value, int | float):
+            if not isinstance(value, int | float):
                 return False
             out.append(value)
         elif part is None:
@@ -460,17 +466,9 @@ def _rolled_alike(start: datetime, group: list[tuple[int, Values]]) -> Bucket | 
     if not shape.gauges and not shape.counters:
         return None
     columns = [list(map(float, column)) for column in zip(*rows, strict=True)]
-    gauges = [columns[i] for i in shape.gauges]
-    counters = [columns[i] for i in shape.counters]
-    count, first, last = len(rows), group[0][0], group[-1][0]
-    return Bucket(
-        start, shape.layout,
-        list(map(min, gauges)), list(map(max, gauges)),
-        [sum(v) / count for v in gauges], [count] * len(gauges),
-        [v[0] for v in counters], [v[-1] for v in counters],
-        [first] * len(counters), [last] * len(counters),
-        [any(b < a for a, b in zip(v, v[1:], strict=False)) for v in counters],
-        [count] * len(counters))
+    times = [us for us, _ in group]  # every number is in every row
+    return _bucket_of(start, shape.layout, [columns[i] for i in shape.gauges],
+                      [(times, columns[i]) for i in shape.counters])
 
 
 def merge(buckets: Sequence[Bucket], width: timedelta) -> list[Bucket]:
